@@ -1,0 +1,87 @@
+// Package model defines the provider-neutral conversation types Cairn speaks and
+// the Model interface that providers (OpenAI, scripted, …) implement.
+//
+// A Model turns a Request (system prompt, history, tool definitions) into one
+// assistant Message. Adapters translate to and from their provider's wire
+// format; nothing else in Cairn knows a provider exists.
+package model
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role says who wrote a message.
+type Role string
+
+// The roles of a conversation.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of a conversation history.
+type Message struct {
+	Role Role `json:"role"`
+	// Content is the text of the message. For a tool message it is the tool's result.
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for, in the model's order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// IsError marks a tool message that reports a failure (unknown tool, bad
+	// arguments, rejection, a tool error). Providers that have no such flag
+	// send the content as is.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolCall is a model's request to run one tool.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the argument JSON exactly as the model produced it. It may
+	// be malformed; the engine, not the adapter, decides what to do then.
+	Arguments string `json:"arguments"`
+}
+
+// ToolDefinition describes a tool to the model.
+type ToolDefinition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments
+}
+
+// Request is one call to a model.
+type Request struct {
+	// System is the system prompt (the agent's instructions).
+	System   string
+	Messages []Message
+	Tools    []ToolDefinition
+	// OnTextDelta, when set, receives text as a streaming model produces it.
+	// The returned Response still holds the whole message.
+	OnTextDelta func(delta string)
+}
+
+// Usage counts the tokens of one model call.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Response is a model's answer: one assistant message.
+type Response struct {
+	Message Message
+	Usage   Usage
+}
+
+// Model is a language model. Implementations must be safe for concurrent use.
+type Model interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Func adapts a function to the Model interface.
+type Func func(ctx context.Context, req *Request) (*Response, error)
+
+// Generate calls f.
+func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) { return f(ctx, req) }
