@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Memory is an in-process Store, for tests and throwaway sessions. The zero
+// value is ready to use.
+type Memory struct {
+	mu       sync.RWMutex
+	sessions map[string]*memSession
+}
+
+type memSession struct {
+	head   Head
+	events []Event
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{} }
+
+// Append implements Store.
+func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, events []Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions == nil {
+		m.sessions = make(map[string]*memSession)
+	}
+	s := m.sessions[head.ID]
+	switch {
+	case s == nil && expectedSeq != 0:
+		return ErrNotFound
+	case s == nil:
+		s = &memSession{}
+		m.sessions[head.ID] = s
+	case s.head.Seq != expectedSeq:
+		return ErrConflict
+	}
+	s.events = append(s.events, events...)
+	s.head = head
+	return nil
+}
+
+// Events implements Store.
+func (m *Memory) Events(ctx context.Context, id string, after int64) ([]Event, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := m.sessions[id]
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	i, _ := slices.BinarySearchFunc(s.events, after+1, func(e Event, seq int64) int { return int(e.Seq - seq) })
+	return slices.Clone(s.events[i:]), nil
+}
+
+// Head implements Store.
+func (m *Memory) Head(ctx context.Context, id string) (Head, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := m.sessions[id]
+	if s == nil {
+		return Head{}, ErrNotFound
+	}
+	return s.head, nil
+}
+
+// List implements Store.
+func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
+	m.mu.RLock()
+	var out []Head
+	for _, s := range m.sessions {
+		if opts.Status == "" || s.head.Status == opts.Status {
+			out = append(out, s.head)
+		}
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Head) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error { return nil }

@@ -1,0 +1,12 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/storetest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return store.NewMemory() })
+}

@@ -1,0 +1,220 @@
+// Package sqlite is the embedded default Store: one SQLite file, pure Go
+// (modernc.org/sqlite), WAL journal, one transaction per Append.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS sessions (
+	id         TEXT PRIMARY KEY,
+	agent      TEXT NOT NULL,
+	status     TEXT NOT NULL,
+	seq        INTEGER NOT NULL,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	summary    BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_status ON sessions(status, updated_at);
+CREATE TABLE IF NOT EXISTS events (
+	session_id TEXT NOT NULL,
+	seq        INTEGER NOT NULL,
+	type       TEXT NOT NULL,
+	time       TEXT NOT NULL,
+	frame      TEXT NOT NULL,
+	agent      TEXT NOT NULL,
+	data       BLOB NOT NULL,
+	PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+`
+
+// Store is a Store in one SQLite file.
+type Store struct {
+	db *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the SQLite database at path.
+//
+// Commits are durable against a crash of the process (kill -9) and of the
+// machine: the journal is WAL with synchronous=FULL.
+func Open(ctx context.Context, path string) (*Store, error) {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: create schema: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// timeLayout is fixed-width so that text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Append implements store.Store.
+func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []store.Event) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite append %s: %w", head.ID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if expectedSeq == 0 {
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary) VALUES (?,?,?,?,?,?,?)`,
+			head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary))
+		if err != nil {
+			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
+				return store.ErrConflict
+			}
+			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=? WHERE id=? AND seq=?`,
+			head.Status, head.Seq, head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary), head.ID, expectedSeq)
+		if err != nil {
+			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id=?`, head.ID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return store.ErrConflict
+		}
+	}
+	if len(events) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
+		}
+		defer stmt.Close()
+		for _, e := range events {
+			if _, err := stmt.ExecContext(ctx, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data)); err != nil {
+				return fmt.Errorf("sqlite append %s event %d: %w", head.ID, e.Seq, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite append %s: commit: %w", head.ID, err)
+	}
+	return nil
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`, id, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite events %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var t string
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.Frame, &e.Agent, &data); err != nil {
+			return nil, fmt.Errorf("sqlite events %s: %w", id, err)
+		}
+		if e.Time, err = time.Parse(timeLayout, t); err != nil {
+			return nil, fmt.Errorf("sqlite events %s seq %d: bad time %q: %w", id, e.Seq, t, err)
+		}
+		e.Data = data
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite events %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := s.Head(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Head implements store.Store.
+func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT id, agent, status, seq, created_at, updated_at, summary FROM sessions WHERE id=?`, id)
+	h, err := scanHead(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Head{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Head{}, fmt.Errorf("sqlite head %s: %w", id, err)
+	}
+	return h, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
+	q := `SELECT id, agent, status, seq, created_at, updated_at, summary FROM sessions`
+	var args []any
+	if opts.Status != "" {
+		q += ` WHERE status=?`
+		args = append(args, opts.Status)
+	}
+	q += ` ORDER BY updated_at DESC, id`
+	if opts.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, opts.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite list: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Head
+	for rows.Next() {
+		h, err := scanHead(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite list: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanHead(r scanner) (store.Head, error) {
+	var h store.Head
+	var created, updated string
+	var summary []byte
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary); err != nil {
+		return h, err
+	}
+	var err error
+	if h.CreatedAt, err = time.Parse(timeLayout, created); err != nil {
+		return h, err
+	}
+	if h.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
+		return h, err
+	}
+	h.Summary = summary
+	return h, nil
+}
