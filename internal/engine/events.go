@@ -3,9 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/store"
 )
 
 // Event types. They are part of the outside contract: stored, streamed and
@@ -24,14 +24,7 @@ const (
 )
 
 // Event is one immutable entry of a session's log.
-type Event struct {
-	Seq   int64           `json:"seq"`
-	Type  string          `json:"type"`
-	Time  time.Time       `json:"time"`
-	Frame string          `json:"frame,omitempty"`
-	Agent string          `json:"agent,omitempty"`
-	Data  json.RawMessage `json:"data"`
-}
+type Event = store.Event
 
 // Payloads of the event types.
 type (

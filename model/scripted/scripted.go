@@ -1,0 +1,101 @@
+// Package scripted is a deterministic Model for tests, examples and the
+// demo: it replies from a script instead of calling a language model.
+package scripted
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// Reply is one scripted assistant message.
+type Reply struct {
+	// Text is a text/template over Vars.
+	Text      string
+	ToolCalls []Call
+}
+
+// Call is a scripted tool call.
+type Call struct {
+	// ID defaults to a deterministic id unique in the conversation.
+	ID   string
+	Name string
+	// Arguments is the argument JSON, sent to the engine as is.
+	Arguments string
+}
+
+// Vars are what a Reply's Text template can use.
+type Vars struct {
+	// Input is the last user message.
+	Input string
+	// LastResult is the content of the last tool result, if any.
+	LastResult string
+	// LastResultIsError reports whether the last tool result was an error.
+	LastResultIsError bool
+}
+
+// Model replies with Replies[i], where i is the number of assistant messages
+// since the last user message. The reply therefore depends only on the
+// conversation, so one Model serves many sessions and a session resumed in
+// another process continues the script where it paused. Past the end of the
+// script it says so.
+type Model struct {
+	Replies []Reply
+}
+
+// New returns a model that plays replies.
+func New(replies ...Reply) *Model { return &Model{Replies: replies} }
+
+// Generate implements model.Model.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var vars Vars
+	step, assistants := 0, 0
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleUser:
+			vars.Input, step = msg.Content, 0
+		case model.RoleAssistant:
+			step++
+			assistants++
+		case model.RoleTool:
+			vars.LastResult, vars.LastResultIsError = msg.Content, msg.IsError
+		}
+	}
+	if step >= len(m.Replies) {
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant,
+			Content: fmt.Sprintf("(scripted model: the script has %d replies and this turn is past them)", len(m.Replies))}}, nil
+	}
+	r := m.Replies[step]
+	text := r.Text
+	if strings.Contains(text, "{{") {
+		t, err := template.New("reply").Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("scripted reply %d: %w", step, err)
+		}
+		var b strings.Builder
+		if err := t.Execute(&b, vars); err != nil {
+			return nil, fmt.Errorf("scripted reply %d: %w", step, err)
+		}
+		text = b.String()
+	}
+	msg := model.Message{Role: model.RoleAssistant, Content: text}
+	for i, c := range r.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", assistants+1, i+1)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: c.Name, Arguments: c.Arguments})
+	}
+	if req.OnTextDelta != nil && text != "" {
+		for _, w := range strings.SplitAfter(text, " ") {
+			req.OnTextDelta(w)
+		}
+	}
+	return &model.Response{Message: msg, Usage: model.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: int64(len(strings.Fields(text)))}}, nil
+}

@@ -1,0 +1,443 @@
+package cairn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/store"
+)
+
+// DefaultMaxIterations is an agent's limit of model calls per turn when
+// Agent.MaxIterations is 0.
+const DefaultMaxIterations = 25
+
+// Agent is pure configuration: a name, instructions, a model and tools.
+type Agent struct {
+	Name         string
+	Instructions string
+	Model        model.Model
+	Tools        []*Tool
+	// MaxIterations is the number of model calls allowed in one turn; the
+	// next one fails the turn. 0 means DefaultMaxIterations.
+	MaxIterations int
+}
+
+// RunnerOptions configures a Runner. Only Agents is required.
+type RunnerOptions struct {
+	Agents []*Agent
+	// Store keeps sessions; nil means a new in-memory store.
+	Store store.Store
+	// Logger receives the runner's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxParallelTools bounds the calls of one model response that run at
+	// once; 0 means 8.
+	MaxParallelTools int
+	// Now and NewID make time and session ids injectable for tests.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// Runner starts sessions and resumes them. It is the in-process driver of
+// Cairn's engine: it performs the engine's effects (model and tool calls)
+// and appends each step's events to the Store in one commit. A Runner is
+// safe for concurrent use; any number of Runners may share one Store.
+type Runner struct {
+	machine     *engine.Machine
+	agents      map[string]*Agent
+	tools       map[string]map[string]*compiledTool // agent → tool
+	store       store.Store
+	log         *slog.Logger
+	maxParallel int
+	now         func() time.Time
+	newID       func() string
+	hub         hub
+	background  context.Context
+	stop        context.CancelFunc
+	wg          sync.WaitGroup
+}
+
+// NewRunner checks and compiles the agents and their tools once.
+func NewRunner(opts RunnerOptions) (*Runner, error) {
+	r := &Runner{
+		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
+		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
+		now: opts.Now, newID: opts.NewID,
+	}
+	if r.store == nil {
+		r.store = store.NewMemory()
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.maxParallel <= 0 {
+		r.maxParallel = 8
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.newID == nil {
+		r.newID = newSessionID
+	}
+	if len(opts.Agents) == 0 {
+		return nil, errors.New("cairn: NewRunner needs at least one agent")
+	}
+	specs := map[string]*engine.Agent{}
+	for _, a := range opts.Agents {
+		if a == nil || a.Name == "" {
+			return nil, errors.New("cairn: an agent has no name")
+		}
+		if r.agents[a.Name] != nil {
+			return nil, fmt.Errorf("cairn: agent %q is defined twice", a.Name)
+		}
+		if a.Model == nil {
+			return nil, fmt.Errorf("cairn: agent %q has no model", a.Name)
+		}
+		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations}
+		if spec.MaxIterations <= 0 {
+			spec.MaxIterations = DefaultMaxIterations
+		}
+		tools := map[string]*compiledTool{}
+		for _, t := range a.Tools {
+			ct, err := compileTool(t)
+			if err != nil {
+				return nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
+			}
+			if tools[t.Name] != nil {
+				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, t.Name)
+			}
+			tools[t.Name] = ct
+			et := ct.engineTool()
+			spec.Tools[t.Name] = et
+			spec.Definitions = append(spec.Definitions, et.Definition)
+		}
+		r.agents[a.Name] = a
+		r.tools[a.Name] = tools
+		specs[a.Name] = spec
+	}
+	r.machine = engine.New(specs)
+	r.background, r.stop = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Close stops detached turns (they stay recorded as running) and waits for them.
+func (r *Runner) Close() error {
+	r.stop()
+	r.wg.Wait()
+	return nil
+}
+
+// Store returns the runner's store.
+func (r *Runner) Store() store.Store { return r.store }
+
+// StartOptions are optional settings of Start.
+type StartOptions struct {
+	// Metadata is kept with the session and returned with it.
+	Metadata map[string]any
+	// Detach returns as soon as the session is recorded, with status
+	// running; the turn goes on in the background.
+	Detach bool
+}
+
+// Start opens a session on the named agent with the user's first message and
+// runs the first turn until it ends or pauses.
+func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*Session, error) {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	st := &engine.State{}
+	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata}
+	step, err := r.machine.Step(st, in, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if opts.Detach {
+		if err := r.commit(ctx, st, step.Events); err != nil {
+			return nil, err
+		}
+		sess := sessionFromState(st)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.drive(r.background, st, engine.Step{Effects: step.Effects}); err != nil {
+				r.log.Error("detached turn stopped", "session", st.SessionID, "err", err)
+			}
+		}()
+		return sess, nil
+	}
+	if err := r.drive(ctx, st, step); err != nil {
+		return nil, err
+	}
+	return sessionFromState(st), nil
+}
+
+// Resume applies decisions to a paused session and runs the resumed turn
+// until it ends or pauses again. seq must be the session's current Seq: of
+// two resumes of the same pause exactly one wins, the other gets ErrConflict
+// and changes nothing. The deciding Actor comes from WithActor.
+func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision) (*Session, error) {
+	st, err := r.load(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	in := engine.Decide{Seq: seq, Actor: engine.Actor(ActorFrom(ctx))}
+	for _, d := range decisions {
+		in.Decisions = append(in.Decisions, engine.Decision(d))
+	}
+	step, err := r.machine.Step(st, in, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := r.drive(ctx, st, step); err != nil {
+		return nil, err
+	}
+	return sessionFromState(st), nil
+}
+
+// Send gives the user's next message to a session whose turn has ended and
+// runs the new turn. seq 0 means "whatever is current".
+func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*Session, error) {
+	st, err := r.load(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	step, err := r.machine.Step(st, engine.Message{Text: text, Seq: seq}, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := r.drive(ctx, st, step); err != nil {
+		return nil, err
+	}
+	return sessionFromState(st), nil
+}
+
+// Session returns a session as last recorded.
+func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
+	h, err := r.store.Head(ctx, id)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	return sessionFromHead(h)
+}
+
+// Sessions lists sessions, most recently updated first; status "" means all.
+func (r *Runner) Sessions(ctx context.Context, status string) ([]*Session, error) {
+	heads, err := r.store.List(ctx, store.ListOptions{Status: status})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Session, 0, len(heads))
+	for _, h := range heads {
+		s, err := sessionFromHead(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// PendingInterrupts is the approval inbox: every interrupt of every paused session.
+func (r *Runner) PendingInterrupts(ctx context.Context) ([]PendingInterrupt, error) {
+	paused, err := r.Sessions(ctx, StatusPaused)
+	if err != nil {
+		return nil, err
+	}
+	out := []PendingInterrupt{}
+	for _, s := range paused {
+		for _, in := range s.Interrupts {
+			out = append(out, PendingInterrupt{Interrupt: in, SessionID: s.ID, Seq: s.Seq})
+		}
+	}
+	return out, nil
+}
+
+// Events returns a session's recorded events with seq > after.
+func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, error) {
+	evs, err := r.store.Events(ctx, id, after)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	return evs, nil
+}
+
+// Subscribe delivers a session's events as they are recorded, and model text
+// deltas as they stream, until cancel is called. A slow subscriber misses
+// nothing recorded: when its buffer is full its channel is closed, and it
+// can catch up with Events from the last seq it saw.
+func (r *Runner) Subscribe(sessionID string) (events <-chan Event, cancel func()) {
+	return r.hub.subscribe(sessionID)
+}
+
+func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
+	evs, err := r.store.Events(ctx, id, 0)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	return engine.Replay(evs)
+}
+
+// commit appends the events of one step in one durable write.
+func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	summary, err := json.Marshal(sessionFromState(st))
+	if err != nil {
+		return err
+	}
+	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Summary: summary}
+	expected := events[0].Seq - 1
+	if err := r.store.Append(ctx, head, expected, events); err != nil {
+		return storeError(err, st.SessionID)
+	}
+	for _, ev := range events {
+		r.hub.publish(st.SessionID, ev)
+	}
+	return nil
+}
+
+// drive commits a step and performs its effects until the session needs a
+// person or the turn ends.
+func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
+	for {
+		if err := r.commit(ctx, st, step.Events); err != nil {
+			return err
+		}
+		if len(step.Effects) == 0 {
+			return nil
+		}
+		var in engine.Input
+		switch eff := step.Effects[0].(type) {
+		case engine.CallModel:
+			resp, err := r.callModel(ctx, st.SessionID, eff)
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("session %s: turn interrupted: %w", st.SessionID, ctx.Err())
+			}
+			in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
+		case engine.RunTools:
+			in = engine.ToolsDone{Frame: eff.Frame, Results: r.runTools(ctx, eff)}
+			if ctx.Err() != nil {
+				return fmt.Errorf("session %s: turn interrupted while tools ran: %w", st.SessionID, ctx.Err())
+			}
+		default:
+			return fmt.Errorf("cairn: unknown effect %T", eff)
+		}
+		var err error
+		if step, err = r.machine.Step(st, in, r.now()); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.CallModel) (*model.Response, error) {
+	agent := r.agents[eff.Agent]
+	req := *eff.Request
+	req.OnTextDelta = func(delta string) {
+		data, _ := json.Marshal(map[string]string{"text": delta})
+		r.hub.publish(sessionID, Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data})
+	}
+	start := time.Now()
+	resp, err := agent.Model.Generate(ctx, &req)
+	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
+	if err == nil && resp == nil {
+		err = errors.New("model returned no response")
+	}
+	return resp, err
+}
+
+// runTools runs the calls concurrently, at most maxParallel at once, and
+// returns the outcomes in the model's call order.
+func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
+	out := make([]engine.ToolOutcome, len(eff.Calls))
+	sem := make(chan struct{}, r.maxParallel)
+	var wg sync.WaitGroup
+	for i, call := range eff.Calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = r.runTool(ctx, r.tools[eff.Agent][call.Tool], call)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) engine.ToolOutcome {
+	outcome := engine.ToolOutcome{CallID: call.CallID}
+	ctx = context.WithValue(ctx, idempotencyKey{}, call.IdempotencyKey)
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
+			}
+		}()
+		out, err := t.Handler(ctx, call.Args)
+		done <- result{out, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		// A handler that ignores its context does not hold up the session.
+		res = result{err: ctx.Err()}
+	}
+	switch {
+	case res.err == nil:
+		outcome.Content = res.out
+	case errors.Is(res.err, context.DeadlineExceeded) && t.Timeout > 0:
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q timed out after %s", call.Tool, t.Timeout), true
+	default:
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q failed: %v", call.Tool, res.err), true
+	}
+	r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
+	return outcome
+}
+
+func sessionFromHead(h store.Head) (*Session, error) {
+	var s Session
+	if err := json.Unmarshal(h.Summary, &s); err != nil {
+		return nil, fmt.Errorf("session %s: corrupt summary: %w", h.ID, err)
+	}
+	return &s, nil
+}
+
+func newSessionID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "ses_" + hex.EncodeToString(b[:])
+}
+
+type actorKey struct{}
+
+// WithActor returns a context that records actor as the one who decides in Resume.
+func WithActor(ctx context.Context, actor Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorFrom returns the actor set by WithActor, or the zero Actor.
+func ActorFrom(ctx context.Context) Actor {
+	a, _ := ctx.Value(actorKey{}).(Actor)
+	return a
+}

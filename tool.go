@@ -1,0 +1,237 @@
+package cairn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+)
+
+// Tool is something an agent can call. Build one from a typed Go function with
+// NewTool, or fill in the fields for a tool whose arguments are raw JSON.
+type Tool struct {
+	// Name is what the model calls the tool.
+	Name string
+	// Description tells the model what the tool does.
+	Description string
+	// Parameters is the JSON Schema of the arguments. Arguments that do not
+	// match it never reach Handler; the model gets the validation error.
+	Parameters json.RawMessage
+	// Handler runs the tool with the validated argument JSON. Its result is
+	// what the model sees. An error becomes an error result the model sees.
+	Handler func(ctx context.Context, args json.RawMessage) (string, error)
+	// Approval decides whether a call waits for a person. Nil means never.
+	Approval ApprovalPolicy
+	// Confirmation is a text/template over the decoded arguments, shown to
+	// the approver: "Delete file '{{.filename}}'? This cannot be undone."
+	Confirmation string
+	// Timeout bounds one run of Handler; 0 means no limit beyond the turn's context.
+	Timeout time.Duration
+	// Idempotent marks a tool that is safe to run twice with the same
+	// idempotency key (see IdempotencyKey).
+	Idempotent bool
+}
+
+// ApprovalPolicy reports whether a call with the given argument JSON must
+// wait for a person's decision. It must be deterministic: the same arguments
+// give the same answer.
+type ApprovalPolicy func(args json.RawMessage) (bool, error)
+
+// Always is the policy that asks a person before every call.
+func Always() ApprovalPolicy { return func(json.RawMessage) (bool, error) { return true, nil } }
+
+// ToolOption configures a tool built by NewTool.
+type ToolOption func(*Tool)
+
+// RequireApproval makes every call of the tool wait for a person.
+func RequireApproval() ToolOption { return func(t *Tool) { t.Approval = Always() } }
+
+// RequireApprovalIf makes a call wait for a person when pred returns true
+// for its arguments.
+func RequireApprovalIf[Args any](pred func(Args) bool) ToolOption {
+	return func(t *Tool) {
+		t.Approval = func(raw json.RawMessage) (bool, error) {
+			var a Args
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return false, err
+			}
+			return pred(a), nil
+		}
+	}
+}
+
+// WithConfirmation sets the confirmation template shown to the approver.
+func WithConfirmation(template string) ToolOption {
+	return func(t *Tool) { t.Confirmation = template }
+}
+
+// WithTimeout bounds one run of the tool.
+func WithTimeout(d time.Duration) ToolOption { return func(t *Tool) { t.Timeout = d } }
+
+// Idempotent marks the tool safe to run again with the same idempotency key.
+func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
+
+// NewTool builds a tool from a typed function. The JSON Schema of Args is
+// generated from the struct (field names from `json` tags, descriptions from
+// `jsonschema` tags; fields without omitempty are required). A Result that is
+// a string is given to the model as is; anything else is marshalled to JSON.
+func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error), opts ...ToolOption) *Tool {
+	t := &Tool{Name: name, Description: description}
+	schema, err := jsonschema.For[Args](nil)
+	if err == nil {
+		t.Parameters, err = json.Marshal(schema)
+	}
+	if err != nil {
+		// Reported by NewRunner, which validates every tool.
+		t.Parameters = nil
+		t.Handler = func(context.Context, json.RawMessage) (string, error) {
+			return "", fmt.Errorf("tool %q has no schema: %w", name, err)
+		}
+		return t
+	}
+	t.Handler = func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var a Args
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return "", fmt.Errorf("decode arguments: %w", err)
+		}
+		res, err := fn(ctx, a)
+		if err != nil {
+			return "", err
+		}
+		if s, ok := any(res).(string); ok {
+			return s, nil
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return "", fmt.Errorf("encode result: %w", err)
+		}
+		return string(b), nil
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+type idempotencyKey struct{}
+
+// IdempotencyKey returns the key of the tool call running with ctx: unique to
+// the call within its session and the same if the call is ever run again.
+// Pass it to downstream systems that deduplicate (payment APIs, for one).
+func IdempotencyKey(ctx context.Context) string {
+	k, _ := ctx.Value(idempotencyKey{}).(string)
+	return k
+}
+
+// compiledTool is a Tool checked and prepared once, at NewRunner.
+type compiledTool struct {
+	*Tool
+	schema   *validator.Schema
+	template *template.Template
+}
+
+func compileTool(t *Tool) (*compiledTool, error) {
+	if t == nil || t.Name == "" {
+		return nil, fmt.Errorf("a tool has no name")
+	}
+	if t.Handler == nil {
+		return nil, fmt.Errorf("tool %q: Handler is nil", t.Name)
+	}
+	params := t.Parameters
+	if len(params) == 0 {
+		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	schema, err := CompileSchema(params)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+	}
+	ct := &compiledTool{Tool: t, schema: schema}
+	if t.Parameters == nil {
+		cp := *t
+		cp.Parameters = params
+		ct.Tool = &cp
+	}
+	if t.Confirmation != "" {
+		ct.template, err = template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: confirmation template: %w", t.Name, err)
+		}
+	}
+	return ct, nil
+}
+
+// CompileSchema compiles a JSON Schema document for validating arguments.
+func CompileSchema(doc json.RawMessage) (*validator.Schema, error) {
+	v, err := validator.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	c := validator.NewCompiler()
+	if err := c.AddResource("tool.json", v); err != nil {
+		return nil, err
+	}
+	return c.Compile("tool.json")
+}
+
+func (t *compiledTool) engineTool() *engine.Tool {
+	et := &engine.Tool{
+		Definition: toolDefinition(t.Tool),
+		Validate: func(v any) error {
+			if err := t.schema.Validate(v); err != nil {
+				return schemaError(err)
+			}
+			return nil
+		},
+	}
+	if t.Approval != nil {
+		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return t.Approval(a.Raw) }
+	}
+	if t.template != nil {
+		et.Confirm = func(a engine.ToolArgs) (string, error) {
+			var b strings.Builder
+			if err := t.template.Execute(&b, a.Value); err != nil {
+				return "", err
+			}
+			return strings.ReplaceAll(b.String(), "<no value>", ""), nil
+		}
+	}
+	return et
+}
+
+// schemaError flattens a validation error into one readable line per problem.
+func schemaError(err error) error {
+	ve, ok := err.(*validator.ValidationError)
+	if !ok {
+		return err
+	}
+	p := message.NewPrinter(language.English)
+	var leaves []string
+	var walk func(e *validator.ValidationError)
+	walk = func(e *validator.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			leaves = append(leaves, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(p)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return fmt.Errorf("%s", strings.Join(leaves, "; "))
+}
+
+func toolDefinition(t *Tool) model.ToolDefinition {
+	return model.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+}
