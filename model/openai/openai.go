@@ -1,0 +1,158 @@
+// Package openai adapts OpenAI's Chat Completions API, through the official
+// openai-go SDK, to model.Model. Any OpenAI-compatible server (Ollama, vLLM,
+// llama.cpp's server) works through Options.BaseURL.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// Options configures a Model.
+type Options struct {
+	// Model is the model name, e.g. "gpt-4o-mini" or "llama3.1".
+	Model string
+	// BaseURL is the API's base URL; empty means OpenAI's.
+	BaseURL string
+	// APIKey is sent as a bearer token; local servers usually need none.
+	APIKey string
+	// Stream uses the streaming API, so text deltas reach Request.OnTextDelta
+	// as they are generated.
+	Stream bool
+	// MaxRetries bounds the SDK's retries of 429, 5xx and connection errors;
+	// nil keeps the SDK's default.
+	MaxRetries *int
+	// HTTPClient replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+}
+
+// Model is a model.Model backed by Chat Completions.
+type Model struct {
+	client sdk.Client
+	opts   Options
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model. Like the SDK, it falls back to the OPENAI_API_KEY
+// and OPENAI_BASE_URL environment variables for an empty APIKey or BaseURL.
+func New(opts Options) *Model {
+	var ro []option.RequestOption
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.MaxRetries != nil {
+		ro = append(ro, option.WithMaxRetries(*opts.MaxRetries))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	return &Model{client: sdk.NewClient(ro...), opts: opts}
+}
+
+// Generate implements model.Model.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if m.opts.Stream {
+		return m.stream(ctx, req, params)
+	}
+	cc, err := m.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("openai %s: %w", m.opts.Model, err)
+	}
+	if len(cc.Choices) == 0 {
+		return nil, fmt.Errorf("openai %s: response %s has no choices", m.opts.Model, cc.ID)
+	}
+	return response(cc.Choices[0].Message, cc.Usage), nil
+}
+
+func (m *Model) stream(ctx context.Context, req *model.Request, params sdk.ChatCompletionNewParams) (*model.Response, error) {
+	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	s := m.client.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	var acc sdk.ChatCompletionAccumulator
+	for s.Next() {
+		chunk := s.Current()
+		acc.AddChunk(chunk)
+		if req.OnTextDelta != nil && len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
+			req.OnTextDelta(chunk.Choices[0].Delta.Content)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("openai %s (streaming): %w", m.opts.Model, err)
+	}
+	if len(acc.Choices) == 0 {
+		return nil, fmt.Errorf("openai %s (streaming): the stream ended without a choice", m.opts.Model)
+	}
+	return response(acc.Choices[0].Message, acc.Usage), nil
+}
+
+func response(msg sdk.ChatCompletionMessage, usage sdk.CompletionUsage) *model.Response {
+	out := model.Message{Role: model.RoleAssistant, Content: msg.Content}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return &model.Response{Message: out, Usage: model.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}}
+}
+
+func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.opts.Model)}
+	if req.System != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleUser:
+			p.Messages = append(p.Messages, sdk.UserMessage(msg.Content))
+		case model.RoleTool:
+			p.Messages = append(p.Messages, sdk.ToolMessage(msg.Content, msg.ToolCallID))
+		case model.RoleAssistant:
+			a := sdk.ChatCompletionAssistantMessageParam{}
+			if msg.Content != "" {
+				a.Content.OfString = sdk.String(msg.Content)
+			}
+			for _, tc := range msg.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return p, fmt.Errorf("openai: message role %q is not supported", msg.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var params shared.FunctionParameters
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &params); err != nil {
+				return p, fmt.Errorf("openai: tool %q: parameters: %w", t.Name, err)
+			}
+		}
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
+		if t.Description != "" {
+			def.Description = sdk.String(t.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+	}
+	return p, nil
+}
