@@ -1,0 +1,468 @@
+// Package config loads Cairn's YAML configuration file (docs/config.md):
+// models, tools (command tools with approval policies in CEL), agents and the
+// store. Every error names the file, the line, the key path and the problem.
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
+)
+
+// File is the configuration file as written.
+type File struct {
+	Store     string                 `yaml:"store"`
+	SecretEnv string                 `yaml:"secret_env"`
+	Auth      *yaml.Node             `yaml:"auth"`
+	Models    map[string]ModelConfig `yaml:"models"`
+	Tools     map[string]ToolConfig  `yaml:"tools"`
+	Agents    map[string]AgentConfig `yaml:"agents"`
+}
+
+// ModelConfig is one entry of models.
+type ModelConfig struct {
+	Provider  string `yaml:"provider"`
+	Model     string `yaml:"model"`
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Stream selects the streaming API (text deltas reach event subscribers).
+	Stream bool `yaml:"stream"`
+	// Script is the scripted provider's replies.
+	Script []ScriptReply `yaml:"script"`
+}
+
+// ScriptReply is one reply of a scripted model.
+type ScriptReply struct {
+	Text      string       `yaml:"text"`
+	ToolCalls []ScriptCall `yaml:"tool_calls"`
+}
+
+// ScriptCall is one tool call of a scripted reply.
+type ScriptCall struct {
+	ID        string `yaml:"id"`
+	Name      string `yaml:"name"`
+	Arguments any    `yaml:"arguments"`
+}
+
+// ToolConfig is one entry of tools.
+type ToolConfig struct {
+	Description  string         `yaml:"description"`
+	Parameters   map[string]any `yaml:"parameters"`
+	Command      []string       `yaml:"command"`
+	Timeout      string         `yaml:"timeout"`
+	Approval     string         `yaml:"approval"`
+	Confirmation string         `yaml:"confirmation"`
+	ApprovalTTL  string         `yaml:"approval_ttl"`
+	Idempotent   bool           `yaml:"idempotent"`
+	Builtin      string         `yaml:"builtin"`
+}
+
+// AgentConfig is one entry of agents.
+type AgentConfig struct {
+	Model         string     `yaml:"model"`
+	Instructions  string     `yaml:"instructions"`
+	Tools         []string   `yaml:"tools"`
+	Subagents     *yaml.Node `yaml:"subagents"`
+	Handoffs      *yaml.Node `yaml:"handoffs"`
+	MaxIterations int        `yaml:"max_iterations"`
+}
+
+// Config is a loaded, checked configuration, ready to run.
+type Config struct {
+	// Path is the file it came from; Dir is its directory, the working
+	// directory of command tools and the base of a relative SQLite path.
+	Path, Dir string
+	// Store is the store URL: "memory:" or "sqlite:/abs/path".
+	Store  string
+	Agents []*cairn.Agent
+	// Scripted lists the models that are scripted (for the demo banner).
+	Scripted []string
+}
+
+// Error is a configuration error at a key path.
+type Error struct {
+	File string
+	Line int    // 0 when unknown
+	Path string // key path, e.g. tools.deploy_code.approval
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", loc, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+}
+
+// Env looks up environment variables; os.LookupEnv in production.
+type Env func(name string) (string, bool)
+
+// Load reads and checks the configuration file at path.
+func Load(path string) (*Config, error) {
+	return LoadWithEnv(path, os.LookupEnv)
+}
+
+// LoadWithEnv is Load with an explicit environment.
+func LoadWithEnv(path string, env Env) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(abs, data, env)
+}
+
+// Parse checks configuration text; path is used in errors and to resolve
+// relative paths.
+func Parse(path string, data []byte, env Env) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Error{File: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ") + " (see docs/config.md for the keys)"}
+	}
+	l := &loader{path: path, dir: filepath.Dir(path), root: &root, env: env}
+	return l.load(&f)
+}
+
+type loader struct {
+	path string
+	dir  string
+	root *yaml.Node
+	env  Env
+}
+
+func (l *loader) errf(keyPath, format string, args ...any) error {
+	return &Error{File: l.path, Line: l.line(keyPath), Path: keyPath, Msg: fmt.Sprintf(format, args...)}
+}
+
+// line finds the line of a dotted key path in the YAML tree (0 if absent).
+func (l *loader) line(keyPath string) int {
+	n := l.root
+	if n == nil || len(n.Content) == 0 {
+		return 0
+	}
+	n = n.Content[0]
+	line := 0
+	for _, key := range strings.Split(keyPath, ".") {
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line = n.Content[i].Line
+				n = n.Content[i+1]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func (l *loader) load(f *File) (*Config, error) {
+	cfg := &Config{Path: l.path, Dir: l.dir}
+	if f.Auth != nil {
+		return nil, l.errf("auth", "bearer-token auth is not supported by this version yet; remove the section (the server then listens on loopback only)")
+	}
+	var err error
+	if cfg.Store, err = l.store(f.Store); err != nil {
+		return nil, err
+	}
+	if len(f.Agents) == 0 {
+		return nil, l.errf("agents", "no agents are defined; add at least one under agents:")
+	}
+	models := map[string]model.Model{}
+	for _, name := range sortedKeys(f.Models) {
+		m, err := l.model("models."+name, f.Models[name])
+		if err != nil {
+			return nil, err
+		}
+		models[name] = m
+		if f.Models[name].Provider == "scripted" {
+			cfg.Scripted = append(cfg.Scripted, name)
+		}
+	}
+	tools := map[string]*cairn.Tool{}
+	for _, name := range sortedKeys(f.Tools) {
+		t, err := l.tool(name, f.Tools[name])
+		if err != nil {
+			return nil, err
+		}
+		tools[name] = t
+	}
+	for _, name := range sortedKeys(f.Agents) {
+		a := f.Agents[name]
+		p := "agents." + name
+		if a.Subagents != nil {
+			return nil, l.errf(p+".subagents", "sub-agents are not supported by this version yet")
+		}
+		if a.Handoffs != nil {
+			return nil, l.errf(p+".handoffs", "handoffs are not supported by this version yet")
+		}
+		if a.Model == "" {
+			return nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
+		}
+		m := models[a.Model]
+		if m == nil {
+			return nil, l.errf(p+".model", "unknown model %q; defined models: %s", a.Model, strings.Join(sortedKeys(f.Models), ", "))
+		}
+		if a.MaxIterations < 0 {
+			return nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
+		}
+		agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+		seen := map[string]bool{}
+		for i, tn := range a.Tools {
+			t := tools[tn]
+			if t == nil {
+				return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s", i, tn, strings.Join(sortedKeys(f.Tools), ", "))
+			}
+			if seen[tn] {
+				return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+			}
+			seen[tn] = true
+			agent.Tools = append(agent.Tools, t)
+		}
+		cfg.Agents = append(cfg.Agents, agent)
+	}
+	return cfg, nil
+}
+
+func (l *loader) store(s string) (string, error) {
+	switch {
+	case s == "":
+		return "sqlite:" + filepath.Join(l.dir, "cairn.db"), nil
+	case s == "memory:" || s == "memory":
+		return "memory:", nil
+	case strings.HasPrefix(s, "sqlite:"):
+		p := strings.TrimPrefix(s, "sqlite:")
+		if p == "" {
+			return "", l.errf("store", "sqlite: needs a path, e.g. sqlite:./cairn.db")
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(l.dir, p)
+		}
+		return "sqlite:" + p, nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		return "", l.errf("store", "the PostgreSQL store is not supported by this version yet; use sqlite:PATH or memory:")
+	}
+	return "", l.errf("store", "%q is not a store URL; use memory:, sqlite:PATH", s)
+}
+
+func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
+	switch mc.Provider {
+	case "scripted":
+		var replies []scripted.Reply
+		for i, r := range mc.Script {
+			rep := scripted.Reply{Text: r.Text}
+			for j, c := range r.ToolCalls {
+				args := "{}"
+				switch a := c.Arguments.(type) {
+				case nil:
+				case string:
+					args = a
+				default:
+					b, err := json.Marshal(a)
+					if err != nil {
+						return nil, l.errf(p+".script", "script[%d].tool_calls[%d].arguments: %v", i, j, err)
+					}
+					args = string(b)
+				}
+				if c.Name == "" {
+					return nil, l.errf(p+".script", "script[%d].tool_calls[%d]: name is missing", i, j)
+				}
+				rep.ToolCalls = append(rep.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+			}
+			replies = append(replies, rep)
+		}
+		if len(replies) == 0 {
+			return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]})")
+		}
+		return scripted.New(replies...), nil
+	case "openai":
+		if mc.Model == "" {
+			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini (or llama3.1 on Ollama)")
+		}
+		keyEnv := mc.APIKeyEnv
+		if keyEnv == "" && mc.BaseURL == "" {
+			keyEnv = "OPENAI_API_KEY" // OpenAI itself always needs a key
+		}
+		key := ""
+		if keyEnv != "" {
+			v, ok := l.env(keyEnv)
+			if !ok || v == "" {
+				return nil, l.errf(p+".api_key_env", "environment variable %s is not set; export %s=… (or, for a local OpenAI-compatible server, set base_url and drop api_key_env)", keyEnv, keyEnv)
+			}
+			key = v
+		}
+		return openai.New(openai.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream}), nil
+	case "anthropic":
+		return nil, l.errf(p+".provider", "the anthropic provider is not supported by this version yet; use openai or scripted")
+	case "":
+		return nil, l.errf(p+".provider", "missing; one of openai, scripted")
+	}
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, scripted", mc.Provider)
+}
+
+func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
+	p := "tools." + name
+	if !toolName.MatchString(name) {
+		return nil, l.errf(p, "tool names are 1–64 letters, digits, _ or -")
+	}
+	if tc.Builtin != "" {
+		return nil, l.errf(p+".builtin", "built-in %q is not supported by this version yet", tc.Builtin)
+	}
+	if tc.ApprovalTTL != "" {
+		return nil, l.errf(p+".approval_ttl", "approval expiry is not supported by this version yet")
+	}
+	if len(tc.Command) == 0 {
+		return nil, l.errf(p+".command", "missing; give the argv to run, e.g. [\"./deploy.sh\"] (arguments JSON on stdin, stdout is the result)")
+	}
+	t := &cairn.Tool{Name: name, Description: tc.Description, Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
+	params := tc.Parameters
+	if params == nil {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, l.errf(p+".parameters", "%v", err)
+	}
+	if _, err := cairn.CompileSchema(b); err != nil {
+		return nil, l.errf(p+".parameters", "not a valid JSON Schema: %v", err)
+	}
+	t.Parameters = b
+	if tc.Timeout != "" {
+		d, err := time.ParseDuration(tc.Timeout)
+		if err != nil || d <= 0 {
+			return nil, l.errf(p+".timeout", "%q is not a positive duration like 30s or 2m", tc.Timeout)
+		}
+		t.Timeout = d
+	}
+	if tc.Confirmation != "" {
+		if _, err := template.New(name).Parse(tc.Confirmation); err != nil {
+			return nil, l.errf(p+".confirmation", "not a valid Go template: %v", err)
+		}
+	}
+	switch a := strings.TrimSpace(tc.Approval); a {
+	case "", "never":
+	case "always":
+		t.Approval = cairn.Always()
+	default:
+		pol, err := celPolicy(a)
+		if err != nil {
+			return nil, l.errf(p+".approval", "not never, always or a valid CEL expression over args: %v", err)
+		}
+		t.Approval = pol
+	}
+	t.Handler = commandHandler(name, tc.Command, l.dir)
+	return t, nil
+}
+
+// celPolicy compiles a CEL expression over `args` (the decoded arguments) to
+// an approval policy. It is compiled once, here.
+func celPolicy(expr string) (cairn.ApprovalPolicy, error) {
+	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, fmt.Errorf("the expression gives %s, not bool", ast.OutputType())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, err
+	}
+	return func(raw json.RawMessage) (bool, error) {
+		var args map[string]any
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return false, err
+		}
+		out, _, err := prg.Eval(map[string]any{"args": args})
+		if err != nil {
+			return false, fmt.Errorf("approval expression %q: %w", expr, err)
+		}
+		b, ok := out.Value().(bool)
+		if !ok {
+			return false, fmt.Errorf("approval expression %q gave %v, not a bool", expr, out.Value())
+		}
+		return b, nil
+	}, nil
+}
+
+// commandHandler runs argv with the arguments JSON on stdin, in dir, in its
+// own process group (killed as a whole when the call's context ends).
+func commandHandler(name string, argv []string, dir string) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, args json.RawMessage) (string, error) {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Stdin = bytes.NewReader(args)
+		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+cairn.IdempotencyKey(ctx), "CAIRN_TOOL="+name)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 2 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = strings.TrimSpace(stdout.String())
+			}
+			return "", fmt.Errorf("%v: %s", err, msg)
+		}
+		return strings.TrimRight(stdout.String(), "\n"), nil
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,113 @@
+package config_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn/config"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+const valid = `
+store: memory
+models:
+  default: {provider: scripted, script: [{text: hi}]}
+tools:
+  deploy_code:
+    description: Deploy.
+    parameters:
+      type: object
+      properties: {environment: {type: string, enum: [staging, production]}}
+      required: [environment]
+    command: ["sh", "-c", "read a; echo \"ran $a key=$CAIRN_IDEMPOTENCY_KEY\""]
+    timeout: 5s
+    approval: 'args.environment == "production"'
+    confirmation: "Deploy to {{.environment}}?"
+  broken:
+    command: ["sh", "-c", "echo oops >&2; exit 3"]
+agents:
+  main:
+    model: default
+    tools: [deploy_code, broken]
+    max_iterations: 4
+`
+
+func TestValidConfig(t *testing.T) {
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(valid), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store != "memory:" || len(cfg.Agents) != 1 || cfg.Agents[0].MaxIterations != 4 || len(cfg.Agents[0].Tools) != 2 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	deploy := cfg.Agents[0].Tools[1]
+	if deploy.Name != "deploy_code" {
+		deploy = cfg.Agents[0].Tools[0]
+	}
+	for args, want := range map[string]bool{`{"environment":"production"}`: true, `{"environment":"staging"}`: false} {
+		got, err := deploy.Approval(json.RawMessage(args))
+		if err != nil || got != want {
+			t.Errorf("approval(%s) = %v, %v; want %v", args, got, err, want)
+		}
+	}
+}
+
+func TestCommandTools(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(path, []byte(valid), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]func(context.Context, json.RawMessage) (string, error){}
+	for _, tl := range cfg.Agents[0].Tools {
+		tools[tl.Name] = tl.Handler
+	}
+	out, err := tools["deploy_code"](context.Background(), json.RawMessage(`{"environment":"staging"}`))
+	if err != nil || out != `ran {"environment":"staging"} key=` {
+		t.Fatalf("deploy_code = %q, %v", out, err)
+	}
+	_, err = tools["broken"](context.Background(), json.RawMessage(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "oops") {
+		t.Fatalf("broken = %v, want exit status and stderr", err)
+	}
+}
+
+func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"bad CEL", strings.Replace(valid, `'args.environment == "production"'`, `'args.environment ==='`, 1), `cairn.yaml:14: tools.deploy_code.approval: not never, always or a valid CEL expression`},
+		{"unknown tool", strings.Replace(valid, "[deploy_code, broken]", "[deploy_code, nope]", 1), `cairn.yaml:21: agents.main.tools: tools[1]: unknown tool "nope"`},
+		{"unknown model", strings.Replace(valid, "model: default", "model: big", 1), `agents.main.model: unknown model "big"`},
+		{"bad timeout", strings.Replace(valid, "timeout: 5s", "timeout: soon", 1), `tools.deploy_code.timeout: "soon" is not a positive duration`},
+		{"bad schema", strings.Replace(valid, "type: object", "type: 12", 1), `tools.deploy_code.parameters: not a valid JSON Schema`},
+		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `field max_iteration not found`},
+		{"missing key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: gpt-4o-mini}", 1), `models.default.api_key_env: environment variable OPENAI_API_KEY is not set`},
+		{"named key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', api_key_env: MY_KEY}", 1), `environment variable MY_KEY is not set`},
+		{"bad template", strings.Replace(valid, "Deploy to {{.environment}}?", "Deploy to {{.environment?", 1), `tools.deploy_code.confirmation: not a valid Go template`},
+		{"no command", strings.Replace(valid, `command: ["sh", "-c", "echo oops >&2; exit 3"]`, `description: x`, 1), `tools.broken.command: missing`},
+		{"bad store", strings.Replace(valid, "store: memory", "store: redis://x", 1), `store: "redis://x" is not a store URL`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse("/etc/cairn/cairn.yaml", []byte(c.yaml), noEnv)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "/etc/cairn/cairn.yaml") {
+				t.Fatalf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLocalServerNeedsNoKey(t *testing.T) {
+	y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: llama3.1, base_url: 'http://127.0.0.1:11434/v1'}", 1)
+	if _, err := config.Parse("/x/cairn.yaml", []byte(y), noEnv); err != nil {
+		t.Fatal(err)
+	}
+}
