@@ -1,0 +1,142 @@
+// Command cairn runs Cairn's HTTP server: agents that pause for a person's
+// approval and resume exactly once.
+//
+//	cairn serve --config cairn.yaml [--addr 127.0.0.1:8080]
+//	cairn version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/config"
+	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// version is the release version; builds may override it with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "cairn:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "cairn",
+		Short:         "Agents that pause anywhere and resume anywhere",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, args []string) { fmt.Fprintln(stdout, "cairn", version) },
+	})
+	var cfgPath, addr string
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return serveCmd(ctx, cfgPath, addr, stderr)
+		},
+	}
+	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
+	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
+	_ = serve.MarkFlagRequired("config")
+	root.AddCommand(serve)
+	return root
+}
+
+func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	if err := checkLoopback(addr); err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	defer runner.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: server.New(runner, server.Options{Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	if len(cfg.Scripted) > 0 {
+		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
+	}
+	fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", cfg.Store)
+	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight turns")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// checkLoopback refuses a non-loopback address: without auth, anyone who can
+// reach the port could approve tool calls.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--addr %q: refusing to listen on a non-loopback address without authentication; use 127.0.0.1:PORT", addr)
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, url string) (store.Store, error) {
+	switch {
+	case url == "memory:":
+		return store.NewMemory(), nil
+	case strings.HasPrefix(url, "sqlite:"):
+		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
+	}
+	return nil, fmt.Errorf("unsupported store %q", url)
+}

@@ -1,0 +1,360 @@
+// Package server is Cairn's HTTP API (docs/http-api.md): sessions,
+// decisions, the approval inbox and event streams (JSON and Server-Sent
+// Events) over a cairn.Runner.
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Server serves the HTTP API. It is an http.Handler.
+type Server struct {
+	runner *cairn.Runner
+	log    *slog.Logger
+	mux    *http.ServeMux
+	// heartbeat is the interval of SSE keep-alive comments.
+	heartbeat time.Duration
+}
+
+// Options configures a Server.
+type Options struct {
+	// Logger receives request errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns a server for runner.
+func New(runner *cairn.Runner, opts Options) *Server {
+	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.mux.HandleFunc("POST /v1/sessions", s.createSession)
+	s.mux.HandleFunc("GET /v1/sessions", s.listSessions)
+	s.mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.postMessage)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
+	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see docs/http-api.md", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// turnContext detaches a turn from the request: a client that disconnects
+// does not cut a turn off between a tool's start and its result.
+func turnContext(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
+
+type createRequest struct {
+	Agent    string         `json:"agent"`
+	Input    *string        `json:"input"`
+	Metadata map[string]any `json:"metadata"`
+	Wait     *bool          `json:"wait"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Agent == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"agent" is required: the name of a configured agent`)
+		return
+	}
+	if req.Input == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"input" is required: the user's first message`)
+		return
+	}
+	detach := req.Wait != nil && !*req.Wait
+	sess, err := s.runner.Start(turnContext(r), req.Agent, *req.Input, &cairn.StartOptions{Metadata: req.Metadata, Detach: detach})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.runner.Session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	status := r.URL.Query().Get("status")
+	switch status {
+	case "", cairn.StatusRunning, cairn.StatusPaused, cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusCancelled:
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not one of running, paused, completed, failed, cancelled", status))
+		return
+	}
+	list, err := s.runner.Sessions(r.Context(), status)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+}
+
+type messageRequest struct {
+	Text *string `json:"text"`
+	Seq  int64   `json:"seq"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	var req messageRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Text == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"text" is required`)
+		return
+	}
+	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+type decisionsRequest struct {
+	Seq       *int64           `json:"seq"`
+	Decisions []cairn.Decision `json:"decisions"`
+}
+
+func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
+	var req decisionsRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Seq == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"seq" is required: the session's seq you decided on (GET the session to read it)`)
+		return
+	}
+	if len(req.Decisions) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"decisions" must list at least one decision`)
+		return
+	}
+	for i, d := range req.Decisions {
+		if d.InterruptID == "" {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("decisions[%d].interrupt_id is required", i))
+			return
+		}
+	}
+	sess, err := s.runner.Resume(turnContext(r), r.PathValue("id"), *req.Seq, req.Decisions)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
+	if st := r.URL.Query().Get("status"); st != "" && st != "pending" {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: only pending is supported", st))
+		return
+	}
+	list, err := s.runner.PendingInterrupts(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"interrupts": list})
+}
+
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, ok := afterParam(w, r)
+	if !ok {
+		return
+	}
+	if r.Header.Get("Accept") == "text/event-stream" {
+		s.streamEvents(w, r, id, after)
+		return
+	}
+	evs, err := s.runner.Events(r.Context(), id, after)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if evs == nil {
+		evs = []cairn.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+}
+
+func afterParam(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	v := r.URL.Query().Get("after")
+	if le := r.Header.Get("Last-Event-ID"); le != "" {
+		v = le
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("after %q is not a non-negative integer (an event seq)", v))
+		return 0, false
+	}
+	return n, true
+}
+
+// streamEvents sends recorded events after `after`, then live ones, as SSE.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	ctx := r.Context()
+	live, cancel := s.runner.Subscribe(id)
+	defer func() { cancel() }()
+	backlog, err := s.runner.Events(ctx, id, after)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	last := after
+	send := func(ev cairn.Event) error {
+		var b bytes.Buffer
+		if ev.Seq > 0 {
+			fmt.Fprintf(&b, "id: %d\n", ev.Seq)
+		}
+		data, _ := json.Marshal(ev)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	for _, ev := range backlog {
+		if send(ev) != nil {
+			return
+		}
+		last = ev.Seq
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		case ev, ok := <-live:
+			if !ok {
+				// We fell behind: resubscribe and catch up from the store.
+				live, cancel = s.runner.Subscribe(id)
+				missed, err := s.runner.Events(ctx, id, last)
+				if err != nil {
+					return
+				}
+				for _, ev := range missed {
+					if send(ev) != nil {
+						return
+					}
+					last = ev.Seq
+				}
+				continue
+			}
+			if ev.Seq != 0 && ev.Seq <= last {
+				continue // already sent from the backlog
+			}
+			if send(ev) != nil {
+				return
+			}
+			if ev.Seq > 0 {
+				last = ev.Seq
+			}
+		}
+	}
+}
+
+const maxBody = 4 << 20
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := "the body is not valid JSON: " + err.Error()
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			msg = fmt.Sprintf("the body is larger than %d bytes", maxBody)
+		} else if errors.Is(err, io.EOF) {
+			msg = "the body is empty; send a JSON object"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request", msg)
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body has data after the JSON object")
+		return false
+	}
+	return true
+}
+
+// httpStatus maps an error code to its HTTP status (0: not a client error).
+func httpStatus(code string) int {
+	switch code {
+	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments":
+		return http.StatusBadRequest
+	case "conflict":
+		return http.StatusConflict
+	case "not_found":
+		return http.StatusNotFound
+	}
+	return 0
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := cairn.ErrorCode(err)
+	status := httpStatus(code)
+	if status == 0 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the server could not complete the request: "+err.Error())
+		return
+	}
+	writeError(w, status, code, err.Error())
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
