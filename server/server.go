@@ -46,7 +46,9 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see docs/http-api.md", r.Method, r.URL.Path))
 	})
