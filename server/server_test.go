@@ -1,0 +1,387 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// env is a Cairn server on a real SQLite file whose agent talks, through the
+// official OpenAI SDK, to a fake OpenAI server on 127.0.0.1.
+type env struct {
+	t      *testing.T
+	base   string
+	fake   *fakeopenai.Server
+	mu     sync.Mutex
+	ran    map[string][]string // tool → arguments of each run
+	runner *cairn.Runner
+}
+
+type deployArgs struct {
+	Environment string `json:"environment" jsonschema:"staging or production"`
+}
+
+type searchArgs struct {
+	Query string `json:"query"`
+}
+
+// seedModel plays the continuation agent's scenarios 1–3: it searches for
+// questions, deploys when asked, and reports the last tool result.
+func seedModel(r fakeopenai.Request) fakeopenai.Reply {
+	last := r.Messages[len(r.Messages)-1]
+	switch {
+	case last.Role == "tool" && strings.Contains(last.Text(), "Paris"):
+		return fakeopenai.Reply{Content: "The capital of France is Paris."}
+	case last.Role == "tool" && strings.HasPrefix(last.Text(), "Deployment successful"):
+		return fakeopenai.Reply{Content: "The deployment was successful."}
+	case last.Role == "tool":
+		return fakeopenai.Reply{Content: "I could not deploy: " + last.Text()}
+	case strings.Contains(last.Text(), "capital"):
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_123", Name: "search_web", Arguments: `{"query":"capital of France"}`}}}
+	case strings.Contains(last.Text(), "Deploy"):
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_abc", Name: "deploy_code", Arguments: `{"environment":"production"}`}}}
+	}
+	return fakeopenai.Reply{Content: "Hello."}
+}
+
+func newEnv(t *testing.T, stream bool) *env {
+	t.Helper()
+	e := &env{t: t, ran: map[string][]string{}}
+	e.fake = fakeopenai.Start(t, seedModel)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	deploy := cairn.NewTool("deploy_code", "Deploy the latest build.", func(ctx context.Context, a deployArgs) (string, error) {
+		e.record("deploy_code", a.Environment)
+		return "Deployment successful to " + a.Environment, nil
+	}, cairn.RequireApproval(), cairn.WithConfirmation("Deploy to {{.environment}}?"))
+	search := cairn.NewTool("search_web", "Search the web.", func(ctx context.Context, a searchArgs) (string, error) {
+		e.record("search_web", a.Query)
+		return "Paris is the capital.", nil
+	})
+	m := openai.New(openai.Options{Model: "gpt-4o-mini", BaseURL: e.fake.BaseURL(), APIKey: "sk-test", Stream: stream})
+	e.runner, err = cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Instructions: "You are an operations assistant.", Model: m, Tools: []*cairn.Tool{deploy, search}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.runner.Close() })
+	srv := httptest.NewServer(server.New(e.runner, server.Options{}))
+	t.Cleanup(srv.Close)
+	e.base = srv.URL
+	return e
+}
+
+func (e *env) record(tool, arg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ran[tool] = append(e.ran[tool], arg)
+}
+
+func (e *env) runs(tool string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.ran[tool]...)
+}
+
+// do sends a request and decodes the JSON answer.
+func (e *env) do(method, path, body string) (int, map[string]any) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(data, &out); err != nil {
+		e.t.Fatalf("%s %s: %d, body %q is not JSON", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode, out
+}
+
+func errCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func interrupts(s map[string]any) []map[string]any {
+	var out []map[string]any
+	list, _ := s["interrupts"].([]any)
+	for _, i := range list {
+		out = append(out, i.(map[string]any))
+	}
+	return out
+}
+
+func seqOf(s map[string]any) int64 { return int64(s["seq"].(float64)) }
+
+func TestSeed000Scenarios(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			e := newEnv(t, stream)
+
+			// Scenario 1: a tool that needs no approval runs; the agent answers.
+			code, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"What is the capital of France?"}`)
+			if code != 201 || s["status"] != "completed" || s["output"] != "The capital of France is Paris." {
+				t.Fatalf("scenario 1: %d %v", code, s)
+			}
+			if got := e.runs("search_web"); len(got) != 1 || got[0] != "capital of France" {
+				t.Fatalf("search_web runs = %v", got)
+			}
+
+			// Scenario 2: deploy_code needs approval: the session pauses.
+			code, s = e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy the latest changes to production."}`)
+			ins := interrupts(s)
+			if code != 201 || s["status"] != "paused" || len(ins) != 1 {
+				t.Fatalf("scenario 2: %d %v", code, s)
+			}
+			in := ins[0]
+			path := in["path"].([]any)[0].(map[string]any)
+			if in["kind"] != "approval" || in["tool"] != "deploy_code" || in["message"] != "Deploy to production?" ||
+				path["tool"] != "deploy_code" || path["call_id"] != "call_abc" || path["agent"] != "main" {
+				t.Fatalf("interrupt = %v", in)
+			}
+			if args := in["arguments"].(map[string]any); args["environment"] != "production" {
+				t.Fatalf("arguments = %v", args)
+			}
+			if len(e.runs("deploy_code")) != 0 {
+				t.Fatal("deploy ran before approval")
+			}
+			id := s["id"].(string)
+			_, inbox := e.do("GET", "/v1/interrupts?status=pending", "")
+			if list := inbox["interrupts"].([]any); len(list) != 1 || list[0].(map[string]any)["session_id"] != id {
+				t.Fatalf("inbox = %v", inbox)
+			}
+			_, paused := e.do("GET", "/v1/sessions?status=paused", "")
+			if list := paused["sessions"].([]any); len(list) != 1 {
+				t.Fatalf("paused sessions = %v", paused)
+			}
+
+			// Scenario 3: approve; the tool runs once; the model sees its result.
+			code, s = e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), in["id"]))
+			if code != 200 || s["status"] != "completed" || s["output"] != "The deployment was successful." {
+				t.Fatalf("scenario 3: %d %v", code, s)
+			}
+			if got := e.runs("deploy_code"); len(got) != 1 || got[0] != "production" {
+				t.Fatalf("deploy runs = %v", got)
+			}
+			reqs := e.fake.Requests()
+			lastReq := reqs[len(reqs)-1]
+			toolMsg := lastReq.Messages[len(lastReq.Messages)-1]
+			if toolMsg.Role != "tool" || toolMsg.ToolCallID != "call_abc" || toolMsg.Text() != "Deployment successful to production" {
+				t.Fatalf("model saw %+v", toolMsg)
+			}
+			for _, r := range reqs {
+				if r.Stream != stream {
+					t.Fatalf("request stream = %v, want %v", r.Stream, stream)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentDecisionsOverHTTP(t *testing.T) {
+	e := newEnv(t, false)
+	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
+	body := fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), interrupts(s)[0]["id"])
+	codes := make([]int, 4)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			resp, err := http.Post(e.base+"/v1/sessions/"+s["id"].(string)+"/decisions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	ok, conflict := 0, 0
+	for _, c := range codes {
+		switch c {
+		case 200:
+			ok++
+		case 409:
+			conflict++
+		}
+	}
+	if ok != 1 || conflict != 3 || len(e.runs("deploy_code")) != 1 {
+		t.Fatalf("codes %v, deploy runs %d; want one 200, three 409, one run", codes, len(e.runs("deploy_code")))
+	}
+}
+
+func TestErrorCodesLeaveSessionUnchanged(t *testing.T) {
+	e := newEnv(t, false)
+	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
+	id := s["id"].(string)
+	seq := seqOf(s)
+	intID := interrupts(s)[0]["id"].(string)
+	_, before := e.do("GET", "/v1/sessions/"+id+"/events", "")
+	nEvents := len(before["events"].([]any))
+
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"malformed JSON", "POST", "/v1/sessions", `{"agent":`, 400, "invalid_request"},
+		{"missing agent", "POST", "/v1/sessions", `{"input":"hi"}`, 400, "invalid_request"},
+		{"unknown field", "POST", "/v1/sessions", `{"agent":"main","input":"hi","agnet":"x"}`, 400, "invalid_request"},
+		{"unknown agent", "POST", "/v1/sessions", `{"agent":"nobody","input":"hi"}`, 400, "unknown_agent"},
+		{"unknown session", "GET", "/v1/sessions/ses_nope", "", 404, "not_found"},
+		{"decisions malformed", "POST", "/v1/sessions/" + id + "/decisions", `{"seq":`, 400, "invalid_request"},
+		{"decisions without seq", "POST", "/v1/sessions/" + id + "/decisions", fmt.Sprintf(`{"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, intID), 400, "invalid_request"},
+		{"decisions unknown session", "POST", "/v1/sessions/ses_nope/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seq, intID), 404, "not_found"},
+		{"stale seq", "POST", "/v1/sessions/" + id + "/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seq-1, intID), 409, "conflict"},
+		{"unknown interrupt", "POST", "/v1/sessions/" + id + "/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":"int_nope","action":"approve"}]}`, seq), 400, "unknown_interrupt"},
+		{"invalid arguments", "POST", "/v1/sessions/" + id + "/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve","arguments":{"environment":5}}]}`, seq, intID), 400, "invalid_arguments"},
+		{"bad action", "POST", "/v1/sessions/" + id + "/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"perhaps"}]}`, seq, intID), 400, "invalid_request"},
+		{"message while paused", "POST", "/v1/sessions/" + id + "/messages", `{"text":"hello?"}`, 409, "conflict"},
+		{"bad after", "GET", "/v1/sessions/" + id + "/events?after=x", "", 400, "invalid_request"},
+		{"bad status filter", "GET", "/v1/sessions?status=sleeping", "", 400, "invalid_request"},
+	}
+	for _, c := range cases {
+		status, body := e.do(c.method, c.path, c.body)
+		if status != c.status || errCode(body) != c.code {
+			t.Errorf("%s: %d %v; want %d %s", c.name, status, body, c.status, c.code)
+		}
+		if msg, _ := body["error"].(map[string]any)["message"].(string); msg == "" {
+			t.Errorf("%s: no error message", c.name)
+		}
+	}
+	_, after := e.do("GET", "/v1/sessions/"+id, "")
+	_, evs := e.do("GET", "/v1/sessions/"+id+"/events", "")
+	if seqOf(after) != seq || after["status"] != "paused" || len(evs["events"].([]any)) != nEvents || len(e.runs("deploy_code")) != 0 {
+		t.Fatalf("refused requests changed the session: %v", after)
+	}
+	// And the pause still works.
+	code, s := e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve","arguments":{"environment":"staging"}}]}`, seq, intID))
+	if code != 200 || s["status"] != "completed" || strings.Join(e.runs("deploy_code"), ",") != "staging" {
+		t.Fatalf("approve after refusals: %d %v, runs %v", code, s, e.runs("deploy_code"))
+	}
+}
+
+func TestEventsListAndSSE(t *testing.T) {
+	e := newEnv(t, true)
+	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
+	id := s["id"].(string)
+	_, list := e.do("GET", "/v1/sessions/"+id+"/events?after=2", "")
+	evs := list["events"].([]any)
+	if len(evs) == 0 || evs[0].(map[string]any)["seq"].(float64) != 3 {
+		t.Fatalf("events after 2 = %v", evs)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.base+"/v1/sessions/"+id+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	next := func() (id, typ string, data []byte) {
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				typ = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data = []byte(strings.TrimPrefix(line, "data: "))
+			case line == "" && typ != "":
+				return id, typ, data
+			}
+		}
+		t.Fatalf("stream ended: %v", sc.Err())
+		return
+	}
+	// The backlog starts after Last-Event-ID.
+	if id, typ, _ := next(); id != "2" || typ != "user_message" {
+		t.Fatalf("first streamed event: id %s type %s", id, typ)
+	}
+	for {
+		if _, typ, _ := next(); typ == "turn_paused" {
+			break
+		}
+	}
+	// Live: decide while streaming; the rest of the turn arrives, deltas included.
+	go e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), interrupts(s)[0]["id"]))
+	var types []string
+	var text bytes.Buffer
+	for {
+		id, typ, data := next()
+		types = append(types, typ)
+		if typ == cairn.EventModelDelta {
+			if id != "" {
+				t.Fatalf("delta has an id: %s", id)
+			}
+			var ev cairn.Event
+			json.Unmarshal(data, &ev)
+			var d struct{ Text string }
+			json.Unmarshal(ev.Data, &d)
+			text.WriteString(d.Text)
+		}
+		if typ == "turn_completed" {
+			break
+		}
+	}
+	want := "decision tool_started tool_result model_delta"
+	if got := strings.Join(types, " "); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "model_response turn_completed") {
+		t.Fatalf("live events: %s", got)
+	}
+	if text.String() != "The deployment was successful." {
+		t.Fatalf("deltas spell %q", text.String())
+	}
+}
+
+func TestDetachedStart(t *testing.T) {
+	e := newEnv(t, false)
+	code, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now.","wait":false}`)
+	if code != 201 || s["status"] != "running" {
+		t.Fatalf("%d %v", code, s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		_, got := e.do("GET", "/v1/sessions/"+s["id"].(string), "")
+		if got["status"] == "paused" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("detached session never paused")
+}
