@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cairn-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cairn: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const crashConfig = `
+store: sqlite:./state/cairn.db
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: deploy_code, arguments: {environment: production}}]
+      - text: "done: {{.LastResult}}"
+tools:
+  deploy_code:
+    parameters: {type: object, properties: {environment: {type: string}}, required: [environment]}
+    command: ["sh", "-c", "cat >> runs.txt; echo >> runs.txt; echo deployed"]
+    approval: always
+agents:
+  main: {model: demo, tools: [deploy_code]}
+`
+
+// serve starts `cairn serve` and returns its base URL once it listens.
+func serve(t *testing.T, cfg string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	re := regexp.MustCompile(`^listening on (http://\S+)$`)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, stderr)
+			return cmd, m[1]
+		}
+	}
+	t.Fatalf("server exited before listening: %v", cmd.Wait())
+	return nil, ""
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestPausedSessionSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "state"), 0o755)
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(crashConfig), 0o600)
+
+	cmd, base := serve(t, cfg)
+	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy to production."}`)
+	if code != 201 || s["status"] != "paused" {
+		t.Fatalf("%d %v", code, s)
+	}
+	if err := cmd.Process.Signal(os.Kill); err != nil { // kill -9
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	_, base = serve(t, cfg)
+	resp, err := http.Get(base + "/v1/sessions/" + s["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again map[string]any
+	json.NewDecoder(resp.Body).Decode(&again)
+	resp.Body.Close()
+	if again["status"] != "paused" || again["seq"] != s["seq"] {
+		t.Fatalf("after restart: %v", again)
+	}
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	code, done := post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
+	if code != 200 || done["status"] != "completed" || done["output"] != "done: deployed" {
+		t.Fatalf("approve after restart: %d %v", code, done)
+	}
+	runs, _ := os.ReadFile(filepath.Join(dir, "runs.txt"))
+	if lines := strings.Split(strings.TrimSpace(string(runs)), "\n"); len(lines) != 1 || lines[0] != `{"environment":"production"}` {
+		t.Fatalf("runs.txt = %q, want the tool to have run exactly once", runs)
+	}
+}
+
+func TestVersionAndBadConfig(t *testing.T) {
+	out, err := exec.Command(binary, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "cairn ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte(strings.Replace(crashConfig, "approval: always", "approval: 'args.environment ==='", 1)), 0o600)
+	cmd := exec.Command(binary, "serve", "--config", cfg)
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "bad.yaml:13: tools.deploy_code.approval") {
+		t.Fatalf("bad config: err %v, output %s", err, out)
+	}
+	out, err = exec.Command(binary, "serve", "--config", filepath.Join("..", "..", "examples", "demo", "cairn.yaml"), "--addr", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "non-loopback") {
+		t.Fatalf("non-loopback without auth: err %v, output %s", err, out)
+	}
+}
+
+func TestShutdownOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "state"), 0o755)
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(crashConfig), 0o600)
+	cmd, _ := serve(t, cfg)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not stop")
+	}
+}
