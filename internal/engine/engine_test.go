@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// requireObject is a validator: arguments must be an object whose "env", if
+// present, is a string.
+func requireObject(v any) error {
+	m := v.(map[string]any)
+	if e, ok := m["env"]; ok {
+		if _, ok := e.(string); !ok {
+			return errors.New("env must be a string")
+		}
+	}
+	return nil
+}
+
+func testMachine() *Machine {
+	gated := &Tool{
+		Definition:    model.ToolDefinition{Name: "deploy"},
+		Validate:      requireObject,
+		NeedsApproval: func(a ToolArgs) (bool, error) { return a.Value.(map[string]any)["env"] != "dev", nil },
+		Confirm: func(a ToolArgs) (string, error) {
+			return fmt.Sprintf("Deploy to %v?", a.Value.(map[string]any)["env"]), nil
+		},
+	}
+	auto := &Tool{Definition: model.ToolDefinition{Name: "lookup"}, Validate: requireObject}
+	return New(map[string]*Agent{"main": {
+		Name: "main", Instructions: "be brief",
+		Tools:         map[string]*Tool{"deploy": gated, "lookup": auto},
+		Definitions:   []model.ToolDefinition{gated.Definition, auto.Definition},
+		MaxIterations: 5,
+	}})
+}
+
+func step(t *testing.T, m *Machine, st *State, in Input) Step {
+	t.Helper()
+	s, err := m.Step(st, in, t0)
+	if err != nil {
+		t.Fatalf("step %T: %v", in, err)
+	}
+	return s
+}
+
+func types(evs []Event) string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return strings.Join(out, " ")
+}
+
+func assistant(calls ...model.ToolCall) *model.Response {
+	return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: calls}}
+}
+
+func TestApprovalFlowIsPure(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	var log []Event
+
+	s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"})
+	log = append(log, s.Events...)
+	if types(s.Events) != "session_started user_message" || len(s.Effects) != 1 {
+		t.Fatalf("start: %s, %d effects", types(s.Events), len(s.Effects))
+	}
+	cm := s.Effects[0].(CallModel)
+	if cm.Request.System != "be brief" || len(cm.Request.Messages) != 1 || len(cm.Request.Tools) != 2 {
+		t.Fatalf("model request = %+v", cm.Request)
+	}
+
+	s = step(t, m, st, ModelDone{Frame: cm.Frame, Response: assistant(
+		model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`},
+		model.ToolCall{ID: "c2", Name: "lookup", Arguments: `{}`},
+		model.ToolCall{ID: "c3", Name: "deploy", Arguments: `{"env":"dev"}`},
+	)})
+	log = append(log, s.Events...)
+	if got := types(s.Events); got != "model_response approval_requested tool_started tool_started" {
+		t.Fatalf("after model: %s", got)
+	}
+	run := s.Effects[0].(RunTools)
+	if len(run.Calls) != 2 || run.Calls[0].CallID != "c2" || run.Calls[1].CallID != "c3" || run.Calls[0].IdempotencyKey == run.Calls[1].IdempotencyKey {
+		t.Fatalf("run = %+v", run)
+	}
+
+	s = step(t, m, st, ToolsDone{Frame: run.Frame, Results: []ToolOutcome{{CallID: "c2", Content: "found"}, {CallID: "c3", Content: "deployed dev"}}})
+	log = append(log, s.Events...)
+	if types(s.Events) != "tool_result tool_result turn_paused" || len(s.Effects) != 0 || st.Status != StatusPaused {
+		t.Fatalf("after tools: %s, status %s", types(s.Events), st.Status)
+	}
+	ins := st.Interrupts()
+	if len(ins) != 1 || ins[0].Message != "Deploy to prod?" || ins[0].Path[0].CallID != "c1" {
+		t.Fatalf("interrupts = %+v", ins)
+	}
+
+	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: ins[0].ID, Action: ActionApprove, Arguments: json.RawMessage(`{"env": "staging"}`)}}, Actor: Actor{Name: "ana"}})
+	log = append(log, s.Events...)
+	run = s.Effects[0].(RunTools)
+	if types(s.Events) != "decision tool_started" || string(run.Calls[0].Args) != `{"env":"staging"}` {
+		t.Fatalf("after decide: %s %+v", types(s.Events), run)
+	}
+
+	s = step(t, m, st, ToolsDone{Frame: run.Frame, Results: []ToolOutcome{{CallID: "c1", Content: "deployed staging"}}})
+	log = append(log, s.Events...)
+	cm = s.Effects[0].(CallModel)
+	msgs := cm.Request.Messages
+	if len(msgs) != 5 || msgs[2].ToolCallID != "c1" || msgs[3].ToolCallID != "c2" || msgs[4].ToolCallID != "c3" || msgs[2].Content != "deployed staging" {
+		t.Fatalf("results not in call order: %+v", msgs)
+	}
+
+	s = step(t, m, st, ModelDone{Frame: cm.Frame, Response: &model.Response{Message: model.Message{Content: "all done"}}})
+	log = append(log, s.Events...)
+	if st.Status != StatusCompleted || st.Output != "all done" {
+		t.Fatalf("final %s %q", st.Status, st.Output)
+	}
+
+	// The log alone rebuilds the same state.
+	replayed, err := Replay(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(replayed, st) {
+		t.Fatalf("replay differs:\n%+v\n%+v", replayed, st)
+	}
+	for i, ev := range log {
+		if ev.Seq != int64(i+1) || !ev.Time.Equal(t0) {
+			t.Fatalf("event %d: seq %d time %v", i, ev.Seq, ev.Time)
+		}
+	}
+}
+
+func TestSameInputsSameEvents(t *testing.T) {
+	run := func() []byte {
+		m := testMachine()
+		st := &State{}
+		var all []Event
+		s, _ := m.Step(st, Start{SessionID: "s1", Agent: "main", Text: "go"}, t0)
+		all = append(all, s.Events...)
+		s, _ = m.Step(st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`})}, t0)
+		all = append(all, s.Events...)
+		b, _ := json.Marshal(all)
+		return b
+	}
+	if a, b := run(), run(); string(a) != string(b) {
+		t.Fatalf("not deterministic:\n%s\n%s", a, b)
+	}
+}
+
+func TestRefusedInputsChangeNothing(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
+	step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`})})
+	id := st.Interrupts()[0].ID
+	before, _ := json.Marshal(st)
+	beforeSeq := st.Seq
+	cases := []struct {
+		in   Input
+		code Code
+	}{
+		{Decide{Seq: st.Seq - 1, Decisions: []Decision{{InterruptID: id, Action: ActionApprove}}}, CodeConflict},
+		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: "nope", Action: ActionApprove}}}, CodeUnknownInterrupt},
+		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: ActionApprove, Arguments: json.RawMessage(`{"env":1}`)}}}, CodeInvalidArguments},
+		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: ActionApprove, Arguments: json.RawMessage(`[]`)}}}, CodeInvalidArguments},
+		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: "maybe"}}}, CodeInvalidRequest},
+		{Decide{Seq: st.Seq}, CodeInvalidRequest},
+		{Message{Text: "hi"}, CodeConflict},
+		{Start{SessionID: "s1", Agent: "main"}, CodeConflict},
+	}
+	for _, c := range cases {
+		_, err := m.Step(st, c.in, t0)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != c.code {
+			t.Errorf("%+v: err %v, want code %s", c.in, err, c.code)
+		}
+	}
+	after, _ := json.Marshal(st)
+	if st.Seq != beforeSeq || string(before) != string(after) {
+		t.Fatal("a refused input changed the state")
+	}
+	if _, err := m.Step(&State{}, Start{SessionID: "s2", Agent: "ghost"}, t0); !errors.Is(err, &Error{Code: CodeUnknownAgent}) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+}
+
+func TestInterruptIDsUniqueAcrossTurns(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
+	step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "call_1", Name: "deploy", Arguments: `{"env":"prod"}`})})
+	first := st.Interrupts()[0].ID
+	s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: first, Action: ActionReject, Reason: "no"}}})
+	if types(s.Events) != "decision tool_result" {
+		t.Fatalf("reject: %s", types(s.Events))
+	}
+	step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "call_1", Name: "deploy", Arguments: `{"env":"prod"}`})})
+	second := st.Interrupts()[0].ID
+	if first == second {
+		t.Fatal("a reused model call id gave the same interrupt id")
+	}
+}
+
+func TestPolicyErrorFailsClosed(t *testing.T) {
+	tool := &Tool{Definition: model.ToolDefinition{Name: "pay"}, Validate: requireObject,
+		NeedsApproval: func(ToolArgs) (bool, error) { return false, errors.New("no such key") }}
+	m := New(map[string]*Agent{"main": {Name: "main", Tools: map[string]*Tool{"pay": tool}, MaxIterations: 3}})
+	st := &State{}
+	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "pay"})
+	s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c", Name: "pay", Arguments: `{}`})})
+	if len(s.Effects) != 0 || st.Status != StatusPaused || !strings.Contains(st.Interrupts()[0].Message, "could not be evaluated") {
+		t.Fatalf("policy error: %s, %+v", st.Status, st.Interrupts())
+	}
+}
+
+func TestModelErrorFailsTurn(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "x"})
+	step(t, m, st, ModelDone{Frame: "f1", Err: errors.New("503 overloaded")})
+	if st.Status != StatusFailed || st.Error.Code != "model_error" || !strings.Contains(st.Error.Message, "503 overloaded") {
+		t.Fatalf("%s %+v", st.Status, st.Error)
+	}
+	// The session takes a new message after a failed turn.
+	s := step(t, m, st, Message{Text: "again"})
+	if len(s.Effects) != 1 || st.Status != StatusRunning {
+		t.Fatal("no new turn after failure")
+	}
+}
+
+func TestReplayRejectsBrokenLogs(t *testing.T) {
+	good, _ := json.Marshal(SessionStarted{SessionID: "s", Agent: "main", Frame: "f1"})
+	cases := map[string][]Event{
+		"gap":          {{Seq: 2, Type: EventSessionStarted, Data: good}},
+		"unknown type": {{Seq: 1, Type: "nope", Data: good}},
+		"bad data":     {{Seq: 1, Type: EventSessionStarted, Data: json.RawMessage(`{"agent":`)}},
+		"no frame":     {{Seq: 1, Type: EventUserMessage, Frame: "f9", Data: json.RawMessage(`{"text":"x"}`)}},
+		"unknown call": {{Seq: 1, Type: EventSessionStarted, Data: good}, {Seq: 2, Type: EventToolResult, Frame: "f1", Data: json.RawMessage(`{"call_id":"c"}`)}},
+	}
+	for name, evs := range cases {
+		if _, err := Replay(evs); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// FuzzReplay feeds arbitrary logs to the decoder: errors, never panics.
+func FuzzReplay(f *testing.F) {
+	f.Add("session_started", `{"session_id":"s","agent":"main","frame":"f1"}`, "model_response", `{"message":{"role":"assistant","tool_calls":[{"id":"c","name":"x","arguments":"{}"}]}}`)
+	f.Add("session_started", `{}`, "tool_result", `{"call_id":"c"}`)
+	f.Add("turn_paused", `{"interrupts":[{}]}`, "decision", `{"call_id":"c","action":"approve","new_arguments":{}}`)
+	f.Fuzz(func(t *testing.T, t1, d1, t2, d2 string) {
+		evs := []Event{{Seq: 1, Type: t1, Frame: "f1", Data: json.RawMessage(d1)}, {Seq: 2, Type: t2, Frame: "f1", Data: json.RawMessage(d2)}}
+		_, _ = Replay(evs)
+	})
+}
