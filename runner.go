@@ -219,6 +219,40 @@ func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*
 	return sessionFromState(st), nil
 }
 
+// Recover continues every session recorded as running whose turn was cut
+// off (the process crashed or was killed) and returns how many it resumed.
+// A tool call that started and has no recorded result is never re-run
+// silently: unless the tool is Idempotent, the session pauses with an
+// approval interrupt flagged InDoubt for that call, and a person decides
+// whether to run it again. Call Recover at start-up, when no other process
+// is driving the same sessions.
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	running, err := r.store.List(ctx, store.ListOptions{Status: StatusRunning})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, h := range running {
+		st, err := r.load(ctx, h.ID)
+		if err == nil {
+			var step engine.Step
+			if step, err = r.machine.Step(st, engine.Recover{}, r.now()); err == nil {
+				err = r.drive(ctx, st, step)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, ErrConflict) {
+				errs = append(errs, fmt.Errorf("recover %s: %w", h.ID, err))
+			}
+			continue
+		}
+		r.log.Info("recovered session", "session", h.ID, "status", st.Status)
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
 // Session returns a session as last recorded.
 func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
 	h, err := r.store.Head(ctx, id)

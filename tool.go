@@ -187,6 +187,7 @@ func CompileSchema(doc json.RawMessage) (*validator.Schema, error) {
 func (t *compiledTool) engineTool() *engine.Tool {
 	et := &engine.Tool{
 		Definition: toolDefinition(t.Tool),
+		Idempotent: t.Idempotent,
 		Validate: func(v any) error {
 			if err := t.schema.Validate(v); err != nil {
 				return schemaError(err)

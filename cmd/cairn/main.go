@@ -100,6 +100,12 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		// Sessions cut off by a crash go on; interrupted tool calls wait for a person.
+		if n, err := runner.Recover(context.WithoutCancel(ctx)); n > 0 || err != nil {
+			log.Info("recovery", "sessions", n, "err", err)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err

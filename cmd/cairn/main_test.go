@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -156,4 +157,97 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("server did not stop")
 	}
+}
+
+const inDoubtConfig = `
+store: sqlite:./cairn.db
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: pay, arguments: {amount: 5}}]
+      - text: "{{.LastResult}}"
+tools:
+  pay:
+    parameters: {type: object, properties: {amount: {type: number}}}
+    command: ["sh", "-c", "echo \"start $$ $CAIRN_IDEMPOTENCY_KEY\" >> runs.txt; exec sleep 30"]
+agents:
+  main: {model: demo, tools: [pay]}
+`
+
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+// A crash while a tool runs: after restart the call is in doubt, it has not
+// run a second time, and rejecting it completes the session without running it.
+func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(inDoubtConfig), 0o600)
+	runsFile := filepath.Join(dir, "runs.txt")
+	started := func() bool {
+		b, _ := os.ReadFile(runsFile)
+		return strings.HasSuffix(string(b), "\n")
+	}
+	cmd, base := serve(t, cfg)
+	_, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"pay","wait":false}`)
+	id := s["id"].(string)
+	deadline := time.Now().Add(20 * time.Second)
+	for !started() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(runsFile)
+	var pid int
+	var key string
+	if _, err := fmt.Sscanf(string(b), "start %d %s", &pid, &key); err != nil {
+		t.Fatalf("tool never started: %q", b)
+	}
+	// The orphaned tool lives in its own process group; end it with the test.
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	if !strings.HasPrefix(key, id+"/") {
+		t.Fatalf("idempotency key %q does not belong to session %s", key, id)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+
+	_, base = serve(t, cfg)
+	var got map[string]any
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got = getJSON(t, base+"/v1/sessions/"+id); got["status"] == "paused" {
+			break
+		}
+	}
+	ins, _ := got["interrupts"].([]any)
+	if got["status"] != "paused" || len(ins) != 1 || ins[0].(map[string]any)["in_doubt"] != true {
+		t.Fatalf("after restart: %v", got)
+	}
+	if n := strings.Count(string(mustRead(t, runsFile)), "start"); n != 1 {
+		t.Fatalf("the tool started %d times", n)
+	}
+	in := ins[0].(map[string]any)
+	code, done := post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"checked by hand: not paid"}]}`, got["seq"], in["id"]))
+	if code != 200 || done["status"] != "completed" || !strings.Contains(done["output"].(string), "checked by hand: not paid") {
+		t.Fatalf("reject: %d %v", code, done)
+	}
+	if n := strings.Count(string(mustRead(t, runsFile)), "start"); n != 1 {
+		t.Fatalf("the tool started %d times", n)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

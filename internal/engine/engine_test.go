@@ -264,3 +264,37 @@ func FuzzReplay(f *testing.F) {
 		_, _ = Replay(evs)
 	})
 }
+
+func TestRecoverInDoubt(t *testing.T) {
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			m := testMachine()
+			m.agents["main"].Tools["lookup"].Idempotent = idempotent
+			st := &State{}
+			step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "x"})
+			s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "lookup", Arguments: `{}`})})
+			if len(s.Effects) != 1 {
+				t.Fatal("lookup did not start")
+			}
+			// The driver died here: tool_started is recorded, no result.
+			s = step(t, m, st, Recover{})
+			if idempotent {
+				if run, ok := s.Effects[0].(RunTools); !ok || run.Calls[0].CallID != "c1" {
+					t.Fatalf("idempotent call not re-run: %+v", s.Effects)
+				}
+				return
+			}
+			if len(s.Effects) != 0 || st.Status != StatusPaused {
+				t.Fatalf("in-doubt call: effects %+v, status %s", s.Effects, st.Status)
+			}
+			in := st.Interrupts()[0]
+			if !in.InDoubt || in.Path[0].CallID != "c1" {
+				t.Fatalf("interrupt = %+v", in)
+			}
+			s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: in.ID, Action: ActionApprove}}})
+			if run := s.Effects[0].(RunTools); run.Calls[0].CallID != "c1" {
+				t.Fatalf("approve did not re-run: %+v", run)
+			}
+		})
+	}
+}

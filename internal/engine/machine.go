@@ -15,7 +15,7 @@ import (
 )
 
 // Input is what drives a session forward: one of Start, Message, Decide,
-// ModelDone, ToolsDone.
+// ModelDone, ToolsDone, Recover.
 type Input interface{ isInput() }
 
 // Start opens a new session on an agent with the user's first message.
@@ -61,6 +61,13 @@ type ToolOutcome struct {
 	IsError bool
 }
 
+// Recover continues a session found running after its driver stopped (a
+// crash, kill -9). A call that was started and has no result is not re-run
+// silently: unless its tool is idempotent, the session pauses with an
+// in-doubt approval interrupt for it.
+type Recover struct{}
+
+func (Recover) isInput()   {}
 func (Start) isInput()     {}
 func (Message) isInput()   {}
 func (Decide) isInput()    {}
@@ -133,6 +140,8 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (Step, error) {
 		err = s.modelDone(in)
 	case ToolsDone:
 		err = s.toolsDone(in)
+	case Recover:
+		err = s.recover()
 	default:
 		err = fmt.Errorf("engine: unknown input %T", in)
 	}
@@ -305,6 +314,38 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 	return nil
 }
 
+func (s *stepper) recover() error {
+	st := s.st
+	if st.Status != StatusRunning {
+		return errorf(CodeConflict, "session %s is %s, not running: nothing to recover", st.SessionID, st.Status)
+	}
+	f := st.Top()
+	agent := s.m.agents[f.Agent]
+	var runs []ToolRun
+	for _, c := range f.Calls {
+		if c.State != CallStarted {
+			continue
+		}
+		if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
+			runs = append(runs, s.startCall(f, c))
+			continue
+		}
+		in := Interrupt{
+			ID: interruptID(st.SessionID, f.ID, c, "in_doubt"), Kind: KindApproval, InDoubt: true,
+			Path: []PathStep{{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}},
+			Tool: c.Tool, Arguments: json.RawMessage(c.Args),
+			Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
+		}
+		s.emit(EventApprovalRequested, f, &ApprovalRequested{CallID: c.ID, Interrupt: in})
+	}
+	if len(runs) > 0 {
+		s.effects = append(s.effects, RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs})
+		return nil
+	}
+	s.advance()
+	return nil
+}
+
 // advance moves the top frame as far as it goes without I/O: it classifies
 // new tool calls, starts approved ones, pauses for decisions, or asks for the
 // next model call (DESIGN.md §3).
@@ -403,7 +444,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) bool {
 		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
 	}
 	in := Interrupt{
-		ID: interruptID(s.st.SessionID, f.ID, c), Kind: KindApproval,
+		ID: interruptID(s.st.SessionID, f.ID, c, ""), Kind: KindApproval,
 		Path: []PathStep{{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}},
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + reason,
 	}
@@ -419,8 +460,8 @@ func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 
 // interruptID derives a stable id from the call's place in the session, so
 // parallel calls and calls of different turns never share one.
-func interruptID(session, frame string, c *Call) string {
-	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(c.Origin, 10) + "\x00" + c.ID))
+func interruptID(session, frame string, c *Call, salt string) string {
+	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(c.Origin, 10) + "\x00" + c.ID + "\x00" + salt))
 	return "int_" + hex.EncodeToString(h[:10])
 }
 

@@ -181,6 +181,8 @@ type Tool struct {
 	// Confirm renders the confirmation message shown to the approver. Nil
 	// means a generic message.
 	Confirm func(args ToolArgs) (string, error)
+	// Idempotent tools are re-run after a crash; others ask a person first.
+	Idempotent bool
 }
 
 // Agent is what the engine needs to know about an agent.
