@@ -111,3 +111,13 @@ func TestLocalServerNeedsNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParse: any text gives a config or an error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(valid))
+	f.Add([]byte("agents: {main: {model: x}}"))
+	f.Add([]byte("tools: {t: {command: [a], approval: 'args.x > 1'}}\nagents: {a: {model: m, tools: [t]}}\nmodels: {m: {provider: scripted, script: [{text: hi}]}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = config.Parse("/f/cairn.yaml", data, noEnv)
+	})
+}

@@ -251,3 +251,35 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// The README's quick start: the demo config pauses for a production deploy
+// and completes once approved.
+func TestDemoQuickStart(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		b := mustRead(t, filepath.Join("..", "..", "examples", "demo", name))
+		os.WriteFile(filepath.Join(dir, name), b, 0o755)
+	}
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy the latest build to production."}`)
+	ins, _ := s["interrupts"].([]any)
+	if code != 201 || s["status"] != "paused" || len(ins) != 1 {
+		t.Fatalf("start: %d %v", code, s)
+	}
+	in := ins[0].(map[string]any)
+	if in["message"] != "Deploy to production? This cannot be undone." {
+		t.Fatalf("interrupt: %v", in)
+	}
+	inbox := getJSON(t, base+"/v1/interrupts?status=pending")
+	if list, _ := inbox["interrupts"].([]any); len(list) != 1 {
+		t.Fatalf("inbox: %v", inbox)
+	}
+	code, done := post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
+	if code != 200 || done["status"] != "completed" || !strings.HasPrefix(done["output"].(string), "Deployed build 1042 to production.") {
+		t.Fatalf("approve: %d %v", code, done)
+	}
+	code, _ = post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
+	if code != 409 {
+		t.Fatalf("second approve: %d, want 409", code)
+	}
+}
