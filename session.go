@@ -128,8 +128,10 @@ func sessionFromState(st *engine.State) *Session {
 	if st.Error != nil {
 		s.Error = &SessionError{Code: st.Error.Code, Message: st.Error.Message}
 	}
-	for _, in := range st.Interrupts() {
-		s.Interrupts = append(s.Interrupts, interruptFromEngine(in))
+	if st.Status == engine.StatusPaused {
+		for _, in := range st.Interrupts() {
+			s.Interrupts = append(s.Interrupts, interruptFromEngine(in))
+		}
 	}
 	for _, f := range st.Frames {
 		s.Stack = append(s.Stack, StackFrame{Agent: f.Agent, Mode: f.Mode})

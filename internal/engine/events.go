@@ -159,7 +159,6 @@ func apply(st *State, ev *Event, payload any) error {
 		st.Metadata = p.Metadata
 		st.CreatedAt = ev.Time
 		st.Status = StatusRunning
-		st.frameSeq++
 		st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
 	case *UserMessage:
 		if err := needFrame(); err != nil {

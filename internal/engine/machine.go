@@ -383,7 +383,7 @@ func (s *stepper) advance() {
 					return // results still to come
 				}
 			}
-			s.emit(EventTurnPaused, f, &TurnPaused{Interrupts: st.pendingInterrupts()})
+			s.emit(EventTurnPaused, f, &TurnPaused{Interrupts: st.Interrupts()})
 			return
 		}
 	}
@@ -463,18 +463,6 @@ func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 func interruptID(session, frame string, c *Call, salt string) string {
 	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(c.Origin, 10) + "\x00" + c.ID + "\x00" + salt))
 	return "int_" + hex.EncodeToString(h[:10])
-}
-
-func (s *State) pendingInterrupts() []Interrupt {
-	var out []Interrupt
-	for _, f := range s.Frames {
-		for _, c := range f.Calls {
-			if c.State == CallAwaiting && c.Interrupt != nil {
-				out = append(out, *c.Interrupt)
-			}
-		}
-	}
-	return out
 }
 
 func (s *State) findInterrupt(id string) (*Frame, *Call) {

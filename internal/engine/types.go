@@ -93,7 +93,6 @@ type State struct {
 	Usage     model.Usage
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	frameSeq  int
 }
 
 // Top returns the frame that receives the user's messages, or nil.
@@ -104,11 +103,9 @@ func (s *State) Top() *Frame {
 	return s.Frames[len(s.Frames)-1]
 }
 
-// Interrupts lists what the session waits for, in call order; empty unless paused.
+// Interrupts lists the calls waiting for a decision, in frame and call
+// order. While paused, they are what the session waits for.
 func (s *State) Interrupts() []Interrupt {
-	if s.Status != StatusPaused {
-		return nil
-	}
 	var out []Interrupt
 	for _, f := range s.Frames {
 		for _, c := range f.Calls {
