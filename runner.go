@@ -123,6 +123,13 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		r.tools[a.Name] = tools
 		specs[a.Name] = spec
 	}
+	for _, a := range opts.Agents {
+		for _, t := range a.Tools {
+			if t.kind != engine.ToolFunction && r.agents[t.target] == nil {
+				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, t.Name, t.target)
+			}
+		}
+	}
 	r.machine = engine.New(specs)
 	r.background, r.stop = context.WithCancel(context.Background())
 	return r, nil
@@ -202,8 +209,10 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 	return sessionFromState(st), nil
 }
 
-// Send gives the user's next message to a session whose turn has ended and
-// runs the new turn. seq 0 means "whatever is current".
+// Send gives the user's next message to the top of the session's stack: an
+// interactive agent waiting for the user, or the root agent when the last
+// turn has ended. It runs the turn until it ends or pauses. seq 0 means
+// "whatever is current".
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*Session, error) {
 	st, err := r.load(ctx, sessionID)
 	if err != nil {
@@ -251,6 +260,25 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// Cancel ends interactive work in a paused session. Scope "top" pops the
+// top interactive agent (its parent sees that the user cancelled, and its
+// turn goes on until it ends or pauses); "all" unwinds the whole stack and
+// ends the turn as cancelled. ErrConflict when there is nothing to cancel.
+func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session, error) {
+	st, err := r.load(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	step, err := r.machine.Step(st, engine.Cancel{Scope: scope}, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := r.drive(ctx, st, step); err != nil {
+		return nil, err
+	}
+	return sessionFromState(st), nil
 }
 
 // Session returns a session as last recorded.
@@ -411,6 +439,8 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) engine.ToolOutcome {
 	outcome := engine.ToolOutcome{CallID: call.CallID}
 	ctx = context.WithValue(ctx, idempotencyKey{}, call.IdempotencyKey)
+	ask := &askState{answers: call.Answers}
+	ctx = context.WithValue(ctx, askKey{}, ask)
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
@@ -437,7 +467,10 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 		// A handler that ignores its context does not hold up the session.
 		res = result{err: ctx.Err()}
 	}
+	var q *askError
 	switch {
+	case errors.As(res.err, &q):
+		outcome.Question = q.question
 	case res.err == nil:
 		outcome.Content = res.out
 	case errors.Is(res.err, context.DeadlineExceeded) && t.Timeout > 0:

@@ -52,11 +52,16 @@ type StackFrame struct {
 
 // Interrupt kinds.
 const (
+	// KindApproval: a tool call waits for a decision (approve or reject).
 	KindApproval = "approval"
+	// KindInput: a tool asked the user a question (answer or reject).
+	KindInput = "input"
+	// KindMessage: an interactive sub-agent spoke; reply with Runner.Send.
+	KindMessage = "message"
 )
 
-// Interrupt is why a session is paused: for KindApproval, a tool call that
-// waits for a person's decision.
+// Interrupt is why a session is paused: a tool call that waits for a
+// decision, a question, or an interactive agent waiting for the user.
 type Interrupt struct {
 	// ID is stable for the life of the pause and unique in the session.
 	ID   string `json:"id"`
@@ -65,8 +70,14 @@ type Interrupt struct {
 	Path      []PathStep      `json:"path"`
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Message is the rendered confirmation text.
-	Message   string     `json:"message,omitempty"`
+	// Message is the rendered confirmation text (approval).
+	Message string `json:"message,omitempty"`
+	// Question is what the tool asked (input).
+	Question string `json:"question,omitempty"`
+	// Text is what the interactive agent said (message).
+	Text string `json:"text,omitempty"`
+	// InDoubt marks a call that was running when the process stopped: it
+	// may or may not have taken effect.
 	InDoubt   bool       `json:"in_doubt"`
 	ExpiresAt *time.Time `json:"expires_at"`
 }
@@ -90,6 +101,7 @@ type PendingInterrupt struct {
 const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
+	ActionAnswer  = "answer"
 )
 
 // Decision answers one interrupt.
@@ -102,6 +114,8 @@ type Decision struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Reason, on reject, is shown to the model.
 	Reason string `json:"reason,omitempty"`
+	// Text, on answer, is the answer to an input interrupt's question.
+	Text string `json:"text,omitempty"`
 }
 
 // Actor is who decides, recorded in the decision's event.
@@ -133,7 +147,7 @@ func sessionFromState(st *engine.State) *Session {
 			s.Interrupts = append(s.Interrupts, interruptFromEngine(in))
 		}
 	}
-	for _, f := range st.Frames {
+	for _, f := range st.Stack() {
 		s.Stack = append(s.Stack, StackFrame{Agent: f.Agent, Mode: f.Mode})
 	}
 	return s
@@ -141,7 +155,7 @@ func sessionFromState(st *engine.State) *Session {
 
 func interruptFromEngine(in engine.Interrupt) Interrupt {
 	out := Interrupt{ID: in.ID, Kind: in.Kind, Tool: in.Tool, Arguments: in.Arguments,
-		Message: in.Message, InDoubt: in.InDoubt, ExpiresAt: in.ExpiresAt}
+		Message: in.Message, Question: in.Question, Text: in.Text, InDoubt: in.InDoubt, ExpiresAt: in.ExpiresAt}
 	for _, p := range in.Path {
 		out.Path = append(out.Path, PathStep(p))
 	}

@@ -41,6 +41,56 @@ type Tool struct {
 	// Idempotent marks a tool that is safe to run twice with the same
 	// idempotency key (see IdempotencyKey).
 	Idempotent bool
+
+	// Set by AgentTool, InteractiveAgentTool and Handoff.
+	kind   engine.ToolKind
+	target string
+	mode   string
+}
+
+// Frame modes of sub-agents.
+const (
+	// ModeTool runs the sub-agent to completion; its final text is the
+	// tool's result. Its pauses bubble up with their full path.
+	ModeTool = engine.ModeTool
+	// ModeInteractive lets the sub-agent take over the conversation until it
+	// calls the tool "complete"; its result is the tool's result.
+	ModeInteractive = engine.ModeInteractive
+)
+
+var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
+
+// AgentTool offers agent as a tool named name: a call {"input": "…"} runs
+// the agent in a child frame that starts with that input as its user
+// message and runs to completion; its final text is the result. Anything
+// inside that pauses the session shows in the interrupt's path. Options
+// apply as to any tool: RequireApproval asks before the child starts.
+func AgentTool(agent, name, description string, opts ...ToolOption) *Tool {
+	return subAgentTool(agent, name, description, engine.ModeTool, opts)
+}
+
+// InteractiveAgentTool offers agent as a tool that takes over the
+// conversation: its text goes to the user (the session pauses with a
+// message interrupt), the user's messages go to it, and it ends by calling
+// the tool "complete" with its result, which answers the call.
+func InteractiveAgentTool(agent, name, description string, opts ...ToolOption) *Tool {
+	return subAgentTool(agent, name, description, engine.ModeInteractive, opts)
+}
+
+func subAgentTool(agent, name, description, mode string, opts []ToolOption) *Tool {
+	t := &Tool{Name: name, Description: description, Parameters: agentToolSchema, kind: engine.ToolAgent, target: agent, mode: mode}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// Handoff offers the tool transfer_to_<agent>: calling it replaces the
+// current agent by agent, which keeps the conversation and answers whoever
+// the current agent was answering.
+func Handoff(agent string) *Tool {
+	return &Tool{Name: "transfer_to_" + agent, Description: fmt.Sprintf("Hand the conversation over to the %s agent.", agent),
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`), kind: engine.ToolHandoff, target: agent}
 }
 
 // ApprovalPolicy reports whether a call with the given argument JSON must
@@ -145,7 +195,7 @@ func compileTool(t *Tool) (*compiledTool, error) {
 	if t == nil || t.Name == "" {
 		return nil, fmt.Errorf("a tool has no name")
 	}
-	if t.Handler == nil {
+	if t.Handler == nil && t.kind == engine.ToolFunction {
 		return nil, fmt.Errorf("tool %q: Handler is nil", t.Name)
 	}
 	params := t.Parameters
@@ -188,6 +238,9 @@ func (t *compiledTool) engineTool() *engine.Tool {
 	et := &engine.Tool{
 		Definition: toolDefinition(t.Tool),
 		Idempotent: t.Idempotent,
+		Kind:       t.kind,
+		Target:     t.target,
+		Mode:       t.mode,
 		Validate: func(v any) error {
 			if err := t.schema.Validate(v); err != nil {
 				return schemaError(err)

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store"
@@ -15,12 +16,18 @@ const (
 	EventUserMessage       = "user_message"
 	EventModelResponse     = "model_response"
 	EventApprovalRequested = "approval_requested"
+	EventInputRequested    = "input_requested"
 	EventDecision          = "decision"
 	EventToolStarted       = "tool_started"
 	EventToolResult        = "tool_result"
+	EventFramePushed       = "frame_pushed"
+	EventFramePopped       = "frame_popped"
+	EventHandoff           = "handoff"
+	EventAgentMessage      = "agent_message"
 	EventTurnPaused        = "turn_paused"
 	EventTurnCompleted     = "turn_completed"
 	EventTurnFailed        = "turn_failed"
+	EventTurnCancelled     = "turn_cancelled"
 )
 
 // Event is one immutable entry of a session's log.
@@ -35,7 +42,7 @@ type (
 		Frame     string         `json:"frame"`
 		Metadata  map[string]any `json:"metadata,omitempty"`
 	}
-	// UserMessage is a message from the user to the top frame; it starts a turn.
+	// UserMessage is a message from the user to a frame (the top of the stack).
 	UserMessage struct {
 		Text string `json:"text"`
 	}
@@ -44,18 +51,21 @@ type (
 		Message model.Message `json:"message"`
 		Usage   model.Usage   `json:"usage"`
 	}
-	// ApprovalRequested records that a call waits for a decision.
-	ApprovalRequested struct {
+	// InterruptRequested records that a call waits for a person: a decision
+	// (approval_requested) or an answer (input_requested).
+	InterruptRequested struct {
 		CallID    string    `json:"call_id"`
 		Interrupt Interrupt `json:"interrupt"`
 	}
 	// DecisionMade records one decision and who made it.
 	DecisionMade struct {
 		InterruptID string          `json:"interrupt_id"`
+		Kind        string          `json:"kind"`
 		CallID      string          `json:"call_id"`
 		Tool        string          `json:"tool"`
 		Action      string          `json:"action"`
 		Reason      string          `json:"reason,omitempty"`
+		Text        string          `json:"text,omitempty"`          // answer
 		Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
 		NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
 		Actor       Actor           `json:"actor"`
@@ -66,6 +76,7 @@ type (
 		Tool           string          `json:"tool"`
 		Arguments      json.RawMessage `json:"arguments"`
 		IdempotencyKey string          `json:"idempotency_key"`
+		Answers        []string        `json:"answers,omitempty"`
 	}
 	// ToolResult is the result of one call, as the model will see it.
 	ToolResult struct {
@@ -73,6 +84,35 @@ type (
 		Tool    string `json:"tool"`
 		Content string `json:"content"`
 		IsError bool   `json:"is_error,omitempty"`
+	}
+	// FramePushed records a child frame starting on a call of its parent.
+	FramePushed struct {
+		Frame      string `json:"frame"`
+		Agent      string `json:"agent"`
+		Mode       string `json:"mode"`
+		Parent     string `json:"parent"`
+		ParentCall string `json:"parent_call"`
+		Input      string `json:"input"`
+	}
+	// FramePopped records a child frame ending; its result answers the parent's call.
+	FramePopped struct {
+		Frame   string `json:"frame"`
+		Reason  string `json:"reason"` // completed | failed | cancelled
+		Result  string `json:"result"`
+		IsError bool   `json:"is_error,omitempty"`
+	}
+	// Handoff records a frame replaced by another agent's frame, which keeps
+	// the conversation, the parent link and the mode.
+	Handoff struct {
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Agent  string `json:"agent"`
+		CallID string `json:"call_id"`
+	}
+	// AgentMessage records an interactive agent's text to the user; the
+	// frame then waits for the user's reply.
+	AgentMessage struct {
+		Text string `json:"text"`
 	}
 	// TurnPaused records that the session waits for a person.
 	TurnPaused struct {
@@ -86,6 +126,17 @@ type (
 	TurnFailed struct {
 		Error Failure `json:"error"`
 	}
+	// TurnCancelled records that the user cancelled the whole turn.
+	TurnCancelled struct {
+		Reason string `json:"reason,omitempty"`
+	}
+)
+
+// Pop reasons.
+const (
+	PopCompleted = "completed"
+	PopFailed    = "failed"
+	PopCancelled = "cancelled"
 )
 
 // decodePayload decodes an event's data into the payload of its type.
@@ -98,20 +149,30 @@ func decodePayload(ev *Event) (any, error) {
 		p = &UserMessage{}
 	case EventModelResponse:
 		p = &ModelResponse{}
-	case EventApprovalRequested:
-		p = &ApprovalRequested{}
+	case EventApprovalRequested, EventInputRequested:
+		p = &InterruptRequested{}
 	case EventDecision:
 		p = &DecisionMade{}
 	case EventToolStarted:
 		p = &ToolStarted{}
 	case EventToolResult:
 		p = &ToolResult{}
+	case EventFramePushed:
+		p = &FramePushed{}
+	case EventFramePopped:
+		p = &FramePopped{}
+	case EventHandoff:
+		p = &Handoff{}
+	case EventAgentMessage:
+		p = &AgentMessage{}
 	case EventTurnPaused:
 		p = &TurnPaused{}
 	case EventTurnCompleted:
 		p = &TurnCompleted{}
 	case EventTurnFailed:
 		p = &TurnFailed{}
+	case EventTurnCancelled:
+		p = &TurnCancelled{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", ev.Seq, ev.Type)
 	}
@@ -143,35 +204,34 @@ func Replay(events []Event) (*State, error) {
 
 // apply is the projection: the only place state changes.
 func apply(st *State, ev *Event, payload any) error {
+	if _, ok := payload.(*SessionStarted); !ok && st.Seq == 0 {
+		return fmt.Errorf("event %d (%s): the log does not start with %s", ev.Seq, ev.Type, EventSessionStarted)
+	}
 	st.Seq = ev.Seq
 	st.UpdatedAt = ev.Time
 	frame := st.frame(ev.Frame)
-	needFrame := func() error {
-		if frame == nil {
-			return fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
-		}
-		return nil
+	noFrame := func() error {
+		return fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
 	}
 	switch p := payload.(type) {
 	case *SessionStarted:
-		st.SessionID = p.SessionID
-		st.Agent = p.Agent
-		st.Metadata = p.Metadata
-		st.CreatedAt = ev.Time
+		if st.Seq != 1 {
+			return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
+		}
+		st.SessionID, st.Agent, st.Metadata, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, ev.Time
 		st.Status = StatusRunning
+		st.frames++
 		st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
 	case *UserMessage:
-		if err := needFrame(); err != nil {
-			return err
+		if frame == nil {
+			return noFrame()
 		}
 		frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
-		frame.Iterations = 0
-		st.Status = StatusRunning
-		st.Output = ""
-		st.Error = nil
+		frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
+		st.Status, st.Output, st.Error = StatusRunning, "", nil
 	case *ModelResponse:
-		if err := needFrame(); err != nil {
-			return err
+		if frame == nil {
+			return noFrame()
 		}
 		frame.Messages = append(frame.Messages, p.Message)
 		frame.Iterations++
@@ -181,14 +241,13 @@ func apply(st *State, ev *Event, payload any) error {
 		for _, tc := range p.Message.ToolCalls {
 			frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: tc.Arguments, Origin: ev.Seq, State: CallNew})
 		}
-	case *ApprovalRequested:
+	case *InterruptRequested:
 		c, err := st.call(ev, frame, p.CallID)
 		if err != nil {
 			return err
 		}
 		in := p.Interrupt
-		c.State = CallAwaiting
-		c.Interrupt = &in
+		c.State, c.Interrupt = CallAwaiting, &in
 	case *DecisionMade:
 		c, err := st.call(ev, frame, p.CallID)
 		if err != nil {
@@ -196,11 +255,15 @@ func apply(st *State, ev *Event, payload any) error {
 		}
 		c.Interrupt = nil
 		st.Status = StatusRunning
-		if p.Action == ActionApprove {
+		switch p.Action {
+		case ActionApprove:
 			c.State = CallApproved
 			if len(p.NewArgs) > 0 {
 				c.Args = string(p.NewArgs)
 			}
+		case ActionAnswer:
+			c.State = CallApproved
+			c.Answers = append(c.Answers, p.Text)
 		}
 		// A rejection is followed by the tool_result the model sees.
 	case *ToolStarted:
@@ -208,8 +271,7 @@ func apply(st *State, ev *Event, payload any) error {
 		if err != nil {
 			return err
 		}
-		c.State = CallStarted
-		c.Args = string(p.Arguments)
+		c.State, c.Args = CallStarted, string(p.Arguments)
 	case *ToolResult:
 		c, err := st.call(ev, frame, p.CallID)
 		if err != nil {
@@ -217,15 +279,63 @@ func apply(st *State, ev *Event, payload any) error {
 		}
 		c.State, c.Result, c.IsError, c.Interrupt = CallDone, p.Content, p.IsError, nil
 		flushResults(frame)
+	case *FramePushed:
+		c, err := st.call(ev, st.frame(p.Parent), p.ParentCall)
+		if err != nil {
+			return err
+		}
+		if st.frame(p.Frame) != nil {
+			return fmt.Errorf("event %d: frame %q exists", ev.Seq, p.Frame)
+		}
+		st.frames++
+		c.State, c.Child = CallDelegated, p.Frame
+		st.Frames = append(st.Frames, &Frame{ID: p.Frame, Agent: p.Agent, Mode: p.Mode, Parent: p.Parent, ParentCall: p.ParentCall,
+			Messages: []model.Message{{Role: model.RoleUser, Content: p.Input}}})
+	case *FramePopped:
+		f := st.frame(p.Frame)
+		if f == nil || f.Parent == "" {
+			return fmt.Errorf("event %d: cannot pop frame %q", ev.Seq, p.Frame)
+		}
+		parent := st.frame(f.Parent)
+		st.removeFrame(f)
+		if st.Status == StatusPaused {
+			st.Status = StatusRunning // a cancel: the parent goes on
+		}
+		if c := parent.call(f.ParentCall); c != nil {
+			c.State, c.Child, c.Result, c.IsError = CallDone, "", p.Result, p.IsError
+			flushResults(parent)
+		}
+	case *Handoff:
+		f := st.frame(p.From)
+		if f == nil || st.frame(p.To) != nil {
+			return fmt.Errorf("event %d: bad handoff %s → %s", ev.Seq, p.From, p.To)
+		}
+		st.frames++
+		nf := &Frame{ID: p.To, Agent: p.Agent, Mode: f.Mode, Parent: f.Parent, ParentCall: f.ParentCall, Messages: f.Messages}
+		st.Frames[slices.Index(st.Frames, f)] = nf
+		if parent := st.frame(f.Parent); parent != nil {
+			if c := parent.call(f.ParentCall); c != nil {
+				c.Child = nf.ID
+			}
+		}
+	case *AgentMessage:
+		if frame == nil {
+			return noFrame()
+		}
+		frame.Said, frame.SaidSeq = p.Text, ev.Seq
+		st.Output = p.Text
 	case *TurnPaused:
 		st.Status = StatusPaused
 	case *TurnCompleted:
-		st.Status = StatusCompleted
-		st.Output = p.Output
+		st.Status, st.Output = StatusCompleted, p.Output
 	case *TurnFailed:
-		st.Status = StatusFailed
 		f := p.Error
-		st.Error = &f
+		st.Status, st.Error = StatusFailed, &f
+	case *TurnCancelled:
+		st.Status = StatusCancelled
+		root := st.Root()
+		st.Frames = []*Frame{root}
+		root.Calls, root.Said, root.SaidSeq = nil, "", 0
 	default:
 		return fmt.Errorf("event %d: no projection for %T", ev.Seq, payload)
 	}
@@ -246,6 +356,20 @@ func flushResults(f *Frame) {
 	f.Calls = nil
 }
 
+// removeFrame removes f and every frame below it.
+func (s *State) removeFrame(f *Frame) {
+	doomed := map[string]bool{f.ID: true}
+	for changed := true; changed; {
+		changed = false
+		for _, g := range s.Frames {
+			if !doomed[g.ID] && doomed[g.Parent] {
+				doomed[g.ID], changed = true, true
+			}
+		}
+	}
+	s.Frames = slices.DeleteFunc(s.Frames, func(g *Frame) bool { return doomed[g.ID] })
+}
+
 func (s *State) frame(id string) *Frame {
 	for _, f := range s.Frames {
 		if f.ID == id {
@@ -259,10 +383,17 @@ func (s *State) call(ev *Event, f *Frame, callID string) (*Call, error) {
 	if f == nil {
 		return nil, fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
 	}
-	for _, c := range f.Calls {
-		if c.ID == callID {
-			return c, nil
-		}
+	if c := f.call(callID); c != nil {
+		return c, nil
 	}
 	return nil, fmt.Errorf("event %d (%s): frame %q has no pending call %q", ev.Seq, ev.Type, f.ID, callID)
+}
+
+func (f *Frame) call(id string) *Call {
+	for _, c := range f.Calls {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
 }

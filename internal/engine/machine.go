@@ -15,7 +15,7 @@ import (
 )
 
 // Input is what drives a session forward: one of Start, Message, Decide,
-// ModelDone, ToolsDone, Recover.
+// Cancel, ModelDone, ToolsDone, Recover.
 type Input interface{ isInput() }
 
 // Start opens a new session on an agent with the user's first message.
@@ -26,19 +26,33 @@ type Start struct {
 	Metadata  map[string]any
 }
 
-// Message is a new user message after a turn has ended. Seq, when not zero,
-// must be the session's current seq.
+// Message is the user's next message. It goes to the top of the stack: an
+// interactive frame waiting for the user, or the root frame after a turn
+// ended. Seq, when not zero, must be the session's current seq.
 type Message struct {
 	Text string
 	Seq  int64
 }
 
-// Decide answers some or all pending interrupts. Seq must be the session's
-// current seq: two resumes of one pause cannot both win.
+// Decide answers some or all pending approval and input interrupts. Seq
+// must be the session's current seq: two resumes of one pause cannot both win.
 type Decide struct {
 	Seq       int64
 	Decisions []Decision
 	Actor     Actor
+}
+
+// Cancel scopes.
+const (
+	CancelTop = "top"
+	CancelAll = "all"
+)
+
+// Cancel pops the top interactive frame (its parent sees "cancelled by the
+// user") or unwinds the whole stack and ends the turn as cancelled.
+type Cancel struct {
+	Scope string
+	Seq   int64 // 0: whatever is current
 }
 
 // ModelDone reports the outcome of a CallModel effect.
@@ -54,11 +68,13 @@ type ToolsDone struct {
 	Results []ToolOutcome
 }
 
-// ToolOutcome is the result of running one tool call.
+// ToolOutcome is the result of running one tool call: content, or a
+// question the tool asked (the call is re-run with the answer).
 type ToolOutcome struct {
-	CallID  string
-	Content string
-	IsError bool
+	CallID   string
+	Content  string
+	IsError  bool
+	Question string
 }
 
 // Recover continues a session found running after its driver stopped (a
@@ -67,12 +83,13 @@ type ToolOutcome struct {
 // in-doubt approval interrupt for it.
 type Recover struct{}
 
-func (Recover) isInput()   {}
 func (Start) isInput()     {}
 func (Message) isInput()   {}
 func (Decide) isInput()    {}
+func (Cancel) isInput()    {}
 func (ModelDone) isInput() {}
 func (ToolsDone) isInput() {}
+func (Recover) isInput()   {}
 
 // Effect is work the driver performs and reports back as an Input.
 type Effect interface{ isEffect() }
@@ -98,6 +115,8 @@ type ToolRun struct {
 	Tool           string
 	Args           json.RawMessage
 	IdempotencyKey string
+	// Answers are the user's answers to the questions this call asked so far.
+	Answers []string
 }
 
 func (CallModel) isEffect() {}
@@ -108,6 +127,16 @@ func (RunTools) isEffect()  {}
 type Step struct {
 	Events  []Event
 	Effects []Effect
+}
+
+// CompleteTool is the tool interactive frames call to end and hand their
+// result to the parent.
+const CompleteTool = "complete"
+
+var completeDefinition = model.ToolDefinition{
+	Name:        CompleteTool,
+	Description: "Call when your task is done: the result goes back to the agent that started you, and the user's conversation returns to it.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"result":{"type":"string","description":"what you found or did"}},"required":["result"],"additionalProperties":false}`),
 }
 
 // Machine is the engine for a fixed set of agents. It is safe for concurrent
@@ -121,9 +150,6 @@ func New(agents map[string]*Agent) *Machine {
 	return &Machine{agents: agents}
 }
 
-// Agent returns the agent named name, or nil.
-func (m *Machine) Agent(name string) *Agent { return m.agents[name] }
-
 // Step applies one input to st at time now. On error st is unchanged and
 // nothing is to be recorded.
 func (m *Machine) Step(st *State, in Input, now time.Time) (Step, error) {
@@ -136,6 +162,8 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (Step, error) {
 		err = s.message(in)
 	case Decide:
 		err = s.decide(in)
+	case Cancel:
+		err = s.cancel(in)
 	case ModelDone:
 		err = s.modelDone(in)
 	case ToolsDone:
@@ -176,6 +204,8 @@ func (s *stepper) emit(typ string, f *Frame, payload any) {
 	s.out = append(s.out, ev)
 }
 
+func (s *stepper) newFrameID() string { return "f" + strconv.Itoa(s.st.frames+1) }
+
 func (s *stepper) start(in Start) error {
 	if s.st.Seq != 0 {
 		return errorf(CodeConflict, "session %s already exists", s.st.SessionID)
@@ -183,8 +213,8 @@ func (s *stepper) start(in Start) error {
 	if s.m.agents[in.Agent] == nil {
 		return errorf(CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
 	}
-	s.emit(EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: "f1", Metadata: in.Metadata})
-	s.emit(EventUserMessage, s.st.Top(), &UserMessage{Text: in.Text})
+	s.emit(EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata})
+	s.emit(EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
 	s.advance()
 	return nil
 }
@@ -194,16 +224,34 @@ func (s *stepper) message(in Message) error {
 	if in.Seq != 0 && in.Seq != st.Seq {
 		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d; reload it and retry", in.Seq, st.SessionID, st.Seq)
 	}
+	top := st.Top()
 	switch st.Status {
 	case StatusCompleted, StatusFailed, StatusCancelled:
 	case StatusPaused:
-		return errorf(CodeConflict, "session %s is paused on %d interrupt(s): decide them first", st.SessionID, len(st.Interrupts()))
+		for _, in := range st.Interrupts() {
+			if in.Kind != KindMessage {
+				return errorf(CodeConflict, "session %s waits for %d decision(s) or answer(s): decide them first (POST …/decisions)", st.SessionID, countDecisions(st))
+			}
+		}
+		if top == nil || top.SaidSeq == 0 {
+			return errorf(CodeConflict, "session %s is paused but its top frame is not waiting for a message", st.SessionID)
+		}
 	default:
 		return errorf(CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
 	}
-	s.emit(EventUserMessage, st.Top(), &UserMessage{Text: in.Text})
+	s.emit(EventUserMessage, top, &UserMessage{Text: in.Text})
 	s.advance()
 	return nil
+}
+
+func countDecisions(st *State) int {
+	n := 0
+	for _, in := range st.Interrupts() {
+		if in.Kind != KindMessage {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *stepper) decide(in Decide) error {
@@ -228,6 +276,12 @@ func (s *stepper) decide(in Decide) error {
 	for i, d := range in.Decisions {
 		f, c := st.findInterrupt(d.InterruptID)
 		if c == nil {
+			for _, m := range st.Interrupts() {
+				if m.ID == d.InterruptID && m.Kind == KindMessage {
+					return &Error{Code: CodeInvalidRequest, Interrupt: d.InterruptID,
+						Message: fmt.Sprintf("decisions[%d]: %q is a message interrupt: reply with POST /v1/sessions/%s/messages", i, d.InterruptID, st.SessionID)}
+				}
+			}
 			return &Error{Code: CodeUnknownInterrupt, Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID), Interrupt: d.InterruptID}
 		}
 		if seen[d.InterruptID] {
@@ -235,12 +289,13 @@ func (s *stepper) decide(in Decide) error {
 		}
 		seen[d.InterruptID] = true
 		p := decided{d: d, f: f, c: c}
-		switch d.Action {
-		case ActionApprove:
+		kind := c.Interrupt.Kind
+		switch {
+		case d.Action == ActionApprove && kind == KindApproval:
 			if len(d.Arguments) > 0 && string(d.Arguments) != "null" {
 				tool := s.m.agents[f.Agent].Tools[c.Tool]
 				v, err := decodeArgs(d.Arguments)
-				if err == nil {
+				if err == nil && tool != nil {
 					err = tool.Validate(v)
 				}
 				if err != nil {
@@ -248,7 +303,10 @@ func (s *stepper) decide(in Decide) error {
 				}
 				p.newArgs = compactJSON(d.Arguments)
 			}
-		case ActionReject:
+		case d.Action == ActionAnswer && kind == KindInput:
+		case d.Action == ActionReject:
+		case kind == KindInput:
+			return errorf(CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
 		default:
 			return errorf(CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
 		}
@@ -256,8 +314,8 @@ func (s *stepper) decide(in Decide) error {
 	}
 	for _, p := range plan {
 		s.emit(EventDecision, p.f, &DecisionMade{
-			InterruptID: p.d.InterruptID, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
-			Reason: p.d.Reason, Arguments: json.RawMessage(p.c.Args), NewArgs: p.newArgs, Actor: in.Actor,
+			InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
+			Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), NewArgs: p.newArgs, Actor: in.Actor,
 		})
 		if p.d.Action == ActionReject {
 			reason := p.d.Reason
@@ -272,26 +330,80 @@ func (s *stepper) decide(in Decide) error {
 	return nil
 }
 
+func (s *stepper) cancel(in Cancel) error {
+	st := s.st
+	if in.Seq != 0 && in.Seq != st.Seq {
+		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d", in.Seq, st.SessionID, st.Seq)
+	}
+	if st.Status != StatusPaused {
+		return errorf(CodeConflict, "session %s is %s: only a paused session can be cancelled", st.SessionID, st.Status)
+	}
+	switch in.Scope {
+	case CancelTop:
+		top := st.Top()
+		if top == nil || top.Mode != ModeInteractive {
+			return errorf(CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
+		}
+		s.emit(EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
+			Result: fmt.Sprintf("agent %q was cancelled by the user", top.Agent)})
+		s.advance()
+	case CancelAll:
+		root := st.Root()
+		for _, c := range root.Calls {
+			if c.State != CallDone {
+				s.emit(EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
+			}
+		}
+		s.emit(EventTurnCancelled, root, &TurnCancelled{Reason: "cancelled by the user"})
+	default:
+		return errorf(CodeInvalidRequest, "scope: %q is not one of top, all", in.Scope)
+	}
+	return nil
+}
+
 func (s *stepper) modelDone(in ModelDone) error {
 	st := s.st
 	f := st.frame(in.Frame)
-	if st.Status != StatusRunning || f == nil || len(f.Calls) > 0 {
+	if st.Status != StatusRunning || f == nil || len(f.Calls) > 0 || f.SaidSeq != 0 {
 		return errorf(CodeConflict, "session %s does not expect a model response for frame %q", st.SessionID, in.Frame)
 	}
 	if in.Err != nil {
-		s.emit(EventTurnFailed, f, &TurnFailed{Error: Failure{Code: "model_error",
-			Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)}})
+		s.failFrame(f, Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)})
+		s.advance()
 		return nil
 	}
 	msg := in.Response.Message
 	msg.Role = model.RoleAssistant
 	s.emit(EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
 	if len(msg.ToolCalls) == 0 {
-		s.emit(EventTurnCompleted, f, &TurnCompleted{Output: msg.Content})
-		return nil
+		s.finishFrame(f, msg.Content)
 	}
 	s.advance()
 	return nil
+}
+
+// finishFrame handles a frame's final text: the root answers the user, a
+// tool-mode child gives its result to the parent, an interactive child
+// speaks to the user and waits.
+func (s *stepper) finishFrame(f *Frame, text string) {
+	switch f.Mode {
+	case ModeMain:
+		s.emit(EventTurnCompleted, f, &TurnCompleted{Output: text})
+	case ModeTool:
+		s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: text})
+	case ModeInteractive:
+		s.emit(EventAgentMessage, f, &AgentMessage{Text: text})
+	}
+}
+
+// failFrame ends a frame with an error: at the root the turn fails; in a
+// child the error becomes the parent's (error) tool result.
+func (s *stepper) failFrame(f *Frame, why Failure) {
+	if f.Parent == "" {
+		s.emit(EventTurnFailed, f, &TurnFailed{Error: why})
+		return
+	}
+	s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopFailed, Result: why.Message, IsError: true})
 }
 
 func (s *stepper) toolsDone(in ToolsDone) error {
@@ -308,6 +420,13 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 	}
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
+		if r.Question != "" {
+			path := append(st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
+			in := Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
+				Kind: KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question}
+			s.emit(EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+			continue
+		}
 		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: r.Content, IsError: r.IsError})
 	}
 	s.advance()
@@ -319,95 +438,152 @@ func (s *stepper) recover() error {
 	if st.Status != StatusRunning {
 		return errorf(CodeConflict, "session %s is %s, not running: nothing to recover", st.SessionID, st.Status)
 	}
-	f := st.Top()
-	agent := s.m.agents[f.Agent]
-	var runs []ToolRun
-	for _, c := range f.Calls {
-		if c.State != CallStarted {
-			continue
+	for _, f := range st.Ordered() {
+		agent := s.m.agents[f.Agent]
+		for _, c := range f.Calls {
+			if c.State != CallStarted {
+				continue
+			}
+			if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
+				// Recorded as a decision so the log says why it ran twice.
+				s.emit(EventDecision, f, &DecisionMade{CallID: c.ID, Kind: KindApproval, Tool: c.Tool, Action: ActionApprove,
+					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: Actor{Name: "cairn", Role: "recovery"}})
+				continue
+			}
+			in := Interrupt{
+				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: KindApproval, InDoubt: true,
+				Path: append(st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+				Tool: c.Tool, Arguments: json.RawMessage(c.Args),
+				Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
+			}
+			s.emit(EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 		}
-		if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
-			runs = append(runs, s.startCall(f, c))
-			continue
-		}
-		in := Interrupt{
-			ID: interruptID(st.SessionID, f.ID, c, "in_doubt"), Kind: KindApproval, InDoubt: true,
-			Path: []PathStep{{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}},
-			Tool: c.Tool, Arguments: json.RawMessage(c.Args),
-			Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
-		}
-		s.emit(EventApprovalRequested, f, &ApprovalRequested{CallID: c.ID, Interrupt: in})
-	}
-	if len(runs) > 0 {
-		s.effects = append(s.effects, RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs})
-		return nil
 	}
 	s.advance()
 	return nil
 }
 
-// advance moves the top frame as far as it goes without I/O: it classifies
-// new tool calls, starts approved ones, pauses for decisions, or asks for the
-// next model call (DESIGN.md §3).
+// advance moves the session as far as it goes without I/O (DESIGN.md §3):
+// frames run depth first; in each, new calls are classified, approved calls
+// start or push child frames, and a frame whose calls all have results
+// calls its model. It stops at the first effect, or pauses when nothing can
+// move without a person.
 func (s *stepper) advance() {
-	st := s.st
-	if st.Status != StatusRunning {
-		return
-	}
-	f := st.Top()
-	agent := s.m.agents[f.Agent]
-	if agent == nil {
-		s.emit(EventTurnFailed, f, &TurnFailed{Error: Failure{Code: "unknown_agent",
-			Message: fmt.Sprintf("agent %q is no longer configured", f.Agent)}})
-		return
-	}
-	if len(f.Calls) > 0 {
-		var runs []ToolRun
-		for _, c := range f.Calls {
-			switch c.State {
-			case CallNew:
-				if s.classify(agent, f, c) {
-					runs = append(runs, s.startCall(f, c))
-				}
-			case CallApproved:
-				runs = append(runs, s.startCall(f, c))
-			}
-		}
-		if len(runs) > 0 {
-			s.effects = append(s.effects, RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs})
+	for s.st.Status == StatusRunning {
+		eff, changed := s.pass()
+		if eff != nil {
+			s.effects = append(s.effects, eff)
 			return
 		}
-		if len(f.Calls) > 0 {
-			for _, c := range f.Calls {
-				if c.State == CallStarted {
-					return // results still to come
-				}
-			}
-			s.emit(EventTurnPaused, f, &TurnPaused{Interrupts: st.Interrupts()})
-			return
+		if !changed {
+			break
 		}
 	}
-	if agent.MaxIterations > 0 && f.Iterations >= agent.MaxIterations {
-		s.emit(EventTurnFailed, f, &TurnFailed{Error: Failure{Code: "max_iterations",
-			Message: fmt.Sprintf("agent %q stopped after %d iterations without a final answer (max_iterations: %d)", f.Agent, f.Iterations, agent.MaxIterations)}})
+	if s.st.Status != StatusRunning {
 		return
 	}
-	s.effects = append(s.effects, CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
-		System: agent.Instructions, Messages: f.Messages, Tools: agent.Definitions,
-	}})
+	ins := s.st.Interrupts()
+	if len(ins) == 0 {
+		// Unreachable by construction; fail loudly rather than hang.
+		s.emit(EventTurnFailed, s.st.Root(), &TurnFailed{Error: Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})
+		return
+	}
+	s.emit(EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
 }
 
-// classify decides what happens to a call the model just made. It reports
-// whether the call may run now; otherwise it has recorded an error result or
-// an approval request.
-func (s *stepper) classify(agent *Agent, f *Frame, c *Call) bool {
-	fail := func(msg string) {
+// pass makes one sweep over the frames. It returns the next effect, or
+// whether it recorded anything (the frame tree may have changed: sweep again).
+func (s *stepper) pass() (Effect, bool) {
+	for _, f := range s.st.Ordered() {
+		if f.SaidSeq != 0 {
+			continue // waits for the user
+		}
+		agent := s.m.agents[f.Agent]
+		if agent == nil {
+			s.failFrame(f, Failure{Code: "unknown_agent", Message: fmt.Sprintf("agent %q is no longer configured", f.Agent)})
+			return nil, true
+		}
+		if len(f.Calls) == 0 {
+			if agent.MaxIterations > 0 && f.Iterations >= agent.MaxIterations {
+				s.failFrame(f, Failure{Code: "max_iterations",
+					Message: fmt.Sprintf("agent %q stopped after %d iterations without a final answer (max_iterations: %d)", f.Agent, f.Iterations, agent.MaxIterations)})
+				return nil, true
+			}
+			tools := agent.Definitions
+			if f.Mode == ModeInteractive {
+				tools = append(tools[:len(tools):len(tools)], completeDefinition)
+			}
+			return CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
+				System: agent.Instructions, Messages: f.Messages, Tools: tools,
+			}}, false
+		}
+		if eff, changed := s.advanceCalls(agent, f); eff != nil || changed {
+			return eff, changed
+		}
+	}
+	return nil, false
+}
+
+// advanceCalls moves the calls of one frame's assistant message.
+func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
+	// A handoff or complete ends the frame's work on this message, so they
+	// are carried out before anything else of it runs.
+	for _, c := range f.Calls {
+		if c.State != CallNew {
+			continue
+		}
+		if t := agent.Tools[c.Tool]; t != nil && t.Kind == ToolHandoff {
+			s.handoff(f, c, t.Target)
+			return nil, true
+		}
+		if c.Tool == CompleteTool && f.Mode == ModeInteractive {
+			if result, ok := s.completeResult(f, c); ok {
+				s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: result})
+			}
+			return nil, true
+		}
+	}
+	changed := false
+	var runs []ToolRun
+	for _, c := range f.Calls {
+		switch c.State {
+		case CallNew:
+			ok, args := s.classify(agent, f, c)
+			if !ok {
+				changed = true
+				continue
+			}
+			if run, started, pushed := s.begin(agent, f, c, args); started {
+				runs = append(runs, run)
+			} else if pushed {
+				changed = true
+			}
+		case CallApproved:
+			v, _ := decodeArgs(json.RawMessage(c.Args))
+			if run, started, pushed := s.begin(agent, f, c, v); started {
+				runs = append(runs, run)
+			} else if pushed {
+				changed = true
+			}
+		}
+	}
+	if len(runs) > 0 {
+		return RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs}, true
+	}
+	return nil, changed
+}
+
+// classify checks a call the model just made. It reports whether the call
+// may begin now; otherwise it recorded an error result or an approval
+// request, or (an interactive call waiting its turn) nothing.
+func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
+	fail := func(msg string) (bool, any) {
 		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
+		return false, nil
 	}
 	tool := agent.Tools[c.Tool]
 	if tool == nil {
-		fail(fmt.Sprintf("unknown tool %q; available tools: %s", c.Tool, strings.Join(agent.toolNames(), ", ")))
-		return false
+		return fail(fmt.Sprintf("unknown tool %q; available tools: %s", c.Tool, strings.Join(agent.toolNames(f.Mode), ", ")))
 	}
 	raw := c.Args
 	if strings.TrimSpace(raw) == "" {
@@ -415,26 +591,23 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) bool {
 	}
 	v, err := decodeArgs(json.RawMessage(raw))
 	if err != nil {
-		fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
-		return false
+		return fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
 	}
 	if err := tool.Validate(v); err != nil {
-		fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
-		return false
+		return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
 	}
 	c.Args = string(compactJSON(json.RawMessage(raw)))
 	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
-	need := false
-	reason := ""
+	need, note := false, ""
 	if tool.NeedsApproval != nil {
 		need, err = tool.NeedsApproval(args)
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated asks a person.
-			need, reason = true, fmt.Sprintf(" (approval policy could not be evaluated: %v)", err)
+			need, note = true, fmt.Sprintf(" (approval policy could not be evaluated: %v)", err)
 		}
 	}
 	if !need {
-		return true
+		return true, v
 	}
 	msg := ""
 	if tool.Confirm != nil {
@@ -444,24 +617,92 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) bool {
 		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
 	}
 	in := Interrupt{
-		ID: interruptID(s.st.SessionID, f.ID, c, ""), Kind: KindApproval,
-		Path: []PathStep{{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}},
-		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + reason,
+		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: KindApproval,
+		Path: append(s.st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + note,
 	}
-	s.emit(EventApprovalRequested, f, &ApprovalRequested{CallID: c.ID, Interrupt: in})
+	s.emit(EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+	return false, nil
+}
+
+// begin carries out an approved call: a function tool starts (and must be
+// run by the driver); an agent tool pushes a child frame, unless it is
+// interactive and another interactive frame holds the conversation, in
+// which case it waits its turn.
+func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
+	tool := agent.Tools[c.Tool]
+	if tool.Kind != ToolAgent {
+		return s.startCall(f, c), true, false
+	}
+	if tool.Mode == ModeInteractive && s.interactiveBusy(f) {
+		return ToolRun{}, false, false
+	}
+	m, _ := args.(map[string]any)
+	input, _ := m["input"].(string)
+	s.emit(EventFramePushed, f, &FramePushed{Frame: s.newFrameID(), Agent: tool.Target, Mode: tool.Mode, Parent: f.ID, ParentCall: c.ID, Input: input})
+	return ToolRun{}, false, true
+}
+
+// interactiveBusy reports whether an interactive frame other than f and its
+// ancestors holds the conversation: only one interactive child is active at
+// a time, and later ones wait in call order.
+func (s *stepper) interactiveBusy(f *Frame) bool {
+	ancestors := map[string]bool{}
+	for g := f; g != nil; g = s.st.frame(g.Parent) {
+		ancestors[g.ID] = true
+		if g.Parent == "" {
+			break
+		}
+	}
+	for _, g := range s.st.Frames {
+		if g.Mode == ModeInteractive && !ancestors[g.ID] {
+			return true
+		}
+	}
 	return false
 }
 
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := s.st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
-	s.emit(EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key})
-	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key}
+	s.emit(EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
+	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
 }
 
-// interruptID derives a stable id from the call's place in the session, so
-// parallel calls and calls of different turns never share one.
-func interruptID(session, frame string, c *Call, salt string) string {
-	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(c.Origin, 10) + "\x00" + c.ID + "\x00" + salt))
+// handoff replaces frame f by a frame of the target agent, which keeps the
+// conversation, the parent link and the mode. The other calls of the
+// message do not run.
+func (s *stepper) handoff(f *Frame, h *Call, target string) {
+	for _, c := range f.Calls {
+		if c.State == CallDone {
+			continue
+		}
+		res := &ToolResult{CallID: c.ID, Tool: c.Tool, Content: fmt.Sprintf("Transferred to %s.", target)}
+		if c != h {
+			res.Content, res.IsError = fmt.Sprintf("not run: the conversation was handed off to %s", target), true
+		}
+		s.emit(EventToolResult, f, res)
+	}
+	s.emit(EventHandoff, f, &Handoff{From: f.ID, To: s.newFrameID(), Agent: target, CallID: h.ID})
+}
+
+// completeResult validates a complete call; a bad one gets an error result.
+func (s *stepper) completeResult(f *Frame, c *Call) (string, bool) {
+	var args struct {
+		Result *string `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(c.Args), &args); err != nil || args.Result == nil {
+		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+			Content: `complete needs the arguments {"result": "<what you found or did>"}`})
+		return "", false
+	}
+	return *args.Result, true
+}
+
+// derivedID derives a stable id from a call's (or message's) place in the
+// session, so parallel calls, nested frames and calls of different turns
+// never share one, even when a model reuses call ids.
+func derivedID(session, frame string, seq int64, callID, salt string) string {
+	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + callID + "\x00" + salt))
 	return "int_" + hex.EncodeToString(h[:10])
 }
 
@@ -476,19 +717,13 @@ func (s *State) findInterrupt(id string) (*Frame, *Call) {
 	return nil, nil
 }
 
-func (f *Frame) call(id string) *Call {
-	for _, c := range f.Calls {
-		if c.ID == id {
-			return c
-		}
-	}
-	return nil
-}
-
-func (a *Agent) toolNames() []string {
-	names := make([]string, 0, len(a.Definitions))
+func (a *Agent) toolNames(mode string) []string {
+	names := make([]string, 0, len(a.Definitions)+1)
 	for _, d := range a.Definitions {
 		names = append(names, d.Name)
+	}
+	if mode == ModeInteractive {
+		names = append(names, CompleteTool)
 	}
 	if len(names) == 0 {
 		return []string{"(none)"}

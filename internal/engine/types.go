@@ -31,7 +31,9 @@ const (
 
 // Frame modes.
 const (
-	ModeMain = "main"
+	ModeMain        = "main"        // the session's root agent
+	ModeTool        = "tool"        // an agent used as a tool: runs to completion, its text is its result
+	ModeInteractive = "interactive" // takes over the conversation until it calls complete
 )
 
 // CallState is where one tool call of an assistant message stands.
@@ -41,9 +43,10 @@ type CallState string
 const (
 	CallNew      CallState = "new"      // received from the model, not yet classified
 	CallAwaiting CallState = "awaiting" // waits for a person's decision
-	CallApproved CallState = "approved" // approved by a person, not yet started
-	CallStarted  CallState = "started"  // tool_started recorded, no result yet
-	CallDone     CallState = "done"     // a result is recorded
+	CallApproved  CallState = "approved"  // approved (or answered) by a person, not yet started
+	CallStarted   CallState = "started"   // tool_started recorded, no result yet
+	CallDelegated CallState = "delegated" // a child frame is working on it
+	CallDone      CallState = "done"      // a result is recorded
 )
 
 // Call is one tool call of the frame's current assistant message.
@@ -58,17 +61,29 @@ type Call struct {
 	Origin    int64
 	State     CallState
 	Interrupt *Interrupt // set while awaiting a decision
-	Result    string
-	IsError   bool
+	// Child is the frame working on a delegated call.
+	Child string
+	// Answers are the user's answers to the questions the tool asked, in order.
+	Answers []string
+	Result  string
+	IsError bool
 }
 
 // Frame is one agent's execution inside a session.
 type Frame struct {
-	ID         string
-	Agent      string
-	Mode       string
+	ID    string
+	Agent string
+	Mode  string
+	// Parent and ParentCall link a child frame to the call it answers.
+	Parent     string
+	ParentCall string
 	Messages   []model.Message
 	Iterations int // model calls in the current turn
+	// Said is the text an interactive frame sent the user, and SaidSeq the
+	// seq of that agent_message; while SaidSeq is set, the frame waits for
+	// the user's next message.
+	Said    string
+	SaidSeq int64
 	// Calls are the tool calls of the last assistant message until every one
 	// has a result; then their results join Messages in call order.
 	Calls []*Call
@@ -93,21 +108,72 @@ type State struct {
 	Usage     model.Usage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// frames counts the frames ever created, for ids.
+	frames int
+}
+
+// Root returns the session's root frame, or nil before it starts.
+func (s *State) Root() *Frame {
+	for _, f := range s.Frames {
+		if f.Parent == "" {
+			return f
+		}
+	}
+	return nil
+}
+
+// Ordered returns the frames depth first: each frame, then its children in
+// the order of the calls they answer. It is the order in which frames run.
+func (s *State) Ordered() []*Frame {
+	var out []*Frame
+	var visit func(f *Frame)
+	visit = func(f *Frame) {
+		out = append(out, f)
+		for _, c := range f.Calls {
+			if c.State == CallDelegated {
+				if child := s.frame(c.Child); child != nil {
+					visit(child)
+				}
+			}
+		}
+	}
+	if r := s.Root(); r != nil {
+		visit(r)
+	}
+	return out
+}
+
+// Stack returns the frames that talk with the user: the root, then each
+// active interactive frame, outermost first. The last one receives the
+// user's messages. Tool-mode children are not in it.
+func (s *State) Stack() []*Frame {
+	var out []*Frame
+	for _, f := range s.Ordered() {
+		if f.Mode != ModeTool {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Top returns the frame that receives the user's messages, or nil.
 func (s *State) Top() *Frame {
-	if len(s.Frames) == 0 {
+	st := s.Stack()
+	if len(st) == 0 {
 		return nil
 	}
-	return s.Frames[len(s.Frames)-1]
+	return st[len(st)-1]
 }
 
-// Interrupts lists the calls waiting for a decision, in frame and call
-// order. While paused, they are what the session waits for.
+// Interrupts lists what the session waits for, depth first in call order:
+// calls awaiting a decision or an answer, and interactive frames awaiting a
+// message. While paused, they are what the session waits for.
 func (s *State) Interrupts() []Interrupt {
 	var out []Interrupt
-	for _, f := range s.Frames {
+	for _, f := range s.Ordered() {
+		if f.SaidSeq != 0 {
+			out = append(out, s.messageInterrupt(f))
+		}
 		for _, c := range f.Calls {
 			if c.State == CallAwaiting && c.Interrupt != nil {
 				out = append(out, *c.Interrupt)
@@ -115,6 +181,36 @@ func (s *State) Interrupts() []Interrupt {
 		}
 	}
 	return out
+}
+
+// pathTo returns the path from the root to frame f: one step per ancestor
+// call that created a frame on the way.
+func (s *State) pathTo(f *Frame) []PathStep {
+	var rev []PathStep
+	for f != nil && f.Parent != "" {
+		p := s.frame(f.Parent)
+		if p == nil {
+			break
+		}
+		step := PathStep{Agent: p.Agent, CallID: f.ParentCall}
+		if c := p.call(f.ParentCall); c != nil {
+			step.Tool = c.Tool
+		}
+		rev = append(rev, step)
+		f = p
+	}
+	out := make([]PathStep, 0, len(rev)+1)
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i])
+	}
+	return out
+}
+
+func (s *State) messageInterrupt(f *Frame) Interrupt {
+	return Interrupt{
+		ID:   derivedID(s.SessionID, f.ID, f.SaidSeq, "", "message"),
+		Kind: KindMessage, Path: s.pathTo(f), Text: f.Said,
+	}
 }
 
 // PathStep is one hop from the root frame towards a tool call.
@@ -126,7 +222,9 @@ type PathStep struct {
 
 // Interrupt kinds.
 const (
-	KindApproval = "approval"
+	KindApproval = "approval" // a tool call waits for a decision
+	KindInput    = "input"    // a tool asked the user a question
+	KindMessage  = "message"  // an interactive agent spoke and waits for the user
 )
 
 // Interrupt is why a session is paused.
@@ -137,6 +235,8 @@ type Interrupt struct {
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Message   string          `json:"message,omitempty"`
+	Question  string          `json:"question,omitempty"`
+	Text      string          `json:"text,omitempty"`
 	InDoubt   bool            `json:"in_doubt"`
 	ExpiresAt *time.Time      `json:"expires_at"`
 }
@@ -145,6 +245,7 @@ type Interrupt struct {
 const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
+	ActionAnswer  = "answer"
 )
 
 // Decision answers one interrupt.
@@ -153,6 +254,7 @@ type Decision struct {
 	Action      string          `json:"action"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
+	Text        string          `json:"text,omitempty"`
 }
 
 // Actor is who made a decision, for the audit trail.
@@ -180,7 +282,24 @@ type Tool struct {
 	Confirm func(args ToolArgs) (string, error)
 	// Idempotent tools are re-run after a crash; others ask a person first.
 	Idempotent bool
+	// Kind says what a call does: run a function (""), start a child frame
+	// (ToolAgent) or hand the frame over to another agent (ToolHandoff).
+	Kind ToolKind
+	// Target is the agent a ToolAgent or ToolHandoff tool runs.
+	Target string
+	// Mode is ModeTool or ModeInteractive for a ToolAgent tool.
+	Mode string
 }
+
+// ToolKind says how the engine carries out a call.
+type ToolKind string
+
+// Tool kinds.
+const (
+	ToolFunction ToolKind = ""
+	ToolAgent    ToolKind = "agent"
+	ToolHandoff  ToolKind = "handoff"
+)
 
 // Agent is what the engine needs to know about an agent.
 type Agent struct {
