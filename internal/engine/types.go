@@ -41,8 +41,8 @@ type CallState string
 
 // Tool call states, in the order a call moves through them.
 const (
-	CallNew      CallState = "new"      // received from the model, not yet classified
-	CallAwaiting CallState = "awaiting" // waits for a person's decision
+	CallNew       CallState = "new"       // received from the model, not yet classified
+	CallAwaiting  CallState = "awaiting"  // waits for a person's decision
 	CallApproved  CallState = "approved"  // approved (or answered) by a person, not yet started
 	CallStarted   CallState = "started"   // tool_started recorded, no result yet
 	CallDelegated CallState = "delegated" // a child frame is working on it
