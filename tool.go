@@ -174,6 +174,18 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 	return t
 }
 
+// AskUser is a tool, named name, with the arguments {"question": string}:
+// it pauses the session with an input interrupt and returns the user's
+// answer (see Ask). The configuration file's `builtin: ask_user`.
+func AskUser(name string) *Tool {
+	return NewTool(name, "Ask the user a question and wait for the answer.",
+		func(ctx context.Context, a struct {
+			Question string `json:"question" jsonschema:"the question for the user"`
+		}) (string, error) {
+			return Ask(ctx, a.Question)
+		})
+}
+
 type idempotencyKey struct{}
 
 // IdempotencyKey returns the key of the tool call running with ctx: unique to

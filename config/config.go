@@ -81,10 +81,20 @@ type ToolConfig struct {
 type AgentConfig struct {
 	Model         string     `yaml:"model"`
 	Instructions  string     `yaml:"instructions"`
-	Tools         []string   `yaml:"tools"`
-	Subagents     *yaml.Node `yaml:"subagents"`
-	Handoffs      *yaml.Node `yaml:"handoffs"`
-	MaxIterations int        `yaml:"max_iterations"`
+	Tools         []string         `yaml:"tools"`
+	Subagents     []SubagentConfig `yaml:"subagents"`
+	Handoffs      []string         `yaml:"handoffs"`
+	MaxIterations int              `yaml:"max_iterations"`
+}
+
+// SubagentConfig offers another agent to an agent as a tool.
+type SubagentConfig struct {
+	Agent        string `yaml:"agent"`
+	Tool         string `yaml:"tool"`
+	Description  string `yaml:"description"`
+	Mode         string `yaml:"mode"` // tool (default) | interactive
+	Approval     string `yaml:"approval"`
+	Confirmation string `yaml:"confirmation"`
 }
 
 // Config is a loaded, checked configuration, ready to run.
@@ -231,12 +241,6 @@ func (l *loader) load(f *File) (*Config, error) {
 	for _, name := range sortedKeys(f.Agents) {
 		a := f.Agents[name]
 		p := "agents." + name
-		if a.Subagents != nil {
-			return nil, l.errf(p+".subagents", "sub-agents are not supported by this version yet")
-		}
-		if a.Handoffs != nil {
-			return nil, l.errf(p+".handoffs", "handoffs are not supported by this version yet")
-		}
 		if a.Model == "" {
 			return nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
 		}
@@ -259,6 +263,53 @@ func (l *loader) load(f *File) (*Config, error) {
 			}
 			seen[tn] = true
 			agent.Tools = append(agent.Tools, t)
+		}
+		for i, sa := range a.Subagents {
+			if _, ok := f.Agents[sa.Agent]; !ok {
+				return nil, l.errf(p+".subagents", "subagents[%d].agent: unknown agent %q; defined agents: %s", i, sa.Agent, strings.Join(sortedKeys(f.Agents), ", "))
+			}
+			name := sa.Tool
+			if name == "" {
+				name = "ask_" + sa.Agent
+			}
+			if !toolName.MatchString(name) || seen[name] {
+				return nil, l.errf(p+".subagents", "subagents[%d].tool: %q is not a free tool name (1–64 letters, digits, _ or -, not used twice)", i, name)
+			}
+			seen[name] = true
+			desc := sa.Description
+			if desc == "" {
+				desc = fmt.Sprintf("Ask the %s agent.", sa.Agent)
+			}
+			var opts []cairn.ToolOption
+			pol, err := approvalPolicy(sa.Approval)
+			if err != nil {
+				return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
+			}
+			if pol != nil {
+				opts = append(opts, func(t *cairn.Tool) { t.Approval = pol })
+			}
+			if sa.Confirmation != "" {
+				opts = append(opts, cairn.WithConfirmation(sa.Confirmation))
+			}
+			switch sa.Mode {
+			case "", "tool":
+				agent.Tools = append(agent.Tools, cairn.AgentTool(sa.Agent, name, desc, opts...))
+			case "interactive":
+				agent.Tools = append(agent.Tools, cairn.InteractiveAgentTool(sa.Agent, name, desc, opts...))
+			default:
+				return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive", i, sa.Mode)
+			}
+		}
+		for i, target := range a.Handoffs {
+			if _, ok := f.Agents[target]; !ok || target == name {
+				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is not another defined agent; defined agents: %s", i, target, strings.Join(sortedKeys(f.Agents), ", "))
+			}
+			h := cairn.Handoff(target)
+			if seen[h.Name] {
+				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, target)
+			}
+			seen[h.Name] = true
+			agent.Tools = append(agent.Tools, h)
 		}
 		cfg.Agents = append(cfg.Agents, agent)
 	}
@@ -346,8 +397,15 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if !toolName.MatchString(name) {
 		return nil, l.errf(p, "tool names are 1–64 letters, digits, _ or -")
 	}
-	if tc.Builtin != "" {
-		return nil, l.errf(p+".builtin", "built-in %q is not supported by this version yet", tc.Builtin)
+	switch tc.Builtin {
+	case "":
+	case "ask_user":
+		if len(tc.Command) > 0 {
+			return nil, l.errf(p+".command", "a builtin tool has no command")
+		}
+		return cairn.AskUser(name), nil
+	default:
+		return nil, l.errf(p+".builtin", "unknown built-in %q; the built-ins are: ask_user", tc.Builtin)
 	}
 	if tc.ApprovalTTL != "" {
 		return nil, l.errf(p+".approval_ttl", "approval expiry is not supported by this version yet")
@@ -380,19 +438,27 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 			return nil, l.errf(p+".confirmation", "not a valid Go template: %v", err)
 		}
 	}
-	switch a := strings.TrimSpace(tc.Approval); a {
-	case "", "never":
-	case "always":
-		t.Approval = cairn.Always()
-	default:
-		pol, err := celPolicy(a)
-		if err != nil {
-			return nil, l.errf(p+".approval", "not never, always or a valid CEL expression over args: %v", err)
-		}
-		t.Approval = pol
+	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
+		return nil, l.errf(p+".approval", "%v", err)
 	}
 	t.Handler = commandHandler(name, tc.Command, l.dir)
 	return t, nil
+}
+
+// approvalPolicy parses never (or empty), always, or a CEL expression.
+func approvalPolicy(s string) (cairn.ApprovalPolicy, error) {
+	switch a := strings.TrimSpace(s); a {
+	case "", "never":
+		return nil, nil
+	case "always":
+		return cairn.Always(), nil
+	default:
+		pol, err := celPolicy(a)
+		if err != nil {
+			return nil, fmt.Errorf("not never, always or a valid CEL expression over args: %w", err)
+		}
+		return pol, nil
+	}
 }
 
 // celPolicy compiles a CEL expression over `args` (the decoded arguments) to

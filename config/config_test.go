@@ -121,3 +121,54 @@ func FuzzParse(f *testing.F) {
 		_, _ = config.Parse("/f/cairn.yaml", data, noEnv)
 	})
 }
+
+const nested = `
+store: memory
+models:
+  m: {provider: scripted, script: [{text: hi}]}
+tools:
+  ask_user: {builtin: ask_user}
+agents:
+  main:
+    model: m
+    tools: [ask_user]
+    subagents:
+      - {agent: analyst, tool: run_analysis_pipeline, description: "Runs the analysis pipeline.", mode: tool, approval: always}
+      - {agent: research, tool: use_research, mode: interactive}
+    handoffs: [billing]
+  analyst: {model: m}
+  research: {model: m}
+  billing: {model: m}
+`
+
+func TestNestingConfig(t *testing.T) {
+	cfg, err := config.Parse("/x/cairn.yaml", []byte(nested), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range cfg.Agents {
+		if a.Name == "main" {
+			for _, tl := range a.Tools {
+				names = append(names, tl.Name)
+				if tl.Name == "run_analysis_pipeline" && tl.Approval == nil {
+					t.Error("subagent approval: always was lost")
+				}
+			}
+		}
+	}
+	if got := strings.Join(names, ","); got != "ask_user,run_analysis_pipeline,use_research,transfer_to_billing" {
+		t.Fatalf("main's tools = %s", got)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"agent: analyst, tool", "agent: ghost, tool", `agents.main.subagents: subagents[0].agent: unknown agent "ghost"`},
+		{"mode: interactive", "mode: chatty", `subagents[1].mode: "chatty" is not tool or interactive`},
+		{"handoffs: [billing]", "handoffs: [main]", `agents.main.handoffs: handoffs[0]: "main" is not another defined agent`},
+		{"{builtin: ask_user}", "{builtin: ask_llm}", `tools.ask_user.builtin: unknown built-in "ask_llm"`},
+	} {
+		_, err := config.Parse("/x/cairn.yaml", []byte(strings.Replace(nested, c.from, c.to, 1)), noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s → %s: err = %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
+}

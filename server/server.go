@@ -44,6 +44,7 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.postMessage)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -163,6 +164,27 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sess, err := s.runner.Resume(turnContext(r), r.PathValue("id"), *req.Seq, req.Decisions)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+type cancelRequest struct {
+	Scope string `json:"scope"`
+}
+
+func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
+	var req cancelRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Scope != "top" && req.Scope != "all" {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`"scope" must be "top" or "all", got %q`, req.Scope))
+		return
+	}
+	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope)
 	if err != nil {
 		s.fail(w, r, err)
 		return

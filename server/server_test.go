@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
 	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -384,4 +385,51 @@ func TestDetachedStart(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("detached session never paused")
+}
+
+func TestCancelAndAnswerOverHTTP(t *testing.T) {
+	main := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "use_skill", Arguments: `{"input":"hi"}`}}},
+		scripted.Reply{Text: "main: {{.LastResult}}"},
+	)
+	skill := scripted.New(scripted.Reply{Text: "skill says hi"})
+	asker := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_user", Arguments: `{"question":"Which env?"}`}}},
+		scripted.Reply{Text: "answer was {{.LastResult}}"},
+	)
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{
+		{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("skill", "use_skill", "Skill.")}},
+		{Name: "skill", Model: skill},
+		{Name: "asker", Model: asker, Tools: []*cairn.Tool{cairn.AskUser("ask_user")}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, server.Options{}))
+	defer srv.Close()
+	e := &env{t: t, base: srv.URL}
+
+	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"go"}`)
+	id := s["id"].(string)
+	if code, body := e.do("POST", "/v1/sessions/"+id+"/cancel", `{"scope":"sideways"}`); code != 400 || errCode(body) != "invalid_request" {
+		t.Fatalf("bad scope: %d %v", code, body)
+	}
+	code, s := e.do("POST", "/v1/sessions/"+id+"/cancel", `{"scope":"top"}`)
+	if code != 200 || s["status"] != "completed" || !strings.Contains(s["output"].(string), "cancelled by the user") {
+		t.Fatalf("cancel top: %d %v", code, s)
+	}
+	if code, body := e.do("POST", "/v1/sessions/"+id+"/cancel", `{"scope":"top"}`); code != 409 || errCode(body) != "conflict" {
+		t.Fatalf("nothing to cancel: %d %v", code, body)
+	}
+
+	_, s = e.do("POST", "/v1/sessions", `{"agent":"asker","input":"deploy"}`)
+	in := interrupts(s)[0]
+	if in["kind"] != "input" || in["question"] != "Which env?" {
+		t.Fatalf("question: %v", in)
+	}
+	code, s = e.do("POST", "/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"answer","text":"staging"}]}`, seqOf(s), in["id"]))
+	if code != 200 || s["output"] != "answer was staging" {
+		t.Fatalf("answer: %d %v", code, s)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/fakeopenai"
 )
 
 var binary string
@@ -281,5 +283,94 @@ func TestDemoQuickStart(t *testing.T) {
 	code, _ = post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
 	if code != 409 {
 		t.Fatalf("second approve: %d, want 409", code)
+	}
+}
+
+const stackConfig = `
+store: sqlite:./cairn.db
+models:
+  fake: {provider: openai, model: fake-model, base_url: "BASE_URL"}
+agents:
+  main:
+    model: fake
+    instructions: agent=main
+    subagents: [{agent: writer, tool: use_writer, mode: interactive}]
+  writer:
+    model: fake
+    instructions: agent=writer
+    subagents: [{agent: research, tool: use_research, mode: interactive}]
+  research:
+    model: fake
+    instructions: agent=research
+`
+
+// stackModel plays main → writer → research through the OpenAI wire format.
+func stackModel(r fakeopenai.Request) fakeopenai.Reply {
+	agent := r.Messages[0].Text()
+	last := r.Messages[len(r.Messages)-1]
+	callWith := func(id, name string, args map[string]string) fakeopenai.Reply {
+		b, _ := json.Marshal(args)
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: id, Name: name, Arguments: string(b)}}}
+	}
+	switch agent {
+	case "agent=main":
+		if last.Role == "tool" {
+			return fakeopenai.Reply{Content: "main: " + last.Text()}
+		}
+		return callWith("m1", "use_writer", map[string]string{"input": "draft"})
+	case "agent=writer":
+		if last.Role == "tool" {
+			return callWith("w2", "complete", map[string]string{"result": "post from " + last.Text()})
+		}
+		return callWith("w1", "use_research", map[string]string{"input": "sources"})
+	case "agent=research":
+		if strings.Contains(last.Text(), "done") {
+			return callWith("r1", "complete", map[string]string{"result": "research finished"})
+		}
+		return fakeopenai.Reply{Content: "research heard: " + last.Text()}
+	}
+	return fakeopenai.Reply{Content: "who am I? " + agent}
+}
+
+// Restart (kill -9) while paused inside a depth-3 interactive stack: the
+// next message continues where it stopped.
+func TestDepth3StackSurvivesKill9(t *testing.T) {
+	fake := fakeopenai.Start(t, stackModel)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(strings.Replace(stackConfig, "BASE_URL", fake.BaseURL(), 1)), 0o600)
+
+	cmd, base := serve(t, cfg)
+	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"write a post"}`)
+	stack, _ := s["stack"].([]any)
+	if code != 201 || s["status"] != "paused" || len(stack) != 3 || s["output"] != "research heard: sources" {
+		t.Fatalf("start: %d %v", code, s)
+	}
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	if in["kind"] != "message" || in["text"] != "research heard: sources" || len(in["path"].([]any)) != 2 {
+		t.Fatalf("interrupt: %v", in)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+
+	_, base = serve(t, cfg)
+	id := s["id"].(string)
+	code, s = post(t, base+"/v1/sessions/"+id+"/messages", `{"text":"focus on 3.13"}`)
+	if code != 200 || s["output"] != "research heard: focus on 3.13" || len(s["stack"].([]any)) != 3 {
+		t.Fatalf("after restart: %d %v", code, s)
+	}
+	code, s = post(t, base+"/v1/sessions/"+id+"/messages", `{"text":"done"}`)
+	if code != 200 || s["status"] != "completed" || s["output"] != "main: post from research finished" || len(s["stack"].([]any)) != 1 {
+		t.Fatalf("cascade: %d %v", code, s)
+	}
+	// The user's messages to research never reached main or writer.
+	for _, r := range fake.Requests() {
+		if agent := r.Messages[0].Text(); agent != "agent=research" {
+			for _, m := range r.Messages {
+				if strings.Contains(m.Text(), "3.13") {
+					t.Fatalf("%s saw the research conversation", agent)
+				}
+			}
+		}
 	}
 }
