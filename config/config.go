@@ -79,8 +79,8 @@ type ToolConfig struct {
 
 // AgentConfig is one entry of agents.
 type AgentConfig struct {
-	Model         string     `yaml:"model"`
-	Instructions  string     `yaml:"instructions"`
+	Model         string           `yaml:"model"`
+	Instructions  string           `yaml:"instructions"`
 	Tools         []string         `yaml:"tools"`
 	Subagents     []SubagentConfig `yaml:"subagents"`
 	Handoffs      []string         `yaml:"handoffs"`
