@@ -298,3 +298,68 @@ func TestRecoverInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// A nested session: the log alone rebuilds the live state at every step,
+// through pushes, a child's approval, a handoff, an interactive message and pops.
+func TestNestedReplayEqualsLiveState(t *testing.T) {
+	obj := func(v any) error {
+		_, ok := v.(map[string]any)
+		return map[bool]error{true: nil, false: errors.New("object")}[ok]
+	}
+	gated := &Tool{Definition: model.ToolDefinition{Name: "wipe"}, Validate: obj, NeedsApproval: func(ToolArgs) (bool, error) { return true, nil }}
+	m := New(map[string]*Agent{
+		"top": {Name: "top", MaxIterations: 5, Tools: map[string]*Tool{
+			"ask_mid":  {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: ModeTool},
+			"use_chat": {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: ModeInteractive},
+		}},
+		"mid":   {Name: "mid", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated, "transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"}}},
+		"other": {Name: "other", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated}},
+		"chat":  {Name: "chat", MaxIterations: 5},
+	})
+	st := &State{}
+	var log []Event
+	do := func(in Input) Step {
+		t.Helper()
+		s := step(t, m, st, in)
+		log = append(log, s.Events...)
+		replayed, err := Replay(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(replayed, st) {
+			t.Fatalf("after %T: replay differs", in)
+		}
+		return s
+	}
+	frameOf := func(s Step) string { return s.Effects[0].(CallModel).Frame }
+	s := do(Start{SessionID: "s", Agent: "top", Text: "go"})
+	s = do(ModelDone{Frame: frameOf(s), Response: assistant(
+		model.ToolCall{ID: "a", Name: "ask_mid", Arguments: `{"input":"x"}`},
+		model.ToolCall{ID: "b", Name: "use_chat", Arguments: `{"input":"hello"}`})})
+	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "h", Name: "transfer_to_other", Arguments: `{}`})})
+	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "w", Name: "wipe", Arguments: `{}`})})
+	s = do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "chat says hi"}}})
+	if st.Status != StatusPaused || len(st.Interrupts()) != 2 || len(st.Stack()) != 2 {
+		t.Fatalf("status %s, interrupts %+v, stack %d", st.Status, st.Interrupts(), len(st.Stack()))
+	}
+	ins := st.Interrupts()
+	if ins[0].Kind != KindApproval || len(ins[0].Path) != 2 || ins[0].Path[1].Agent != "other" || ins[1].Kind != KindMessage {
+		t.Fatalf("interrupts %+v", ins)
+	}
+	s = do(Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: ins[0].ID, Action: ActionApprove}}})
+	s = do(ToolsDone{Frame: s.Effects[0].(RunTools).Frame, Results: []ToolOutcome{{CallID: "w", Content: "wiped"}}})
+	s = do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "other done"}}})
+	if st.Status != StatusPaused || len(st.Frames) != 2 {
+		t.Fatalf("after the tool child: %s, %d frames", st.Status, len(st.Frames))
+	}
+	s = do(Message{Text: "bye"})
+	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "c", Name: CompleteTool, Arguments: `{"result":"chatted"}`})})
+	msgs := s.Effects[0].(CallModel).Request.Messages
+	if len(msgs) != 4 || msgs[2].Content != "other done" || msgs[3].Content != "chatted" {
+		t.Fatalf("top sees %+v", msgs)
+	}
+	do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "all done"}}})
+	if st.Status != StatusCompleted || len(st.Frames) != 1 {
+		t.Fatalf("final %s, %d frames", st.Status, len(st.Frames))
+	}
+}
