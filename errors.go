@@ -22,6 +22,9 @@ var (
 	ErrUnknownInterrupt error = &engine.Error{Code: engine.CodeUnknownInterrupt, Message: "unknown interrupt"}
 	// ErrInvalidArguments: replacement arguments fail the tool's schema.
 	ErrInvalidArguments error = &engine.Error{Code: engine.CodeInvalidArguments, Message: "invalid arguments"}
+	// ErrExpired: a decision came after the interrupt's ExpiresAt; the
+	// approval counts as rejected.
+	ErrExpired error = &engine.Error{Code: engine.CodeExpired, Message: "expired"}
 	// ErrInvalidRequest: a request is malformed (no decisions, bad action…).
 	ErrInvalidRequest error = &engine.Error{Code: engine.CodeInvalidRequest, Message: "invalid request"}
 )

@@ -41,6 +41,11 @@ type RunnerOptions struct {
 	// MaxParallelTools bounds the calls of one model response that run at
 	// once; 0 means 8.
 	MaxParallelTools int
+	// ExpirySweep is how often the runner looks for approvals past their
+	// TTL (see Tool.ApprovalTTL) and lets those sessions go on; 0 means
+	// every 250ms, negative means never (call ExpireDue yourself). The
+	// sweeper runs only when some tool has a TTL.
+	ExpirySweep time.Duration
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
@@ -132,7 +137,81 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	}
 	r.machine = engine.New(specs)
 	r.background, r.stop = context.WithCancel(context.Background())
+	if opts.ExpirySweep >= 0 && hasTTL(opts.Agents) {
+		every := opts.ExpirySweep
+		if every == 0 {
+			every = 250 * time.Millisecond
+		}
+		r.wg.Add(1)
+		go r.sweep(every)
+	}
 	return r, nil
+}
+
+func hasTTL(agents []*Agent) bool {
+	for _, a := range agents {
+		for _, t := range a.Tools {
+			if t.ApprovalTTL > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Runner) sweep(every time.Duration) {
+	defer r.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.background.Done():
+			return
+		case <-t.C:
+			if _, err := r.ExpireDue(r.background); err != nil && r.background.Err() == nil {
+				r.log.Error("approval expiry", "err", err)
+			}
+		}
+	}
+}
+
+// ExpireDue finds paused sessions with approvals past their ExpiresAt,
+// rejects those approvals with the reason "approval expired" (the model
+// sees it) and runs each session on until it ends or pauses again. It
+// returns how many sessions it moved. The runner calls it periodically
+// when a tool has an ApprovalTTL (RunnerOptions.ExpirySweep).
+func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
+	paused, err := r.Sessions(ctx, StatusPaused)
+	if err != nil {
+		return 0, err
+	}
+	now := r.now()
+	n := 0
+	var errs []error
+	for _, s := range paused {
+		due := false
+		for _, in := range s.Interrupts {
+			due = due || (in.ExpiresAt != nil && !now.Before(*in.ExpiresAt))
+		}
+		if !due {
+			continue
+		}
+		st, err := r.load(ctx, s.ID)
+		if err == nil {
+			var step engine.Step
+			if step, err = r.machine.Step(st, engine.Expire{}, now); err == nil {
+				err = r.drive(ctx, st, step)
+			}
+		}
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, ErrConflict): // decided or expired by someone else meanwhile
+		default:
+			errs = append(errs, fmt.Errorf("expire %s: %w", s.ID, err))
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // Close stops detached turns (they stay recorded as running) and waits for them.

@@ -29,18 +29,27 @@ type Session struct {
 	Output string        `json:"output"`
 	Error  *SessionError `json:"error"`
 	// Interrupts is non-empty exactly when Status is paused.
-	Interrupts []Interrupt    `json:"interrupts"`
-	Stack      []StackFrame   `json:"stack"`
-	Metadata   map[string]any `json:"metadata,omitempty"`
-	Usage      model.Usage    `json:"usage"`
-	CreatedAt  time.Time      `json:"created_at"`
-	UpdatedAt  time.Time      `json:"updated_at"`
+	Interrupts []Interrupt  `json:"interrupts"`
+	Stack      []StackFrame `json:"stack"`
+	// Remembered lists the tools approved for the rest of the session.
+	Remembered []RememberedTool `json:"remembered"`
+	Metadata   map[string]any   `json:"metadata,omitempty"`
+	Usage      model.Usage      `json:"usage"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
 }
 
 // SessionError says why a turn failed.
 type SessionError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// RememberedTool is a tool of an agent that a decision approved for the
+// rest of the session.
+type RememberedTool struct {
+	Agent string `json:"agent"`
+	Tool  string `json:"tool"`
 }
 
 // StackFrame is one frame of the chain from the root agent to the agent that
@@ -116,7 +125,15 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 	// Text, on answer, is the answer to an input interrupt's question.
 	Text string `json:"text,omitempty"`
+	// Remember, set to "session" on approve, auto-approves the tool for the
+	// rest of the session (recorded in the decision event; listed in
+	// Session.Remembered).
+	Remember string `json:"remember,omitempty"`
 }
+
+// RememberSession is the Decision.Remember value that auto-approves a tool
+// for the rest of the session.
+const RememberSession = "session"
 
 // Actor is who decides, recorded in the decision's event.
 type Actor struct {
@@ -137,7 +154,10 @@ func sessionFromState(st *engine.State) *Session {
 		ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
 		Output: st.Output, Metadata: st.Metadata, Usage: st.Usage,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
-		Interrupts: []Interrupt{}, Stack: []StackFrame{},
+		Interrupts: []Interrupt{}, Stack: []StackFrame{}, Remembered: []RememberedTool{},
+	}
+	for _, r := range st.Remembered {
+		s.Remembered = append(s.Remembered, RememberedTool(r))
 	}
 	if st.Error != nil {
 		s.Error = &SessionError{Code: st.Error.Code, Message: st.Error.Message}

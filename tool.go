@@ -41,6 +41,10 @@ type Tool struct {
 	// Idempotent marks a tool that is safe to run twice with the same
 	// idempotency key (see IdempotencyKey).
 	Idempotent bool
+	// ApprovalTTL, when positive, is how long an approval request waits: an
+	// undecided one past it counts as rejected with the reason "approval
+	// expired", and the session goes on without a person.
+	ApprovalTTL time.Duration
 
 	// Set by AgentTool, InteractiveAgentTool and Handoff.
 	kind   engine.ToolKind
@@ -128,6 +132,9 @@ func WithConfirmation(template string) ToolOption {
 
 // WithTimeout bounds one run of the tool.
 func WithTimeout(d time.Duration) ToolOption { return func(t *Tool) { t.Timeout = d } }
+
+// WithApprovalTTL makes undecided approval requests of the tool expire after d.
+func WithApprovalTTL(d time.Duration) ToolOption { return func(t *Tool) { t.ApprovalTTL = d } }
 
 // Idempotent marks the tool safe to run again with the same idempotency key.
 func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
@@ -248,11 +255,12 @@ func CompileSchema(doc json.RawMessage) (*validator.Schema, error) {
 
 func (t *compiledTool) engineTool() *engine.Tool {
 	et := &engine.Tool{
-		Definition: toolDefinition(t.Tool),
-		Idempotent: t.Idempotent,
-		Kind:       t.kind,
-		Target:     t.target,
-		Mode:       t.mode,
+		Definition:  toolDefinition(t.Tool),
+		Idempotent:  t.Idempotent,
+		ApprovalTTL: t.ApprovalTTL,
+		Kind:        t.kind,
+		Target:      t.target,
+		Mode:        t.mode,
 		Validate: func(v any) error {
 			if err := t.schema.Validate(v); err != nil {
 				return schemaError(err)

@@ -407,9 +407,6 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	default:
 		return nil, l.errf(p+".builtin", "unknown built-in %q; the built-ins are: ask_user", tc.Builtin)
 	}
-	if tc.ApprovalTTL != "" {
-		return nil, l.errf(p+".approval_ttl", "approval expiry is not supported by this version yet")
-	}
 	if len(tc.Command) == 0 {
 		return nil, l.errf(p+".command", "missing; give the argv to run, e.g. [\"./deploy.sh\"] (arguments JSON on stdin, stdout is the result)")
 	}
@@ -432,6 +429,13 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 			return nil, l.errf(p+".timeout", "%q is not a positive duration like 30s or 2m", tc.Timeout)
 		}
 		t.Timeout = d
+	}
+	if tc.ApprovalTTL != "" {
+		d, err := time.ParseDuration(tc.ApprovalTTL)
+		if err != nil || d <= 0 {
+			return nil, l.errf(p+".approval_ttl", "%q is not a positive duration like 15m or 1h", tc.ApprovalTTL)
+		}
+		t.ApprovalTTL = d
 	}
 	if tc.Confirmation != "" {
 		if _, err := template.New(name).Parse(tc.Confirmation); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/config"
 )
@@ -26,6 +27,7 @@ tools:
       required: [environment]
     command: ["sh", "-c", "read a; echo \"ran $a key=$CAIRN_IDEMPOTENCY_KEY\""]
     timeout: 5s
+    approval_ttl: 1h
     approval: 'args.environment == "production"'
     confirmation: "Deploy to {{.environment}}?"
   broken:
@@ -48,6 +50,9 @@ func TestValidConfig(t *testing.T) {
 	deploy := cfg.Agents[0].Tools[1]
 	if deploy.Name != "deploy_code" {
 		deploy = cfg.Agents[0].Tools[0]
+	}
+	if deploy.ApprovalTTL != time.Hour {
+		t.Fatalf("approval_ttl = %v", deploy.ApprovalTTL)
 	}
 	for args, want := range map[string]bool{`{"environment":"production"}`: true, `{"environment":"staging"}`: false} {
 		got, err := deploy.Approval(json.RawMessage(args))
@@ -83,8 +88,8 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{"bad CEL", strings.Replace(valid, `'args.environment == "production"'`, `'args.environment ==='`, 1), `cairn.yaml:14: tools.deploy_code.approval: not never, always or a valid CEL expression`},
-		{"unknown tool", strings.Replace(valid, "[deploy_code, broken]", "[deploy_code, nope]", 1), `cairn.yaml:21: agents.main.tools: tools[1]: unknown tool "nope"`},
+		{"bad CEL", strings.Replace(valid, `'args.environment == "production"'`, `'args.environment ==='`, 1), `cairn.yaml:15: tools.deploy_code.approval: not never, always or a valid CEL expression`},
+		{"unknown tool", strings.Replace(valid, "[deploy_code, broken]", "[deploy_code, nope]", 1), `cairn.yaml:22: agents.main.tools: tools[1]: unknown tool "nope"`},
 		{"unknown model", strings.Replace(valid, "model: default", "model: big", 1), `agents.main.model: unknown model "big"`},
 		{"bad timeout", strings.Replace(valid, "timeout: 5s", "timeout: soon", 1), `tools.deploy_code.timeout: "soon" is not a positive duration`},
 		{"bad schema", strings.Replace(valid, "type: object", "type: 12", 1), `tools.deploy_code.parameters: not a valid JSON Schema`},
@@ -93,6 +98,7 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 		{"named key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', api_key_env: MY_KEY}", 1), `environment variable MY_KEY is not set`},
 		{"bad template", strings.Replace(valid, "Deploy to {{.environment}}?", "Deploy to {{.environment?", 1), `tools.deploy_code.confirmation: not a valid Go template`},
 		{"no command", strings.Replace(valid, `command: ["sh", "-c", "echo oops >&2; exit 3"]`, `description: x`, 1), `tools.broken.command: missing`},
+		{"bad ttl", strings.Replace(valid, "approval_ttl: 1h", "approval_ttl: -1h", 1), `tools.deploy_code.approval_ttl: "-1h" is not a positive duration`},
 		{"bad store", strings.Replace(valid, "store: memory", "store: redis://x", 1), `store: "redis://x" is not a store URL`},
 	}
 	for _, c := range cases {

@@ -356,6 +356,8 @@ func httpStatus(code string) int {
 		return http.StatusConflict
 	case "not_found":
 		return http.StatusNotFound
+	case "expired":
+		return http.StatusGone
 	}
 	return 0
 }

@@ -433,3 +433,52 @@ func TestCancelAndAnswerOverHTTP(t *testing.T) {
 		t.Fatalf("answer: %d %v", code, s)
 	}
 }
+
+// A 1-second TTL: the session completes on its own with the model having
+// seen "approval expired"; a late approval gets 410 and changes nothing.
+func TestApprovalTTLOverHTTP(t *testing.T) {
+	for _, sweep := range []time.Duration{0, -1} {
+		fake := fakeopenai.Start(t, seedModel)
+		deploy := cairn.NewTool("deploy_code", "Deploy.", func(ctx context.Context, a deployArgs) (string, error) {
+			t.Error("an expired approval ran the tool")
+			return "", nil
+		}, cairn.RequireApproval(), cairn.WithApprovalTTL(time.Second))
+		m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
+		r, err := cairn.NewRunner(cairn.RunnerOptions{ExpirySweep: sweep, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(server.New(r, server.Options{}))
+		e := &env{t: t, base: srv.URL}
+		_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
+		id := s["id"].(string)
+		in := interrupts(s)[0]
+		if in["expires_at"] == nil {
+			t.Fatalf("no expires_at: %v", in)
+		}
+		if sweep < 0 {
+			time.Sleep(1100 * time.Millisecond)
+			code, body := e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), in["id"]))
+			if code != 410 || errCode(body) != "expired" {
+				t.Fatalf("late approval: %d %v", code, body)
+			}
+			if _, after := e.do("GET", "/v1/sessions/"+id, ""); seqOf(after) != seqOf(s) || after["status"] != "paused" {
+				t.Fatalf("a refused late approval changed the session: %v", after)
+			}
+		} else {
+			var got map[string]any
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if _, got = e.do("GET", "/v1/sessions/"+id, ""); got["status"] != "paused" {
+					break
+				}
+			}
+			reqs := fake.Requests()
+			lastMsg := reqs[len(reqs)-1].Messages
+			if got["status"] != "completed" || !strings.Contains(lastMsg[len(lastMsg)-1].Text(), "approval expired") {
+				t.Fatalf("after the TTL: %v; model saw %+v", got, lastMsg[len(lastMsg)-1])
+			}
+		}
+		srv.Close()
+		r.Close()
+	}
+}

@@ -16,6 +16,7 @@ const (
 	CodeInvalidArguments Code = "invalid_arguments"
 	CodeConflict         Code = "conflict"
 	CodeNotFound         Code = "not_found"
+	CodeExpired          Code = "expired"
 )
 
 // Error is a refused input. A refused input changes nothing.

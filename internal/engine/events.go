@@ -68,7 +68,12 @@ type (
 		Text        string          `json:"text,omitempty"`          // answer
 		Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
 		NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
-		Actor       Actor           `json:"actor"`
+		// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
+		// before and after, for audit trails that keep digests only.
+		ArgsDigest    string `json:"arguments_sha256,omitempty"`
+		NewArgsDigest string `json:"new_arguments_sha256,omitempty"`
+		Remember      string `json:"remember,omitempty"`
+		Actor         Actor  `json:"actor"`
 	}
 	// ToolStarted is recorded durably before a tool runs.
 	ToolStarted struct {
@@ -260,6 +265,9 @@ func apply(st *State, ev *Event, payload any) error {
 			c.State = CallApproved
 			if len(p.NewArgs) > 0 {
 				c.Args = string(p.NewArgs)
+			}
+			if p.Remember == RememberSession && !st.remembered(frame.Agent, c.Tool) {
+				st.Remembered = append(st.Remembered, Remembered{Agent: frame.Agent, Tool: c.Tool})
 			}
 		case ActionAnswer:
 			c.State = CallApproved

@@ -77,6 +77,10 @@ type ToolOutcome struct {
 	Question string
 }
 
+// Expire rejects, with the reason "approval expired", every approval whose
+// ExpiresAt has passed, and lets the session go on. Conflict when none is due.
+type Expire struct{}
+
 // Recover continues a session found running after its driver stopped (a
 // crash, kill -9). A call that was started and has no result is not re-run
 // silently: unless its tool is idempotent, the session pauses with an
@@ -90,6 +94,7 @@ func (Cancel) isInput()    {}
 func (ModelDone) isInput() {}
 func (ToolsDone) isInput() {}
 func (Recover) isInput()   {}
+func (Expire) isInput()    {}
 
 // Effect is work the driver performs and reports back as an Input.
 type Effect interface{ isEffect() }
@@ -170,6 +175,8 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (Step, error) {
 		err = s.toolsDone(in)
 	case Recover:
 		err = s.recover()
+	case Expire:
+		err = s.expire()
 	default:
 		err = fmt.Errorf("engine: unknown input %T", in)
 	}
@@ -310,13 +317,33 @@ func (s *stepper) decide(in Decide) error {
 		default:
 			return errorf(CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
 		}
+		switch d.Remember {
+		case "":
+		case RememberSession:
+			if d.Action != ActionApprove {
+				return errorf(CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
+			}
+		default:
+			return errorf(CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
+		}
 		plan = append(plan, p)
 	}
+	for i, p := range plan {
+		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
+			return &Error{Code: CodeExpired, Interrupt: p.d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
+		}
+	}
 	for _, p := range plan {
-		s.emit(EventDecision, p.f, &DecisionMade{
+		ev := &DecisionMade{
 			InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
-			Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), NewArgs: p.newArgs, Actor: in.Actor,
-		})
+			Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
+			NewArgs: p.newArgs, Remember: p.d.Remember, Actor: in.Actor,
+		}
+		if p.newArgs != nil {
+			ev.NewArgsDigest = digest(string(p.newArgs))
+		}
+		s.emit(EventDecision, p.f, ev)
 		if p.d.Action == ActionReject {
 			reason := p.d.Reason
 			if reason == "" {
@@ -431,6 +458,37 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 	}
 	s.advance()
 	return nil
+}
+
+func (s *stepper) expire() error {
+	st := s.st
+	if st.Status != StatusPaused {
+		return errorf(CodeConflict, "session %s is %s: nothing to expire", st.SessionID, st.Status)
+	}
+	due := 0
+	for _, f := range st.Ordered() {
+		for _, c := range f.Calls {
+			in := c.Interrupt
+			if c.State != CallAwaiting || in == nil || in.ExpiresAt == nil || s.now.Before(*in.ExpiresAt) {
+				continue
+			}
+			due++
+			s.emit(EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: ActionReject,
+				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: Actor{Name: "cairn", Role: "expiry"}})
+			s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+				Content: fmt.Sprintf("approval expired: nobody decided on this call by %s, so it did not run", in.ExpiresAt.UTC().Format(time.RFC3339))})
+		}
+	}
+	if due == 0 {
+		return errorf(CodeConflict, "session %s has no expired approval", st.SessionID)
+	}
+	s.advance()
+	return nil
+}
+
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 func (s *stepper) recover() error {
@@ -599,7 +657,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	c.Args = string(compactJSON(json.RawMessage(raw)))
 	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
 	need, note := false, ""
-	if tool.NeedsApproval != nil {
+	if tool.NeedsApproval != nil && !s.st.remembered(f.Agent, c.Tool) {
 		need, err = tool.NeedsApproval(args)
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated asks a person.
@@ -620,6 +678,10 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: KindApproval,
 		Path: append(s.st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + note,
+	}
+	if tool.ApprovalTTL > 0 {
+		exp := s.now.Add(tool.ApprovalTTL).UTC()
+		in.ExpiresAt = &exp
 	}
 	s.emit(EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil

@@ -106,10 +106,21 @@ type State struct {
 	Error     *Failure
 	Metadata  map[string]any
 	Usage     model.Usage
+	// Remembered lists the tools a decision approved for the rest of the session.
+	Remembered []Remembered
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// frames counts the frames ever created, for ids.
 	frames int
+}
+
+func (s *State) remembered(agent, tool string) bool {
+	for _, r := range s.Remembered {
+		if r.Agent == agent && r.Tool == tool {
+			return true
+		}
+	}
+	return false
 }
 
 // Root returns the session's root frame, or nil before it starts.
@@ -255,6 +266,18 @@ type Decision struct {
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
 	Text        string          `json:"text,omitempty"`
+	// Remember "session" on approve auto-approves the tool for the rest of the session.
+	Remember string `json:"remember,omitempty"`
+}
+
+// RememberSession is the Decision.Remember value that auto-approves a tool
+// for the rest of the session.
+const RememberSession = "session"
+
+// Remembered is a tool auto-approved for the rest of a session.
+type Remembered struct {
+	Agent string `json:"agent"`
+	Tool  string `json:"tool"`
 }
 
 // Actor is who made a decision, for the audit trail.
@@ -282,6 +305,9 @@ type Tool struct {
 	Confirm func(args ToolArgs) (string, error)
 	// Idempotent tools are re-run after a crash; others ask a person first.
 	Idempotent bool
+	// ApprovalTTL, when positive, is how long an approval request waits for a
+	// decision before it counts as rejected ("approval expired").
+	ApprovalTTL time.Duration
 	// Kind says what a call does: run a function (""), start a child frame
 	// (ToolAgent) or hand the frame over to another agent (ToolHandoff).
 	Kind ToolKind

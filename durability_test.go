@@ -1,0 +1,143 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model/scripted"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func newClock() *clock               { return &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)} }
+
+func TestApprovalExpiry(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	var rec counter
+	m := &recordingModel{inner: deleteScript()}
+	tool := deleteTool(&rec)
+	tool.ApprovalTTL = time.Second
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1,
+		Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	in := s.Interrupts[0]
+	if in.ExpiresAt == nil || !in.ExpiresAt.Equal(clk.now().Add(time.Second)) {
+		t.Fatalf("expires_at = %v", in.ExpiresAt)
+	}
+	if n, _ := r.ExpireDue(ctx); n != 0 {
+		t.Fatal("expired too early")
+	}
+	clk.add(1100 * time.Millisecond)
+	// A late decision is refused and changes nothing.
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}}); !errors.Is(err, cairn.ErrExpired) {
+		t.Fatalf("late approval: %v, want ErrExpired", err)
+	}
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("ExpireDue = %d, %v", n, err)
+	}
+	s, _ = r.Session(ctx, s.ID)
+	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || len(rec.runs()) != 0 {
+		t.Fatalf("%s %q runs %v", s.Status, s.Output, rec.runs())
+	}
+	evs, _ := r.Events(ctx, s.ID, 0)
+	var actor string
+	for _, ev := range evs {
+		if ev.Type == "decision" {
+			actor = string(ev.Data)
+		}
+	}
+	if !strings.Contains(actor, `"role":"expiry"`) || !strings.Contains(actor, `"reason":"approval expired"`) {
+		t.Fatalf("expiry decision = %s", actor)
+	}
+}
+
+func TestExpirySweeperActsOnItsOwn(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	tool := deleteTool(&rec)
+	tool.ApprovalTTL = 200 * time.Millisecond
+	r, err := cairn.NewRunner(cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond,
+		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Status == cairn.StatusPaused && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		s, _ = r.Session(ctx, s.ID)
+	}
+	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") {
+		t.Fatalf("%s %q", s.Status, s.Output)
+	}
+}
+
+func TestRememberedApproval(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	m := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"a.txt"}`}}},
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"b.txt"}`}}},
+		scripted.Reply{Text: "done"},
+	)
+	r := newRunner(t, m, deleteTool(&rec))
+	s, _ := r.Start(ctx, "main", "delete two", nil)
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: "forever"}}); !errors.Is(err, cairn.ErrInvalidRequest) {
+		t.Fatalf("remember forever: %v", err)
+	}
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: cairn.RememberSession}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != cairn.StatusCompleted || strings.Join(rec.runs(), ",") != "a.txt,b.txt" {
+		t.Fatalf("second call paused or did not run: %s %v", s.Status, rec.runs())
+	}
+	if len(s.Remembered) != 1 || s.Remembered[0].Tool != "delete_file" || s.Remembered[0].Agent != "main" {
+		t.Fatalf("remembered = %+v", s.Remembered)
+	}
+}
+
+func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	r := newRunner(t, deleteScript(), deleteTool(&rec))
+	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	actx := cairn.WithActor(ctx, cairn.Actor{Name: "ops-lead", Role: "approver"})
+	s, err := r.Resume(actx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename":"b.txt"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := r.Events(ctx, s.ID, 0)
+	for _, ev := range evs {
+		if ev.Type != "decision" {
+			continue
+		}
+		var d map[string]any
+		json.Unmarshal(ev.Data, &d)
+		actor := d["actor"].(map[string]any)
+		if actor["name"] != "ops-lead" || actor["role"] != "approver" || d["action"] != "approve" || ev.Time.IsZero() ||
+			len(d["arguments_sha256"].(string)) != 64 || len(d["new_arguments_sha256"].(string)) != 64 || d["arguments_sha256"] == d["new_arguments_sha256"] {
+			t.Fatalf("decision event = %s", ev.Data)
+		}
+		return
+	}
+	t.Fatal("no decision event")
+}
