@@ -108,8 +108,8 @@ type State struct {
 	Usage     model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
 	Remembered []Remembered
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// frames counts the frames ever created, for ids.
 	frames int
 }
