@@ -231,6 +231,8 @@ type StartOptions struct {
 	// Detach returns as soon as the session is recorded, with status
 	// running; the turn goes on in the background.
 	Detach bool
+	// Owner records who started the session (for access control).
+	Owner string
 }
 
 // Start opens a session on the named agent with the user's first message and
@@ -240,7 +242,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		opts = &StartOptions{}
 	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata}
+	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
 	step, err := r.machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err

@@ -34,9 +34,11 @@ type Session struct {
 	// Remembered lists the tools approved for the rest of the session.
 	Remembered []RememberedTool `json:"remembered"`
 	Metadata   map[string]any   `json:"metadata,omitempty"`
-	Usage      model.Usage      `json:"usage"`
-	CreatedAt  time.Time        `json:"created_at"`
-	UpdatedAt  time.Time        `json:"updated_at"`
+	// Owner is who started the session (the auth token's name), if known.
+	Owner     string      `json:"owner,omitempty"`
+	Usage     model.Usage `json:"usage"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
 }
 
 // SessionError says why a turn failed.
@@ -152,7 +154,7 @@ const EventModelDelta = "model_delta"
 func sessionFromState(st *engine.State) *Session {
 	s := &Session{
 		ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
-		Output: st.Output, Metadata: st.Metadata, Usage: st.Usage,
+		Output: st.Output, Metadata: st.Metadata, Owner: st.Owner, Usage: st.Usage,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
 		Interrupts: []Interrupt{}, Stack: []StackFrame{}, Remembered: []RememberedTool{},
 	}

@@ -33,10 +33,27 @@ import (
 type File struct {
 	Store     string                 `yaml:"store"`
 	SecretEnv string                 `yaml:"secret_env"`
-	Auth      *yaml.Node             `yaml:"auth"`
+	Auth      *AuthConfig            `yaml:"auth"`
 	Models    map[string]ModelConfig `yaml:"models"`
 	Tools     map[string]ToolConfig  `yaml:"tools"`
 	Agents    map[string]AgentConfig `yaml:"agents"`
+}
+
+// AuthConfig lists the bearer tokens the server accepts.
+type AuthConfig struct {
+	Tokens []TokenConfig `yaml:"tokens"`
+}
+
+// TokenConfig is one bearer token, read from an environment variable.
+type TokenConfig struct {
+	Name     string `yaml:"name"`
+	TokenEnv string `yaml:"token_env"`
+	Role     string `yaml:"role"`
+}
+
+// Token is a resolved bearer token.
+type Token struct {
+	Name, Secret, Role string
 }
 
 // ModelConfig is one entry of models.
@@ -105,6 +122,8 @@ type Config struct {
 	// Store is the store URL: "memory:" or "sqlite:/abs/path".
 	Store  string
 	Agents []*cairn.Agent
+	// Tokens are the bearer tokens of the auth section; empty without one.
+	Tokens []Token
 	// Scripted lists the models that are scripted (for the demo banner).
 	Scripted []string
 }
@@ -209,10 +228,12 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (l *loader) load(f *File) (*Config, error) {
 	cfg := &Config{Path: l.path, Dir: l.dir}
-	if f.Auth != nil {
-		return nil, l.errf("auth", "bearer-token auth is not supported by this version yet; remove the section (the server then listens on loopback only)")
-	}
 	var err error
+	if f.Auth != nil {
+		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Store, err = l.store(f.Store); err != nil {
 		return nil, err
 	}
@@ -314,6 +335,44 @@ func (l *loader) load(f *File) (*Config, error) {
 		cfg.Agents = append(cfg.Agents, agent)
 	}
 	return cfg, nil
+}
+
+// minTokenLength keeps guessable tokens out.
+const minTokenLength = 16
+
+func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
+	if len(a.Tokens) == 0 {
+		return nil, l.errf("auth.tokens", "list at least one token, or remove auth (the server then listens on loopback only)")
+	}
+	var out []Token
+	names, secrets := map[string]bool{}, map[string]bool{}
+	for i, t := range a.Tokens {
+		switch t.Role {
+		case "user", "approver", "admin":
+		default:
+			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin", i, t.Role)
+		}
+		if t.TokenEnv == "" {
+			return nil, l.errf("auth.tokens", "tokens[%d].token_env: name the environment variable that holds the token", i)
+		}
+		secret, ok := l.env(t.TokenEnv)
+		if !ok || secret == "" {
+			return nil, l.errf("auth.tokens", "tokens[%d].token_env: environment variable %s is not set", i, t.TokenEnv)
+		}
+		if len(secret) < minTokenLength {
+			return nil, l.errf("auth.tokens", "tokens[%d]: the token in %s is shorter than %d characters; use a random one (openssl rand -hex 32)", i, t.TokenEnv, minTokenLength)
+		}
+		name := t.Name
+		if name == "" {
+			name = t.Role
+		}
+		if names[name] || secrets[secret] {
+			return nil, l.errf("auth.tokens", "tokens[%d]: the name %q or its token is used twice", i, name)
+		}
+		names[name], secrets[secret] = true, true
+		out = append(out, Token{Name: name, Secret: secret, Role: t.Role})
+	}
+	return out, nil
 }
 
 func (l *loader) store(s string) (string, error) {

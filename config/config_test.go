@@ -178,3 +178,29 @@ func TestNestingConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthTokens(t *testing.T) {
+	base := "auth:\n  tokens:\n    - {name: ops-lead, token_env: APPROVER_TOKEN, role: approver}\n    - {token_env: USER_TOKEN, role: user}\n" + valid
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"APPROVER_TOKEN": "0123456789abcdef0123", "USER_TOKEN": "fedcba98765432100000", "SHORT": "abc"}[k]
+		return v, ok
+	}
+	cfg, err := config.Parse("/x/cairn.yaml", []byte(base), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Tokens) != 2 || cfg.Tokens[0].Name != "ops-lead" || cfg.Tokens[1].Name != "user" || cfg.Tokens[0].Secret != "0123456789abcdef0123" {
+		t.Fatalf("tokens = %+v", cfg.Tokens)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"role: approver", "role: boss", `auth.tokens: tokens[0].role: "boss" is not one of user, approver, admin`},
+		{"token_env: APPROVER_TOKEN", "token_env: MISSING", `tokens[0].token_env: environment variable MISSING is not set`},
+		{"token_env: APPROVER_TOKEN", "token_env: SHORT", `shorter than 16 characters`},
+		{"token_env: USER_TOKEN", "token_env: APPROVER_TOKEN", `used twice`},
+	} {
+		_, err := config.Parse("/x/cairn.yaml", []byte(strings.Replace(base, c.from, c.to, 1)), env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.to, err, c.want)
+		}
+	}
+}

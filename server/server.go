@@ -20,9 +20,11 @@ import (
 
 // Server serves the HTTP API. It is an http.Handler.
 type Server struct {
-	runner *cairn.Runner
-	log    *slog.Logger
-	mux    *http.ServeMux
+	runner  *cairn.Runner
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	tokens  []Token
 	// heartbeat is the interval of SSE keep-alive comments.
 	heartbeat time.Duration
 }
@@ -31,11 +33,14 @@ type Server struct {
 type Options struct {
 	// Logger receives request errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Tokens are the accepted bearer tokens. Empty means no authentication:
+	// every caller is an anonymous admin (serve on loopback only).
+	Tokens []Token
 }
 
 // New returns a server for runner.
 func New(runner *cairn.Runner, opts Options) *Server {
-	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second}
+	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -53,11 +58,12 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see docs/http-api.md", r.Method, r.URL.Path))
 	})
+	s.handler = s.authenticate(s.mux)
 	return s
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // turnContext detaches a turn from the request: a client that disconnects
 // does not cut a turn off between a tool's start and its result.
@@ -84,7 +90,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	detach := req.Wait != nil && !*req.Wait
-	sess, err := s.runner.Start(turnContext(r), req.Agent, *req.Input, &cairn.StartOptions{Metadata: req.Metadata, Detach: detach})
+	sess, err := s.runner.Start(turnContext(r), req.Agent, *req.Input, &cairn.StartOptions{Metadata: req.Metadata, Detach: detach, Owner: callerOf(r).name})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -93,12 +99,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.runner.Session(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if sess, ok := s.ownSession(w, r); ok {
+		writeJSON(w, http.StatusOK, sess)
 	}
-	writeJSON(w, http.StatusOK, sess)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +117,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+	p := callerOf(r)
+	visible := list[:0]
+	for _, sess := range list {
+		if canSee(p, sess) {
+			visible = append(visible, sess)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": visible})
 }
 
 type messageRequest struct {
@@ -131,6 +141,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", `"text" is required`)
 		return
 	}
+	if _, ok := s.ownSession(w, r); !ok {
+		return
+	}
 	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq)
 	if err != nil {
 		s.fail(w, r, err)
@@ -145,6 +158,10 @@ type decisionsRequest struct {
 }
 
 func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
+	p, ok := require(w, r, RoleApprover, "deciding interrupts")
+	if !ok {
+		return
+	}
 	var req decisionsRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -163,7 +180,7 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sess, err := s.runner.Resume(turnContext(r), r.PathValue("id"), *req.Seq, req.Decisions)
+	sess, err := s.runner.Resume(actorContext(turnContext(r), p), r.PathValue("id"), *req.Seq, req.Decisions)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -184,6 +201,9 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`"scope" must be "top" or "all", got %q`, req.Scope))
 		return
 	}
+	if _, ok := s.ownSession(w, r); !ok {
+		return
+	}
 	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope)
 	if err != nil {
 		s.fail(w, r, err)
@@ -193,6 +213,9 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
+	if _, ok := require(w, r, RoleApprover, "the approval inbox"); !ok {
+		return
+	}
 	if st := r.URL.Query().Get("status"); st != "" && st != "pending" {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: only pending is supported", st))
 		return
@@ -209,6 +232,9 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	after, ok := afterParam(w, r)
 	if !ok {
+		return
+	}
+	if _, ok := s.ownSession(w, r); !ok {
 		return
 	}
 	if r.Header.Get("Accept") == "text/event-stream" {

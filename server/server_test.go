@@ -482,3 +482,84 @@ func TestApprovalTTLOverHTTP(t *testing.T) {
 		r.Close()
 	}
 }
+
+func TestAuthAndRoles(t *testing.T) {
+	fake := fakeopenai.Start(t, seedModel)
+	deploy := cairn.NewTool("deploy_code", "Deploy.", func(ctx context.Context, a deployArgs) (string, error) {
+		return "Deployment successful", nil
+	}, cairn.RequireApproval())
+	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, server.Options{Tokens: []server.Token{
+		{Name: "alice", Secret: "user-token-aaaaaaaaaaaa", Role: server.RoleUser},
+		{Name: "bob", Secret: "user-token-bbbbbbbbbbbb", Role: server.RoleUser},
+		{Name: "ops-lead", Secret: "approver-token-cccccccc", Role: server.RoleApprover},
+	}}))
+	defer srv.Close()
+	as := func(token, method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if code, body := as("", "GET", "/v1/sessions", ""); code != 401 || errCode(body) != "unauthorized" {
+		t.Fatalf("no token: %d %v", code, body)
+	}
+	if code, body := as("user-token-aaaaaaaaaaaX", "GET", "/v1/sessions", ""); code != 401 || errCode(body) != "unauthorized" {
+		t.Fatalf("wrong token: %d %v", code, body)
+	}
+	code, s := as("user-token-aaaaaaaaaaaa", "POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
+	if code != 201 || s["owner"] != "alice" || s["status"] != "paused" {
+		t.Fatalf("alice starts: %d %v", code, s)
+	}
+	id := s["id"].(string)
+	decide := fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), interrupts(s)[0]["id"])
+	if code, body := as("user-token-aaaaaaaaaaaa", "POST", "/v1/sessions/"+id+"/decisions", decide); code != 403 || errCode(body) != "forbidden" {
+		t.Fatalf("user decides: %d %v", code, body)
+	}
+	if code, _ := as("user-token-aaaaaaaaaaaa", "GET", "/v1/interrupts?status=pending", ""); code != 403 {
+		t.Fatalf("user reads the inbox: %d", code)
+	}
+	if code, _ := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions/"+id, ""); code != 403 {
+		t.Fatalf("bob reads alice's session: %d", code)
+	}
+	if _, list := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions", ""); len(list["sessions"].([]any)) != 0 {
+		t.Fatalf("bob lists alice's session: %v", list)
+	}
+	if code, _ := as("user-token-aaaaaaaaaaaa", "GET", "/v1/sessions/"+id, ""); code != 200 {
+		t.Fatalf("alice reads her session: %d", code)
+	}
+	// A second session, so the inbox spans sessions.
+	as("user-token-bbbbbbbbbbbb", "POST", "/v1/sessions", `{"agent":"main","input":"Deploy again."}`)
+	code, inbox := as("approver-token-cccccccc", "GET", "/v1/interrupts?status=pending", "")
+	if code != 200 || len(inbox["interrupts"].([]any)) != 2 {
+		t.Fatalf("inbox: %d %v", code, inbox)
+	}
+	if code, s = as("approver-token-cccccccc", "POST", "/v1/sessions/"+id+"/decisions", decide); code != 200 || s["status"] != "completed" {
+		t.Fatalf("approver decides: %d %v", code, s)
+	}
+	_, evs := as("user-token-aaaaaaaaaaaa", "GET", "/v1/sessions/"+id+"/events", "")
+	for _, ev := range evs["events"].([]any) {
+		ev := ev.(map[string]any)
+		if ev["type"] == "decision" {
+			actor := ev["data"].(map[string]any)["actor"].(map[string]any)
+			if actor["name"] != "ops-lead" || actor["role"] != "approver" {
+				t.Fatalf("decision actor = %v", actor)
+			}
+			return
+		}
+	}
+	t.Fatal("no decision event")
+}

@@ -75,8 +75,10 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := checkLoopback(addr); err != nil {
-		return err
+	if len(cfg.Tokens) == 0 {
+		if err := checkLoopback(addr); err != nil {
+			return err
+		}
 	}
 	st, err := openStore(ctx, cfg.Store)
 	if err != nil {
@@ -92,11 +94,19 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: server.New(runner, server.Options{Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	var tokens []server.Token
+	for _, t := range cfg.Tokens {
+		tokens = append(tokens, server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role})
+	}
+	srv := &http.Server{Handler: server.New(runner, server.Options{Logger: log, Tokens: tokens}), ReadHeaderTimeout: 10 * time.Second}
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
-	fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", cfg.Store)
+	if len(tokens) == 0 {
+		fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", cfg.Store)
+	} else {
+		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", cfg.Store, len(tokens))
+	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -132,7 +142,7 @@ func checkLoopback(addr string) error {
 	}
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--addr %q: refusing to listen on a non-loopback address without authentication; use 127.0.0.1:PORT", addr)
+		return fmt.Errorf("--addr %q: refusing to listen on a non-loopback address without authentication; use 127.0.0.1:PORT or add an auth section (docs/config.md)", addr)
 	}
 	return nil
 }

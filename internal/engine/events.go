@@ -41,6 +41,7 @@ type (
 		Agent     string         `json:"agent"`
 		Frame     string         `json:"frame"`
 		Metadata  map[string]any `json:"metadata,omitempty"`
+		Owner     string         `json:"owner,omitempty"`
 	}
 	// UserMessage is a message from the user to a frame (the top of the stack).
 	UserMessage struct {
@@ -223,7 +224,7 @@ func apply(st *State, ev *Event, payload any) error {
 		if st.Seq != 1 {
 			return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 		}
-		st.SessionID, st.Agent, st.Metadata, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, ev.Time
+		st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
 		st.Status = StatusRunning
 		st.frames++
 		st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}

@@ -24,6 +24,8 @@ type Start struct {
 	Agent     string
 	Text      string
 	Metadata  map[string]any
+	// Owner is who started the session (an auth token's name), if known.
+	Owner string
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -220,7 +222,7 @@ func (s *stepper) start(in Start) error {
 	if s.m.agents[in.Agent] == nil {
 		return errorf(CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
 	}
-	s.emit(EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata})
+	s.emit(EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
 	s.emit(EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
 	s.advance()
 	return nil

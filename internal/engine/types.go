@@ -105,6 +105,7 @@ type State struct {
 	Output    string
 	Error     *Failure
 	Metadata  map[string]any
+	Owner     string
 	Usage     model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
 	Remembered []Remembered

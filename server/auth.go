@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Roles, from least to most trusted.
+const (
+	RoleUser     = "user"     // start sessions, send messages, cancel, read their own sessions
+	RoleApprover = "approver" // also decide interrupts, read every session and the inbox
+	RoleAdmin    = "admin"    // everything
+)
+
+// Token is a bearer token the server accepts.
+type Token struct {
+	// Name identifies the holder in the audit trail and as session owner.
+	Name string
+	// Secret is the bearer token itself.
+	Secret string
+	// Role is RoleUser, RoleApprover or RoleAdmin.
+	Role string
+}
+
+// principal is the authenticated caller of a request.
+type principal struct {
+	name, role string
+}
+
+func (p principal) atLeast(role string) bool { return rank(p.role) >= rank(role) }
+
+func rank(role string) int {
+	switch role {
+	case RoleUser:
+		return 1
+	case RoleApprover:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+type principalKey struct{}
+
+// authenticate checks the bearer token. Without configured tokens every
+// caller is an anonymous admin (the CLI then listens on loopback only).
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.tokens) == 0 || r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin})))
+			return
+		}
+		h := r.Header.Get("Authorization")
+		secret, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || secret == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		p, found := s.lookup(secret)
+		if !found {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// lookup compares the presented secret with every token in constant time
+// (on SHA-256 digests, so lengths leak nothing either).
+func (s *Server) lookup(secret string) (principal, bool) {
+	got := sha256.Sum256([]byte(secret))
+	var match principal
+	found := 0
+	for _, t := range s.tokens {
+		want := sha256.Sum256([]byte(t.Secret))
+		eq := subtle.ConstantTimeCompare(got[:], want[:])
+		if eq == 1 {
+			match = principal{name: t.Name, role: t.Role}
+		}
+		found |= eq
+	}
+	return match, found == 1
+}
+
+func callerOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+// require answers 403 unless the caller has at least role.
+func require(w http.ResponseWriter, r *http.Request, role, what string) (principal, bool) {
+	p := callerOf(r)
+	if !p.atLeast(role) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s needs the %s role; token %q has %s", what, role, p.name, p.role))
+		return p, false
+	}
+	return p, true
+}
+
+// canSee reports whether the caller may use a session: its owner, or an
+// approver or admin.
+func canSee(p principal, sess *cairn.Session) bool {
+	return p.atLeast(RoleApprover) || (sess.Owner != "" && sess.Owner == p.name)
+}
+
+// ownSession loads a session and answers 404/403 unless the caller may use it.
+func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Session, bool) {
+	sess, err := s.runner.Session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, false
+	}
+	if p := callerOf(r); !canSee(p, sess) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		return nil, false
+	}
+	return sess, true
+}
+
+func actorContext(ctx context.Context, p principal) context.Context {
+	return cairn.WithActor(ctx, cairn.Actor{Name: p.name, Role: p.role})
+}
