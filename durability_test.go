@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,9 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // clock is a settable time source.
@@ -140,4 +145,70 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 		return
 	}
 	t.Fatal("no decision event")
+}
+
+// stores returns every backend to run a test against; PostgreSQL when
+// CAIRN_TEST_POSTGRES is set (.ci/run sets it).
+func stores(t *testing.T) map[string]store.Store {
+	ctx := context.Background()
+	out := map[string]store.Store{"memory": store.NewMemory()}
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	out["sqlite"] = sq
+	if url := os.Getenv("CAIRN_TEST_POSTGRES"); url != "" {
+		pg, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pg.Close() })
+		out["postgres"] = pg
+	}
+	return out
+}
+
+// Concurrent resumes of one pause, on every store: one wins, the tool runs once.
+func TestExactlyOnceOnEveryStore(t *testing.T) {
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var rec counter
+			r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 6)
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+				}()
+			}
+			wg.Wait()
+			ok := 0
+			for _, err := range errs {
+				if err == nil {
+					ok++
+				} else if !errors.Is(err, cairn.ErrConflict) {
+					t.Fatal(err)
+				}
+			}
+			if ok != 1 || len(rec.runs()) != 1 {
+				t.Fatalf("%d resumes won, the tool ran %d times", ok, len(rec.runs()))
+			}
+			got, _ := r.Session(ctx, s.ID)
+			if got.Status != cairn.StatusCompleted {
+				t.Fatalf("status %s", got.Status)
+			}
+		})
+	}
 }

@@ -119,7 +119,8 @@ type Config struct {
 	// Path is the file it came from; Dir is its directory, the working
 	// directory of command tools and the base of a relative SQLite path.
 	Path, Dir string
-	// Store is the store URL: "memory:" or "sqlite:/abs/path".
+	// Store is the store URL: "memory:", "sqlite:/abs/path" or "postgres://…"
+	// (with ${VARS} expanded from the environment).
 	Store  string
 	Agents []*cairn.Agent
 	// Tokens are the bearer tokens of the auth section; empty without one.
@@ -391,9 +392,9 @@ func (l *loader) store(s string) (string, error) {
 		}
 		return "sqlite:" + p, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		return "", l.errf("store", "the PostgreSQL store is not supported by this version yet; use sqlite:PATH or memory:")
+		return os.ExpandEnv(s), nil
 	}
-	return "", l.errf("store", "%q is not a store URL; use memory:, sqlite:PATH", s)
+	return "", l.errf("store", "%q is not a store URL; use memory, sqlite:PATH or postgres://…", s)
 }
 
 func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {

@@ -12,6 +12,8 @@ import (
 type Memory struct {
 	mu       sync.RWMutex
 	sessions map[string]*memSession
+	secrets  map[string][]byte
+	used     map[string]bool
 }
 
 type memSession struct {
@@ -90,6 +92,34 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 		out = out[:opts.Limit]
 	}
 	return out, nil
+}
+
+// Secret implements Store.
+func (m *Memory) Secret(ctx context.Context, name string, value []byte) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.secrets[name]; ok {
+		return slices.Clone(v), nil
+	}
+	if m.secrets == nil {
+		m.secrets = map[string][]byte{}
+	}
+	m.secrets[name] = slices.Clone(value)
+	return slices.Clone(value), nil
+}
+
+// MarkUsed implements Store.
+func (m *Memory) MarkUsed(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.used[id] {
+		return ErrConflict
+	}
+	if m.used == nil {
+		m.used = map[string]bool{}
+	}
+	m.used[id] = true
+	return nil
 }
 
 // Close implements Store.

@@ -61,6 +61,12 @@ type Store interface {
 	Head(ctx context.Context, id string) (Head, error)
 	// List returns heads, most recently updated first.
 	List(ctx context.Context, opts ListOptions) ([]Head, error)
+	// Secret returns the value stored under name, storing value first if
+	// there is none (the first writer wins; everyone gets the same value).
+	Secret(ctx context.Context, name string, value []byte) ([]byte, error)
+	// MarkUsed records id as used, once: a second call with the same id
+	// returns ErrConflict. It guards one-time tokens against replay.
+	MarkUsed(ctx context.Context, id string) error
 	// Close releases the store's resources.
 	Close() error
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/cairnhq/cairn/config"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -103,9 +105,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
 	if len(tokens) == 0 {
-		fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", cfg.Store)
+		fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", redact(cfg.Store))
 	} else {
-		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", cfg.Store, len(tokens))
+		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(tokens))
 	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
@@ -147,12 +149,25 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
+// redact hides a password in a store URL before it is logged.
+func redact(store string) string {
+	if u, err := neturl.Parse(store); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return store
+}
+
 func openStore(ctx context.Context, url string) (store.Store, error) {
 	switch {
 	case url == "memory:":
 		return store.NewMemory(), nil
 	case strings.HasPrefix(url, "sqlite:"):
 		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return postgres.Open(ctx, url)
 	}
 	return nil, fmt.Errorf("unsupported store %q", url)
 }

@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS events (
 	data       BLOB NOT NULL,
 	PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS used_tokens (id TEXT PRIMARY KEY, used_at TEXT NOT NULL);
 `
 
 // Store is a Store in one SQLite file.
@@ -197,6 +199,30 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 		out = append(out, h)
 	}
 	return out, rows.Err()
+}
+
+// Secret implements store.Store.
+func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, error) {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO secrets(name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, name, value); err != nil {
+		return nil, fmt.Errorf("sqlite secret %s: %w", name, err)
+	}
+	var v []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name=?`, name).Scan(&v); err != nil {
+		return nil, fmt.Errorf("sqlite secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// MarkUsed implements store.Store.
+func (s *Store) MarkUsed(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO used_tokens(id, used_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, id, time.Now().UTC().Format(timeLayout))
+	if err != nil {
+		return fmt.Errorf("sqlite mark used: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

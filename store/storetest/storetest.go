@@ -109,6 +109,46 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("SecretFirstWriterWins", func(t *testing.T) {
+		s := open(t)
+		a, err := s.Secret(ctx, "hmac", []byte("first"))
+		if err != nil || string(a) != "first" {
+			t.Fatalf("first: %q %v", a, err)
+		}
+		b, err := s.Secret(ctx, "hmac", []byte("second"))
+		if err != nil || string(b) != "first" {
+			t.Fatalf("second: %q %v", b, err)
+		}
+	})
+
+	t.Run("MarkUsedOnce", func(t *testing.T) {
+		s := open(t)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		wins := 0
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.MarkUsed(ctx, "tok_1")
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					wins++
+				} else if !errors.Is(err, store.ErrConflict) {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("wins = %d, want 1", wins)
+		}
+		if err := s.MarkUsed(ctx, "tok_2"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("ListByStatus", func(t *testing.T) {
 		s := open(t)
 		must(t, s.Append(ctx, head("a", 1, "paused"), 0, []store.Event{ev(1)}))
