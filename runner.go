@@ -46,6 +46,10 @@ type RunnerOptions struct {
 	// every 250ms, negative means never (call ExpireDue yourself). The
 	// sweeper runs only when some tool has a TTL.
 	ExpirySweep time.Duration
+	// ContinuationKeys sign (the first) and verify (all) the tokens of
+	// stateless invocations (Invoke, Continue). Empty: a key is generated
+	// once and kept in the Store, so every runner on the store shares it.
+	ContinuationKeys [][]byte
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
@@ -68,6 +72,9 @@ type Runner struct {
 	background  context.Context
 	stop        context.CancelFunc
 	wg          sync.WaitGroup
+	contKeys    [][]byte
+	codecMu     sync.Mutex
+	cont        *Codec
 }
 
 // NewRunner checks and compiles the agents and their tools once.
@@ -75,7 +82,14 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	r := &Runner{
 		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
-		now: opts.Now, newID: opts.NewID,
+		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
+	}
+	if len(r.contKeys) > 0 {
+		c, err := NewCodec(r.contKeys...)
+		if err != nil {
+			return nil, err
+		}
+		r.cont = c
 	}
 	if r.store == nil {
 		r.store = store.NewMemory()
@@ -430,6 +444,10 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 
 // commit appends the events of one step in one durable write.
 func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) error {
+	return r.commitTo(ctx, r.store, st, events)
+}
+
+func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, events []Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -440,7 +458,7 @@ func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) e
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Summary: summary}
 	expected := events[0].Seq - 1
-	if err := r.store.Append(ctx, head, expected, events); err != nil {
+	if err := to.Append(ctx, head, expected, events); err != nil {
 		return storeError(err, st.SessionID)
 	}
 	for _, ev := range events {
@@ -452,8 +470,14 @@ func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) e
 // drive commits a step and performs its effects until the session needs a
 // person or the turn ends.
 func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
+	return r.driveIn(ctx, r.store, st, step)
+}
+
+// driveIn is drive with the events going to store to (the stateless mode
+// keeps a session in a scratch store and hands it out as a token).
+func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step) error {
 	for {
-		if err := r.commit(ctx, st, step.Events); err != nil {
+		if err := r.commitTo(ctx, to, st, step.Events); err != nil {
 			return err
 		}
 		if len(step.Effects) == 0 {

@@ -125,6 +125,9 @@ type Config struct {
 	Agents []*cairn.Agent
 	// Tokens are the bearer tokens of the auth section; empty without one.
 	Tokens []Token
+	// ContinuationKeys come from the variable named by secret_env (keys
+	// separated by commas; the first signs). Empty: generate and store one.
+	ContinuationKeys [][]byte
 	// Scripted lists the models that are scripted (for the demo banner).
 	Scripted []string
 }
@@ -230,6 +233,19 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 func (l *loader) load(f *File) (*Config, error) {
 	cfg := &Config{Path: l.path, Dir: l.dir}
 	var err error
+	if f.SecretEnv != "" {
+		v, ok := l.env(f.SecretEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, l.errf("secret_env", "environment variable %s is not set; export it (openssl rand -hex 32) or remove secret_env to let Cairn generate and store a key", f.SecretEnv)
+		}
+		for i, k := range strings.Split(v, ",") {
+			k = strings.TrimSpace(k)
+			if len(k) < 32 {
+				return nil, l.errf("secret_env", "key %d in %s is %d characters; use at least 32 (openssl rand -hex 32)", i, f.SecretEnv, len(k))
+			}
+			cfg.ContinuationKeys = append(cfg.ContinuationKeys, []byte(k))
+		}
+	}
 	if f.Auth != nil {
 		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
 			return nil, err

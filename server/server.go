@@ -52,6 +52,7 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -186,6 +187,45 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sess)
+}
+
+type invokeRequest struct {
+	Input        *string          `json:"input"`
+	Continuation string           `json:"continuation"`
+	Decisions    []cairn.Decision `json:"decisions"`
+}
+
+// invoke is the stateless mode: the paused state travels as a signed token.
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
+	var req invokeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	agent := r.PathValue("agent")
+	var res *cairn.Result
+	var err error
+	switch {
+	case req.Input != nil && req.Continuation == "":
+		res, err = s.runner.Invoke(turnContext(r), agent, *req.Input)
+	case req.Input == nil && req.Continuation != "":
+		p, ok := require(w, r, RoleApprover, "resuming with decisions")
+		if !ok {
+			return
+		}
+		if len(req.Decisions) == 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", `"decisions" must list at least one decision`)
+			return
+		}
+		res, err = s.runner.Continue(actorContext(turnContext(r), p), agent, req.Continuation, req.Decisions)
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request", `send either {"input": …} or {"continuation": …, "decisions": […]}`)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 type cancelRequest struct {
@@ -376,7 +416,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // httpStatus maps an error code to its HTTP status (0: not a client error).
 func httpStatus(code string) int {
 	switch code {
-	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments":
+	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_continuation":
 		return http.StatusBadRequest
 	case "conflict":
 		return http.StatusConflict

@@ -563,3 +563,38 @@ func TestAuthAndRoles(t *testing.T) {
 	}
 	t.Fatal("no decision event")
 }
+
+func TestStatelessInvoke(t *testing.T) {
+	e := newEnv(t, false)
+	code, res := e.do("POST", "/v1/agents/main/invoke", `{"input":"Deploy the latest changes to production."}`)
+	tok, _ := res["continuation"].(string)
+	if code != 200 || res["status"] != "paused" || tok == "" {
+		t.Fatalf("invoke: %d %v", code, res)
+	}
+	in := interrupts(res)[0]
+	body := func(token string) string {
+		return fmt.Sprintf(`{"continuation":%q,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, token, in["id"])
+	}
+	tampered := strings.Replace(tok, tok[20:24], "AAAA", 1)
+	for name, b := range map[string]string{"tampered": body(tampered), "truncated": body(tok[:len(tok)/2]), "foreign": body("cairn.v1.e30." + strings.Repeat("A", 43))} {
+		if code, res := e.do("POST", "/v1/agents/main/invoke", b); code != 400 || errCode(res) != "invalid_continuation" {
+			t.Errorf("%s: %d %v", name, code, res)
+		}
+	}
+	if code, res := e.do("POST", "/v1/agents/main/invoke", `{"input":"x","continuation":"y"}`); code != 400 || errCode(res) != "invalid_request" {
+		t.Errorf("both: %d %v", code, res)
+	}
+	if len(e.runs("deploy_code")) != 0 {
+		t.Fatal("a refused token ran the tool")
+	}
+	code, res = e.do("POST", "/v1/agents/main/invoke", body(tok))
+	if code != 200 || res["status"] != "completed" || res["output"] != "The deployment was successful." || res["continuation"] != nil {
+		t.Fatalf("continue: %d %v", code, res)
+	}
+	if code, res := e.do("POST", "/v1/agents/main/invoke", body(tok)); code != 409 || errCode(res) != "conflict" {
+		t.Fatalf("replay: %d %v", code, res)
+	}
+	if len(e.runs("deploy_code")) != 1 {
+		t.Fatalf("deploy ran %d times", len(e.runs("deploy_code")))
+	}
+}

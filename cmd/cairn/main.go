@@ -87,7 +87,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 		return err
 	}
 	defer st.Close()
-	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log})
+	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}

@@ -10,13 +10,14 @@ type Code string
 
 // Error codes callers branch on.
 const (
-	CodeInvalidRequest   Code = "invalid_request"
-	CodeUnknownAgent     Code = "unknown_agent"
-	CodeUnknownInterrupt Code = "unknown_interrupt"
-	CodeInvalidArguments Code = "invalid_arguments"
-	CodeConflict         Code = "conflict"
-	CodeNotFound         Code = "not_found"
-	CodeExpired          Code = "expired"
+	CodeInvalidRequest      Code = "invalid_request"
+	CodeUnknownAgent        Code = "unknown_agent"
+	CodeUnknownInterrupt    Code = "unknown_interrupt"
+	CodeInvalidArguments    Code = "invalid_arguments"
+	CodeConflict            Code = "conflict"
+	CodeNotFound            Code = "not_found"
+	CodeExpired             Code = "expired"
+	CodeInvalidContinuation Code = "invalid_continuation"
 )
 
 // Error is a refused input. A refused input changes nothing.

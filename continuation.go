@@ -1,0 +1,262 @@
+package cairn
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/store"
+)
+
+// ErrInvalidContinuation: a continuation token is malformed, truncated,
+// modified, signed with an unknown key, or meant for another agent. Nothing ran.
+var ErrInvalidContinuation error = &engine.Error{Code: engine.CodeInvalidContinuation, Message: "invalid continuation"}
+
+// tokenPrefix versions the format: "cairn.v1.<payload>.<mac>", both parts
+// base64url without padding; mac = HMAC-SHA256(key, "cairn.v1.<payload>").
+const tokenPrefix = "cairn.v1."
+
+// MaxContinuationBytes bounds the size of a token the codec accepts.
+const MaxContinuationBytes = 8 << 20
+
+// Continuation is the decoded content of a continuation token: a paused
+// session's whole event log, so any process holding the key can resume it.
+type Continuation struct {
+	// ID is unique per token; a token resumes once (see store.Store.MarkUsed).
+	ID string `json:"tid"`
+	// KeyID names the key that signed it, for rotation.
+	KeyID  string  `json:"kid"`
+	Agent  string  `json:"agent"`
+	Events []Event `json:"events"`
+}
+
+// Codec signs and verifies continuation tokens with HMAC-SHA256. The first
+// key signs; every key verifies, so keys can be rotated by putting the new
+// one first. Tokens are authenticated, not encrypted: do not put secrets in
+// what a client holds.
+type Codec struct {
+	keys [][]byte
+}
+
+// NewCodec returns a codec for keys (at least one, each at least 32 bytes).
+func NewCodec(keys ...[]byte) (*Codec, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("cairn: a continuation codec needs a key")
+	}
+	for i, k := range keys {
+		if len(k) < 32 {
+			return nil, fmt.Errorf("cairn: continuation key %d is %d bytes; use at least 32 random bytes", i, len(k))
+		}
+	}
+	return &Codec{keys: keys}, nil
+}
+
+func keyID(key []byte) string {
+	h := sha256.Sum256(append([]byte("cairn-kid:"), key...))
+	return hex.EncodeToString(h[:4])
+}
+
+// Encode signs c with the first key, setting c.ID (if empty) and c.KeyID.
+func (c *Codec) Encode(cont *Continuation) (string, error) {
+	if cont.ID == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		cont.ID = "tok_" + hex.EncodeToString(b[:])
+	}
+	cont.KeyID = keyID(c.keys[0])
+	payload, err := json.Marshal(cont)
+	if err != nil {
+		return "", err
+	}
+	signed := tokenPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(c.keys[0], signed)), nil
+}
+
+func mac(key []byte, s string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(s))
+	return m.Sum(nil)
+}
+
+func invalid(format string, args ...any) error {
+	return &engine.Error{Code: engine.CodeInvalidContinuation, Message: "invalid continuation: " + fmt.Sprintf(format, args...)}
+}
+
+// Decode verifies a token and returns its content. Any defect gives an
+// error that errors.Is ErrInvalidContinuation; it never panics.
+func (c *Codec) Decode(token string) (*Continuation, error) {
+	if len(token) > MaxContinuationBytes {
+		return nil, invalid("token is larger than %d bytes", MaxContinuationBytes)
+	}
+	if !strings.HasPrefix(token, tokenPrefix) {
+		return nil, invalid("not a cairn v1 token (it must start with %q)", tokenPrefix)
+	}
+	dot := strings.LastIndexByte(token, '.')
+	if dot < len(tokenPrefix) {
+		return nil, invalid("the signature is missing")
+	}
+	signed, sigText := token[:dot], token[dot+1:]
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
+	if err != nil || len(sig) != sha256.Size {
+		return nil, invalid("the signature is malformed")
+	}
+	var key []byte
+	for _, k := range c.keys {
+		if hmac.Equal(sig, mac(k, signed)) {
+			key = k
+			break
+		}
+	}
+	if key == nil {
+		return nil, invalid("the signature does not match (modified, truncated, or signed by another server)")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(signed[len(tokenPrefix):])
+	if err != nil {
+		return nil, invalid("the payload is not base64url: %v", err)
+	}
+	var cont Continuation
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cont); err != nil {
+		return nil, invalid("the payload is not a continuation: %v", err)
+	}
+	if cont.KeyID != keyID(key) || cont.ID == "" || cont.Agent == "" || len(cont.Events) == 0 {
+		return nil, invalid("the payload is incomplete")
+	}
+	return &cont, nil
+}
+
+// Result is the answer of a stateless invocation.
+type Result struct {
+	Status     string        `json:"status"`
+	Output     string        `json:"output"`
+	Interrupts []Interrupt   `json:"interrupts"`
+	Error      *SessionError `json:"error,omitempty"`
+	// Continuation is present while paused: hand it back with decisions to resume.
+	Continuation string `json:"continuation,omitempty"`
+}
+
+// continuationKeyName is where a generated key is kept in the store.
+const continuationKeyName = "continuation-hmac-v1"
+
+// codec returns the runner's codec: RunnerOptions.ContinuationKeys, or a key
+// generated once and kept in the store.
+func (r *Runner) codec(ctx context.Context) (*Codec, error) {
+	r.codecMu.Lock()
+	defer r.codecMu.Unlock()
+	if r.cont != nil {
+		return r.cont, nil
+	}
+	keys := r.contKeys
+	if len(keys) == 0 {
+		fresh := make([]byte, 32)
+		if _, err := rand.Read(fresh); err != nil {
+			return nil, err
+		}
+		k, err := r.store.Secret(ctx, continuationKeyName, fresh)
+		if err != nil {
+			return nil, fmt.Errorf("continuation key: %w", err)
+		}
+		keys = [][]byte{k}
+	}
+	c, err := NewCodec(keys...)
+	if err != nil {
+		return nil, err
+	}
+	r.cont = c
+	return c, nil
+}
+
+// Invoke runs agent statelessly: nothing is kept on the server. If the turn
+// pauses, the Result carries a signed continuation token holding the whole
+// session; Continue resumes it, once.
+func (r *Runner) Invoke(ctx context.Context, agent, input string) (*Result, error) {
+	scratch := store.NewMemory()
+	st := &engine.State{}
+	step, err := r.machine.Step(st, engine.Start{SessionID: r.newID(), Agent: agent, Text: input}, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := r.driveIn(ctx, scratch, st, step); err != nil {
+		return nil, err
+	}
+	return r.result(ctx, scratch, st, agent)
+}
+
+// Continue verifies a continuation token, applies decisions and runs the
+// resumed turn. A modified, truncated or foreign token, or one for another
+// agent, gives ErrInvalidContinuation and nothing runs; a token that was
+// already resumed gives ErrConflict. Decisions are checked (unknown
+// interrupt, invalid arguments, expiry) before the token is spent.
+func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []Decision) (*Result, error) {
+	c, err := r.codec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cont, err := c.Decode(token)
+	if err != nil {
+		return nil, err
+	}
+	if cont.Agent != agent {
+		return nil, invalid("the token is for agent %q, not %q", cont.Agent, agent)
+	}
+	st, err := engine.Replay(cont.Events)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	in := engine.Decide{Seq: st.Seq, Actor: engine.Actor(ActorFrom(ctx))}
+	for _, d := range decisions {
+		in.Decisions = append(in.Decisions, engine.Decision(d))
+	}
+	step, err := r.machine.Step(st, in, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := r.store.MarkUsed(ctx, cont.ID); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, &engine.Error{Code: engine.CodeConflict, Message: "this continuation was already resumed; use the token of the latest answer"}
+		}
+		return nil, err
+	}
+	scratch := store.NewMemory()
+	// The log so far goes in as one append; then the resumed turn follows.
+	prior := cont.Events
+	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: prior[len(prior)-1].Seq}, 0, prior); err != nil {
+		return nil, err
+	}
+	if err := r.driveIn(ctx, scratch, st, step); err != nil {
+		return nil, err
+	}
+	return r.result(ctx, scratch, st, agent)
+}
+
+func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.State, agent string) (*Result, error) {
+	sess := sessionFromState(st)
+	res := &Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
+	if sess.Status != StatusPaused {
+		return res, nil
+	}
+	evs, err := scratch.Events(ctx, st.SessionID, 0)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.codec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if res.Continuation, err = c.Encode(&Continuation{Agent: agent, Events: evs}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
