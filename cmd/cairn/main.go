@@ -67,7 +67,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve)
+	root.AddCommand(serve, newSessionsCmd(stdout))
 	return root
 }
 

@@ -173,6 +173,7 @@ tools:
   pay:
     parameters: {type: object, properties: {amount: {type: number}}}
     command: ["sh", "-c", "echo \"start $$ $CAIRN_IDEMPOTENCY_KEY\" >> runs.txt; exec sleep 30"]
+    approval: always
 agents:
   main: {model: demo, tools: [pay]}
 `
@@ -189,8 +190,9 @@ func getJSON(t *testing.T, url string) map[string]any {
 	return out
 }
 
-// A crash while a tool runs: after restart the call is in doubt, it has not
-// run a second time, and rejecting it completes the session without running it.
+// A crash (kill -9) while an approved command tool runs: after restart the
+// call is in doubt, it has not run a second time, and rejecting it completes
+// the session without running it.
 func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
@@ -201,8 +203,15 @@ func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 		return strings.HasSuffix(string(b), "\n")
 	}
 	cmd, base := serve(t, cfg)
-	_, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"pay","wait":false}`)
+	_, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"pay"}`)
 	id := s["id"].(string)
+	if s["status"] != "paused" {
+		t.Fatalf("start: %v", s)
+	}
+	approval := s["interrupts"].([]any)[0].(map[string]any)["id"]
+	// Approve; the request hangs while the tool runs, and dies with the server.
+	go http.Post(base+"/v1/sessions/"+id+"/decisions", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], approval)))
 	deadline := time.Now().Add(20 * time.Second)
 	for !started() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -372,5 +381,40 @@ func TestDepth3StackSurvivesKill9(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The CLI client: list, show (the audit timeline), approve.
+func TestSessionsCommands(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	_, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy the latest build to production."}`)
+	id := s["id"].(string)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, append([]string{"sessions", "--server", base}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cairn sessions %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run("list", "--status", "paused"); !strings.Contains(out, id) || !strings.Contains(out, "approve deploy_code? Deploy to production?") {
+		t.Fatalf("list:\n%s", out)
+	}
+	if out := run("approve", id, "--args", `{"environment":"staging"}`); !strings.Contains(out, id+": completed") || !strings.Contains(out, "Deployed build 1042 to staging") {
+		t.Fatalf("approve:\n%s", out)
+	}
+	out := run("show", id)
+	for _, want := range []string{"status completed", "approval_requested", "decision", "approve deploy_code by", "args sha256:", `{"environment":"staging"}`, "tool_started", "turn_completed"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("show lacks %q:\n%s", want, out)
+		}
+	}
+	bad, err := exec.Command(binary, "sessions", "--server", base, "approve", id).CombinedOutput()
+	if err == nil || !strings.Contains(string(bad), "no pending decision") {
+		t.Fatalf("approve a completed session: %v %s", err, bad)
 	}
 }

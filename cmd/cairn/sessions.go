@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+)
+
+// client talks to a running cairn server.
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func (c *client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w (is `cairn serve` running at %s?)", method, path, err, c.base)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
+			return fmt.Errorf("%d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
+		}
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	return json.Unmarshal(data, out)
+}
+
+func newSessionsCmd(stdout io.Writer) *cobra.Command {
+	c := &client{http: &http.Client{Timeout: 10 * time.Minute}}
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List, inspect and decide sessions on a running server",
+	}
+	cmd.PersistentFlags().StringVar(&c.base, "server", envOr("CAIRN_SERVER", "http://127.0.0.1:8080"), "server URL (env CAIRN_SERVER)")
+	cmd.PersistentFlags().StringVar(&c.token, "token", os.Getenv("CAIRN_TOKEN"), "bearer token (env CAIRN_TOKEN)")
+
+	var status string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, most recent first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var out struct{ Sessions []cairn.Session }
+			if err := c.do(cmd.Context(), "GET", "/v1/sessions?status="+url.QueryEscape(status), nil, &out); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tSEQ\tUPDATED\tWAITS FOR / OUTPUT")
+			for _, s := range out.Sessions {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Agent, s.Seq, s.UpdatedAt.Local().Format(time.DateTime), brief(&s))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "only sessions with this status (paused, completed, …)")
+
+	show := &cobra.Command{
+		Use:   "show SESSION",
+		Short: "Show a session and its timeline (the audit trail)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var s cairn.Session
+			if err := c.do(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0]), nil, &s); err != nil {
+				return err
+			}
+			var evs struct{ Events []cairn.Event }
+			if err := c.do(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/events", nil, &evs); err != nil {
+				return err
+			}
+			printSession(stdout, &s, evs.Events)
+			return nil
+		},
+	}
+
+	decide := func(use, short, action string) *cobra.Command {
+		var reason, text, arguments string
+		var remember bool
+		d := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.RangeArgs(1, 2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx := cmd.Context()
+				var s cairn.Session
+				if err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(args[0]), nil, &s); err != nil {
+					return err
+				}
+				id, err := pickInterrupt(&s, args[1:])
+				if err != nil {
+					return err
+				}
+				dec := cairn.Decision{InterruptID: id, Action: action, Reason: reason, Text: text}
+				if arguments != "" {
+					if !json.Valid([]byte(arguments)) {
+						return fmt.Errorf("--args is not valid JSON: %s", arguments)
+					}
+					dec.Arguments = json.RawMessage(arguments)
+				}
+				if remember {
+					dec.Remember = cairn.RememberSession
+				}
+				var after cairn.Session
+				body := map[string]any{"seq": s.Seq, "decisions": []cairn.Decision{dec}}
+				if err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(s.ID)+"/decisions", body, &after); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "%s: %s\n", after.ID, after.Status)
+				if b := brief(&after); b != "" {
+					fmt.Fprintln(stdout, b)
+				}
+				return nil
+			},
+		}
+		switch action {
+		case cairn.ActionApprove:
+			d.Flags().StringVar(&arguments, "args", "", "replacement arguments (JSON), validated against the tool's schema")
+			d.Flags().BoolVar(&remember, "remember", false, "approve this tool for the rest of the session")
+		case cairn.ActionReject:
+			d.Flags().StringVar(&reason, "reason", "", "why (the model sees it)")
+		case cairn.ActionAnswer:
+			d.Flags().StringVar(&text, "text", "", "the answer")
+			_ = d.MarkFlagRequired("text")
+		}
+		return d
+	}
+	cmd.AddCommand(list, show,
+		decide("approve SESSION [INTERRUPT]", "Approve a pending call (the only one if INTERRUPT is omitted)", cairn.ActionApprove),
+		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
+		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
+	)
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func pickInterrupt(s *cairn.Session, args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	var ids []string
+	for _, in := range s.Interrupts {
+		if in.Kind != cairn.KindMessage {
+			ids = append(ids, in.ID)
+		}
+	}
+	switch len(ids) {
+	case 1:
+		return ids[0], nil
+	case 0:
+		return "", fmt.Errorf("session %s has no pending decision (status %s)", s.ID, s.Status)
+	}
+	return "", fmt.Errorf("session %s has %d pending interrupts; name one: %s", s.ID, len(ids), strings.Join(ids, ", "))
+}
+
+// brief is one line on what a session waits for, or what it said.
+func brief(s *cairn.Session) string {
+	if len(s.Interrupts) > 0 {
+		in := s.Interrupts[0]
+		more := ""
+		if len(s.Interrupts) > 1 {
+			more = fmt.Sprintf(" (+%d more)", len(s.Interrupts)-1)
+		}
+		switch in.Kind {
+		case cairn.KindApproval:
+			return fmt.Sprintf("approve %s? %s%s", in.Tool, in.Message, more)
+		case cairn.KindInput:
+			return fmt.Sprintf("question: %s%s", in.Question, more)
+		default:
+			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
+		}
+	}
+	if s.Error != nil {
+		return "error: " + s.Error.Message
+	}
+	return oneLine(s.Output, 80)
+}
+
+func lastAgent(path []cairn.PathStep) string {
+	if len(path) == 0 {
+		return "agent"
+	}
+	return path[len(path)-1].Tool
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {
+	fmt.Fprintf(w, "session %s  agent %s  status %s  seq %d\n", s.ID, s.Agent, s.Status, s.Seq)
+	if s.Owner != "" {
+		fmt.Fprintf(w, "owner   %s\n", s.Owner)
+	}
+	for _, in := range s.Interrupts {
+		fmt.Fprintf(w, "waits   %s %s\n", in.ID, brief(&cairn.Session{Interrupts: []cairn.Interrupt{in}}))
+	}
+	if s.Output != "" {
+		fmt.Fprintf(w, "output  %s\n", oneLine(s.Output, 200))
+	}
+	fmt.Fprintln(w, "\ntimeline:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, ev := range evs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Agent, ev.Type, describe(ev))
+	}
+	tw.Flush()
+}
+
+// describe summarises an event's data for the timeline.
+func describe(ev cairn.Event) string {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	str := func(k string) string { v, _ := d[k].(string); return v }
+	raw := func(k string) string { b, _ := json.Marshal(d[k]); return string(b) }
+	switch ev.Type {
+	case "user_message", "agent_message":
+		return oneLine(str("text"), 80)
+	case "model_response":
+		msg, _ := d["message"].(map[string]any)
+		if calls, _ := msg["tool_calls"].([]any); len(calls) > 0 {
+			var names []string
+			for _, c := range calls {
+				c, _ := c.(map[string]any)
+				names = append(names, fmt.Sprintf("%v(%v)", c["name"], c["arguments"]))
+			}
+			return "calls " + oneLine(strings.Join(names, ", "), 100)
+		}
+		content, _ := msg["content"].(string)
+		return oneLine(content, 80)
+	case "approval_requested", "input_requested":
+		in, _ := d["interrupt"].(map[string]any)
+		return fmt.Sprintf("%v %v", in["id"], oneLine(fmt.Sprint(in["message"], in["question"]), 80))
+	case "decision":
+		actor, _ := d["actor"].(map[string]any)
+		out := fmt.Sprintf("%s %s by %v (%v) args sha256:%.12s", str("action"), str("tool"), actor["name"], actor["role"], str("arguments_sha256"))
+		if str("new_arguments_sha256") != "" {
+			out += fmt.Sprintf(" → %.12s %s", str("new_arguments_sha256"), raw("new_arguments"))
+		}
+		if str("reason") != "" {
+			out += ": " + str("reason")
+		}
+		if str("remember") != "" {
+			out += " [remember " + str("remember") + "]"
+		}
+		return out
+	case "tool_started":
+		return fmt.Sprintf("%s %s", str("tool"), raw("arguments"))
+	case "tool_result":
+		prefix := ""
+		if d["is_error"] == true {
+			prefix = "error: "
+		}
+		return fmt.Sprintf("%s → %s%s", str("tool"), prefix, oneLine(str("content"), 80))
+	case "frame_pushed":
+		return fmt.Sprintf("%s (%s) %s", str("agent"), str("mode"), str("frame"))
+	case "frame_popped":
+		return fmt.Sprintf("%s %s: %s", str("frame"), str("reason"), oneLine(str("result"), 60))
+	case "handoff":
+		return "to " + str("agent")
+	case "turn_completed":
+		return oneLine(str("output"), 80)
+	case "turn_failed":
+		e, _ := d["error"].(map[string]any)
+		return fmt.Sprintf("%v", e["message"])
+	}
+	return ""
+}
