@@ -2,6 +2,8 @@ package cairn_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"path/filepath"
 	"testing"
 
@@ -69,4 +71,64 @@ func BenchmarkPauseResumeSQLite(b *testing.B) {
 	}
 	b.Cleanup(func() { st.Close() })
 	benchPauseResume(b, st)
+}
+
+// countingStore counts the bytes each Append writes (events and head).
+type countingStore struct {
+	store.Store
+	bytes atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64, evs []store.Event) error {
+	n := len(h.Summary)
+	for _, e := range evs {
+		n += len(e.Data) + len(e.Type) + len(e.Frame) + len(e.Agent) + 16
+	}
+	c.bytes.Add(int64(n))
+	return c.Store.Append(ctx, h, expected, evs)
+}
+
+// BenchmarkStepByHistory: one turn (user message → model → tool → model)
+// on a real SQLite file, for sessions with 10, 100 and 1,000 messages of
+// history. bytes/step must stay flat: a step appends only its own events.
+// Steps rotate over 25 prepared sessions so history grows little while
+// measuring (run with -benchtime 50x: 2 steps, 8 messages, per session).
+func BenchmarkStepByHistory(b *testing.B) {
+	const sessions = 25
+	for _, history := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("messages=%d", history), func(b *testing.B) {
+			ctx := context.Background()
+			sq, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sq.Close()
+			cs := &countingStore{Store: sq}
+			r := benchRunner(b, cs, false)
+			ids := make([]string, sessions)
+			for i := range ids {
+				s, err := r.Start(ctx, "main", "go", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for n := 4; n < history; n += 4 { // each turn adds 4 messages
+					if s, err = r.Send(ctx, s.ID, "again, with a message of ordinary length", 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ids[i] = s.ID
+			}
+			cs.bytes.Store(0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				if _, err := r.Send(ctx, ids[i%sessions], "again, with a message of ordinary length", 0); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(cs.bytes.Load())/float64(b.N), "bytes/step")
+		})
+	}
 }

@@ -212,3 +212,33 @@ func TestExactlyOnceOnEveryStore(t *testing.T) {
 		})
 	}
 }
+
+// Two runners share a store: each sees the other's writes, whatever it cached.
+func TestCachedStateNeverStale(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	agents := func() []*cairn.Agent {
+		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
+	}
+	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: agents()})
+	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: agents()})
+	defer r1.Close()
+	defer r2.Close()
+	s, _ := r1.Start(ctx, "main", "Delete test.txt", nil) // r1 caches the paused state
+	if _, err := r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}); err != nil {
+		t.Fatal(err)
+	}
+	// r1 must not act on its cached (paused) state.
+	if _, err := r1.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}); !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("stale resume: %v", err)
+	}
+	after, err := r1.Send(ctx, s.ID, "Delete test.txt", 0)
+	if err != nil || after.Status != cairn.StatusPaused || len(rec.runs()) != 1 {
+		t.Fatalf("r1 after r2's write: %v %+v runs %v", err, after, rec.runs())
+	}
+}

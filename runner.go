@@ -46,6 +46,10 @@ type RunnerOptions struct {
 	// every 250ms, negative means never (call ExpireDue yourself). The
 	// sweeper runs only when some tool has a TTL.
 	ExpirySweep time.Duration
+	// CachedSessions bounds the session states kept in memory between
+	// requests (each is checked against the store's seq before use, so a
+	// write by another process is never missed); 0 means 1024, negative none.
+	CachedSessions int
 	// ContinuationKeys sign (the first) and verify (all) the tokens of
 	// stateless invocations (Invoke, Continue). Empty: a key is generated
 	// once and kept in the Store, so every runner on the store shares it.
@@ -72,6 +76,7 @@ type Runner struct {
 	background  context.Context
 	stop        context.CancelFunc
 	wg          sync.WaitGroup
+	cache       stateCache
 	contKeys    [][]byte
 	codecMu     sync.Mutex
 	cont        *Codec
@@ -83,6 +88,10 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
+	}
+	r.cache.max = opts.CachedSessions
+	if r.cache.max == 0 {
+		r.cache.max = 1024
 	}
 	if len(r.contKeys) > 0 {
 		c, err := NewCodec(r.contKeys...)
@@ -210,13 +219,7 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 		if !due {
 			continue
 		}
-		st, err := r.load(ctx, s.ID)
-		if err == nil {
-			var step engine.Step
-			if step, err = r.machine.Step(st, engine.Expire{}, now); err == nil {
-				err = r.drive(ctx, st, step)
-			}
-		}
+		_, err := r.apply(ctx, s.ID, engine.Expire{})
 		switch {
 		case err == nil:
 			n++
@@ -271,14 +274,18 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 			defer r.wg.Done()
 			if err := r.drive(r.background, st, engine.Step{Effects: step.Effects}); err != nil {
 				r.log.Error("detached turn stopped", "session", st.SessionID, "err", err)
+				return
 			}
+			r.cache.put(st)
 		}()
 		return sess, nil
 	}
 	if err := r.drive(ctx, st, step); err != nil {
 		return nil, err
 	}
-	return sessionFromState(st), nil
+	sess := sessionFromState(st)
+	r.cache.put(st)
+	return sess, nil
 }
 
 // Resume applies decisions to a paused session and runs the resumed turn
@@ -286,22 +293,11 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // two resumes of the same pause exactly one wins, the other gets ErrConflict
 // and changes nothing. The deciding Actor comes from WithActor.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision) (*Session, error) {
-	st, err := r.load(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
 	in := engine.Decide{Seq: seq, Actor: engine.Actor(ActorFrom(ctx))}
 	for _, d := range decisions {
 		in.Decisions = append(in.Decisions, engine.Decision(d))
 	}
-	step, err := r.machine.Step(st, in, r.now())
-	if err != nil {
-		return nil, err
-	}
-	if err := r.drive(ctx, st, step); err != nil {
-		return nil, err
-	}
-	return sessionFromState(st), nil
+	return r.apply(ctx, sessionID, in)
 }
 
 // Send gives the user's next message to the top of the session's stack: an
@@ -309,18 +305,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 // turn has ended. It runs the turn until it ends or pauses. seq 0 means
 // "whatever is current".
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*Session, error) {
-	st, err := r.load(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	step, err := r.machine.Step(st, engine.Message{Text: text, Seq: seq}, r.now())
-	if err != nil {
-		return nil, err
-	}
-	if err := r.drive(ctx, st, step); err != nil {
-		return nil, err
-	}
-	return sessionFromState(st), nil
+	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq})
 }
 
 // Recover continues every session recorded as running whose turn was cut
@@ -338,20 +323,14 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for _, h := range running {
-		st, err := r.load(ctx, h.ID)
-		if err == nil {
-			var step engine.Step
-			if step, err = r.machine.Step(st, engine.Recover{}, r.now()); err == nil {
-				err = r.drive(ctx, st, step)
-			}
-		}
+		sess, err := r.apply(ctx, h.ID, engine.Recover{})
 		if err != nil {
 			if !errors.Is(err, ErrConflict) {
 				errs = append(errs, fmt.Errorf("recover %s: %w", h.ID, err))
 			}
 			continue
 		}
-		r.log.Info("recovered session", "session", h.ID, "status", st.Status)
+		r.log.Info("recovered session", "session", h.ID, "status", sess.Status)
 		n++
 	}
 	return n, errors.Join(errs...)
@@ -362,18 +341,7 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 // turn goes on until it ends or pauses); "all" unwinds the whole stack and
 // ends the turn as cancelled. ErrConflict when there is nothing to cancel.
 func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session, error) {
-	st, err := r.load(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	step, err := r.machine.Step(st, engine.Cancel{Scope: scope}, r.now())
-	if err != nil {
-		return nil, err
-	}
-	if err := r.drive(ctx, st, step); err != nil {
-		return nil, err
-	}
-	return sessionFromState(st), nil
+	return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
 }
 
 // Session returns a session as last recorded.
@@ -434,12 +402,42 @@ func (r *Runner) Subscribe(sessionID string) (events <-chan Event, cancel func()
 	return r.hub.subscribe(sessionID)
 }
 
+// load returns a session's state: from the cache when the store's head is
+// still at the cached seq (no other writer since), else replayed from the log.
 func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
+	h, err := r.store.Head(ctx, id)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	if st := r.cache.take(id); st != nil && st.Seq == h.Seq {
+		return st, nil
+	}
 	evs, err := r.store.Events(ctx, id, 0)
 	if err != nil {
 		return nil, storeError(err, id)
 	}
 	return engine.Replay(evs)
+}
+
+// apply loads a session, applies one input and drives the session until it
+// needs a person or the turn ends. The state goes back to the cache only
+// when everything it holds is recorded.
+func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Session, error) {
+	st, err := r.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	step, err := r.machine.Step(st, in, r.now())
+	if err != nil {
+		r.cache.put(st) // a refused input leaves the state as it was
+		return nil, err
+	}
+	if err := r.drive(ctx, st, step); err != nil {
+		return nil, err
+	}
+	sess := sessionFromState(st) // before the state is shared again
+	r.cache.put(st)
+	return sess, nil
 }
 
 // commit appends the events of one step in one durable write.
