@@ -3,8 +3,8 @@ package cairn_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairnhq/cairn"
