@@ -18,13 +18,18 @@ type benchArgs struct {
 }
 
 func benchRunner(b *testing.B, st store.Store, approval bool) *cairn.Runner {
-	var opts []cairn.ToolOption
+	return benchRunnerOpts(b, cairn.RunnerOptions{Store: st}, approval)
+}
+
+func benchRunnerOpts(b *testing.B, opts cairn.RunnerOptions, approval bool) *cairn.Runner {
+	var toolOpts []cairn.ToolOption
 	if approval {
-		opts = append(opts, cairn.RequireApproval())
+		toolOpts = append(toolOpts, cairn.RequireApproval())
 	}
-	tool := cairn.NewTool("lookup", "Look up.", func(ctx context.Context, a benchArgs) (string, error) { return "ok", nil }, opts...)
+	tool := cairn.NewTool("lookup", "Look up.", func(ctx context.Context, a benchArgs) (string, error) { return "ok", nil }, toolOpts...)
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: `{"q":"x"}`}}}, scripted.Reply{Text: "done"})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}})
+	opts.Agents = []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}
+	r, err := cairn.NewRunner(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,6 +99,13 @@ func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64
 // Steps rotate over 25 prepared sessions so history grows little while
 // measuring (run with -benchtime 50x: 2 steps, 8 messages, per session).
 func BenchmarkStepByHistory(b *testing.B) {
+	b.Run("cached", func(b *testing.B) { benchStepByHistory(b, 0) })
+	// cold: no state cache, as after a restart or with several servers on
+	// one store: every step loads the latest snapshot and the log after it.
+	b.Run("cold", func(b *testing.B) { benchStepByHistory(b, -1) })
+}
+
+func benchStepByHistory(b *testing.B, cached int) {
 	const sessions = 25
 	for _, history := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("messages=%d", history), func(b *testing.B) {
@@ -104,7 +116,7 @@ func BenchmarkStepByHistory(b *testing.B) {
 			}
 			defer sq.Close()
 			cs := &countingStore{Store: sq}
-			r := benchRunner(b, cs, false)
+			r := benchRunnerOpts(b, cairn.RunnerOptions{Store: cs, CachedSessions: cached}, false)
 			ids := make([]string, sessions)
 			for i := range ids {
 				s, err := r.Start(ctx, "main", "go", nil)

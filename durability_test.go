@@ -242,3 +242,37 @@ func TestCachedStateNeverStale(t *testing.T) {
 		t.Fatalf("r1 after r2's write: %v %+v runs %v", err, after, rec.runs())
 	}
 }
+
+// A long session gets snapshots; a cold runner resumes from the latest
+// snapshot plus the log after it, and carries on correctly.
+func TestSnapshotsOnLongSessions(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
+	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	defer r1.Close()
+	long := strings.Repeat("a fairly long user message. ", 40)
+	s, _ := r1.Start(ctx, "main", long, nil)
+	for range 60 {
+		if s, err = r1.Send(ctx, s.ID, long, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq, snap, err := sq.LatestSnapshot(ctx, s.ID)
+	if err != nil || seq < 2 || len(snap) == 0 {
+		t.Fatalf("no snapshot after a long session: %d %v", seq, err)
+	}
+	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, CachedSessions: -1, Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	defer r2.Close()
+	s, err = r2.Send(ctx, s.ID, "last one", 0)
+	if err != nil || s.Output != "echo: last one" {
+		t.Fatalf("%v %q", err, s.Output)
+	}
+	if n := len(m.last().Messages); n != 2*62-1 {
+		t.Fatalf("the cold runner's model saw %d messages, want %d", n, 2*62-1)
+	}
+}

@@ -412,11 +412,45 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 	if st := r.cache.take(id); st != nil && st.Seq == h.Seq {
 		return st, nil
 	}
+	if seq, snap, err := r.store.LatestSnapshot(ctx, id); err == nil {
+		tail, err := r.store.Events(ctx, id, seq)
+		if err != nil {
+			return nil, storeError(err, id)
+		}
+		st, err := engine.Restore(snap, tail)
+		if err == nil {
+			st.Log = engine.LogStats{SnapshotBytes: len(snap), TailBytes: eventBytes(tail)}
+			return st, nil
+		}
+		r.log.Warn("unusable snapshot; replaying the whole log", "session", id, "err", err)
+	}
 	evs, err := r.store.Events(ctx, id, 0)
 	if err != nil {
 		return nil, storeError(err, id)
 	}
-	return engine.Replay(evs)
+	st, err := engine.Replay(evs)
+	if err != nil {
+		return nil, err
+	}
+	st.Log = engine.LogStats{TailBytes: eventBytes(evs)}
+	return st, nil
+}
+
+// A snapshot is written with a step once the log after the last one is
+// both larger than snapshotMinTail and snapshotRatio times the last
+// snapshot: loads replay a bounded tail, and snapshots cost at most
+// 1/snapshotRatio of the bytes the log itself takes, whatever the history.
+const (
+	snapshotMinTail = 32 << 10
+	snapshotRatio   = 4
+)
+
+func eventBytes(evs []Event) int {
+	n := 0
+	for _, e := range evs {
+		n += len(e.Data)
+	}
+	return n
 }
 
 // apply loads a session, applies one input and drives the session until it
@@ -456,9 +490,18 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Summary: summary}
 	expected := events[0].Seq - 1
+	log := st.Log
+	log.TailBytes += eventBytes(events)
+	if to == r.store && log.TailBytes >= snapshotMinTail && log.TailBytes >= snapshotRatio*log.SnapshotBytes {
+		if head.Snapshot, err = engine.Snapshot(st); err != nil {
+			return err
+		}
+		log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
+	}
 	if err := to.Append(ctx, head, expected, events); err != nil {
 		return storeError(err, st.SessionID)
 	}
+	st.Log = log
 	for _, ev := range events {
 		r.hub.publish(st.SessionID, ev)
 	}

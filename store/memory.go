@@ -17,8 +17,10 @@ type Memory struct {
 }
 
 type memSession struct {
-	head   Head
-	events []Event
+	head    Head
+	events  []Event
+	snap    []byte
+	snapSeq int64
 }
 
 // NewMemory returns an empty in-memory store.
@@ -45,6 +47,10 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		return ErrConflict
 	}
 	s.events = append(s.events, events...)
+	if head.Snapshot != nil {
+		s.snap, s.snapSeq = slices.Clone(head.Snapshot), head.Seq
+	}
+	head.Snapshot = nil
 	s.head = head
 	return nil
 }
@@ -92,6 +98,17 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 		out = out[:opts.Limit]
 	}
 	return out, nil
+}
+
+// LatestSnapshot implements Store.
+func (m *Memory) LatestSnapshot(ctx context.Context, id string) (int64, []byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := m.sessions[id]
+	if s == nil || s.snap == nil {
+		return 0, nil, ErrNotFound
+	}
+	return s.snapSeq, slices.Clone(s.snap), nil
 }
 
 // Secret implements Store.

@@ -40,6 +40,9 @@ type Head struct {
 	UpdatedAt time.Time
 	// Summary is the session as clients see it (JSON), so listings need no replay.
 	Summary json.RawMessage
+	// Snapshot, when set on Append, is stored (in the same commit) as the
+	// session's state as of Seq, replacing any older one. Reads leave it nil.
+	Snapshot []byte
 }
 
 // ListOptions filters List.
@@ -61,6 +64,9 @@ type Store interface {
 	Head(ctx context.Context, id string) (Head, error)
 	// List returns heads, most recently updated first.
 	List(ctx context.Context, opts ListOptions) ([]Head, error)
+	// LatestSnapshot returns the last snapshot stored with Append and the
+	// seq it is as of; ErrNotFound when there is none.
+	LatestSnapshot(ctx context.Context, id string) (seq int64, data []byte, err error)
 	// Secret returns the value stored under name, storing value first if
 	// there is none (the first writer wins; everyone gets the same value).
 	Secret(ctx context.Context, name string, value []byte) ([]byte, error)

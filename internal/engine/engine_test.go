@@ -363,3 +363,43 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 		t.Fatalf("final %s, %d frames", st.Status, len(st.Frames))
 	}
 }
+
+// A snapshot taken at any point, plus the events after it, rebuilds the
+// same state as replaying the whole log.
+func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	var log []Event
+	do := func(in Input) Step {
+		s := step(t, m, st, in)
+		log = append(log, s.Events...)
+		return s
+	}
+	do(Start{SessionID: "s", Agent: "main", Text: "go"})
+	do(ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`}, model.ToolCall{ID: "c2", Name: "lookup", Arguments: `{}`})})
+	do(ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c2", Content: "x"}}})
+	do(Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: st.Interrupts()[0].ID, Action: ActionApprove}}, Actor: Actor{Name: "a"}})
+	do(ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c1", Content: "done"}}})
+	do(ModelDone{Frame: "f1", Response: &model.Response{Message: model.Message{Content: "ok"}}})
+	for cut := 1; cut <= len(log); cut++ {
+		head, err := Replay(log[:cut])
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := Snapshot(head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Restore(data, append([]Event(nil), log[cut:]...))
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		want, _ := Replay(log)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut %d: restored state differs", cut)
+		}
+	}
+	if _, err := Restore([]byte(`{"v":99,"state":{}}`), nil); err == nil {
+		t.Fatal("unknown snapshot version accepted")
+	}
+}

@@ -111,8 +111,17 @@ type State struct {
 	Remembered []Remembered
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// Log is the driver's bookkeeping of the log's size since the last
+	// snapshot; it is not part of the session.
+	Log LogStats `json:"-"`
 	// frames counts the frames ever created, for ids.
 	frames int
+}
+
+// LogStats tracks how much log a load would replay after the last snapshot.
+type LogStats struct {
+	SnapshotBytes int // size of the last snapshot (0: none)
+	TailBytes     int // bytes of events appended after it
 }
 
 func (s *State) remembered(agent, tool string) bool {

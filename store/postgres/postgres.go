@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS cairn_events (
 	data       BYTEA NOT NULL,
 	PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS cairn_snapshots (session_id TEXT PRIMARY KEY, seq BIGINT NOT NULL, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS cairn_secrets (name TEXT PRIMARY KEY, value BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS cairn_used_tokens (id TEXT PRIMARY KEY, used_at TIMESTAMPTZ NOT NULL DEFAULT now());
 `
@@ -103,8 +104,15 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		for i, e := range events {
 			rows[i] = []any{head.ID, e.Seq, e.Type, e.Time, e.Frame, e.Agent, []byte(e.Data)}
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"cairn_events"}, []string{"session_id", "seq", "type", "time", "frame", "agent", "data"}, pgx.CopyFromRows(rows))
-		return err
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cairn_events"}, []string{"session_id", "seq", "type", "time", "frame", "agent", "data"}, pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		if head.Snapshot != nil {
+			_, err := tx.Exec(ctx, `INSERT INTO cairn_snapshots(session_id, seq, data) VALUES ($1,$2,$3)
+				ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot)
+			return err
+		}
+		return nil
 	})
 	var pgErr *pgconn.PgError
 	switch {
@@ -176,6 +184,20 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 		return nil, fmt.Errorf("postgres list: %w", err)
 	}
 	return out, nil
+}
+
+// LatestSnapshot implements store.Store.
+func (s *Store) LatestSnapshot(ctx context.Context, id string) (int64, []byte, error) {
+	var seq int64
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT seq, data FROM cairn_snapshots WHERE session_id=$1`, id).Scan(&seq, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("postgres snapshot %s: %w", id, err)
+	}
+	return seq, data, nil
 }
 
 // Secret implements store.Store.

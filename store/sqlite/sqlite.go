@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS events (
 	data       BLOB NOT NULL,
 	PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS used_tokens (id TEXT PRIMARY KEY, used_at TEXT NOT NULL);
 `
@@ -122,6 +123,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			}
 		}
 	}
+	if head.Snapshot != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?)
+			ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot); err != nil {
+			return fmt.Errorf("sqlite append %s snapshot: %w", head.ID, err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite append %s: commit: %w", head.ID, err)
 	}
@@ -199,6 +206,20 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 		out = append(out, h)
 	}
 	return out, rows.Err()
+}
+
+// LatestSnapshot implements store.Store.
+func (s *Store) LatestSnapshot(ctx context.Context, id string) (int64, []byte, error) {
+	var seq int64
+	var data []byte
+	err := s.db.QueryRowContext(ctx, `SELECT seq, data FROM snapshots WHERE session_id=?`, id).Scan(&seq, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("sqlite snapshot %s: %w", id, err)
+	}
+	return seq, data, nil
 }
 
 // Secret implements store.Store.

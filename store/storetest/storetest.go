@@ -109,6 +109,34 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("Snapshots", func(t *testing.T) {
+		s := open(t)
+		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
+		if _, _, err := s.LatestSnapshot(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("no snapshot yet: %v", err)
+		}
+		h := head("s1", 2, "running")
+		h.Snapshot = []byte(`{"at":2}`)
+		must(t, s.Append(ctx, h, 1, []store.Event{ev(2)}))
+		must(t, s.Append(ctx, head("s1", 3, "paused"), 2, []store.Event{ev(3)}))
+		seq, data, err := s.LatestSnapshot(ctx, "s1")
+		if err != nil || seq != 2 || string(data) != `{"at":2}` {
+			t.Fatalf("snapshot = %d %q %v", seq, data, err)
+		}
+		if got, _ := s.Head(ctx, "s1"); got.Snapshot != nil {
+			t.Fatal("Head returned the snapshot")
+		}
+		// A conflicting append writes no snapshot either.
+		h = head("s1", 3, "x")
+		h.Snapshot = []byte(`{"at":"stale"}`)
+		if err := s.Append(ctx, h, 2, []store.Event{ev(3)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("stale append: %v", err)
+		}
+		if _, data, _ := s.LatestSnapshot(ctx, "s1"); string(data) != `{"at":2}` {
+			t.Fatalf("a refused append replaced the snapshot: %s", data)
+		}
+	})
+
 	t.Run("SecretFirstWriterWins", func(t *testing.T) {
 		s := open(t)
 		a, err := s.Secret(ctx, "hmac", []byte("first"))
