@@ -276,3 +276,24 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 		t.Fatalf("the cold runner's model saw %d messages, want %d", n, 2*62-1)
 	}
 }
+
+func TestAutoApproveIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	r, err := cairn.NewRunner(cairn.RunnerOptions{AutoApprove: true, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	if s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("%s runs %v", s.Status, rec.runs())
+	}
+	evs, _ := r.Events(ctx, s.ID, 0)
+	for _, ev := range evs {
+		if ev.Type == "decision" && strings.Contains(string(ev.Data), `"role":"auto-approve"`) {
+			return
+		}
+	}
+	t.Fatal("the auto-approval is not in the log")
+}

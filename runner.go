@@ -46,6 +46,10 @@ type RunnerOptions struct {
 	// every 250ms, negative means never (call ExpireDue yourself). The
 	// sweeper runs only when some tool has a TTL.
 	ExpirySweep time.Duration
+	// AutoApprove approves every call that would wait for a person, each
+	// recorded in the log as a decision by {"name":"cairn","role":"auto-approve"}:
+	// never silent. For tests and trusted runs.
+	AutoApprove bool
 	// CachedSessions bounds the session states kept in memory between
 	// requests (each is checked against the store's seq before use, so a
 	// write by another process is never missed); 0 means 1024, negative none.
@@ -158,7 +162,7 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 			}
 		}
 	}
-	r.machine = engine.New(specs)
+	r.machine = engine.New(specs, engine.Options{AutoApprove: opts.AutoApprove})
 	r.background, r.stop = context.WithCancel(context.Background())
 	if opts.ExpirySweep >= 0 && hasTTL(opts.Agents) {
 		every := opts.ExpirySweep

@@ -150,11 +150,24 @@ var completeDefinition = model.ToolDefinition{
 // use; each State must be used by one goroutine at a time.
 type Machine struct {
 	agents map[string]*Agent
+	opts   Options
+}
+
+// Options adjust a Machine.
+type Options struct {
+	// AutoApprove approves every call that would wait for approval, each
+	// recorded as a decision by {"name":"cairn","role":"auto-approve"}. For
+	// tests and trusted runs.
+	AutoApprove bool
 }
 
 // New returns a machine for agents, keyed by name.
-func New(agents map[string]*Agent) *Machine {
-	return &Machine{agents: agents}
+func New(agents map[string]*Agent, opts ...Options) *Machine {
+	m := &Machine{agents: agents}
+	if len(opts) > 0 {
+		m.opts = opts[0]
+	}
+	return m
 }
 
 // Step applies one input to st at time now. On error st is unchanged and
@@ -667,6 +680,12 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		}
 	}
 	if !need {
+		return true, v
+	}
+	if s.m.opts.AutoApprove {
+		s.emit(EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: KindApproval,
+			CallID: c.ID, Tool: c.Tool, Action: ActionApprove, Reason: "auto-approved: the runner approves every call",
+			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: Actor{Name: "cairn", Role: "auto-approve"}})
 		return true, v
 	}
 	msg := ""
