@@ -508,6 +508,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	st.Log = log
 	for _, ev := range events {
 		r.hub.publish(st.SessionID, ev)
+		observe(ctx, ev)
 	}
 	return nil
 }
@@ -556,7 +557,9 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 	req := *eff.Request
 	req.OnTextDelta = func(delta string) {
 		data, _ := json.Marshal(map[string]string{"text": delta})
-		r.hub.publish(sessionID, Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data})
+		ev := Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
+		r.hub.publish(sessionID, ev)
+		observe(ctx, ev)
 	}
 	start := time.Now()
 	resp, err := agent.Model.Generate(ctx, &req)

@@ -598,3 +598,50 @@ func TestStatelessInvoke(t *testing.T) {
 		t.Fatalf("deploy ran %d times", len(e.runs("deploy_code")))
 	}
 }
+
+// SSE forwards text deltas to clients while the model is still answering.
+func TestSSEDeltasBeforeTheResponseEnds(t *testing.T) {
+	hold := make(chan struct{})
+	fake := fakeopenai.Start(t, func(fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Reply{Content: "Hello there, streaming.", Hold: hold}
+	})
+	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, server.Options{}))
+	defer srv.Close()
+	e := &env{t: t, base: srv.URL}
+	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"hi","wait":false}`)
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/sessions/"+s["id"].(string)+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var seen []string
+	released := false
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "event: ") {
+			seen = append(seen, strings.TrimPrefix(line, "event: "))
+		}
+		if line == "event: model_delta" && !released {
+			close(hold) // the server held the rest of the answer until now
+			released = true
+		}
+		if line == "event: turn_completed" {
+			break
+		}
+	}
+	if !released {
+		t.Fatalf("no delta arrived while the model was answering: %v", seen)
+	}
+	if got := strings.Join(seen, " "); !strings.HasSuffix(got, "model_response turn_completed") {
+		t.Fatalf("events: %s", got)
+	}
+}

@@ -52,6 +52,9 @@ type Request struct {
 type Reply struct {
 	Content   string
 	ToolCalls []Call
+	// Hold, when set, stops a streamed reply after its first content chunk
+	// until the channel is closed: tests see deltas before the end.
+	Hold <-chan struct{}
 }
 
 // Call is one tool call of a Reply.
@@ -155,9 +158,12 @@ func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
 		return []any{map[string]any{"index": 0, "delta": d, "logprobs": nil, "finish_reason": fin}}
 	}
 	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
-	for _, piece := range strings.SplitAfter(rep.Content, " ") {
+	for i, piece := range strings.SplitAfter(rep.Content, " ") {
 		if piece != "" {
 			send(delta(map[string]any{"content": piece}, nil), nil)
+		}
+		if i == 0 && rep.Hold != nil {
+			<-rep.Hold
 		}
 	}
 	for i, c := range rep.ToolCalls {

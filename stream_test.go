@@ -1,0 +1,72 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/model/openai"
+)
+
+// Text deltas arrive through Stream while the model is still answering.
+func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
+	hold := make(chan struct{})
+	fake := fakeopenai.Start(t, func(fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Reply{Content: "Hello there, I am streaming.", Hold: hold}
+	})
+	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var types []string
+	var text strings.Builder
+	released := false
+	for ev, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
+		return r.Start(ctx, "main", "hi", nil)
+	}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == cairn.EventModelDelta {
+			var d struct{ Text string }
+			json.Unmarshal(ev.Data, &d)
+			text.WriteString(d.Text)
+			if !released {
+				// The server is still holding the rest of its answer.
+				if text.String() != "Hello " {
+					t.Fatalf("first delta %q", text.String())
+				}
+				released = true
+				close(hold)
+			}
+		}
+	}
+	got := strings.Join(types, " ")
+	if !strings.HasPrefix(got, "session_started user_message model_delta") || !strings.HasSuffix(got, "model_response turn_completed") {
+		t.Fatalf("events: %s", got)
+	}
+	if text.String() != "Hello there, I am streaming." {
+		t.Fatalf("deltas spell %q", text.String())
+	}
+}
+
+func TestStreamYieldsTheError(t *testing.T) {
+	r := newRunner(t, deleteScript())
+	var last error
+	n := 0
+	for _, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
+		return r.Start(ctx, "nobody", "hi", nil)
+	}) {
+		n++
+		last = err
+	}
+	if n != 1 || cairn.ErrorCode(last) != "unknown_agent" {
+		t.Fatalf("%d items, last error %v", n, last)
+	}
+}
