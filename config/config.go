@@ -64,6 +64,8 @@ type ModelConfig struct {
 	APIKeyEnv string `yaml:"api_key_env"`
 	// Stream selects the streaming API (text deltas reach event subscribers).
 	Stream bool `yaml:"stream"`
+	// MaxRetries bounds retries of 429, 5xx and connection errors (nil: 3).
+	MaxRetries *int `yaml:"max_retries"`
 	// Script is the scripted provider's replies.
 	Script []ScriptReply `yaml:"script"`
 }
@@ -459,7 +461,10 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			}
 			key = v
 		}
-		return openai.New(openai.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream}), nil
+		if mc.MaxRetries != nil && (*mc.MaxRetries < 0 || *mc.MaxRetries > 10) {
+			return nil, l.errf(p+".max_retries", "%d is not between 0 and 10", *mc.MaxRetries)
+		}
+		return openai.New(openai.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries}), nil
 	case "anthropic":
 		return nil, l.errf(p+".provider", "the anthropic provider is not supported by this version yet; use openai or scripted")
 	case "":

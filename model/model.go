@@ -9,6 +9,8 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 )
 
 // Role says who wrote a message.
@@ -85,3 +87,39 @@ type Func func(ctx context.Context, req *Request) (*Response, error)
 
 // Generate calls f.
 func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) { return f(ctx, req) }
+
+// ProviderError is a model call the provider refused or failed, after any
+// retries: it names the provider, the HTTP status and the request id.
+type ProviderError struct {
+	Provider  string // "openai", "anthropic"
+	Model     string
+	Status    int    // HTTP status, 0 for a transport error
+	RequestID string // the provider's request id, when it sent one
+	Attempts  int    // requests made, retries included
+	Message   string // the provider's message
+	Err       error  // the underlying error
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: ", e.Provider, e.Model)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, "HTTP %d", e.Status)
+	} else {
+		b.WriteString("request failed")
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " (request %s)", e.RequestID)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	} else if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }

@@ -6,6 +6,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -27,17 +28,22 @@ type Options struct {
 	// Stream uses the streaming API, so text deltas reach Request.OnTextDelta
 	// as they are generated.
 	Stream bool
-	// MaxRetries bounds the SDK's retries of 429, 5xx and connection errors;
-	// nil keeps the SDK's default.
+	// MaxRetries bounds the retries of 429, 5xx and connection errors (the
+	// SDK's: exponential backoff with jitter, honouring Retry-After, under
+	// the caller's context). nil means DefaultMaxRetries.
 	MaxRetries *int
 	// HTTPClient replaces the SDK's HTTP client.
 	HTTPClient *http.Client
 }
 
+// DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
+const DefaultMaxRetries = 3
+
 // Model is a model.Model backed by Chat Completions.
 type Model struct {
-	client sdk.Client
-	opts   Options
+	client  sdk.Client
+	opts    Options
+	retries int
 }
 
 var _ model.Model = (*Model)(nil)
@@ -52,13 +58,41 @@ func New(opts Options) *Model {
 	if opts.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(opts.BaseURL))
 	}
+	retries := DefaultMaxRetries
 	if opts.MaxRetries != nil {
-		ro = append(ro, option.WithMaxRetries(*opts.MaxRetries))
+		retries = *opts.MaxRetries
 	}
+	ro = append(ro, option.WithMaxRetries(retries))
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(ro...), opts: opts}
+	return &Model{client: sdk.NewClient(ro...), opts: opts, retries: retries}
+}
+
+// providerError describes a failed call: provider, model, status, request id.
+func (m *Model) providerError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	pe := &model.ProviderError{Provider: "openai", Model: m.opts.Model, Err: err, Attempts: m.retries + 1}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		pe.Status, pe.Message = apiErr.StatusCode, apiErr.Message
+		if apiErr.Response != nil {
+			pe.RequestID = apiErr.Response.Header.Get("x-request-id")
+		}
+		if pe.Message == "" {
+			pe.Message = http.StatusText(apiErr.StatusCode)
+		}
+		if !retryable(apiErr.StatusCode) {
+			pe.Attempts = 1
+		}
+	}
+	return pe
+}
+
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500
 }
 
 // Generate implements model.Model.
@@ -72,7 +106,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	}
 	cc, err := m.client.Chat.Completions.New(ctx, params)
 	if err != nil {
-		return nil, fmt.Errorf("openai %s: %w", m.opts.Model, err)
+		return nil, m.providerError(err)
 	}
 	if len(cc.Choices) == 0 {
 		return nil, fmt.Errorf("openai %s: response %s has no choices", m.opts.Model, cc.ID)
@@ -93,7 +127,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, params sdk.ChatC
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("openai %s (streaming): %w", m.opts.Model, err)
+		return nil, m.providerError(err)
 	}
 	if len(acc.Choices) == 0 {
 		return nil, fmt.Errorf("openai %s (streaming): the stream ended without a choice", m.opts.Model)

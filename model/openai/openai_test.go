@@ -3,8 +3,14 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/fakeopenai"
 	"github.com/cairnhq/cairn/model"
@@ -71,5 +77,89 @@ func TestServerErrorIsReported(t *testing.T) {
 	_, err := m.Generate(context.Background(), &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
 	if err == nil || !strings.Contains(err.Error(), "openai x") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// flaky answers the first `fail` requests with status (and Retry-After),
+// then a normal completion.
+func flaky(t *testing.T, fail int, status int, retryAfter string) (*httptest.Server, *atomic.Int32) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if int(n.Add(1)) <= fail {
+			w.Header().Set("x-request-id", fmt.Sprintf("req_%d", n.Load()))
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"message":"server says no (%d)","type":"server_error","code":null,"param":null}}`, status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+var hi = &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}
+
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	srv, n := flaky(t, 1, 429, "1")
+	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	start := time.Now()
+	resp, err := m.Generate(context.Background(), hi)
+	if err != nil || resp.Message.Content != "ok" || n.Load() != 2 {
+		t.Fatalf("%v %+v after %d requests", err, resp, n.Load())
+	}
+	// Retry-After: 1 is a floor, not a performance figure.
+	if waited := time.Since(start); waited < 900*time.Millisecond {
+		t.Fatalf("retried after %v, before Retry-After", waited)
+	}
+}
+
+func TestRetriesAreBounded(t *testing.T) {
+	srv, n := flaky(t, 100, 500, "0")
+	four := 4
+	m := openai.New(openai.Options{Model: "gpt-x", BaseURL: srv.URL + "/v1", APIKey: "k", MaxRetries: &four})
+	_, err := m.Generate(context.Background(), hi)
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || n.Load() != 5 {
+		t.Fatalf("err %v after %d requests", err, n.Load())
+	}
+	msg := err.Error()
+	for _, want := range []string{"openai gpt-x", "HTTP 500", "request req_5", "after 5 attempts", "server says no (500)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+}
+
+func TestNoRetryOnClientErrors(t *testing.T) {
+	srv, n := flaky(t, 100, 400, "")
+	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	_, err := m.Generate(context.Background(), hi)
+	if err == nil || n.Load() != 1 || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Fatalf("err %v after %d requests", err, n.Load())
+	}
+}
+
+func TestCancelStopsRetrying(t *testing.T) {
+	srv, n := flaky(t, 100, 429, "30")
+	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := m.Generate(ctx, hi); done <- err }()
+	for n.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || n.Load() != 1 {
+			t.Fatalf("err %v after %d requests", err, n.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not stop the 30 s retry wait")
 	}
 }
