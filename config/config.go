@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -66,6 +67,8 @@ type ModelConfig struct {
 	Stream bool `yaml:"stream"`
 	// MaxRetries bounds retries of 429, 5xx and connection errors (nil: 3).
 	MaxRetries *int `yaml:"max_retries"`
+	// MaxTokens bounds each response (anthropic; default 4096).
+	MaxTokens int64 `yaml:"max_tokens"`
 	// Script is the scripted provider's replies.
 	Script []ScriptReply `yaml:"script"`
 }
@@ -445,32 +448,37 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]})")
 		}
 		return scripted.New(replies...), nil
-	case "openai":
+	case "openai", "anthropic":
 		if mc.Model == "" {
-			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini (or llama3.1 on Ollama)")
+			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")
 		}
 		keyEnv := mc.APIKeyEnv
 		if keyEnv == "" && mc.BaseURL == "" {
-			keyEnv = "OPENAI_API_KEY" // OpenAI itself always needs a key
+			// The providers themselves always need a key.
+			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[mc.Provider]
 		}
 		key := ""
 		if keyEnv != "" {
 			v, ok := l.env(keyEnv)
 			if !ok || v == "" {
-				return nil, l.errf(p+".api_key_env", "environment variable %s is not set; export %s=… (or, for a local OpenAI-compatible server, set base_url and drop api_key_env)", keyEnv, keyEnv)
+				return nil, l.errf(p+".api_key_env", "environment variable %s is not set; export %s=… (or, for a local compatible server, set base_url and drop api_key_env)", keyEnv, keyEnv)
 			}
 			key = v
 		}
 		if mc.MaxRetries != nil && (*mc.MaxRetries < 0 || *mc.MaxRetries > 10) {
 			return nil, l.errf(p+".max_retries", "%d is not between 0 and 10", *mc.MaxRetries)
 		}
+		if mc.Provider == "anthropic" {
+			if mc.MaxTokens < 0 {
+				return nil, l.errf(p+".max_tokens", "must be positive")
+			}
+			return anthropic.New(anthropic.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens}), nil
+		}
 		return openai.New(openai.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries}), nil
-	case "anthropic":
-		return nil, l.errf(p+".provider", "the anthropic provider is not supported by this version yet; use openai or scripted")
 	case "":
-		return nil, l.errf(p+".provider", "missing; one of openai, scripted")
+		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
 	}
-	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, scripted", mc.Provider)
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted", mc.Provider)
 }
 
 func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {

@@ -204,3 +204,14 @@ func TestAuthTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestAnthropicModel(t *testing.T) {
+	y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: anthropic, model: claude-sonnet-4-5}", 1)
+	if _, err := config.Parse("/x/cairn.yaml", []byte(y), noEnv); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY is not set") {
+		t.Fatalf("missing key: %v", err)
+	}
+	env := func(k string) (string, bool) { return "sk-ant", k == "ANTHROPIC_API_KEY" }
+	if _, err := config.Parse("/x/cairn.yaml", []byte(y), env); err != nil {
+		t.Fatal(err)
+	}
+}

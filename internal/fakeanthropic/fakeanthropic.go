@@ -1,0 +1,203 @@
+// Package fakeanthropic is an Anthropic Messages API server for tests: it
+// listens on 127.0.0.1 and speaks the real wire format (JSON and the
+// streaming event protocol), answering from a Go function.
+package fakeanthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Block is a content block on the wire.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   any             `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// ContentText returns a tool_result's content: a string, or text blocks.
+func (b Block) ContentText() string {
+	switch c := b.Content.(type) {
+	case string:
+		return c
+	case []any:
+		var parts []string
+		for _, x := range c {
+			if m, ok := x.(map[string]any); ok {
+				if t, ok := m["text"].(string); ok {
+					parts = append(parts, t)
+				}
+			}
+		}
+		return strings.Join(parts, "")
+	}
+	return ""
+}
+
+// Message is a message on the wire.
+type Message struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// Request is the part of a request the tests look at.
+type Request struct {
+	Model     string            `json:"model"`
+	MaxTokens int               `json:"max_tokens"`
+	System    []Block           `json:"system"`
+	Messages  []Message         `json:"messages"`
+	Tools     []json.RawMessage `json:"tools"`
+	Stream    bool              `json:"stream"`
+	Header    http.Header       `json:"-"`
+}
+
+// LastBlock returns the last content block of the last message.
+func (r Request) LastBlock() Block {
+	m := r.Messages[len(r.Messages)-1]
+	return m.Content[len(m.Content)-1]
+}
+
+// Reply is what the fake model answers.
+type Reply struct {
+	Text      string
+	ToolCalls []Call
+}
+
+// Call is one tool_use block of a Reply.
+type Call struct{ ID, Name, Input string }
+
+// Server is a running fake.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Start starts a fake answering from reply; it stops when the test ends.
+func Start(t testing.TB, reply func(Request) Reply) *Server {
+	s := &Server{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
+		var req Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, err.Error())
+			return
+		}
+		if msg := check(req); msg != "" {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, msg)
+			return
+		}
+		req.Header = r.Header.Clone()
+		s.mu.Lock()
+		s.requests = append(s.requests, req)
+		n := len(s.requests)
+		s.mu.Unlock()
+		rep := reply(req)
+		id := fmt.Sprintf("msg_%03d", n)
+		w.Header().Set("request-id", "req_"+id)
+		if req.Stream {
+			writeStream(w, id, req.Model, rep)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": req.Model,
+			"content": blocks(rep), "stop_reason": stopReason(rep), "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 12, "output_tokens": 6},
+		})
+	})
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// check enforces the API's rules that an adapter can get wrong.
+func check(r Request) string {
+	if r.MaxTokens <= 0 {
+		return "max_tokens: field required"
+	}
+	for i, m := range r.Messages {
+		want := "user"
+		if i%2 == 1 {
+			want = "assistant"
+		}
+		if m.Role != want {
+			return fmt.Sprintf("messages: roles must alternate user/assistant, message %d is %s", i, m.Role)
+		}
+		if len(m.Content) == 0 {
+			return fmt.Sprintf("messages.%d: content must not be empty", i)
+		}
+	}
+	return ""
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func blocks(rep Reply) []any {
+	var out []any
+	if rep.Text != "" {
+		out = append(out, map[string]any{"type": "text", "text": rep.Text})
+	}
+	for _, c := range rep.ToolCalls {
+		out = append(out, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": json.RawMessage(c.Input)})
+	}
+	return out
+}
+
+func stopReason(rep Reply) string {
+	if len(rep.ToolCalls) > 0 {
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(typ string, data map[string]any) {
+		data["type"] = typ
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	send("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
+	index := 0
+	if rep.Text != "" {
+		send("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, piece := range strings.SplitAfter(rep.Text, " ") {
+			send("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "text_delta", "text": piece}})
+		}
+		send("content_block_stop", map[string]any{"index": index})
+		index++
+	}
+	for _, c := range rep.ToolCalls {
+		send("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+		half := len(c.Input) / 2
+		send("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Input[:half]}})
+		send("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Input[half:]}})
+		send("content_block_stop", map[string]any{"index": index})
+		index++
+	}
+	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(rep), "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 6}})
+	send("message_stop", map[string]any{})
+}

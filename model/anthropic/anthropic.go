@@ -1,0 +1,218 @@
+// Package anthropic adapts Anthropic's Messages API (tool use, streaming),
+// through the official anthropic-sdk-go, to model.Model.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// Options configures a Model.
+type Options struct {
+	// Model is the model name, e.g. "claude-sonnet-4-5".
+	Model string
+	// BaseURL is the API's base URL; empty means Anthropic's.
+	BaseURL string
+	// APIKey authenticates the requests.
+	APIKey string
+	// MaxTokens bounds each response; 0 means 4096.
+	MaxTokens int64
+	// Stream uses the streaming API, so text deltas reach Request.OnTextDelta.
+	Stream bool
+	// MaxRetries bounds the SDK's retries of 429, 5xx and connection errors
+	// (exponential backoff with jitter, honouring Retry-After, under the
+	// caller's context); nil means DefaultMaxRetries.
+	MaxRetries *int
+	// HTTPClient replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+}
+
+// DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
+const DefaultMaxRetries = 3
+
+// Model is a model.Model backed by the Messages API.
+type Model struct {
+	client  sdk.Client
+	opts    Options
+	retries int
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model.
+func New(opts Options) *Model {
+	retries := DefaultMaxRetries
+	if opts.MaxRetries != nil {
+		retries = *opts.MaxRetries
+	}
+	ro := []option.RequestOption{option.WithAPIKey(opts.APIKey), option.WithMaxRetries(retries)}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	if opts.MaxTokens == 0 {
+		opts.MaxTokens = 4096
+	}
+	return &Model{client: sdk.NewClient(ro...), opts: opts, retries: retries}
+}
+
+// Generate implements model.Model.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if !m.opts.Stream {
+		msg, err := m.client.Messages.New(ctx, params)
+		if err != nil {
+			return nil, m.providerError(err)
+		}
+		return response(msg), nil
+	}
+	s := m.client.Messages.NewStreaming(ctx, params)
+	defer s.Close()
+	var msg sdk.Message
+	for s.Next() {
+		ev := s.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, fmt.Errorf("anthropic %s (streaming): %w", m.opts.Model, err)
+		}
+		if req.OnTextDelta != nil && ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+			req.OnTextDelta(ev.Delta.Text)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, m.providerError(err)
+	}
+	return response(&msg), nil
+}
+
+func response(msg *sdk.Message) *model.Response {
+	out := model.Message{Role: model.RoleAssistant}
+	for _, block := range msg.Content {
+		switch b := block.AsAny().(type) {
+		case sdk.TextBlock:
+			out.Content += b.Text
+		case sdk.ToolUseBlock:
+			args := string(b.Input)
+			if args == "" {
+				args = "{}"
+			}
+			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		}
+	}
+	return &model.Response{Message: out, Usage: model.Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
+}
+
+func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{Model: sdk.Model(m.opts.Model), MaxTokens: m.opts.MaxTokens}
+	if req.System != "" {
+		p.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	// Anthropic wants alternating roles: consecutive messages of one role
+	// (tool results, then a user message) become one message of blocks.
+	var lastUser bool // role of the last message: true user, false assistant
+	for i, msg := range req.Messages {
+		var user bool
+		var blocks []sdk.ContentBlockParamUnion
+		switch msg.Role {
+		case model.RoleUser:
+			user, blocks = true, []sdk.ContentBlockParamUnion{sdk.NewTextBlock(msg.Content)}
+		case model.RoleTool:
+			user, blocks = true, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(msg.ToolCallID, msg.Content, msg.IsError)}
+		case model.RoleAssistant:
+			if msg.Content != "" {
+				blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+			}
+			for _, tc := range msg.ToolCalls {
+				var input any = json.RawMessage(tc.Arguments)
+				if !json.Valid([]byte(tc.Arguments)) {
+					input = map[string]any{} // the engine already told the model its JSON was bad
+				}
+				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, sdk.NewTextBlock("(no answer)"))
+			}
+		default:
+			return p, fmt.Errorf("anthropic: message role %q is not supported", msg.Role)
+		}
+		n := len(p.Messages)
+		switch {
+		case i > 0 && user == lastUser && user:
+			p.Messages[n-1].OfUser.Content = append(p.Messages[n-1].OfUser.Content, blocks...)
+		case i > 0 && user == lastUser:
+			p.Messages[n-1].OfAssistant.Content = append(p.Messages[n-1].OfAssistant.Content, blocks...)
+		case user:
+			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
+		default:
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
+		}
+		lastUser = user
+	}
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return p, fmt.Errorf("anthropic: tool %q: parameters: %w", t.Name, err)
+			}
+		}
+		in := sdk.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					in.Required = append(in.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k != "properties" && k != "required" && k != "type" {
+				in.ExtraFields[k] = v
+			}
+		}
+		tp := sdk.ToolParam{Name: t.Name, InputSchema: in}
+		if t.Description != "" {
+			tp.Description = sdk.String(t.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	return p, nil
+}
+
+// providerError describes a failed call: provider, model, status, request id.
+func (m *Model) providerError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	pe := &model.ProviderError{Provider: "anthropic", Model: m.opts.Model, Err: err, Attempts: m.retries + 1}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		pe.Status = apiErr.StatusCode
+		if apiErr.Response != nil {
+			pe.RequestID = apiErr.Response.Header.Get("request-id")
+		}
+		var body struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
+			pe.Message = body.Error.Message
+		}
+		if pe.Message == "" {
+			pe.Message = http.StatusText(apiErr.StatusCode)
+		}
+		if s := apiErr.StatusCode; s != 429 && s != 408 && s != 409 && s < 500 {
+			pe.Attempts = 1
+		}
+	}
+	return pe
+}
