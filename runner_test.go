@@ -453,3 +453,40 @@ func TestFollowUpMessageStartsNewTurn(t *testing.T) {
 		t.Fatalf("stale seq: %v", err)
 	}
 }
+
+func TestTypedToolSchema(t *testing.T) {
+	type inner struct {
+		Level string `json:"level" enum:"low,high"`
+	}
+	type args struct {
+		Env    string  `json:"env" jsonschema:"where to deploy" enum:"staging,production"`
+		DryRun bool    `json:"dry_run,omitempty"`
+		Nested []inner `json:"nested,omitempty"`
+	}
+	tool := cairn.NewTool("deploy", "Deploy.", func(ctx context.Context, a args) (string, error) { return a.Env, nil })
+	var schema struct {
+		Required   []string
+		Properties map[string]struct {
+			Description string
+			Enum        []string
+			Items       struct {
+				Properties map[string]struct{ Enum []string }
+			}
+		}
+	}
+	if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	env := schema.Properties["env"]
+	if strings.Join(schema.Required, ",") != "env" || env.Description != "where to deploy" || strings.Join(env.Enum, ",") != "staging,production" ||
+		strings.Join(schema.Properties["nested"].Items.Properties["level"].Enum, ",") != "low,high" {
+		t.Fatalf("schema = %s", tool.Parameters)
+	}
+	// The schema is enforced: a value outside the enum never reaches the handler.
+	m := &recordingModel{inner: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"moon"}`}}}, scripted.Reply{Text: "{{.LastResult}}"})}
+	r := newRunner(t, m, tool)
+	s, _ := r.Start(context.Background(), "main", "go", nil)
+	if !strings.Contains(s.Output, "do not match its schema") {
+		t.Fatalf("output %q", s.Output)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"text/template"
 	"time"
@@ -140,13 +141,22 @@ func WithApprovalTTL(d time.Duration) ToolOption { return func(t *Tool) { t.Appr
 func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
 
 // NewTool builds a tool from a typed function. The JSON Schema of Args is
-// generated from the struct (field names from `json` tags, descriptions from
-// `jsonschema` tags; fields without omitempty are required). A Result that is
-// a string is given to the model as is; anything else is marshalled to JSON.
+// generated from the struct: field names from `json` tags, descriptions from
+// `jsonschema` tags, allowed values from `enum` tags (comma-separated), and
+// fields without omitempty are required:
+//
+//	type deployArgs struct {
+//		Env    string `json:"env" jsonschema:"where to deploy" enum:"staging,production"`
+//		DryRun bool   `json:"dry_run,omitempty"`
+//	}
+//
+// A Result that is a string is given to the model as is; anything else is
+// marshalled to JSON.
 func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error), opts ...ToolOption) *Tool {
 	t := &Tool{Name: name, Description: description}
 	schema, err := jsonschema.For[Args](nil)
 	if err == nil {
+		addEnums(schema, reflect.TypeFor[Args]())
 		t.Parameters, err = json.Marshal(schema)
 	}
 	if err != nil {
@@ -191,6 +201,36 @@ func AskUser(name string) *Tool {
 		}) (string, error) {
 			return Ask(ctx, a.Question)
 		})
+}
+
+// addEnums copies `enum:"a,b"` struct tags into the schema, recursively.
+func addEnums(s *jsonschema.Schema, t reflect.Type) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+		if s.Items != nil {
+			s = s.Items
+		}
+	}
+	if t.Kind() != reflect.Struct || s == nil {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		prop := s.Properties[name]
+		if prop == nil {
+			continue
+		}
+		if enum := f.Tag.Get("enum"); enum != "" {
+			for _, v := range strings.Split(enum, ",") {
+				prop.Enum = append(prop.Enum, strings.TrimSpace(v))
+			}
+		}
+		addEnums(prop, f.Type)
+	}
 }
 
 type idempotencyKey struct{}
