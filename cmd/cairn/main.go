@@ -34,13 +34,13 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+	if err := newRoot(os.Stdin, os.Stdout, os.Stderr).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "cairn:", err)
 		os.Exit(1)
 	}
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "cairn",
 		Short:         "Agents that pause anywhere and resume anywhere",
@@ -67,7 +67,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve, newSessionsCmd(stdout))
+	root.AddCommand(serve, newSessionsCmd(stdout), newChatCmd(stdin, stdout, stderr))
 	return root
 }
 

@@ -418,3 +418,31 @@ func TestSessionsCommands(t *testing.T) {
 		t.Fatalf("approve a completed session: %v %s", err, bad)
 	}
 }
+
+func TestChat(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	chat := func(input string, args ...string) string {
+		cmd := exec.Command(binary, append([]string{"chat", "--config", filepath.Join(dir, "cairn.yaml")}, args...)...)
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("chat: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := chat("Deploy to production please\ny\n")
+	if !strings.Contains(out, "approve? Deploy to production? This cannot be undone.") || !strings.Contains(out, "main> Deployed build 1042 to production.") {
+		t.Fatalf("approve:\n%s", out)
+	}
+	out = chat("Deploy to production please\nnot today\n")
+	if !strings.Contains(out, "main> I did not deploy. The user rejected this tool call: not today") {
+		t.Fatalf("reject:\n%s", out)
+	}
+	out = chat("Deploy to production please\n", "--yes")
+	if strings.Contains(out, "approve?") || !strings.Contains(out, "main> Deployed build 1042 to production.") || !strings.Contains(out, "--yes: every approval") {
+		t.Fatalf("--yes:\n%s", out)
+	}
+}

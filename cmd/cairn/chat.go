@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/config"
+)
+
+func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var cfgPath, agent string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk to an agent in the terminal: approvals, questions and sub-agents included",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			st, err := openStore(cmd.Context(), cfg.Store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, AutoApprove: yes,
+				Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			if err != nil {
+				return err
+			}
+			defer runner.Close()
+			if agent == "" {
+				agent = cfg.Agents[0].Name
+				for _, a := range cfg.Agents {
+					if a.Name == "main" {
+						agent = "main"
+					}
+				}
+			}
+			if len(cfg.Scripted) > 0 {
+				fmt.Fprintf(stdout, "(model(s) %s are SCRIPTED: replies come from the config file)\n", strings.Join(cfg.Scripted, ", "))
+			}
+			if yes {
+				fmt.Fprintln(stdout, "(--yes: every approval is granted automatically and recorded as such)")
+			}
+			return chat(cmd.Context(), runner, agent, stdin, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent to talk to (default: main, or the first)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "approve every gated tool call (each recorded as auto-approved)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// chat runs the conversation: the user's lines, the agents' answers, and a
+// prompt for each approval or question.
+func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, out io.Writer) error {
+	in := bufio.NewScanner(stdin)
+	read := func(prompt string) (string, bool) {
+		fmt.Fprint(out, prompt)
+		if !in.Scan() {
+			return "", false
+		}
+		return strings.TrimSpace(in.Text()), true
+	}
+	var s *cairn.Session
+	for {
+		top := agent
+		if s != nil {
+			top = s.Stack[len(s.Stack)-1].Agent
+		}
+		text, ok := read(fmt.Sprintf("you → %s> ", top))
+		if !ok {
+			fmt.Fprintln(out)
+			return nil
+		}
+		if text == "" {
+			continue
+		}
+		var err error
+		switch {
+		case s == nil:
+			s, err = r.Start(ctx, agent, text, nil)
+		case text == "/cancel":
+			s, err = r.Cancel(ctx, s.ID, "top")
+		default:
+			s, err = r.Send(ctx, s.ID, text, 0)
+		}
+		for err == nil && s.Status == cairn.StatusPaused && hasDecisions(s) {
+			var ds []cairn.Decision
+			for _, it := range s.Interrupts {
+				switch it.Kind {
+				case cairn.KindApproval:
+					ans, ok := read(fmt.Sprintf("approve? %s [y/N or a reason] ", it.Message))
+					if !ok {
+						return nil
+					}
+					if ans == "y" || ans == "yes" {
+						ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove})
+					} else {
+						ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: ans})
+					}
+				case cairn.KindInput:
+					ans, ok := read(fmt.Sprintf("%s asks: %s > ", it.Tool, it.Question))
+					if !ok {
+						return nil
+					}
+					ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans})
+				}
+			}
+			s, err = r.Resume(ctx, s.ID, s.Seq, ds)
+		}
+		if err != nil {
+			fmt.Fprintln(out, "error:", err)
+			continue
+		}
+		who := s.Stack[len(s.Stack)-1].Agent
+		if s.Error != nil {
+			fmt.Fprintf(out, "%s failed: %s\n", who, s.Error.Message)
+			continue
+		}
+		fmt.Fprintf(out, "%s> %s\n", who, s.Output)
+	}
+}
+
+func hasDecisions(s *cairn.Session) bool {
+	for _, in := range s.Interrupts {
+		if in.Kind != cairn.KindMessage {
+			return true
+		}
+	}
+	return false
+}
