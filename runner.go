@@ -11,6 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store"
@@ -58,6 +62,9 @@ type RunnerOptions struct {
 	// stateless invocations (Invoke, Continue). Empty: a key is generated
 	// once and kept in the Store, so every runner on the store shares it.
 	ContinuationKeys [][]byte
+	// TracerProvider, when set, receives OpenTelemetry spans for turns,
+	// model calls and tool calls (GenAI semantic conventions). Nil: none.
+	TracerProvider trace.TracerProvider
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
@@ -81,6 +88,7 @@ type Runner struct {
 	stop        context.CancelFunc
 	wg          sync.WaitGroup
 	cache       stateCache
+	tracer      trace.Tracer
 	contKeys    [][]byte
 	codecMu     sync.Mutex
 	cont        *Codec
@@ -93,6 +101,7 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
 	}
+	r.tracer = newTracer(opts.TracerProvider)
 	r.cache.max = opts.CachedSessions
 	if r.cache.max == 0 {
 		r.cache.max = 1024
@@ -284,10 +293,16 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		}()
 		return sess, nil
 	}
-	if err := r.drive(ctx, st, step); err != nil {
+	ctx, span := r.startTurnSpan(ctx, st.SessionID, agent)
+	err = r.drive(ctx, st, step)
+	var sess *Session
+	if err == nil {
+		sess = sessionFromState(st)
+	}
+	endTurnSpan(span, sess, err)
+	if err != nil {
 		return nil, err
 	}
-	sess := sessionFromState(st)
 	r.cache.put(st)
 	return sess, nil
 }
@@ -460,7 +475,7 @@ func eventBytes(evs []Event) int {
 // apply loads a session, applies one input and drives the session until it
 // needs a person or the turn ends. The state goes back to the cache only
 // when everything it holds is recorded.
-func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Session, error) {
+func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (sess *Session, err error) {
 	st, err := r.load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -470,10 +485,12 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 		r.cache.put(st) // a refused input leaves the state as it was
 		return nil, err
 	}
+	ctx, span := r.startTurnSpan(ctx, id, st.Agent)
+	defer func() { endTurnSpan(span, sess, err) }()
 	if err := r.drive(ctx, st, step); err != nil {
 		return nil, err
 	}
-	sess := sessionFromState(st) // before the state is shared again
+	sess = sessionFromState(st) // before the state is shared again
 	r.cache.put(st)
 	return sess, nil
 }
@@ -561,12 +578,17 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 		r.hub.publish(sessionID, ev)
 		observe(ctx, ev)
 	}
+	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
 	resp, err := agent.Model.Generate(ctx, &req)
 	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	if err == nil && resp == nil {
 		err = errors.New("model returned no response")
 	}
+	if err == nil {
+		span.SetAttributes(attribute.Int64(attrInputTokens, resp.Usage.InputTokens), attribute.Int64(attrOutputTokens, resp.Usage.OutputTokens))
+	}
+	endSpan(span, err)
 	return resp, err
 }
 
@@ -589,8 +611,16 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 	return out
 }
 
-func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) engine.ToolOutcome {
-	outcome := engine.ToolOutcome{CallID: call.CallID}
+func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) (outcome engine.ToolOutcome) {
+	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
+	defer func() {
+		if outcome.IsError {
+			span.SetStatus(codes.Error, outcome.Content)
+			span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+		}
+		span.End()
+	}()
+	outcome = engine.ToolOutcome{CallID: call.CallID}
 	ctx = context.WithValue(ctx, idempotencyKey{}, call.IdempotencyKey)
 	ask := &askState{answers: call.Answers}
 	ctx = context.WithValue(ctx, askKey{}, ask)

@@ -216,3 +216,6 @@ func (m *Model) providerError(err error) error {
 	}
 	return pe
 }
+
+// Describe names the provider and model, for telemetry.
+func (m *Model) Describe() (provider, name string) { return "anthropic", m.opts.Model }

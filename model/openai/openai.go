@@ -190,3 +190,6 @@ func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) 
 	}
 	return p, nil
 }
+
+// Describe names the provider and model, for telemetry.
+func (m *Model) Describe() (provider, name string) { return "openai", m.opts.Model }

@@ -99,3 +99,6 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	}
 	return &model.Response{Message: msg, Usage: model.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: int64(len(strings.Fields(text)))}}, nil
 }
+
+// Describe names the provider and model, for telemetry.
+func (m *Model) Describe() (provider, name string) { return "scripted", "scripted" }
