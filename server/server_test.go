@@ -341,7 +341,20 @@ func TestEventsListAndSSE(t *testing.T) {
 		}
 	}
 	// Live: decide while streaming; the rest of the turn arrives, deltas included.
-	go e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), interrupts(s)[0]["id"]))
+	decided := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(e.base+"/v1/sessions/"+id+"/decisions", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), interrupts(s)[0]["id"])))
+		if err == nil {
+			resp.Body.Close()
+		}
+		decided <- err
+	}()
+	defer func() {
+		if err := <-decided; err != nil {
+			t.Error(err)
+		}
+	}()
 	var types []string
 	var text bytes.Buffer
 	for {

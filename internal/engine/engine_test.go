@@ -338,7 +338,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 		model.ToolCall{ID: "b", Name: "use_chat", Arguments: `{"input":"hello"}`})})
 	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "h", Name: "transfer_to_other", Arguments: `{}`})})
 	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "w", Name: "wipe", Arguments: `{}`})})
-	s = do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "chat says hi"}}})
+	do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "chat says hi"}}})
 	if st.Status != StatusPaused || len(st.Interrupts()) != 2 || len(st.Stack()) != 2 {
 		t.Fatalf("status %s, interrupts %+v, stack %d", st.Status, st.Interrupts(), len(st.Stack()))
 	}
