@@ -21,7 +21,20 @@
 //	// s.Status == "paused"; s.Interrupts[0].Message == "Delete file 'test.txt'? …"
 //	s, _ = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
 //
-// Every transition is an Event appended to the session's log; Subscribe
-// streams them live. The engine underneath is deterministic; the Runner is
-// its in-process driver.
+// Agents nest: AgentTool runs another agent as a tool, InteractiveAgentTool
+// lets it take over the conversation until it calls "complete", Handoff
+// passes the conversation on, and Ask (inside any tool) pauses for the
+// user's answer. However deep a pause, it shows as one flat list of
+// Interrupts, each with the Path from the root agent to the call.
+//
+// Every transition is an Event appended to the session's log; Stream yields
+// them (and streaming text deltas) as an iterator, Subscribe as a channel.
+// Errors callers branch on are sentinel values for errors.Is: ErrConflict,
+// ErrNotFound, ErrExpired, ErrInvalidArguments, ErrUnknownInterrupt,
+// ErrInvalidContinuation, ErrUnknownAgent, ErrInvalidRequest.
+//
+// The engine underneath is deterministic (no I/O, no clock); the Runner is
+// its in-process driver, and the Store keeps the log (memory, SQLite,
+// PostgreSQL). Invoke and Continue run the same engine statelessly, the
+// paused state travelling as an HMAC-signed token.
 package cairn

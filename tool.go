@@ -261,7 +261,7 @@ func compileTool(t *Tool) (*compiledTool, error) {
 	if len(params) == 0 {
 		params = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	schema, err := CompileSchema(params)
+	schema, err := compileSchema(params)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
 	}
@@ -280,8 +280,15 @@ func compileTool(t *Tool) (*compiledTool, error) {
 	return ct, nil
 }
 
-// CompileSchema compiles a JSON Schema document for validating arguments.
-func CompileSchema(doc json.RawMessage) (*validator.Schema, error) {
+// CheckSchema reports whether doc is a JSON Schema that Cairn can validate
+// tool arguments with.
+func CheckSchema(doc json.RawMessage) error {
+	_, err := compileSchema(doc)
+	return err
+}
+
+// compileSchema compiles a JSON Schema document once, for validating arguments.
+func compileSchema(doc json.RawMessage) (*validator.Schema, error) {
 	v, err := validator.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)

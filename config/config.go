@@ -508,7 +508,7 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if err != nil {
 		return nil, l.errf(p+".parameters", "%v", err)
 	}
-	if _, err := cairn.CompileSchema(b); err != nil {
+	if err := cairn.CheckSchema(b); err != nil {
 		return nil, l.errf(p+".parameters", "not a valid JSON Schema: %v", err)
 	}
 	t.Parameters = b
