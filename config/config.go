@@ -145,6 +145,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error formats the error as file:line: key.path: problem.
 func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {

@@ -100,6 +100,7 @@ type ProviderError struct {
 	Err       error  // the underlying error
 }
 
+// Error describes the failure in one line.
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: ", e.Provider, e.Model)
@@ -122,4 +123,5 @@ func (e *ProviderError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying error.
 func (e *ProviderError) Unwrap() error { return e.Err }

@@ -28,6 +28,7 @@ type Error struct {
 	Interrupt string
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // Is reports whether target is an *Error with the same code, so sentinel
