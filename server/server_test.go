@@ -614,9 +614,11 @@ func TestStatelessInvoke(t *testing.T) {
 
 // SSE forwards text deltas to clients while the model is still answering.
 func TestSSEDeltasBeforeTheResponseEnds(t *testing.T) {
-	hold := make(chan struct{})
+	// Deltas are not stored, so the model waits until the client is
+	// subscribed, then holds the rest of its answer after the first delta.
+	connected, hold := make(chan struct{}), make(chan struct{})
 	fake := fakeopenai.Start(t, func(fakeopenai.Request) fakeopenai.Reply {
-		return fakeopenai.Reply{Content: "Hello there, streaming.", Hold: hold}
+		return fakeopenai.Reply{Content: "Hello there, streaming.", Wait: connected, Hold: hold}
 	})
 	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
 	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
@@ -642,6 +644,9 @@ func TestSSEDeltasBeforeTheResponseEnds(t *testing.T) {
 		line := sc.Text()
 		if strings.HasPrefix(line, "event: ") {
 			seen = append(seen, strings.TrimPrefix(line, "event: "))
+		}
+		if line == "event: user_message" {
+			close(connected) // the backlog arrived: this client is subscribed
 		}
 		if line == "event: model_delta" && !released {
 			close(hold) // the server held the rest of the answer until now

@@ -55,6 +55,9 @@ type Reply struct {
 	// Hold, when set, stops a streamed reply after its first content chunk
 	// until the channel is closed: tests see deltas before the end.
 	Hold <-chan struct{}
+	// Wait, when set, delays a streamed reply's content until it is closed
+	// (e.g. until a test's stream subscriber is connected).
+	Wait <-chan struct{}
 }
 
 // Call is one tool call of a Reply.
@@ -158,6 +161,9 @@ func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
 		return []any{map[string]any{"index": 0, "delta": d, "logprobs": nil, "finish_reason": fin}}
 	}
 	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
+	if rep.Wait != nil {
+		<-rep.Wait
+	}
 	for i, piece := range strings.SplitAfter(rep.Content, " ") {
 		if piece != "" {
 			send(delta(map[string]any{"content": piece}, nil), nil)
