@@ -596,6 +596,10 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 // returns the outcomes in the model's call order.
 func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
+	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
+		out[0] = r.runTool(ctx, r.tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		return out
+	}
 	sem := make(chan struct{}, r.maxParallel)
 	var wg sync.WaitGroup
 	for i, call := range eff.Calls {
@@ -609,6 +613,11 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 	}
 	wg.Wait()
 	return out
+}
+
+type toolResult struct {
+	out string
+	err error
 }
 
 func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) (outcome engine.ToolOutcome) {
@@ -629,26 +638,27 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
+	call1 := func() (res toolResult) {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
+				res = toolResult{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
 			}
 		}()
 		out, err := t.Handler(ctx, call.Args)
-		done <- result{out, err}
-	}()
-	var res result
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		// A handler that ignores its context does not hold up the session.
-		res = result{err: ctx.Err()}
+		return toolResult{out, err}
+	}
+	var res toolResult
+	if ctx.Done() == nil {
+		res = call1() // nothing can cancel the call: run it here
+	} else {
+		done := make(chan toolResult, 1)
+		go func() { done <- call1() }()
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			// A handler that ignores its context does not hold up the session.
+			res = toolResult{err: ctx.Err()}
+		}
 	}
 	var q *askError
 	switch {
