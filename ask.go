@@ -16,10 +16,11 @@ import (
 //
 // Because the tool is called again, do side effects after the questions.
 func Ask(ctx context.Context, question string) (string, error) {
-	st, _ := ctx.Value(askKey{}).(*askState)
-	if st == nil {
+	tc := toolCallFrom(ctx)
+	if tc == nil {
 		return "", errors.New("cairn.Ask: called outside a tool run by a cairn.Runner")
 	}
+	st := &tc.ask
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.next < len(st.answers) {
@@ -29,8 +30,6 @@ func Ask(ctx context.Context, question string) (string, error) {
 	}
 	return "", &askError{question: question}
 }
-
-type askKey struct{}
 
 type askState struct {
 	mu      sync.Mutex

@@ -585,7 +585,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 	if err == nil && resp == nil {
 		err = errors.New("model returned no response")
 	}
-	if err == nil {
+	if err == nil && span != noSpan {
 		span.SetAttributes(attribute.Int64(attrInputTokens, resp.Usage.InputTokens), attribute.Int64(attrOutputTokens, resp.Usage.OutputTokens))
 	}
 	endSpan(span, err)
@@ -622,17 +622,17 @@ type toolResult struct {
 
 func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolRun) (outcome engine.ToolOutcome) {
 	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
-	defer func() {
-		if outcome.IsError {
-			span.SetStatus(codes.Error, outcome.Content)
-			span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
-		}
-		span.End()
-	}()
+	if span != noSpan {
+		defer func() {
+			if outcome.IsError {
+				span.SetStatus(codes.Error, outcome.Content)
+				span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+			}
+			span.End()
+		}()
+	}
 	outcome = engine.ToolOutcome{CallID: call.CallID}
-	ctx = context.WithValue(ctx, idempotencyKey{}, call.IdempotencyKey)
-	ask := &askState{answers: call.Answers}
-	ctx = context.WithValue(ctx, askKey{}, ask)
+	ctx = context.WithValue(ctx, toolCallKey{}, &toolCall{key: call.IdempotencyKey, ask: askState{answers: call.Answers}})
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)

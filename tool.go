@@ -233,14 +233,27 @@ func addEnums(s *jsonschema.Schema, t reflect.Type) {
 	}
 }
 
-type idempotencyKey struct{}
+// toolCall is what a running tool finds in its context.
+type toolCall struct {
+	key string
+	ask askState
+}
+
+type toolCallKey struct{}
+
+func toolCallFrom(ctx context.Context) *toolCall {
+	tc, _ := ctx.Value(toolCallKey{}).(*toolCall)
+	return tc
+}
 
 // IdempotencyKey returns the key of the tool call running with ctx: unique to
 // the call within its session and the same if the call is ever run again.
 // Pass it to downstream systems that deduplicate (payment APIs, for one).
 func IdempotencyKey(ctx context.Context) string {
-	k, _ := ctx.Value(idempotencyKey{}).(string)
-	return k
+	if tc := toolCallFrom(ctx); tc != nil {
+		return tc.key
+	}
+	return ""
 }
 
 // compiledTool is a Tool checked and prepared once, at NewRunner.

@@ -31,12 +31,18 @@ const (
 	attrFrame          = "cairn.frame"
 )
 
+// newTracer returns nil without a provider: span helpers then cost nothing.
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
-		return noop.NewTracerProvider().Tracer(tracerName)
+		return nil
 	}
 	return tp.Tracer(tracerName)
 }
+
+// noSpan is the span of an untraced runner (a pointer, so it compares).
+var noSpan trace.Span = &untraced{}
+
+type untraced struct{ noop.Span }
 
 // describer is implemented by models that can name their provider and model.
 type describer interface {
@@ -44,6 +50,9 @@ type describer interface {
 }
 
 func (r *Runner) startTurnSpan(ctx context.Context, sessionID, agent string) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noSpan
+	}
 	return r.tracer.Start(ctx, "invoke_agent "+agent, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String(attrOperation, "invoke_agent"),
 		attribute.String(attrAgentName, agent),
@@ -52,6 +61,9 @@ func (r *Runner) startTurnSpan(ctx context.Context, sessionID, agent string) (co
 }
 
 func endTurnSpan(span trace.Span, sess *Session, err error) {
+	if span == noSpan {
+		return
+	}
 	if sess != nil {
 		span.SetAttributes(attribute.String(attrSessionStatus, sess.Status))
 	}
@@ -59,6 +71,9 @@ func endTurnSpan(span trace.Span, sess *Session, err error) {
 }
 
 func (r *Runner) startModelSpan(ctx context.Context, m model.Model, agent, frame string) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noSpan
+	}
 	provider, name := "unknown", "unknown"
 	if d, ok := m.(describer); ok {
 		provider, name = d.Describe()
@@ -73,6 +88,9 @@ func (r *Runner) startModelSpan(ctx context.Context, m model.Model, agent, frame
 }
 
 func (r *Runner) startToolSpan(ctx context.Context, tool, callID string) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noSpan
+	}
 	return r.tracer.Start(ctx, "execute_tool "+tool, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String(attrOperation, "execute_tool"),
 		attribute.String(attrToolName, tool),
@@ -81,6 +99,9 @@ func (r *Runner) startToolSpan(ctx context.Context, tool, callID string) (contex
 }
 
 func endSpan(span trace.Span, err error) {
+	if span == noSpan {
+		return
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

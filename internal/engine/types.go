@@ -146,6 +146,9 @@ func (s *State) Root() *Frame {
 // Ordered returns the frames depth first: each frame, then its children in
 // the order of the calls they answer. It is the order in which frames run.
 func (s *State) Ordered() []*Frame {
+	if len(s.Frames) == 1 {
+		return s.Frames // the common case, without allocating
+	}
 	var out []*Frame
 	var visit func(f *Frame)
 	visit = func(f *Frame) {
