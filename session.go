@@ -151,12 +151,19 @@ type Event = store.Event
 // EventModelDelta is the type of streamed, unstored text deltas.
 const EventModelDelta = "model_delta"
 
+// Empty, zero-capacity lists: JSON [] rather than null, without allocating
+// (appending to them copies, so they are never written).
+var (
+	noInterrupts = []Interrupt{}
+	noRemembered = []RememberedTool{}
+)
+
 func sessionFromState(st *engine.State) *Session {
 	s := &Session{
 		ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
 		Output: st.Output, Metadata: st.Metadata, Owner: st.Owner, Usage: st.Usage,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
-		Interrupts: []Interrupt{}, Stack: []StackFrame{}, Remembered: []RememberedTool{},
+		Interrupts: noInterrupts, Stack: make([]StackFrame, 0, len(st.Frames)), Remembered: noRemembered,
 	}
 	for _, r := range st.Remembered {
 		s.Remembered = append(s.Remembered, RememberedTool(r))

@@ -1,0 +1,320 @@
+// Package bench measures Cairn's overhead: what it adds on top of the model
+// per turn, per pause and resume, per byte written. The model is scripted and
+// in-process, so the numbers are framework cost only. Run:
+//
+//	go test -run XXX -bench . -benchmem -count 5 ./bench | tee cairn.txt
+//
+// and see docs/performance.md for the figures and how to compare peers.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/postgres"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+type lookupArgs struct {
+	Q string `json:"q"`
+}
+
+func lookupTool(approval bool) *cairn.Tool {
+	var opts []cairn.ToolOption
+	if approval {
+		opts = append(opts, cairn.RequireApproval())
+	}
+	return cairn.NewTool("lookup", "Look up.", func(ctx context.Context, a lookupArgs) (string, error) { return "ok", nil }, opts...)
+}
+
+// oneToolScript: the model asks for one tool, the tool runs, the model answers.
+func oneToolScript() *scripted.Model {
+	return scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: `{"q":"x"}`}}}, scripted.Reply{Text: "done"})
+}
+
+func newRunner(b *testing.B, opts cairn.RunnerOptions) *cairn.Runner {
+	b.Helper()
+	r, err := cairn.NewRunner(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
+func oneAgent(approval bool) []*cairn.Agent {
+	return []*cairn.Agent{{Name: "main", Model: oneToolScript(), Tools: []*cairn.Tool{lookupTool(approval)}}}
+}
+
+// BenchmarkTurn: one turn in memory: model asks for a tool, the tool runs,
+// the model answers.
+func BenchmarkTurn(b *testing.B) {
+	ctx := context.Background()
+	r := newRunner(b, cairn.RunnerOptions{Agents: oneAgent(false)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if s, err := r.Start(ctx, "main", "go", nil); err != nil || s.Status != cairn.StatusCompleted {
+			b.Fatal(err, s)
+		}
+	}
+}
+
+func pauseResume(b *testing.B, r *cairn.Runner, agent string) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := r.Start(ctx, agent, "go", nil)
+		if err != nil || s.Status != cairn.StatusPaused {
+			b.Fatal(err, s)
+		}
+		s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		if err != nil || s.Status != cairn.StatusCompleted {
+			b.Fatal(err, s)
+		}
+	}
+}
+
+// BenchmarkPauseResume: a turn that pauses for approval, the approval, and
+// the rest of the turn; in memory and on durable stores.
+func BenchmarkPauseResume(b *testing.B) {
+	b.Run("store=memory", func(b *testing.B) {
+		pauseResume(b, newRunner(b, cairn.RunnerOptions{Agents: oneAgent(true)}), "main")
+	})
+	b.Run("store=sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		url := os.Getenv("CAIRN_TEST_POSTGRES")
+		if url == "" {
+			b.Skip("CAIRN_TEST_POSTGRES is not set (eval \"$(.ci/postgres start)\")")
+		}
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
+	})
+}
+
+// BenchmarkNestedPauseResume: depth 2: the parent calls an agent as a tool,
+// whose gated tool pauses the session; approving runs it inside the child,
+// the child answers, the parent answers.
+func BenchmarkNestedPauseResume(b *testing.B) {
+	parent := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_child", Arguments: `{"input":"go"}`}}}, scripted.Reply{Text: "done"})
+	r := newRunner(b, cairn.RunnerOptions{Agents: []*cairn.Agent{
+		{Name: "parent", Model: parent, Tools: []*cairn.Tool{cairn.AgentTool("child", "ask_child", "Child.")}},
+		{Name: "child", Model: oneToolScript(), Tools: []*cairn.Tool{lookupTool(true)}},
+	}})
+	pauseResume(b, r, "parent")
+}
+
+// history returns a paused session's events with about n messages.
+func history(b *testing.B, n int) []cairn.Event {
+	ctx := context.Background()
+	st := store.NewMemory()
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if len(req.Messages) >= n {
+			return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "c", Name: "lookup", Arguments: `{"q":"x"}`}}}}, nil
+		}
+		return &model.Response{Message: model.Message{Content: "an answer of ordinary length, about a dozen words or so."}}, nil
+	})
+	r := newRunner(b, cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}})
+	s, err := r.Start(ctx, "main", "a user message of ordinary length, a dozen words or so.", nil)
+	for err == nil && s.Status != cairn.StatusPaused {
+		s, err = r.Send(ctx, s.ID, "a user message of ordinary length, a dozen words or so.", 0)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := st.Events(ctx, s.ID, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return evs
+}
+
+// BenchmarkContinuation: encode and decode (sign, verify) a stateless
+// continuation token of a paused session with 10, 100 and 1,000 messages.
+func BenchmarkContinuation(b *testing.B) {
+	codec, err := cairn.NewCodec([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			evs := history(b, n)
+			b.ReportAllocs()
+			size := 0
+			for b.Loop() {
+				tok, err := codec.Encode(&cairn.Continuation{Agent: "main", Events: evs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := codec.Decode(tok); err != nil {
+					b.Fatal(err)
+				}
+				size = len(tok)
+			}
+			b.ReportMetric(float64(size), "token-bytes")
+		})
+	}
+}
+
+// countingStore counts the bytes each Append writes (events and head).
+type countingStore struct {
+	store.Store
+	bytes atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64, evs []store.Event) error {
+	n := len(h.Summary) + len(h.Snapshot)
+	for _, e := range evs {
+		n += len(e.Data) + len(e.Type) + len(e.Frame) + len(e.Agent) + 16
+	}
+	c.bytes.Add(int64(n))
+	return c.Store.Append(ctx, h, expected, evs)
+}
+
+// BenchmarkStepByHistory: one turn (user message → model → tool → model)
+// on a real SQLite file for sessions with 10, 100 and 1,000 messages of
+// history: bytes written per step (snapshots included) and time per step,
+// with the runner's state cache ("cached") and without it ("cold", as after
+// a restart: the latest snapshot and the log after it are read). Steps
+// rotate over 25 prepared sessions, so history grows little while measuring;
+// run with -benchtime 50x.
+func BenchmarkStepByHistory(b *testing.B) {
+	b.Run("cached", func(b *testing.B) { stepByHistory(b, 0) })
+	b.Run("cold", func(b *testing.B) { stepByHistory(b, -1) })
+}
+
+func stepByHistory(b *testing.B, cached int) {
+	const sessions = 25
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			sq, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sq.Close()
+			cs := &countingStore{Store: sq}
+			r := newRunner(b, cairn.RunnerOptions{Store: cs, CachedSessions: cached, Agents: oneAgent(false)})
+			ids := make([]string, sessions)
+			for i := range ids {
+				s, err := r.Start(ctx, "main", "go", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for len := 4; len < n; len += 4 { // each turn adds 4 messages
+					if s, err = r.Send(ctx, s.ID, "again, with a message of ordinary length", 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ids[i] = s.ID
+			}
+			cs.bytes.Store(0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				if _, err := r.Send(ctx, ids[i%sessions], "again, with a message of ordinary length", 0); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(cs.bytes.Load())/float64(b.N), "bytes/step")
+		})
+	}
+}
+
+// BenchmarkHTTP: whole sessions over HTTP on loopback: POST /v1/sessions
+// (the model, a fake OpenAI server on 127.0.0.1 reached through the
+// official SDK, asks for a gated tool: the session pauses), then POST
+// …/decisions (the tool runs, the model answers: completed). SQLite store.
+// Reports sessions per second at 1, 8 and 64 concurrent clients.
+func BenchmarkHTTP(b *testing.B) {
+	for _, clients := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			fake := fakeopenai.Start(b, func(r fakeopenai.Request) fakeopenai.Reply {
+				if r.Messages[len(r.Messages)-1].Role == "tool" {
+					return fakeopenai.Reply{Content: "done"}
+				}
+				return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_1", Name: "lookup", Arguments: `{"q":"x"}`}}}
+			})
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
+			r := newRunner(b, cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}})
+			srv := httptest.NewServer(server.New(r, server.Options{}))
+			defer srv.Close()
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+			post := func(path, body string, out any) error {
+				resp, err := client.Post(srv.URL+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode >= 300 {
+					return fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+				}
+				return json.NewDecoder(resp.Body).Decode(out)
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			b.ResetTimer()
+			start := time.Now()
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						var s cairn.Session
+						if err := post("/v1/sessions", `{"agent":"main","input":"go"}`, &s); err != nil {
+							errs <- err
+							return
+						}
+						body := fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s.Seq, s.Interrupts[0].ID)
+						if err := post("/v1/sessions/"+s.ID+"/decisions", body, &s); err != nil || s.Status != cairn.StatusCompleted {
+							errs <- fmt.Errorf("decide: %v %s", err, s.Status)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sessions/s")
+		})
+	}
+}
