@@ -97,14 +97,16 @@ func BenchmarkPauseResume(b *testing.B) {
 	b.Run("store=memory", func(b *testing.B) {
 		pauseResume(b, newRunner(b, cairn.RunnerOptions{Agents: oneAgent(true)}), "main")
 	})
-	b.Run("store=sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
-	})
+	for _, sync := range []string{"full", "normal"} {
+		b.Run("store=sqlite-"+sync, func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db")+"?synchronous="+sync)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
+		})
+	}
 	b.Run("store=postgres", func(b *testing.B) {
 		url := os.Getenv("CAIRN_TEST_POSTGRES")
 		if url == "" {

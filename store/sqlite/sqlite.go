@@ -52,11 +52,34 @@ var _ store.Store = (*Store)(nil)
 // Open opens (creating if needed) the SQLite database at path.
 //
 // Commits are durable against a crash of the process (kill -9) and of the
-// machine: the journal is WAL with synchronous=FULL.
+// machine: the journal is WAL with synchronous=FULL (an fsync per commit).
+// A path ending in "?synchronous=normal" trades the machine-crash guarantee
+// for speed: commits still survive kill -9 of the process, but the last ones
+// may be lost if the operating system or the power fails.
 func Open(ctx context.Context, path string) (*Store, error) {
+	sync := "FULL"
+	if p, params, ok := strings.Cut(path, "?"); ok {
+		v, err := url.ParseQuery(params)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		}
+		for k := range v {
+			if k != "synchronous" {
+				return nil, fmt.Errorf("sqlite store %s: unknown option %q (the only one is synchronous=full|normal)", path, k)
+			}
+		}
+		switch strings.ToLower(v.Get("synchronous")) {
+		case "", "full":
+		case "normal":
+			sync = "NORMAL"
+		default:
+			return nil, fmt.Errorf("sqlite store %s: synchronous=%q is not full or normal", path, v.Get("synchronous"))
+		}
+		path = p
+	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")

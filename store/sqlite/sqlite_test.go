@@ -20,3 +20,18 @@ func TestSQLiteConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestSynchronousOption(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(context.Background(), filepath.Join(dir, "a.db")+"?synchronous=normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := sqlite.Open(context.Background(), filepath.Join(dir, "b.db")+"?synchronous=off"); err == nil {
+		t.Fatal("synchronous=off accepted")
+	}
+	if _, err := sqlite.Open(context.Background(), filepath.Join(dir, "c.db")+"?cache=shared"); err == nil {
+		t.Fatal("unknown option accepted")
+	}
+}
