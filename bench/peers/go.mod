@@ -1,6 +1,6 @@
 module github.com/cairnhq/cairn/bench/peers
 
-go 1.26
+go 1.26.5
 
 replace github.com/google/pprof => github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 
@@ -31,7 +31,8 @@ require (
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
 	github.com/yargevad/filepathx v1.0.0 // indirect
 	golang.org/x/arch v0.11.0 // indirect
-	golang.org/x/exp v0.0.0-20230713183714-613f0c0eb8a1 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	google.golang.org/adk/v2 v2.2.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -33,7 +33,9 @@ func (m *scriptedModel) Stream(context.Context, []*schema.Message, ...model.Opti
 	return nil, errors.New("not streaming")
 }
 
-func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) { return m, nil }
+func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	return m, nil
+}
 
 // lookup is the benchmark's tool; gated, it interrupts on its first call and
 // runs when resumed (Eino's documented approval pattern).
