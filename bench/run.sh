@@ -17,13 +17,16 @@ echo "machine: $(nproc) cores, $(go version), $(uname -sr)" | tee "$out/machine.
 # Fast benchmarks run by time; the slow ones by a fixed count of iterations.
 go test -run XXX -bench 'Turn|PauseResume|Continuation' -benchmem -count "$count" ./bench | tee "$out/cairn.txt"
 go test -run XXX -bench 'StepByHistory|HTTP' -benchmem -benchtime 50x -count "$count" ./bench | tee -a "$out/cairn.txt"
-files=("$out/cairn.txt")
-if [ -d bench/peers ] && [ -f bench/peers/go.mod ]; then
-  (cd bench/peers && go test -run XXX -bench . -benchmem -count "$count" ./...) | tee "$out/peers-go.txt"
-  files+=("$out/peers-go.txt")
-fi
-if [ -f bench/peers-js/package.json ]; then
-  (cd bench/peers-js && npm ci --silent && COUNT="$count" node run.mjs) | tee "$out/peers-js.txt"
-  files+=("$out/peers-js.txt")
-fi
-go run golang.org/x/perf/cmd/benchstat@latest "${files[@]}"
+files=("cairn=$out/cairn.txt")
+# The peers live in their own module, so the main module never depends on them.
+for peer in eino adkgo; do
+  (cd bench/peers && go test -run XXX -bench 'Turn|PauseResume' -benchmem -count "$count" "./$peer") | tee "$out/$peer.txt"
+  files+=("$peer=$out/$peer.txt")
+done
+(cd bench/peers-js && npm ci --silent --no-audit --no-fund)
+for peer in openai-agents langgraph; do
+  (cd bench/peers-js && COUNT="$count" PEER="$peer" node run.mjs) | tee "$out/$peer.txt"
+  files+=("$peer=$out/$peer.txt")
+done
+# Medians side by side; the "vs base" columns are each peer against Cairn.
+go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da -ignore pkg,goos,goarch,cpu -filter '.unit:(sec/op OR B/op OR allocs/op)' "${files[@]}"
