@@ -10,7 +10,11 @@ import { MemorySaver, Command, interrupt } from '@langchain/langgraph';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { z } from 'zod';
 
+import { availableParallelism } from 'node:os';
+
 const COUNT = Number(process.env.COUNT || 5);
+// Go suffixes benchmark names with GOMAXPROCS; match it so benchstat pairs rows.
+const SUFFIX = `-${availableParallelism()}`;
 setTracingDisabled(true); // no exporter: nothing to send, and nothing to measure
 
 // bench runs fn for ~1 s (after a warm-up) and prints ns/op like `go test -bench`.
@@ -24,7 +28,7 @@ async function bench(name, fn) {
       await fn(n++);
       elapsed = process.hrtime.bigint() - start;
     }
-    console.log(`${name}\t${n}\t${(Number(elapsed) / n).toFixed(0)} ns/op`);
+    console.log(`${name}${SUFFIX}\t${n}\t${(Number(elapsed) / n).toFixed(0)} ns/op`);
   }
 }
 
