@@ -86,7 +86,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	defer r.Close()
 	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Status == cairn.StatusPaused && time.Now().Before(deadline) {
+	for s.Status != cairn.StatusCompleted && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 		s, _ = r.Session(ctx, s.ID)
 	}

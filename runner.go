@@ -504,16 +504,19 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if len(events) == 0 {
 		return nil
 	}
-	summary, err := json.Marshal(sessionFromState(st))
-	if err != nil {
-		return err
-	}
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
-		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Summary: summary}
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
+	if events[0].Seq == 1 || changesView(events) {
+		var err error
+		if head.Summary, err = json.Marshal(sessionFromState(st)); err != nil {
+			return err
+		}
+	}
 	expected := events[0].Seq - 1
 	log := st.Log
 	log.TailBytes += eventBytes(events)
 	if to == r.store && log.TailBytes >= snapshotMinTail && log.TailBytes >= snapshotRatio*log.SnapshotBytes {
+		var err error
 		if head.Snapshot, err = engine.Snapshot(st); err != nil {
 			return err
 		}
@@ -675,10 +678,37 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 	return outcome
 }
 
+// changesView reports whether events change the Session as clients see it
+// beyond its seq, status and update time (which the head row keeps in
+// columns): steps that only start tools, record results or decide without
+// remembering leave the stored summary as it was, and skip re-encoding it.
+func changesView(events []Event) bool {
+	for _, ev := range events {
+		switch ev.Type {
+		case engine.EventToolStarted, engine.EventToolResult, engine.EventApprovalRequested, engine.EventInputRequested:
+		case engine.EventDecision:
+			var d struct{ Remember string }
+			if json.Unmarshal(ev.Data, &d) != nil || d.Remember != "" {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// sessionFromHead is the Session as last recorded: the stored summary, with
+// the seq, status and update time of the head row (the summary is rewritten
+// only when more than those changed).
 func sessionFromHead(h store.Head) (*Session, error) {
 	var s Session
 	if err := json.Unmarshal(h.Summary, &s); err != nil {
 		return nil, fmt.Errorf("session %s: corrupt summary: %w", h.ID, err)
+	}
+	s.Seq, s.Status, s.UpdatedAt = h.Seq, h.Status, h.UpdatedAt
+	if s.Status != StatusPaused {
+		s.Interrupts = noInterrupts // a summary written while paused, read after a decision
 	}
 	return &s, nil
 }

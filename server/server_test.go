@@ -481,7 +481,7 @@ func TestApprovalTTLOverHTTP(t *testing.T) {
 		} else {
 			var got map[string]any
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if _, got = e.do("GET", "/v1/sessions/"+id, ""); got["status"] != "paused" {
+				if _, got = e.do("GET", "/v1/sessions/"+id, ""); got["status"] == "completed" || got["status"] == "failed" {
 					break
 				}
 			}

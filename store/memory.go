@@ -51,6 +51,9 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		s.snap, s.snapSeq = slices.Clone(head.Snapshot), head.Seq
 	}
 	head.Snapshot = nil
+	if head.Summary == nil {
+		head.Summary = s.head.Summary
+	}
 	s.head = head
 	return nil
 }

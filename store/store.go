@@ -38,7 +38,9 @@ type Head struct {
 	Seq       int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// Summary is the session as clients see it (JSON), so listings need no replay.
+	// Summary is the session as clients see it (JSON), so listings need no
+	// replay. On Append, nil keeps the previous summary (the first Append
+	// must set it); the other fields are always replaced.
 	Summary json.RawMessage
 	// Snapshot, when set on Append, is stored (in the same commit) as the
 	// session's state as of Seq, replacing any older one. Reads leave it nil.

@@ -87,8 +87,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 				return store.ErrConflict
 			}
 		} else {
-			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=$4 WHERE id=$5 AND seq=$6`,
-				head.Status, head.Seq, head.UpdatedAt, []byte(head.Summary), head.ID, expectedSeq)
+			var summary []byte // NULL keeps the stored summary
+			if head.Summary != nil {
+				summary = head.Summary
+			}
+			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=COALESCE($4, summary) WHERE id=$5 AND seq=$6`,
+				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq)
 			if err != nil {
 				return err
 			}

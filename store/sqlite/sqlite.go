@@ -121,8 +121,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
 	} else {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=? WHERE id=? AND seq=?`,
-			head.Status, head.Seq, head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary), head.ID, expectedSeq)
+		var summary any // NULL keeps the stored summary
+		if head.Summary != nil {
+			summary = []byte(head.Summary)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary) WHERE id=? AND seq=?`,
+			head.Status, head.Seq, head.UpdatedAt.UTC().Format(timeLayout), summary, head.ID, expectedSeq)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}

@@ -109,6 +109,18 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("NilSummaryKeepsThePrevious", func(t *testing.T) {
+		s := open(t)
+		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
+		h := head("s1", 2, "paused")
+		h.Summary = nil
+		must(t, s.Append(ctx, h, 1, []store.Event{ev(2)}))
+		got, err := s.Head(ctx, "s1")
+		if err != nil || string(got.Summary) != `{"seq":1}` || got.Seq != 2 || got.Status != "paused" {
+			t.Fatalf("head = %+v %s, %v", got, got.Summary, err)
+		}
+	})
+
 	t.Run("Snapshots", func(t *testing.T) {
 		s := open(t)
 		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
