@@ -34,6 +34,7 @@ async function bench(name, fn) {
 
 // ---- OpenAI Agents JS ----------------------------------------------------
 class FakeModel {
+  constructor(toolName = 'lookup') { this.toolName = toolName; }
   async getResponse(req) {
     const items = Array.isArray(req.input) ? req.input : [];
     const last = items[items.length - 1];
@@ -41,7 +42,8 @@ class FakeModel {
     if (last && last.type === 'function_call_result') {
       return { usage, output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }] };
     }
-    return { usage, output: [{ type: 'function_call', callId: 'call_1', name: 'lookup', arguments: '{"q":"x"}', status: 'completed' }] };
+    const args = this.toolName === 'lookup' ? '{"q":"x"}' : '{"input":"go"}';
+    return { usage, output: [{ type: 'function_call', callId: 'call_1', name: this.toolName, arguments: args, status: 'completed' }] };
   }
   async *getStreamedResponse() { throw new Error('not streaming'); }
 }
@@ -58,16 +60,23 @@ async function openaiAgents() {
     const r = await run(plain, 'go');
     if (r.finalOutput !== 'done') throw new Error('turn: ' + r.finalOutput);
   });
-  const gated = oaAgent(true);
-  await bench('BenchmarkPauseResume/store=memory', async () => {
-    let r = await run(gated, 'go');
+  const pauseResume = async (agent) => {
+    let r = await run(agent, 'go');
     if (r.interruptions.length !== 1) throw new Error('no interruption');
     // Through the serialised state, as an app that stores it would.
-    const state = await (r.state.constructor).fromString(gated, r.state.toString());
+    const state = await (r.state.constructor).fromString(agent, r.state.toString());
     state.approve(state.getInterruptions()[0]);
-    r = await run(gated, state);
+    r = await run(agent, state);
     if (r.finalOutput !== 'done') throw new Error('resume: ' + r.finalOutput);
-  });
+  };
+  const gated = oaAgent(true);
+  await bench('BenchmarkPauseResume/store=memory', () => pauseResume(gated));
+  // Depth 2: the parent calls the child through asTool; the child's gated
+  // tool interrupts the outer run.
+  const child = oaAgent(true);
+  const parent = new Agent({ name: 'parent', instructions: 'be brief', model: new FakeModel('child'),
+    tools: [child.asTool({ toolName: 'child', toolDescription: 'Child.' })] });
+  await bench('BenchmarkNestedPauseResume', () => pauseResume(parent));
 }
 
 // ---- LangGraph.js --------------------------------------------------------
