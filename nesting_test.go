@@ -16,33 +16,16 @@ import (
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
-// brain is a model whose reply is a function of the request; it records
-// every request so tests can check what each agent saw.
-type brain struct {
-	mu    sync.Mutex
-	reply func(req *model.Request) model.Message
-	seen  []*model.Request
-}
-
-func newBrain(reply func(req *model.Request) model.Message) *brain { return &brain{reply: reply} }
-
-func (b *brain) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	b.mu.Lock()
-	cp := *req
-	cp.Messages = append([]model.Message(nil), req.Messages...)
-	b.seen = append(b.seen, &cp)
-	b.mu.Unlock()
-	msg := b.reply(req)
-	if msg.Content == "__error__" {
-		return nil, errors.New("upstream 503")
-	}
-	return &model.Response{Message: msg}, nil
-}
-
-func (b *brain) requests() []*model.Request {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]*model.Request(nil), b.seen...)
+// newBrain is a recorded model whose reply is a function of the request; a
+// reply with the content "__error__" fails the call.
+func newBrain(reply func(req *model.Request) model.Message) *recordingModel {
+	return &recordingModel{inner: model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		msg := reply(req)
+		if msg.Content == "__error__" {
+			return nil, errors.New("upstream 503")
+		}
+		return &model.Response{Message: msg}, nil
+	})}
 }
 
 func call(id, name, args string) model.Message {
@@ -159,6 +142,20 @@ func TestNestedContinuation(t *testing.T) {
 	if n := len(parent.requests()); n != 2 {
 		t.Fatalf("parent model calls = %d, want 2", n)
 	}
+	// The push and the pop are events, each with the frame and agent it belongs to.
+	evs, _ := r.Events(ctx, s.ID, 0)
+	var pushed, popped bool
+	for _, ev := range evs {
+		switch ev.Type {
+		case "frame_pushed":
+			pushed = ev.Agent == "parent" && strings.Contains(string(ev.Data), `"agent":"analyst"`) && strings.Contains(string(ev.Data), `"mode":"tool"`)
+		case "frame_popped":
+			popped = ev.Agent == "analyst" && ev.Frame != "" && strings.Contains(string(ev.Data), `"reason":"completed"`)
+		}
+	}
+	if !pushed || !popped {
+		t.Fatalf("push/pop events missing or unlabelled (pushed %v, popped %v)", pushed, popped)
+	}
 }
 
 func TestThreeLevels(t *testing.T) {
@@ -194,7 +191,7 @@ func TestThreeLevels(t *testing.T) {
 func TestParallelChildrenBothPause(t *testing.T) {
 	ctx := context.Background()
 	var rec recorder
-	child := func(tool string) *brain {
+	child := func(tool string) *recordingModel {
 		return newBrain(func(req *model.Request) model.Message {
 			if l := last(req); l.Role == model.RoleTool {
 				return text(l.Content)
@@ -275,7 +272,7 @@ func TestAgentToolApprovalBeforeChildStarts(t *testing.T) {
 }
 
 // interactive is a skill that talks until the user says "done", then completes.
-func interactive(name string) *brain {
+func interactive(name string) *recordingModel {
 	return newBrain(func(req *model.Request) model.Message {
 		l := last(req)
 		switch {
@@ -646,8 +643,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 	}
 }
 
-func TestScriptedChildDefaults(t *testing.T) {
-	// A sub-agent target must exist.
+func TestAgentToolTargetMustExist(t *testing.T) {
 	_, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: scripted.New(), Tools: []*cairn.Tool{cairn.AgentTool("ghost", "ask", "x")}}}})
 	if err == nil || !strings.Contains(err.Error(), `runs agent "ghost"`) {
 		t.Fatalf("err = %v", err)

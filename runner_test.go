@@ -42,7 +42,7 @@ func deleteTool(c *counter) *cairn.Tool {
 		cairn.WithConfirmation("Delete file '{{.filename}}'? This cannot be undone."))
 }
 
-// lastToolMessage returns the model's view of the last tool result it was sent.
+// recordingModel wraps a model and keeps a copy of every request it gets.
 type recordingModel struct {
 	inner model.Model
 	mu    sync.Mutex
@@ -59,6 +59,12 @@ func (m *recordingModel) Generate(ctx context.Context, req *model.Request) (*mod
 }
 
 func (m *recordingModel) calls() int { m.mu.Lock(); defer m.mu.Unlock(); return len(m.reqs) }
+
+func (m *recordingModel) requests() []*model.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*model.Request(nil), m.reqs...)
+}
 func (m *recordingModel) last() *model.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -3,9 +3,12 @@ package config_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,4 +217,67 @@ func TestAnthropicModel(t *testing.T) {
 	if _, err := config.Parse("/x/cairn.yaml", []byte(y), env); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A command tool runs in its own process group, killed as a whole when the
+// call's context ends: no grandchild outlives it.
+func TestCommandToolKilledWithItsGroup(t *testing.T) {
+	dir := t.TempDir()
+	y := strings.Replace(valid, `command: ["sh", "-c", "echo oops >&2; exit 3"]`, `command: ["sh", "-c", "sleep 30 & echo $$ > pgid; sleep 30"]`, 1)
+	path := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(path, []byte(y), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken func(context.Context, json.RawMessage) (string, error)
+	for _, tl := range cfg.Agents[0].Tools {
+		if tl.Name == "broken" {
+			broken = tl.Handler
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := broken(ctx, json.RawMessage(`{}`)); done <- err }()
+	var pgid int
+	for pgid == 0 {
+		b, _ := os.ReadFile(filepath.Join(dir, "pgid"))
+		fmt.Sscan(string(b), &pgid)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	// Killed members may linger as zombies until reaped; wait for them to go.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			break
+		}
+		if time.Now().After(deadline) || zombiesOnly(pgid) {
+			if zombiesOnly(pgid) {
+				break
+			}
+			t.Fatalf("process group %d still alive after cancel: %v", pgid, err)
+		}
+	}
+}
+
+// zombiesOnly reports whether every process of group pgid has exited (state Z).
+func zombiesOnly(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces, so cut after ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+		var state string
+		var ppid, pgrp int
+		if _, err := fmt.Sscan(rest, &state, &ppid, &pgrp); err == nil && pgrp == pgid && state != "Z" {
+			return false
+		}
+	}
+	return true
 }

@@ -9,7 +9,9 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 )
 
@@ -125,3 +127,23 @@ func (e *ProviderError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *ProviderError) Unwrap() error { return e.Err }
+
+// NewProviderError describes a failed call made with retries allowed: a
+// cancelled or expired context is returned as is; status 0 means the
+// request never got an HTTP answer. Statuses that are not retried (4xx but
+// 408, 409, 429) count one attempt; the others retries+1.
+func NewProviderError(provider, modelName string, err error, status int, requestID, message string, retries int) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	pe := &ProviderError{Provider: provider, Model: modelName, Status: status, RequestID: requestID, Message: message, Err: err, Attempts: retries + 1}
+	if status != 0 {
+		if pe.Message == "" {
+			pe.Message = http.StatusText(status)
+		}
+		if retryable := status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500; !retryable {
+			pe.Attempts = 1
+		}
+	}
+	return pe
+}

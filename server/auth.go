@@ -112,6 +112,17 @@ func canSee(p principal, sess *cairn.Session) bool {
 	return p.atLeast(RoleApprover) || (sess.Owner != "" && sess.Owner == p.name)
 }
 
+// mayUse answers 403 (or 404) unless the caller may use the session in the
+// path. Approvers and admins may use any session, so only a user's request
+// costs a read here; the handler's own call reports unknown sessions.
+func (s *Server) mayUse(w http.ResponseWriter, r *http.Request) bool {
+	if callerOf(r).atLeast(RoleApprover) {
+		return true
+	}
+	_, ok := s.ownSession(w, r)
+	return ok
+}
+
 // ownSession loads a session and answers 404/403 unless the caller may use it.
 func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Session, bool) {
 	sess, err := s.runner.Session(r.Context(), r.PathValue("id"))

@@ -142,7 +142,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", `"text" is required`)
 		return
 	}
-	if _, ok := s.ownSession(w, r); !ok {
+	if !s.mayUse(w, r) {
 		return
 	}
 	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq)
@@ -241,7 +241,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`"scope" must be "top" or "all", got %q`, req.Scope))
 		return
 	}
-	if _, ok := s.ownSession(w, r); !ok {
+	if !s.mayUse(w, r) {
 		return
 	}
 	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope)
@@ -274,7 +274,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := s.ownSession(w, r); !ok {
+	if !s.mayUse(w, r) {
 		return
 	}
 	if r.Header.Get("Accept") == "text/event-stream" {

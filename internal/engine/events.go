@@ -192,20 +192,28 @@ func decodePayload(ev *Event) (any, error) {
 // starting at 1.
 func Replay(events []Event) (*State, error) {
 	st := &State{}
+	if err := applyLog(st, events); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// applyLog applies events that must follow st's seq without a gap.
+func applyLog(st *State, events []Event) error {
 	for i := range events {
 		ev := &events[i]
 		if ev.Seq != st.Seq+1 {
-			return nil, fmt.Errorf("event log: expected seq %d, found %d", st.Seq+1, ev.Seq)
+			return fmt.Errorf("event log: expected seq %d, found %d", st.Seq+1, ev.Seq)
 		}
 		p, err := decodePayload(ev)
 		if err != nil {
-			return nil, fmt.Errorf("event log: %w", err)
+			return fmt.Errorf("event log: %w", err)
 		}
 		if err := apply(st, ev, p); err != nil {
-			return nil, fmt.Errorf("event log: %w", err)
+			return fmt.Errorf("event log: %w", err)
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // apply is the projection: the only place state changes.

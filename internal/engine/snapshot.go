@@ -32,18 +32,8 @@ func Restore(data []byte, tail []Event) (*State, error) {
 	}
 	st := snap.State
 	st.frames = snap.Frames
-	for i := range tail {
-		ev := &tail[i]
-		if ev.Seq != st.Seq+1 {
-			return nil, fmt.Errorf("event log after snapshot: expected seq %d, found %d", st.Seq+1, ev.Seq)
-		}
-		p, err := decodePayload(ev)
-		if err != nil {
-			return nil, fmt.Errorf("event log: %w", err)
-		}
-		if err := apply(st, ev, p); err != nil {
-			return nil, fmt.Errorf("event log: %w", err)
-		}
+	if err := applyLog(st, tail); err != nil {
+		return nil, fmt.Errorf("after snapshot at seq %d: %w", snap.State.Seq, err)
 	}
 	return st, nil
 }

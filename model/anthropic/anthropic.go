@@ -191,30 +191,22 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 
 // providerError describes a failed call: provider, model, status, request id.
 func (m *Model) providerError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	pe := &model.ProviderError{Provider: "anthropic", Model: m.opts.Model, Err: err, Attempts: m.retries + 1}
+	var status int
+	var requestID, message string
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		pe.Status = apiErr.StatusCode
+		status = apiErr.StatusCode
 		if apiErr.Response != nil {
-			pe.RequestID = apiErr.Response.Header.Get("request-id")
+			requestID = apiErr.Response.Header.Get("request-id")
 		}
 		var body struct {
 			Error struct{ Message string } `json:"error"`
 		}
 		if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
-			pe.Message = body.Error.Message
-		}
-		if pe.Message == "" {
-			pe.Message = http.StatusText(apiErr.StatusCode)
-		}
-		if s := apiErr.StatusCode; s != 429 && s != 408 && s != 409 && s < 500 {
-			pe.Attempts = 1
+			message = body.Error.Message
 		}
 	}
-	return pe
+	return model.NewProviderError("anthropic", m.opts.Model, err, status, requestID, message, m.retries)
 }
 
 // Describe names the provider and model, for telemetry.

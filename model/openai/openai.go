@@ -71,28 +71,16 @@ func New(opts Options) *Model {
 
 // providerError describes a failed call: provider, model, status, request id.
 func (m *Model) providerError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	pe := &model.ProviderError{Provider: "openai", Model: m.opts.Model, Err: err, Attempts: m.retries + 1}
+	var status int
+	var requestID, message string
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		pe.Status, pe.Message = apiErr.StatusCode, apiErr.Message
+		status, message = apiErr.StatusCode, apiErr.Message
 		if apiErr.Response != nil {
-			pe.RequestID = apiErr.Response.Header.Get("x-request-id")
-		}
-		if pe.Message == "" {
-			pe.Message = http.StatusText(apiErr.StatusCode)
-		}
-		if !retryable(apiErr.StatusCode) {
-			pe.Attempts = 1
+			requestID = apiErr.Response.Header.Get("x-request-id")
 		}
 	}
-	return pe
-}
-
-func retryable(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500
+	return model.NewProviderError("openai", m.opts.Model, err, status, requestID, message, m.retries)
 }
 
 // Generate implements model.Model.
