@@ -293,18 +293,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		}()
 		return sess, nil
 	}
-	ctx, span := r.startTurnSpan(ctx, st.SessionID, agent)
-	err = r.drive(ctx, st, step)
-	var sess *Session
-	if err == nil {
-		sess = sessionFromState(st)
-	}
-	endTurnSpan(span, sess, err)
-	if err != nil {
-		return nil, err
-	}
-	r.cache.put(st)
-	return sess, nil
+	return r.runTurn(ctx, st, step)
 }
 
 // Resume applies decisions to a paused session and runs the resumed turn
@@ -475,7 +464,7 @@ func eventBytes(evs []Event) int {
 // apply loads a session, applies one input and drives the session until it
 // needs a person or the turn ends. The state goes back to the cache only
 // when everything it holds is recorded.
-func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (sess *Session, err error) {
+func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Session, error) {
 	st, err := r.load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -485,7 +474,13 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (sess *S
 		r.cache.put(st) // a refused input leaves the state as it was
 		return nil, err
 	}
-	ctx, span := r.startTurnSpan(ctx, id, st.Agent)
+	return r.runTurn(ctx, st, step)
+}
+
+// runTurn drives a step inside the turn's span and, once everything is
+// recorded, returns the session and caches its state.
+func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step) (sess *Session, err error) {
+	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
 	defer func() { endTurnSpan(span, sess, err) }()
 	if err := r.drive(ctx, st, step); err != nil {
 		return nil, err
