@@ -471,7 +471,9 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 	}
 	step, err := r.machine.Step(st, in, r.now())
 	if err != nil {
-		r.cache.put(st) // a refused input leaves the state as it was
+		if ErrorCode(err) != string(engine.CodeInternal) {
+			r.cache.put(st) // a refused input leaves the state as it was
+		}
 		return nil, err
 	}
 	return r.runTurn(ctx, st, step)
@@ -578,7 +580,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
-	resp, err := agent.Model.Generate(ctx, &req)
+	resp, err := generate(ctx, agent.Model, &req)
 	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	if err == nil && resp == nil {
 		err = errors.New("model returned no response")
@@ -588,6 +590,17 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 	}
 	endSpan(span, err)
 	return resp, err
+}
+
+// generate calls the model; a model that panics is a model error, not a
+// dead process.
+func generate(ctx context.Context, m model.Model, req *model.Request) (resp *model.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("the model panicked: %v", p)
+		}
+	}()
+	return m.Generate(ctx, req)
 }
 
 // runTools runs the calls concurrently, at most maxParallel at once, and

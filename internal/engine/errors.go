@@ -18,6 +18,9 @@ const (
 	CodeNotFound            Code = "not_found"
 	CodeExpired             Code = "expired"
 	CodeInvalidContinuation Code = "invalid_continuation"
+	// CodeInternal is an engine fault, not a refused input: the state it
+	// was applied to must be discarded.
+	CodeInternal Code = "internal"
 )
 
 // Error is a refused input. A refused input changes nothing.

@@ -251,9 +251,14 @@ func apply(st *State, ev *Event, payload any) error {
 		frame.Iterations++
 		st.Usage.InputTokens += p.Usage.InputTokens
 		st.Usage.OutputTokens += p.Usage.OutputTokens
+		if id, dup := duplicateCallID(p.Message.ToolCalls); dup {
+			return fmt.Errorf("event %d: two tool calls share the id %q (the engine records unique ids)", ev.Seq, id)
+		}
 		frame.Calls = nil
 		for _, tc := range p.Message.ToolCalls {
-			frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: tc.Arguments, Origin: ev.Seq, State: CallNew})
+			// Canonical here too, so a log recorded before replies were
+			// normalised replays to what the engine acts on.
+			frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: canonicalArgs(tc.Arguments), Origin: ev.Seq, State: CallNew})
 		}
 	case *InterruptRequested:
 		c, err := st.call(ev, frame, p.CallID)

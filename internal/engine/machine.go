@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -170,11 +171,18 @@ func New(agents map[string]*Agent, opts ...Options) *Machine {
 	return m
 }
 
-// Step applies one input to st at time now. On error st is unchanged and
-// nothing is to be recorded.
-func (m *Machine) Step(st *State, in Input, now time.Time) (Step, error) {
+// Step applies one input to st at time now. On a refused input (an *Error
+// with any code but CodeInternal) st is unchanged and nothing is to be
+// recorded. Step never panics: an engine fault is returned as an *Error with
+// CodeInternal, after which st may be partly changed and must be discarded
+// (reload it from the log).
+func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error) {
 	s := &stepper{m: m, st: st, now: now}
-	var err error
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = Step{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("engine fault on %T for session %s: %v", in, st.SessionID, p)}
+		}
+	}()
 	switch in := in.(type) {
 	case Start:
 		err = s.start(in)
@@ -315,10 +323,13 @@ func (s *stepper) decide(in Decide) error {
 		switch {
 		case d.Action == ActionApprove && kind == KindApproval:
 			if len(d.Arguments) > 0 && string(d.Arguments) != "null" {
-				tool := s.m.agents[f.Agent].Tools[c.Tool]
+				var tool *Tool
+				if a := s.m.agents[f.Agent]; a != nil {
+					tool = a.Tools[c.Tool]
+				}
 				v, err := decodeArgs(d.Arguments)
-				if err == nil && tool != nil {
-					err = tool.Validate(v)
+				if err == nil && tool != nil && tool.Validate != nil {
+					_, err = guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) })
 				}
 				if err != nil {
 					return &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("decisions[%d].arguments for tool %q: %v", i, c.Tool, err), Interrupt: d.InterruptID}
@@ -409,13 +420,15 @@ func (s *stepper) modelDone(in ModelDone) error {
 	if st.Status != StatusRunning || f == nil || len(f.Calls) > 0 || f.SaidSeq != 0 {
 		return errorf(CodeConflict, "session %s does not expect a model response for frame %q", st.SessionID, in.Frame)
 	}
+	if in.Err == nil && in.Response == nil {
+		in.Err = errors.New("the model returned no response")
+	}
 	if in.Err != nil {
 		s.failFrame(f, Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)})
 		s.advance()
 		return nil
 	}
-	msg := in.Response.Message
-	msg.Role = model.RoleAssistant
+	msg := normalizeReply(in.Response.Message)
 	s.emit(EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
 	if len(msg.ToolCalls) == 0 {
 		s.finishFrame(f, msg.Content)
@@ -454,11 +467,13 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 	if f == nil {
 		return errorf(CodeConflict, "session %s has no frame %q", st.SessionID, in.Frame)
 	}
+	reported := make(map[string]bool, len(in.Results))
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
-		if c == nil || c.State != CallStarted {
+		if c == nil || c.State != CallStarted || reported[r.CallID] {
 			return errorf(CodeConflict, "session %s: call %q of frame %q is not running", st.SessionID, r.CallID, in.Frame)
 		}
+		reported[r.CallID] = true
 	}
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
@@ -543,6 +558,13 @@ func (s *stepper) recover() error {
 // move without a person.
 func (s *stepper) advance() {
 	for s.st.Status == StatusRunning {
+		if len(s.out) > maxEventsPerStep {
+			// Every sweep that changes something records an event, so this
+			// bounds the loop even if some input defeats the engine's logic.
+			s.emit(EventTurnFailed, s.st.Root(), &TurnFailed{Error: Failure{Code: "internal",
+				Message: fmt.Sprintf("engine: a step recorded more than %d events; the turn was stopped", maxEventsPerStep)}})
+			return
+		}
 		eff, changed := s.pass()
 		if eff != nil {
 			s.effects = append(s.effects, eff)
@@ -563,6 +585,9 @@ func (s *stepper) advance() {
 	}
 	s.emit(EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
 }
+
+// maxEventsPerStep bounds the events one input may record.
+const maxEventsPerStep = 10000
 
 // pass makes one sweep over the frames. It returns the next effect, or
 // whether it recorded anything (the frame tree may have changed: sweep again).
@@ -632,7 +657,13 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 				changed = true
 			}
 		case CallApproved:
-			v, _ := decodeArgs(json.RawMessage(c.Args))
+			v, err := decodeArgs(json.RawMessage(c.Args))
+			if err != nil { // approved arguments are validated; a log from elsewhere may not be
+				s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+					Content: fmt.Sprintf("the approved arguments of tool %q are not a JSON object (%v); the call did not run", c.Tool, err)})
+				changed = true
+				continue
+			}
 			if run, started, pushed := s.begin(agent, f, c, v); started {
 				runs = append(runs, run)
 			} else if pushed {
@@ -658,22 +689,20 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	if tool == nil {
 		return fail(fmt.Sprintf("unknown tool %q; available tools: %s", c.Tool, strings.Join(agent.toolNames(f.Mode), ", ")))
 	}
-	raw := c.Args
-	if strings.TrimSpace(raw) == "" {
-		raw = "{}" // some models send "" for a call without arguments
-	}
-	v, err := decodeArgs(json.RawMessage(raw))
+	// c.Args is canonical already (see canonicalArgs): the engine only reads it here.
+	v, err := decodeArgs(json.RawMessage(c.Args))
 	if err != nil {
 		return fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
 	}
-	if err := tool.Validate(v); err != nil {
-		return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
+	if tool.Validate != nil {
+		if _, err := guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) }); err != nil {
+			return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
+		}
 	}
-	c.Args = string(compactJSON(json.RawMessage(raw)))
 	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
 	need, note := false, ""
 	if tool.NeedsApproval != nil && !s.st.remembered(f.Agent, c.Tool) {
-		need, err = tool.NeedsApproval(args)
+		need, err = guarded("the approval policy", func() (bool, error) { return tool.NeedsApproval(args) })
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated asks a person.
 			need, note = true, fmt.Sprintf(" (approval policy could not be evaluated: %v)", err)
@@ -690,7 +719,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	}
 	msg := ""
 	if tool.Confirm != nil {
-		msg, err = tool.Confirm(args)
+		msg, err = guarded("the confirmation template", func() (string, error) { return tool.Confirm(args) })
 	}
 	if tool.Confirm == nil || err != nil {
 		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
@@ -714,6 +743,11 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 // which case it waits its turn.
 func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
 	tool := agent.Tools[c.Tool]
+	if tool == nil { // the agent's tools changed since the call was approved
+		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})
+		return ToolRun{}, false, true
+	}
 	if tool.Kind != ToolAgent {
 		return s.startCall(f, c), true, false
 	}
