@@ -3,9 +3,9 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"

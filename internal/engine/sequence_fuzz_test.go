@@ -54,7 +54,7 @@ func fuzzMachine() *Machine {
 				return false, nil
 			},
 			Confirm: func(ToolArgs) (string, error) { panic("template bug") }},
-		"picky": {Definition: model.ToolDefinition{Name: "picky"}, Validate: func(any) error { panic("validator bug") }},
+		"picky":             {Definition: model.ToolDefinition{Name: "picky"}, Validate: func(any) error { panic("validator bug") }},
 		"ask_mid":           {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: ModeTool},
 		"use_chat":          {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: ModeInteractive},
 		"transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"},
