@@ -14,6 +14,7 @@ type Memory struct {
 	sessions map[string]*memSession
 	secrets  map[string][]byte
 	used     map[string]bool
+	feed     Feed
 }
 
 type memSession struct {
@@ -43,7 +44,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	case s == nil:
 		s = &memSession{}
 		m.sessions[head.ID] = s
-	case s.head.Seq != expectedSeq:
+	case s.head.Seq != expectedSeq, s.head.Lease.HeldBy(head.Lease.Owner, head.UpdatedAt):
 		return ErrConflict
 	}
 	s.events = append(s.events, events...)
@@ -54,8 +55,46 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	if head.Summary == nil {
 		head.Summary = s.head.Summary
 	}
+	head.CancelRequested = s.head.CancelRequested && head.Status == "running"
 	s.head = head
+	m.feed.Publish(Change{SessionID: head.ID, Seq: head.Seq, CancelRequested: head.CancelRequested})
 	return nil
+}
+
+// RenewLease implements Store.
+func (m *Memory) RenewLease(ctx context.Context, id string, lease Lease) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return false, ErrNotFound
+	}
+	if s.head.Status != "running" || s.head.Lease.Owner != lease.Owner {
+		return false, ErrConflict
+	}
+	s.head.Lease.Until = lease.Until
+	return s.head.CancelRequested, nil
+}
+
+// RequestCancel implements Store.
+func (m *Memory) RequestCancel(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return ErrNotFound
+	}
+	if s.head.Status != "running" {
+		return ErrConflict
+	}
+	s.head.CancelRequested = true
+	m.feed.Publish(Change{SessionID: id, Seq: s.head.Seq, CancelRequested: true})
+	return nil
+}
+
+// Watch implements Store.
+func (m *Memory) Watch(ctx context.Context) (<-chan Change, error) {
+	return m.feed.Watch(ctx), nil
 }
 
 // Events implements Store.
@@ -86,9 +125,13 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 	m.mu.RLock()
 	var out []Head
 	for _, s := range m.sessions {
-		if opts.Status == "" || s.head.Status == opts.Status {
-			out = append(out, s.head)
+		if opts.Status != "" && s.head.Status != opts.Status {
+			continue
 		}
+		if !opts.LeaseExpiredAt.IsZero() && (s.head.Status != "running" || s.head.Lease.HeldBy("", opts.LeaseExpiredAt)) {
+			continue
+		}
+		out = append(out, s.head)
 	}
 	m.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Head) int {

@@ -10,3 +10,10 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return store.NewMemory() })
 }
+
+func TestMemoryShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		m := store.NewMemory()
+		return m, m
+	})
+}

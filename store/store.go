@@ -45,21 +45,70 @@ type Head struct {
 	// Snapshot, when set on Append, is stored (in the same commit) as the
 	// session's state as of Seq, replacing any older one. Reads leave it nil.
 	Snapshot []byte
+	// Lease is the process that appends (Owner, always set by a runner) and
+	// how long it keeps the session: Until in the future while its turn
+	// runs, Until at or before UpdatedAt to release it. Append stores it as given.
+	Lease Lease
+	// CancelRequested is set by RequestCancel while the session runs; reads
+	// report it, Append keeps it while the status stays running and clears
+	// it otherwise.
+	CancelRequested bool
+}
+
+// Lease is a process's claim on a running session: only its Owner appends
+// to the session until the lease expires (see Store.Append).
+type Lease struct {
+	Owner string
+	// Until is when the claim ends unless renewed; at or before the
+	// head's UpdatedAt once the owner released it.
+	Until time.Time
+}
+
+// HeldBy reports whether the lease is held by someone other than owner at now.
+func (l Lease) HeldBy(owner string, now time.Time) bool {
+	return l.Owner != "" && l.Owner != owner && now.Before(l.Until)
 }
 
 // ListOptions filters List.
 type ListOptions struct {
 	Status string // empty: any
 	Limit  int    // 0: no limit
+	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
+	// released or expired at that time: the ones a process may take over.
+	LeaseExpiredAt time.Time
+}
+
+// Change says that a session's head changed: events up to Seq were
+// committed, or a cancel was requested. A Change with an empty SessionID
+// means that changes may have been missed (the feed reconnected or fell
+// behind): re-read whatever you follow.
+type Change struct {
+	SessionID       string
+	Seq             int64
+	CancelRequested bool
 }
 
 // Store persists sessions. Implementations must be safe for concurrent use.
 type Store interface {
 	// Append atomically adds events to a session's log and replaces its head,
 	// if and only if the session's current seq is expectedSeq (0 creates the
-	// session). Otherwise it returns ErrConflict and writes nothing. One Append
-	// is one durable commit.
+	// session) and no other process holds its lease: the stored lease is
+	// released, owned by head.Lease.Owner, or expired at head.UpdatedAt.
+	// Otherwise it returns ErrConflict and writes nothing. One Append is one
+	// durable commit.
 	Append(ctx context.Context, head Head, expectedSeq int64, events []Event) error
+	// RenewLease extends the lease of a running session that lease.Owner
+	// holds to lease.Until, and reports whether a cancel was requested.
+	// ErrConflict: the lease was taken over (or the turn ended); the caller
+	// must stop, since its next Append would fail.
+	RenewLease(ctx context.Context, id string, lease Lease) (cancelRequested bool, err error)
+	// RequestCancel asks the owner of a running session to cancel its turn
+	// at its next step. ErrConflict when the session is not running.
+	RequestCancel(ctx context.Context, id string) error
+	// Watch delivers the changes committed by every process sharing the
+	// store, in commit order per session, until ctx ends. Consumers read the
+	// events they lack with Events; see Change for the resync signal.
+	Watch(ctx context.Context) (<-chan Change, error)
 	// Events returns the session's events with seq > after, in order.
 	Events(ctx context.Context, id string, after int64) ([]Event, error)
 	// Head returns the session's head.

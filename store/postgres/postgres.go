@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,11 +42,31 @@ CREATE TABLE IF NOT EXISTS cairn_events (
 CREATE TABLE IF NOT EXISTS cairn_snapshots (session_id TEXT PRIMARY KEY, seq BIGINT NOT NULL, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS cairn_secrets (name TEXT PRIMARY KEY, value BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS cairn_used_tokens (id TEXT PRIMARY KEY, used_at TIMESTAMPTZ NOT NULL DEFAULT now());
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
 `
+
+// channel is the LISTEN/NOTIFY channel of committed changes; a payload is
+// "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
+const channel = "cairn_changes"
+
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested`
+
+func leaseUntil(l store.Lease) any {
+	if l.Owner == "" {
+		return nil
+	}
+	return l.Until
+}
 
 // Store is a store.Store on PostgreSQL.
 type Store struct {
-	pool *pgxpool.Pool
+	pool       *pgxpool.Pool
+	feed       store.Feed
+	listenOnce sync.Once
+	stop       context.CancelFunc
+	stopped    context.Context
 }
 
 var _ store.Store = (*Store)(nil)
@@ -67,19 +90,25 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: create schema: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	st := &Store{pool: pool}
+	st.stopped, st.stop = context.WithCancel(context.Background())
+	return st, nil
 }
 
 // Close closes the pool.
-func (s *Store) Close() error { s.pool.Close(); return nil }
+func (s *Store) Close() error {
+	s.stop()
+	s.pool.Close()
+	return nil
+}
 
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []store.Event) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if expectedSeq == 0 {
-			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary)
-				VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (id) DO NOTHING`,
-				head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, []byte(head.Summary))
+			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (id) DO NOTHING`,
+				head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, []byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease))
 			if err != nil {
 				return err
 			}
@@ -91,8 +120,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			if head.Summary != nil {
 				summary = head.Summary
 			}
-			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=COALESCE($4, summary) WHERE id=$5 AND seq=$6`,
-				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq)
+			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=COALESCE($4, summary),
+				lease_owner=$7, lease_until=$8, cancel_requested=(cancel_requested AND $1='running')
+				WHERE id=$5 AND seq=$6 AND (lease_owner='' OR lease_owner=$7 OR lease_until IS NULL OR lease_until<=$3)`,
+				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq, head.Lease.Owner, leaseUntil(head.Lease))
 			if err != nil {
 				return err
 			}
@@ -114,9 +145,13 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		if head.Snapshot != nil {
 			_, err := tx.Exec(ctx, `INSERT INTO cairn_snapshots(session_id, seq, data) VALUES ($1,$2,$3)
 				ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot)
-			return err
+			if err != nil {
+				return err
+			}
 		}
-		return nil
+		// Delivered to listeners on every node when (and only if) this commits.
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID))
+		return err
 	})
 	var pgErr *pgconn.PgError
 	switch {
@@ -155,14 +190,114 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Eve
 func scanHead(row pgx.Row) (store.Head, error) {
 	var h store.Head
 	var summary []byte
-	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary)
+	var until *time.Time
+	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested)
 	h.CreatedAt, h.UpdatedAt, h.Summary = h.CreatedAt.UTC(), h.UpdatedAt.UTC(), summary
+	if until != nil {
+		h.Lease.Until = until.UTC()
+	}
 	return h, err
+}
+
+// RenewLease implements store.Store.
+func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (bool, error) {
+	var cancel bool
+	err := s.pool.QueryRow(ctx, `UPDATE cairn_sessions SET lease_until=$3 WHERE id=$1 AND lease_owner=$2 AND status='running' RETURNING cancel_requested`,
+		id, lease.Owner, lease.Until).Scan(&cancel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.Head(ctx, id); err != nil {
+			return false, err
+		}
+		return false, store.ErrConflict
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres renew lease %s: %w", id, err)
+	}
+	return cancel, nil
+}
+
+// RequestCancel implements store.Store.
+func (s *Store) RequestCancel(ctx context.Context, id string) error {
+	var seq int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `UPDATE cairn_sessions SET cancel_requested=true WHERE id=$1 AND status='running' RETURNING seq`, id).Scan(&seq); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprintf("%d 1 %s", seq, id))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.Head(ctx, id); err != nil {
+			return err
+		}
+		return store.ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("postgres request cancel %s: %w", id, err)
+	}
+	return nil
+}
+
+// Watch implements store.Store with LISTEN/NOTIFY on one connection of the
+// pool. After a (re)connect it sends a resync Change: whatever was
+// committed while no one listened is read back by the consumers.
+func (s *Store) Watch(ctx context.Context) (<-chan store.Change, error) {
+	s.listenOnce.Do(func() { go s.listen() })
+	return s.feed.Watch(ctx), nil
+}
+
+func (s *Store) listen() {
+	backoff := 100 * time.Millisecond
+	for s.stopped.Err() == nil {
+		s.listenConn() // returns when the connection fails: reconnect, then resync
+		if s.stopped.Err() != nil {
+			return
+		}
+		select {
+		case <-s.stopped.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// listenConn listens on one connection until it fails.
+func (s *Store) listenConn() error {
+	c, err := s.pool.Acquire(s.stopped)
+	if err != nil {
+		return err
+	}
+	conn := c.Hijack() // this connection blocks in WaitForNotification: not for the pool
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(s.stopped, "LISTEN "+channel); err != nil {
+		return err
+	}
+	s.feed.Publish(store.Change{}) // anything committed before LISTEN: re-read
+	for {
+		n, err := conn.WaitForNotification(s.stopped)
+		if err != nil {
+			return err
+		}
+		if c, ok := parsePayload(n.Payload); ok {
+			s.feed.Publish(c)
+		}
+	}
+}
+
+func parsePayload(p string) (store.Change, bool) {
+	seqText, rest, ok1 := strings.Cut(p, " ")
+	cancel, id, ok2 := strings.Cut(rest, " ")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if !ok1 || !ok2 || err != nil || id == "" {
+		return store.Change{}, false
+	}
+	return store.Change{SessionID: id, Seq: seq, CancelRequested: cancel == "1"}, true
 }
 
 // Head implements store.Store.
 func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
-	h, err := scanHead(s.pool.QueryRow(ctx, `SELECT id, agent, status, seq, created_at, updated_at, summary FROM cairn_sessions WHERE id=$1`, id))
+	h, err := scanHead(s.pool.QueryRow(ctx, `SELECT `+headColumns+` FROM cairn_sessions WHERE id=$1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Head{}, store.ErrNotFound
 	}
@@ -178,8 +313,14 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 	if opts.Limit > 0 {
 		limit = opts.Limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, agent, status, seq, created_at, updated_at, summary FROM cairn_sessions
-		WHERE ($1 = '' OR status = $1) ORDER BY updated_at DESC, id LIMIT $2`, opts.Status, limit)
+	var expired any
+	if !opts.LeaseExpiredAt.IsZero() {
+		expired = opts.LeaseExpiredAt
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+headColumns+` FROM cairn_sessions
+		WHERE ($1 = '' OR status = $1)
+		  AND ($3::timestamptz IS NULL OR (status = 'running' AND (lease_owner = '' OR lease_until IS NULL OR lease_until <= $3)))
+		ORDER BY updated_at DESC, id LIMIT $2`, opts.Status, limit, expired)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list: %w", err)
 	}

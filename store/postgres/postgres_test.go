@@ -63,3 +63,20 @@ func TestPostgresConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestPostgresShared(t *testing.T) {
+	url := postgresURL(t)
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		db := freshDatabase(t, url)
+		var out [2]store.Store
+		for i := range out {
+			s, err := postgres.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			out[i] = s
+		}
+		return out[0], out[1]
+	})
+}

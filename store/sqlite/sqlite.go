@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/store"
@@ -42,9 +43,25 @@ CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS used_tokens (id TEXT PRIMARY KEY, used_at TEXT NOT NULL);
 `
 
+// leaseColumns came with turn leases; files made before them get them added.
+var leaseColumns = []string{
+	`lease_owner TEXT NOT NULL DEFAULT ''`,
+	`lease_until TEXT NOT NULL DEFAULT ''`,
+	`cancel_requested INTEGER NOT NULL DEFAULT 0`,
+	`rev INTEGER NOT NULL DEFAULT 0`, // commit order across the file, for Watch
+}
+
+// DefaultPoll is how often Watch looks for commits by other processes.
+const DefaultPoll = 100 * time.Millisecond
+
 // Store is a Store in one SQLite file.
 type Store struct {
-	db *sql.DB
+	db       *sql.DB
+	feed     store.Feed
+	pollMu   sync.Mutex
+	polling  bool
+	stop     context.CancelFunc
+	stopped  context.Context
 }
 
 var _ store.Store = (*Store)(nil)
@@ -87,15 +104,62 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: create schema: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	st := &Store{db: db}
+	st.stopped, st.stop = context.WithCancel(context.Background())
+	return st, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info('sessions')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	for _, col := range leaseColumns {
+		name, _, _ := strings.Cut(col, " ")
+		if have[name] {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, `ALTER TABLE sessions ADD COLUMN `+col); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return err
+		}
+	}
+	_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev)`)
+	return err
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stop()
+	return s.db.Close()
+}
+
+// nextRev is the commit-order counter of the file; writers hold the write
+// lock (BEGIN IMMEDIATE), so revs are committed in increasing order.
+const nextRev = `(SELECT COALESCE(MAX(rev), 0) + 1 FROM sessions)`
+
+func leaseUntil(l store.Lease) string {
+	if l.Owner == "" {
+		return ""
+	}
+	return l.Until.UTC().Format(timeLayout)
+}
 
 // timeLayout is fixed-width so that text order is time order.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
@@ -112,8 +176,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		}
 	}()
 	if expectedSeq == 0 {
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary) VALUES (?,?,?,?,?,?,?)`,
-			head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary))
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, rev)
+			VALUES (?,?,?,?,?,?,?,?,?,`+nextRev+`)`,
+			head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary),
+			head.Lease.Owner, leaseUntil(head.Lease))
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -125,8 +191,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		if head.Summary != nil {
 			summary = []byte(head.Summary)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary) WHERE id=? AND seq=?`,
-			head.Status, head.Seq, head.UpdatedAt.UTC().Format(timeLayout), summary, head.ID, expectedSeq)
+		now := head.UpdatedAt.UTC().Format(timeLayout)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
+			lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), rev=`+nextRev+`
+			WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`,
+			head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status,
+			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
@@ -159,7 +229,101 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite append %s: commit: %w", head.ID, err)
 	}
+	s.feed.Publish(store.Change{SessionID: head.ID, Seq: head.Seq}) // at once for this process; others poll
 	return nil
+}
+
+// RenewLease implements store.Store.
+func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (bool, error) {
+	var cancel bool
+	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET lease_until=? WHERE id=? AND lease_owner=? AND status='running' RETURNING cancel_requested`,
+		leaseUntil(lease), id, lease.Owner).Scan(&cancel)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.Head(ctx, id); err != nil {
+			return false, err
+		}
+		return false, store.ErrConflict
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite renew lease %s: %w", id, err)
+	}
+	return cancel, nil
+}
+
+// RequestCancel implements store.Store.
+func (s *Store) RequestCancel(ctx context.Context, id string) error {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.Head(ctx, id); err != nil {
+			return err
+		}
+		return store.ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite request cancel %s: %w", id, err)
+	}
+	s.feed.Publish(store.Change{SessionID: id, Seq: seq, CancelRequested: true})
+	return nil
+}
+
+// Watch implements store.Store: commits of this Store are delivered at
+// once, those of other processes on the same file within DefaultPoll (one
+// indexed query per poll).
+func (s *Store) Watch(ctx context.Context) (<-chan store.Change, error) {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	if !s.polling {
+		var last int64
+		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(rev), 0) FROM sessions`).Scan(&last); err != nil {
+			return nil, fmt.Errorf("sqlite watch: %w", err)
+		}
+		s.polling = true
+		go s.poll(last)
+	}
+	return s.feed.Watch(ctx), nil
+}
+
+func (s *Store) poll(last int64) {
+	t := time.NewTicker(DefaultPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopped.Done():
+			return
+		case <-t.C:
+		}
+		changes, err := s.changesAfter(last)
+		if err != nil {
+			continue // the next poll retries
+		}
+		for _, c := range changes {
+			s.feed.Publish(c.Change)
+			last = c.rev
+		}
+	}
+}
+
+type revChange struct {
+	store.Change
+	rev int64
+}
+
+func (s *Store) changesAfter(rev int64) ([]revChange, error) {
+	rows, err := s.db.QueryContext(s.stopped, `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`, rev)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []revChange
+	for rows.Next() {
+		var c revChange
+		if err := rows.Scan(&c.SessionID, &c.Seq, &c.CancelRequested, &c.rev); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // Events implements store.Store.
@@ -196,7 +360,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Eve
 
 // Head implements store.Store.
 func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT id, agent, status, seq, created_at, updated_at, summary FROM sessions WHERE id=?`, id)
+	row := s.db.QueryRowContext(ctx, `SELECT `+headColumns+` FROM sessions WHERE id=?`, id)
 	h, err := scanHead(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Head{}, store.ErrNotFound
@@ -209,11 +373,15 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
-	q := `SELECT id, agent, status, seq, created_at, updated_at, summary FROM sessions`
+	q := `SELECT ` + headColumns + ` FROM sessions WHERE 1=1`
 	var args []any
 	if opts.Status != "" {
-		q += ` WHERE status=?`
+		q += ` AND status=?`
 		args = append(args, opts.Status)
+	}
+	if !opts.LeaseExpiredAt.IsZero() {
+		q += ` AND status='running' AND (lease_owner='' OR lease_until<=?)`
+		args = append(args, opts.LeaseExpiredAt.UTC().Format(timeLayout))
 	}
 	q += ` ORDER BY updated_at DESC, id`
 	if opts.Limit > 0 {
@@ -275,12 +443,20 @@ func (s *Store) MarkUsed(ctx context.Context, id string) error {
 
 type scanner interface{ Scan(dest ...any) error }
 
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested`
+
 func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
-	var created, updated string
+	var created, updated, until string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested); err != nil {
 		return h, err
+	}
+	if until != "" {
+		var err error
+		if h.Lease.Until, err = time.Parse(timeLayout, until); err != nil {
+			return h, err
+		}
 	}
 	var err error
 	if h.CreatedAt, err = time.Parse(timeLayout, created); err != nil {

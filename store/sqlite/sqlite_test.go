@@ -35,3 +35,19 @@ func TestSynchronousOption(t *testing.T) {
 		t.Fatal("unknown option accepted")
 	}
 }
+
+func TestSQLiteShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "cairn.db")
+		var out [2]store.Store
+		for i := range out {
+			s, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			out[i] = s
+		}
+		return out[0], out[1]
+	})
+}

@@ -208,6 +208,137 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 }
 
+// RunShared runs the tests of several processes sharing one store: open
+// returns two handles on the same data (for a database, two connections
+// pools, as two processes would have). Leases hold across handles, and
+// each handle's Watch sees the other's commits and cancel requests.
+func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ev := func(seq int64) store.Event {
+		return store.Event{Seq: seq, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}
+	}
+	running := func(id string, seq int64, owner string, at time.Time, lease time.Duration) store.Head {
+		h := store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: t0, UpdatedAt: at, Summary: json.RawMessage(`{}`)}
+		if owner != "" {
+			h.Lease = store.Lease{Owner: owner, Until: at.Add(lease)}
+		}
+		return h
+	}
+
+	t.Run("LeaseKeepsOthersOut", func(t *testing.T) {
+		a, b := open(t)
+		must(t, a.Append(ctx, running("s", 1, "node-a", t0, 15*time.Second), 0, []store.Event{ev(1)}))
+		h, err := b.Head(ctx, "s")
+		if err != nil || h.Lease.Owner != "node-a" || !h.Lease.Until.Equal(t0.Add(15*time.Second)) {
+			t.Fatalf("head %+v, %v", h.Lease, err)
+		}
+		// Another process, before the lease expires: refused, nothing written.
+		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(time.Second), 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("append under another's lease: %v", err)
+		}
+		if got, _ := a.Events(ctx, "s", 0); len(got) != 1 {
+			t.Fatalf("%d events after a refused append", len(got))
+		}
+		if expired, _ := b.List(ctx, store.ListOptions{LeaseExpiredAt: t0.Add(time.Second)}); len(expired) != 0 {
+			t.Fatalf("a live lease listed as expired: %+v", expired)
+		}
+		// The owner renews; the other process cannot.
+		if _, err := b.RenewLease(ctx, "s", store.Lease{Owner: "node-b", Until: t0.Add(time.Hour)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("renew by a non-owner: %v", err)
+		}
+		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}); err != nil || cancel {
+			t.Fatalf("renew by the owner: %v %v", cancel, err)
+		}
+		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(20*time.Second), 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("append before the renewed lease expired: %v", err)
+		}
+		// Expired: listed for takeover, and the takeover append wins.
+		at := t0.Add(31 * time.Second)
+		expired, err := b.List(ctx, store.ListOptions{LeaseExpiredAt: at})
+		if err != nil || len(expired) != 1 || expired[0].ID != "s" {
+			t.Fatalf("expired = %+v, %v", expired, err)
+		}
+		must(t, b.Append(ctx, running("s", 2, "node-b", at, 15*time.Second), 1, []store.Event{ev(2)}))
+		// The old owner lost it: renew and append both fail.
+		if _, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: at.Add(time.Minute)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("renew after takeover: %v", err)
+		}
+		if err := a.Append(ctx, running("s", 2, "node-a", at, 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("append after takeover: %v", err)
+		}
+		// Released (the turn paused): anyone appends.
+		paused := running("s", 3, "node-b", at, 0)
+		paused.Status = "paused"
+		must(t, b.Append(ctx, paused, 2, []store.Event{ev(3)}))
+		if h, _ := a.Head(ctx, "s"); h.Lease.HeldBy("node-a", at) {
+			t.Fatalf("released lease = %+v", h.Lease)
+		}
+		must(t, a.Append(ctx, running("s", 4, "node-a", at, 15*time.Second), 3, []store.Event{ev(4)}))
+	})
+
+	t.Run("CancelRequestReachesTheOwner", func(t *testing.T) {
+		a, b := open(t)
+		must(t, a.Append(ctx, running("s", 1, "node-a", t0, time.Minute), 0, []store.Event{ev(1)}))
+		if err := b.RequestCancel(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("cancel unknown: %v", err)
+		}
+		must(t, b.RequestCancel(ctx, "s"))
+		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(time.Minute)}); err != nil || !cancel {
+			t.Fatalf("renew after a cancel request: %v %v", cancel, err)
+		}
+		must(t, a.Append(ctx, running("s", 2, "node-a", t0, time.Minute), 1, []store.Event{ev(2)}))
+		if h, _ := b.Head(ctx, "s"); !h.CancelRequested {
+			t.Fatal("a running step cleared the cancel request")
+		}
+		done := running("s", 3, "node-a", t0, 0)
+		done.Status = "cancelled"
+		must(t, a.Append(ctx, done, 2, []store.Event{ev(3)}))
+		if h, _ := b.Head(ctx, "s"); h.CancelRequested {
+			t.Fatal("the request outlived the turn")
+		}
+		if err := b.RequestCancel(ctx, "s"); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("cancel of a session that is not running: %v", err)
+		}
+	})
+
+	t.Run("WatchSeesTheOtherProcess", func(t *testing.T) {
+		a, b := open(t)
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		changes, err := a.Watch(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, b.Append(ctx, running("w", 1, "node-b", t0, time.Minute), 0, []store.Event{ev(1)}))
+		must(t, b.Append(ctx, running("w", 3, "node-b", t0, time.Minute), 1, []store.Event{ev(2), ev(3)}))
+		must(t, b.RequestCancel(ctx, "w"))
+		var seen []store.Change
+		deadline := time.After(10 * time.Second)
+		for len(seen) == 0 || seen[len(seen)-1].SessionID != "w" || !seen[len(seen)-1].CancelRequested {
+			select {
+			case c := <-changes:
+				seen = append(seen, c)
+			case <-deadline:
+				t.Fatalf("changes seen: %+v", seen)
+			}
+		}
+		last := int64(0)
+		for _, c := range seen {
+			if c.SessionID == "" {
+				continue // resync
+			}
+			if c.SessionID != "w" || c.Seq < last {
+				t.Fatalf("changes out of order: %+v", seen)
+			}
+			last = c.Seq
+		}
+		if last != 3 {
+			t.Fatalf("last seq seen %d, want 3: %+v", last, seen)
+		}
+	})
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
