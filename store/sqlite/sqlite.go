@@ -56,12 +56,12 @@ const DefaultPoll = 100 * time.Millisecond
 
 // Store is a Store in one SQLite file.
 type Store struct {
-	db       *sql.DB
-	feed     store.Feed
-	pollMu   sync.Mutex
-	polling  bool
-	stop     context.CancelFunc
-	stopped  context.Context
+	db      *sql.DB
+	feed    store.Feed
+	pollMu  sync.Mutex
+	polling bool
+	stop    context.CancelFunc
+	stopped context.Context
 }
 
 var _ store.Store = (*Store)(nil)
