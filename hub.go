@@ -1,52 +1,243 @@
 package cairn
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
 
-// hub fans a session's events out to in-process subscribers.
+	"github.com/cairnhq/cairn/store"
+)
+
+// hub delivers a session's events to subscribers in seq order, with no gap
+// and none twice, whichever process recorded them. Events this process
+// commits go out at once; for the rest (another process's commits, a
+// subscriber that fell behind, the backlog of a new subscriber) a worker
+// reads the missing events from the store when the store's change feed, a
+// local commit or a retry tick says something is missing.
 type hub struct {
-	mu   sync.Mutex
-	subs map[string]map[chan Event]struct{}
+	store store.Store
+	mu    sync.Mutex
+	subs  map[string]map[*subscriber]struct{}
+	// gen counts the changes seen per session, so the worker knows whether
+	// something happened while it read from the store.
+	gen  map[string]uint64
+	wake chan struct{}
 }
 
-const subscriberBuffer = 256
+type subscriber struct {
+	ch     chan Event
+	last   int64 // seq of the last event delivered
+	behind bool  // events after last exist that the worker must deliver
+}
 
-func (h *hub) subscribe(session string) (<-chan Event, func()) {
-	ch := make(chan Event, subscriberBuffer)
-	h.mu.Lock()
+// subscriberBuffer is each subscriber's channel capacity; past it the
+// subscriber is behind and is served from the store.
+const subscriberBuffer = 64
+
+func (h *hub) init() {
 	if h.subs == nil {
-		h.subs = map[string]map[chan Event]struct{}{}
+		h.subs = map[string]map[*subscriber]struct{}{}
+		h.gen = map[string]uint64{}
+		h.wake = make(chan struct{}, 1)
 	}
+}
+
+func (h *hub) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
+	sub := &subscriber{ch: make(chan Event, subscriberBuffer), last: after, behind: true}
+	h.mu.Lock()
+	h.init()
 	if h.subs[session] == nil {
-		h.subs[session] = map[chan Event]struct{}{}
+		h.subs[session] = map[*subscriber]struct{}{}
 	}
-	h.subs[session][ch] = struct{}{}
+	h.subs[session][sub] = struct{}{}
 	h.mu.Unlock()
+	h.poke()
 	var once sync.Once
-	return ch, func() {
+	return sub.ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			if _, ok := h.subs[session][ch]; ok {
-				delete(h.subs[session], ch)
-				close(ch)
-			}
+			delete(h.subs[session], sub)
 			if len(h.subs[session]) == 0 {
 				delete(h.subs, session)
+				delete(h.gen, session)
 			}
+			close(sub.ch)
 		})
 	}
 }
 
-func (h *hub) publish(session string, ev Event) {
+// published delivers events this process just committed.
+func (h *hub) published(session string, events []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[session] {
-		select {
-		case ch <- ev:
-		default:
-			// Too slow: close so it reloads from the store rather than miss events.
-			delete(h.subs[session], ch)
-			close(ch)
+	subs := h.subs[session]
+	if len(subs) == 0 {
+		return
+	}
+	h.gen[session]++
+	poke := false
+	for sub := range subs {
+		if !sub.behind && !sub.deliver(events) {
+			sub.behind = true
+		}
+		poke = poke || sub.behind
+	}
+	if poke {
+		h.poke()
+	}
+}
+
+// delta passes on an unstored event (a text delta) to subscribers that are
+// up to date; one that is behind or full misses it.
+func (h *hub) delta(session string, ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs[session] {
+		if !sub.behind {
+			select {
+			case sub.ch <- ev:
+			default:
+			}
 		}
 	}
+}
+
+// changed notes a change from the store's feed (maybe another process's).
+func (h *hub) changed(c store.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	poke := false
+	for id, subs := range h.subs {
+		if c.SessionID != "" && id != c.SessionID {
+			continue
+		}
+		h.gen[id]++
+		for sub := range subs {
+			if c.SessionID == "" || sub.last < c.Seq {
+				sub.behind, poke = true, true
+			}
+		}
+	}
+	if poke {
+		h.poke()
+	}
+}
+
+// deliver sends the events after sub.last, in order, without blocking. It
+// reports whether all of them fit; it stops at a gap.
+func (sub *subscriber) deliver(events []Event) bool {
+	for _, ev := range events {
+		switch {
+		case ev.Seq <= sub.last:
+			continue
+		case ev.Seq != sub.last+1:
+			return false // a gap: the worker reads it from the store
+		}
+		select {
+		case sub.ch <- ev:
+			sub.last = ev.Seq
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// run is the worker: it serves subscribers that are behind from the store
+// until ctx ends.
+func (h *hub) run(ctx context.Context) {
+	h.mu.Lock()
+	h.init()
+	wake := h.wake
+	h.mu.Unlock()
+	retry := time.NewTicker(250 * time.Millisecond) // for subscribers whose channel was full
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-retry.C:
+		}
+		for h.catchUp(ctx) && ctx.Err() == nil {
+		}
+	}
+}
+
+// catchUp serves each session with a subscriber behind once; it reports
+// whether something changed meanwhile (run it again).
+func (h *hub) catchUp(ctx context.Context) (again bool) {
+	type todo struct {
+		session string
+		from    int64
+		gen     uint64
+	}
+	h.mu.Lock()
+	var work []todo
+	for id, subs := range h.subs {
+		from, found := int64(-1), false
+		for sub := range subs {
+			if sub.behind && (!found || sub.last < from) {
+				from, found = sub.last, true
+			}
+		}
+		if found {
+			work = append(work, todo{id, from, h.gen[id]})
+		}
+	}
+	h.mu.Unlock()
+	for _, w := range work {
+		evs, err := h.store.Events(ctx, w.session, w.from)
+		if err != nil {
+			continue // not created yet, or the store failed: the retry tick comes back
+		}
+		h.mu.Lock()
+		for sub := range h.subs[w.session] {
+			if !sub.behind {
+				continue
+			}
+			if sub.deliver(evs) && h.gen[w.session] == w.gen {
+				sub.behind = false
+			}
+		}
+		if h.gen[w.session] != w.gen {
+			again = true
+		}
+		h.mu.Unlock()
+	}
+	return again
+}
+
+// startFeed follows the store's change feed: it wakes the hub for other
+// processes' commits and passes cancel requests to this runner's turns.
+func (r *Runner) startFeed() error {
+	changes, err := r.store.Watch(r.background)
+	if err != nil {
+		return err
+	}
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		r.hub.run(r.background)
+	}()
+	go func() {
+		defer r.wg.Done()
+		for c := range changes {
+			if c.CancelRequested {
+				if t := r.active.get(c.SessionID); t != nil {
+					t.requestCancel()
+				}
+			}
+			r.hub.changed(c)
+		}
+	}()
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -62,6 +63,19 @@ type RunnerOptions struct {
 	// stateless invocations (Invoke, Continue). Empty: a key is generated
 	// once and kept in the Store, so every runner on the store shares it.
 	ContinuationKeys [][]byte
+	// Lease is how long this runner owns a running turn without renewing it
+	// (it renews every third of it while model and tool calls run); another
+	// runner on the store takes the session over once it expires. 0 means
+	// DefaultLease.
+	Lease time.Duration
+	// Takeover is how often the runner looks for running sessions whose
+	// lease expired (their runner crashed or stopped) and takes them over;
+	// it also does so at once. 0 means a third of the lease; negative means
+	// never (call Recover yourself).
+	Takeover time.Duration
+	// Node names this runner in leases (Session.LeaseOwner); empty means
+	// host-pid-random. Two runners must never share a name.
+	Node string
 	// TracerProvider, when set, receives OpenTelemetry spans for turns,
 	// model calls and tool calls (GenAI semantic conventions). Nil: none.
 	TracerProvider trace.TracerProvider
@@ -92,6 +106,12 @@ type Runner struct {
 	contKeys    [][]byte
 	codecMu     sync.Mutex
 	cont        *Codec
+	node        string
+	leaseFor    time.Duration
+	active      turns
+	draining    chan struct{}
+	drainOnce   sync.Once
+	halt        atomic.Bool
 }
 
 // NewRunner checks and compiles the agents and their tools once.
@@ -100,6 +120,13 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
+		node: opts.Node, leaseFor: opts.Lease, draining: make(chan struct{}),
+	}
+	if r.node == "" {
+		r.node = newNodeID()
+	}
+	if r.leaseFor <= 0 {
+		r.leaseFor = DefaultLease
 	}
 	r.tracer = newTracer(opts.TracerProvider)
 	r.cache.max = opts.CachedSessions
@@ -173,6 +200,18 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	}
 	r.machine = engine.New(specs, engine.Options{AutoApprove: opts.AutoApprove})
 	r.background, r.stop = context.WithCancel(context.Background())
+	r.hub.store = r.store
+	if err := r.startFeed(); err != nil {
+		return nil, err
+	}
+	if opts.Takeover >= 0 {
+		every := opts.Takeover
+		if every == 0 {
+			every = r.leaseFor / 3
+		}
+		r.wg.Add(1)
+		go r.takeoverLoop(every)
+	}
 	if opts.ExpirySweep >= 0 && hasTTL(opts.Agents) {
 		every := opts.ExpirySweep
 		if every == 0 {
@@ -244,8 +283,12 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// Close stops detached turns (they stay recorded as running) and waits for them.
+// Close stops the runner's background work and its turns at their next
+// step (each records turn_interrupted and releases its session, which
+// another runner then takes over), and waits for them. Shutdown first to
+// let running turns finish.
 func (r *Runner) Close() error {
+	r.halt.Store(true)
 	r.stop()
 	r.wg.Wait()
 	return nil
@@ -268,6 +311,9 @@ type StartOptions struct {
 // Start opens a session on the named agent with the user's first message and
 // runs the first turn until it ends or pauses.
 func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*Session, error) {
+	if r.isDraining() {
+		return nil, ErrShuttingDown
+	}
 	if opts == nil {
 		opts = &StartOptions{}
 	}
@@ -281,7 +327,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		if err := r.commit(ctx, st, step.Events); err != nil {
 			return nil, err
 		}
-		sess := sessionFromState(st)
+		sess := r.sessionOf(st)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -314,42 +360,6 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 // "whatever is current".
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*Session, error) {
 	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq})
-}
-
-// Recover continues every session recorded as running whose turn was cut
-// off (the process crashed or was killed) and returns how many it resumed.
-// A tool call that started and has no recorded result is never re-run
-// silently: unless the tool is Idempotent, the session pauses with an
-// approval interrupt flagged InDoubt for that call, and a person decides
-// whether to run it again. Call Recover at start-up, when no other process
-// is driving the same sessions.
-func (r *Runner) Recover(ctx context.Context) (int, error) {
-	running, err := r.store.List(ctx, store.ListOptions{Status: StatusRunning})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, h := range running {
-		sess, err := r.apply(ctx, h.ID, engine.Recover{})
-		if err != nil {
-			if !errors.Is(err, ErrConflict) {
-				errs = append(errs, fmt.Errorf("recover %s: %w", h.ID, err))
-			}
-			continue
-		}
-		r.log.Info("recovered session", "session", h.ID, "status", sess.Status)
-		n++
-	}
-	return n, errors.Join(errs...)
-}
-
-// Cancel ends interactive work in a paused session. Scope "top" pops the
-// top interactive agent (its parent sees that the user cancelled, and its
-// turn goes on until it ends or pauses); "all" unwinds the whole stack and
-// ends the turn as cancelled. ErrConflict when there is nothing to cancel.
-func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session, error) {
-	return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
 }
 
 // Session returns a session as last recorded.
@@ -402,12 +412,13 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, e
 	return evs, nil
 }
 
-// Subscribe delivers a session's events as they are recorded, and model text
-// deltas as they stream, until cancel is called. A slow subscriber misses
-// nothing recorded: when its buffer is full its channel is closed, and it
-// can catch up with Events from the last seq it saw.
-func (r *Runner) Subscribe(sessionID string) (events <-chan Event, cancel func()) {
-	return r.hub.subscribe(sessionID)
+// Subscribe delivers a session's events with seq > after, in seq order with
+// no gap and none twice, as they are recorded by this or any other process
+// sharing the store, and model text deltas of this process's turns as they
+// stream, until cancel is called. A subscriber that falls behind misses
+// nothing recorded: the events it lacks are read back from the store.
+func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
+	return r.hub.subscribe(sessionID, after)
 }
 
 // load returns a session's state: from the cache when the store's head is
@@ -465,6 +476,9 @@ func eventBytes(evs []Event) int {
 // needs a person or the turn ends. The state goes back to the cache only
 // when everything it holds is recorded.
 func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Session, error) {
+	if r.isDraining() {
+		return nil, ErrShuttingDown
+	}
 	st, err := r.load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -485,11 +499,25 @@ func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step
 	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
 	defer func() { endTurnSpan(span, sess, err) }()
 	if err := r.drive(ctx, st, step); err != nil {
+		if errors.Is(err, errHalted) {
+			// Released for another process, which goes on with the turn.
+			return r.sessionOf(st), nil
+		}
 		return nil, err
 	}
-	sess = sessionFromState(st) // before the state is shared again
+	sess = r.sessionOf(st) // before the state is shared again
 	r.cache.put(st)
 	return sess, nil
+}
+
+// sessionOf is the Session of a state this runner just recorded.
+func (r *Runner) sessionOf(st *engine.State) *Session {
+	s := sessionFromState(st)
+	if s.Status == StatusRunning && !r.halt.Load() {
+		until := r.now().Add(r.leaseFor)
+		s.LeaseOwner, s.LeaseExpiresAt = r.node, &until
+	}
+	return s
 }
 
 // commit appends the events of one step in one durable write.
@@ -509,6 +537,10 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 			return err
 		}
 	}
+	head.Lease = r.lease(st, head.UpdatedAt)
+	if events[len(events)-1].Type == engine.EventTurnInterrupted {
+		head.Lease.Until = head.UpdatedAt // released: the next owner takes over at once
+	}
 	expected := events[0].Seq - 1
 	log := st.Log
 	log.TailBytes += eventBytes(events)
@@ -523,8 +555,10 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return storeError(err, st.SessionID)
 	}
 	st.Log = log
+	if to == r.store {
+		r.hub.published(st.SessionID, events)
+	}
 	for _, ev := range events {
-		r.hub.publish(st.SessionID, ev)
 		observe(ctx, ev)
 	}
 	return nil
@@ -536,9 +570,22 @@ func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) 
 	return r.driveIn(ctx, r.store, st, step)
 }
 
+// errHalted: the runner stopped the turn at a step boundary (Close, or
+// Shutdown past its grace) and released the session for another process.
+var errHalted = errors.New("cairn: the turn was handed over: this runner is stopping")
+
 // driveIn is drive with the events going to store to (the stateless mode
-// keeps a session in a scratch store and hands it out as a token).
+// keeps a session in a scratch store and hands it out as a token). On the
+// runner's store the turn holds a lease: it is renewed while effects run, a
+// cancel request stops the turn at its next step, and a turn stopped early
+// (ctx cancelled, Close) records turn_interrupted and releases the session.
 func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step) error {
+	owned := to == r.store
+	var t *turn
+	if owned {
+		t = r.active.begin(st.SessionID)
+		defer r.active.end(st.SessionID, t)
+	}
 	for {
 		if err := r.commitTo(ctx, to, st, step.Events); err != nil {
 			return err
@@ -547,20 +594,18 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			return nil
 		}
 		var in engine.Input
-		switch eff := step.Effects[0].(type) {
-		case engine.CallModel:
-			resp, err := r.callModel(ctx, st.SessionID, eff)
-			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("session %s: turn interrupted: %w", st.SessionID, ctx.Err())
-			}
-			in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
-		case engine.RunTools:
-			in = engine.ToolsDone{Frame: eff.Frame, Results: r.runTools(ctx, eff)}
-			if ctx.Err() != nil {
-				return fmt.Errorf("session %s: turn interrupted while tools ran: %w", st.SessionID, ctx.Err())
-			}
+		switch {
+		case owned && t.cancelRequested.Load():
+			in = engine.Cancel{Scope: engine.CancelAll}
+		case ctx.Err() != nil:
+			return r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
+		case owned && r.halt.Load():
+			return r.interrupt(ctx, to, st, "the runner stopped (shutdown); another process continues the turn", errHalted)
 		default:
-			return fmt.Errorf("cairn: unknown effect %T", eff)
+			var err error
+			if in, err = r.perform(ctx, st, t, step.Effects[0]); err != nil {
+				return err
+			}
 		}
 		var err error
 		if step, err = r.machine.Step(st, in, r.now()); err != nil {
@@ -569,13 +614,70 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	}
 }
 
+// perform runs one effect and returns the input that reports it.
+func (r *Runner) perform(ctx context.Context, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
+	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
+		if t == nil {
+			fn(ctx)
+			return
+		}
+		r.renewWhile(ctx, st.SessionID, t, isModel, fn)
+	}
+	var in engine.Input
+	switch eff := eff.(type) {
+	case engine.CallModel:
+		var resp *model.Response
+		var err error
+		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, eff) })
+		in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
+		if err != nil && t != nil && (t.cancelRequested.Load() || r.halt.Load()) {
+			in = nil // dropped on purpose: the caller decides again
+		}
+	case engine.RunTools:
+		var results []engine.ToolOutcome
+		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff) })
+		in = engine.ToolsDone{Frame: eff.Frame, Results: results}
+	default:
+		return nil, fmt.Errorf("cairn: unknown effect %T", eff)
+	}
+	switch {
+	case t != nil && t.lost.Load():
+		return nil, fmt.Errorf("session %s: %w", st.SessionID, ErrLeaseLost)
+	case ctx.Err() != nil:
+		// Nothing of this effect is recorded: a started tool stays in doubt.
+		return nil, r.interrupt(ctx, r.store, st, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
+	case in == nil && t.cancelRequested.Load():
+		return engine.Cancel{Scope: engine.CancelAll}, nil
+	case in == nil:
+		return nil, r.interrupt(ctx, r.store, st, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
+	}
+	return in, nil
+}
+
+// interrupt records that the turn stopped early and releases the session.
+func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State, reason string, cause error) error {
+	step, err := r.machine.Step(st, engine.Interrupted{Reason: reason}, r.now())
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.commitTo(wctx, to, st, step.Events); err != nil {
+		return errors.Join(cause, err)
+	}
+	if errors.Is(cause, errHalted) {
+		return cause
+	}
+	return fmt.Errorf("session %s: turn interrupted (recorded; another runner takes it over): %w", st.SessionID, cause)
+}
+
 func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.CallModel) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
 	req := *eff.Request
 	req.OnTextDelta = func(delta string) {
 		data, _ := json.Marshal(map[string]string{"text": delta})
 		ev := Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
-		r.hub.publish(sessionID, ev)
+		r.hub.delta(sessionID, ev)
 		observe(ctx, ev)
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
@@ -717,6 +819,11 @@ func sessionFromHead(h store.Head) (*Session, error) {
 	s.Seq, s.Status, s.UpdatedAt = h.Seq, h.Status, h.UpdatedAt
 	if s.Status != StatusPaused {
 		s.Interrupts = noInterrupts // a summary written while paused, read after a decision
+	}
+	s.LeaseOwner, s.LeaseExpiresAt = "", nil
+	if s.Status == StatusRunning {
+		until := h.Lease.Until
+		s.LeaseOwner, s.LeaseExpiresAt = h.Lease.Owner, &until
 	}
 	return &s, nil
 }

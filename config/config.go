@@ -38,6 +38,12 @@ type File struct {
 	Models    map[string]ModelConfig `yaml:"models"`
 	Tools     map[string]ToolConfig  `yaml:"tools"`
 	Agents    map[string]AgentConfig `yaml:"agents"`
+	// Lease is how long a process owns a running turn without renewing it
+	// (default 15s); other processes sharing the store take over after it.
+	Lease string `yaml:"lease"`
+	// ShutdownGrace is how long SIGTERM lets running turns finish before
+	// they are handed over to another process (default 30s).
+	ShutdownGrace string `yaml:"shutdown_grace"`
 }
 
 // AuthConfig lists the bearer tokens the server accepts.
@@ -135,6 +141,10 @@ type Config struct {
 	ContinuationKeys [][]byte
 	// Scripted lists the models that are scripted (for the demo banner).
 	Scripted []string
+	// Lease is the turn lease (0: cairn.DefaultLease).
+	Lease time.Duration
+	// ShutdownGrace is how long a stop lets running turns finish.
+	ShutdownGrace time.Duration
 }
 
 // Error is a configuration error at a key path.
@@ -260,6 +270,15 @@ func (l *loader) load(f *File) (*Config, error) {
 	if cfg.Store, err = l.store(f.Store); err != nil {
 		return nil, err
 	}
+	if cfg.Lease, err = l.duration("lease", f.Lease, cairn.DefaultLease); err != nil {
+		return nil, err
+	}
+	if cfg.Lease < 3*time.Second {
+		return nil, l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
+	}
+	if cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second); err != nil {
+		return nil, err
+	}
 	if len(f.Agents) == 0 {
 		return nil, l.errf("agents", "no agents are defined; add at least one under agents:")
 	}
@@ -362,6 +381,18 @@ func (l *loader) load(f *File) (*Config, error) {
 
 // minTokenLength keeps guessable tokens out.
 const minTokenLength = 16
+
+// duration parses an optional positive duration.
+func (l *loader) duration(key, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, l.errf(key, "%q is not a positive duration like 15s or 1m", v)
+	}
+	return d, nil
+}
 
 func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 	if len(a.Tokens) == 0 {

@@ -308,46 +308,30 @@ func afterParam(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return n, true
 }
 
-// streamEvents sends recorded events after `after`, then live ones, as SSE.
+// streamEvents sends the recorded events after `after`, then live ones
+// (recorded by any process sharing the store), as SSE.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
 	ctx := r.Context()
-	live, cancel := s.runner.Subscribe(id)
-	defer func() { cancel() }()
-	backlog, err := s.runner.Events(ctx, id, after)
-	if err != nil {
+	if _, err := s.runner.Session(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	live, cancel := s.runner.Subscribe(id, after)
+	defer cancel()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	last := after
-	send := func(ev cairn.Event) error {
-		var b bytes.Buffer
-		if ev.Seq > 0 {
-			fmt.Fprintf(&b, "id: %d\n", ev.Seq)
-		}
-		data, _ := json.Marshal(ev)
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
-		if _, err := w.Write(b.Bytes()); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
-	for _, ev := range backlog {
-		if send(ev) != nil {
-			return
-		}
-		last = ev.Seq
-	}
 	if flusher != nil {
 		flusher.Flush()
 	}
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var b bytes.Buffer
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
@@ -358,33 +342,22 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
-			if flusher != nil {
-				flusher.Flush()
-			}
+			flush()
 		case ev, ok := <-live:
 			if !ok {
-				// We fell behind: resubscribe and catch up from the store.
-				live, cancel = s.runner.Subscribe(id)
-				missed, err := s.runner.Events(ctx, id, last)
-				if err != nil {
-					return
-				}
-				for _, ev := range missed {
-					if send(ev) != nil {
-						return
-					}
-					last = ev.Seq
-				}
-				continue
-			}
-			if ev.Seq != 0 && ev.Seq <= last {
-				continue // already sent from the backlog
-			}
-			if send(ev) != nil {
 				return
 			}
+			b.Reset()
 			if ev.Seq > 0 {
-				last = ev.Seq
+				fmt.Fprintf(&b, "id: %d\n", ev.Seq)
+			}
+			data, _ := json.Marshal(ev)
+			fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
+			if _, err := w.Write(b.Bytes()); err != nil {
+				return
+			}
+			if len(live) == 0 {
+				flush()
 			}
 		}
 	}

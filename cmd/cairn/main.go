@@ -87,7 +87,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 		return err
 	}
 	defer st.Close()
-	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys})
+	// The runner takes over, at once and then periodically, sessions whose
+	// lease expired: cut off by a crash, or handed over by a stopping node.
+	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
@@ -109,24 +111,24 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(tokens))
 	}
+	fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go func() {
-		// Sessions cut off by a crash go on; interrupted tool calls wait for a person.
-		if n, err := runner.Recover(context.WithoutCancel(ctx)); n > 0 || err != nil {
-			log.Info("recovery", "sessions", n, "err", err)
-		}
-	}()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight turns")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Drain: no new requests or takeovers; running turns finish within the
+	// grace period; the rest are handed over (released) at their next step.
+	log.Info("shutting down: finishing running turns", "grace", cfg.ShutdownGrace)
+	grace, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(grace) }()
+	runner.Shutdown(grace)
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil

@@ -28,6 +28,7 @@ const (
 	EventTurnCompleted     = "turn_completed"
 	EventTurnFailed        = "turn_failed"
 	EventTurnCancelled     = "turn_cancelled"
+	EventTurnInterrupted   = "turn_interrupted"
 )
 
 // Event is one immutable entry of a session's log.
@@ -136,6 +137,11 @@ type (
 	TurnCancelled struct {
 		Reason string `json:"reason,omitempty"`
 	}
+	// TurnInterrupted records that a runner stopped driving the turn before
+	// its end and released the session; it stays running until taken over.
+	TurnInterrupted struct {
+		Reason string `json:"reason"`
+	}
 )
 
 // Pop reasons.
@@ -179,6 +185,8 @@ func decodePayload(ev *Event) (any, error) {
 		p = &TurnFailed{}
 	case EventTurnCancelled:
 		p = &TurnCancelled{}
+	case EventTurnInterrupted:
+		p = &TurnInterrupted{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", ev.Seq, ev.Type)
 	}
@@ -353,6 +361,7 @@ func apply(st *State, ev *Event, payload any) error {
 	case *TurnFailed:
 		f := p.Error
 		st.Status, st.Error = StatusFailed, &f
+	case *TurnInterrupted: // the state is unchanged: whoever takes over recovers it
 	case *TurnCancelled:
 		st.Status = StatusCancelled
 		root := st.Root()

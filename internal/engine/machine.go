@@ -84,20 +84,28 @@ type ToolOutcome struct {
 // ExpiresAt has passed, and lets the session go on. Conflict when none is due.
 type Expire struct{}
 
+// Interrupted records that the driver stopped a running turn before its
+// end (its context was cancelled, or its process shuts down): the session
+// stays running, and whoever takes it over goes on with Recover.
+type Interrupted struct {
+	Reason string
+}
+
 // Recover continues a session found running after its driver stopped (a
 // crash, kill -9). A call that was started and has no result is not re-run
 // silently: unless its tool is idempotent, the session pauses with an
 // in-doubt approval interrupt for it.
 type Recover struct{}
 
-func (Start) isInput()     {}
-func (Message) isInput()   {}
-func (Decide) isInput()    {}
-func (Cancel) isInput()    {}
-func (ModelDone) isInput() {}
-func (ToolsDone) isInput() {}
-func (Recover) isInput()   {}
-func (Expire) isInput()    {}
+func (Start) isInput()       {}
+func (Message) isInput()     {}
+func (Decide) isInput()      {}
+func (Cancel) isInput()      {}
+func (ModelDone) isInput()   {}
+func (ToolsDone) isInput()   {}
+func (Recover) isInput()     {}
+func (Interrupted) isInput() {}
+func (Expire) isInput()      {}
 
 // Effect is work the driver performs and reports back as an Input.
 type Effect interface{ isEffect() }
@@ -198,6 +206,11 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 		err = s.toolsDone(in)
 	case Recover:
 		err = s.recover()
+	case Interrupted:
+		if st.Status != StatusRunning {
+			return Step{}, errorf(CodeConflict, "session %s is %s: no turn to interrupt", st.SessionID, st.Status)
+		}
+		s.emit(EventTurnInterrupted, st.Root(), &TurnInterrupted{Reason: in.Reason})
 	case Expire:
 		err = s.expire()
 	default:
@@ -388,8 +401,12 @@ func (s *stepper) cancel(in Cancel) error {
 	if in.Seq != 0 && in.Seq != st.Seq {
 		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d", in.Seq, st.SessionID, st.Seq)
 	}
-	if st.Status != StatusPaused {
-		return errorf(CodeConflict, "session %s is %s: only a paused session can be cancelled", st.SessionID, st.Status)
+	running := st.Status == StatusRunning
+	if !running && st.Status != StatusPaused {
+		return errorf(CodeConflict, "session %s is %s: only a paused or running session can be cancelled", st.SessionID, st.Status)
+	}
+	if running && in.Scope == CancelTop {
+		return errorf(CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
 	}
 	switch in.Scope {
 	case CancelTop:
@@ -403,7 +420,12 @@ func (s *stepper) cancel(in Cancel) error {
 	case CancelAll:
 		root := st.Root()
 		for _, c := range root.Calls {
-			if c.State != CallDone {
+			switch c.State {
+			case CallDone:
+			case CallStarted: // its runner stopped while it ran
+				s.emit(EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+					Content: "cancelled by the user while it was running: it may or may not have taken effect"})
+			default:
 				s.emit(EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
 			}
 		}

@@ -118,7 +118,9 @@ func (p *program) next(st *State, pending Effect) Input {
 			return ToolsDone{Frame: eff.Frame, Results: res}
 		}
 	}
-	switch p.pick(7) {
+	switch p.pick(8) {
+	case 6:
+		return Interrupted{Reason: "shutdown"}
 	case 0, 1:
 		var ds []Decision
 		for _, in := range st.Interrupts() {

@@ -1,0 +1,294 @@
+package cairn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/store"
+)
+
+// DefaultLease is how long a runner owns a running turn without renewing
+// it (RunnerOptions.Lease): after that, another runner on the store may
+// take the session over.
+const DefaultLease = 15 * time.Second
+
+// ErrLeaseLost: another process took the session over while this one ran
+// its turn (this process stalled past its lease). Nothing more was recorded
+// by this process; the new owner goes on.
+var ErrLeaseLost error = &engine.Error{Code: engine.CodeConflict, Message: "lease lost: another process took over the session"}
+
+// ErrShuttingDown: the runner is draining (Shutdown) and takes no new turns.
+var ErrShuttingDown = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
+
+// turn is a running turn owned by this runner.
+type turn struct {
+	cancelRequested atomic.Bool
+	lost            atomic.Bool
+	mu              sync.Mutex
+	stopModel       context.CancelFunc // cancels the model call in flight, if any
+}
+
+func (t *turn) requestCancel() {
+	t.cancelRequested.Store(true)
+	t.mu.Lock()
+	if t.stopModel != nil {
+		t.stopModel() // a model call is safe to drop; running tools finish
+	}
+	t.mu.Unlock()
+}
+
+// turns tracks this runner's running turns.
+type turns struct {
+	mu sync.Mutex
+	m  map[string]*turn
+	wg sync.WaitGroup
+}
+
+func (ts *turns) begin(id string) *turn {
+	t := &turn{}
+	ts.mu.Lock()
+	if ts.m == nil {
+		ts.m = map[string]*turn{}
+	}
+	ts.m[id] = t
+	ts.mu.Unlock()
+	ts.wg.Add(1)
+	return t
+}
+
+func (ts *turns) end(id string, t *turn) {
+	ts.mu.Lock()
+	if ts.m[id] == t {
+		delete(ts.m, id)
+	}
+	ts.mu.Unlock()
+	ts.wg.Done()
+}
+
+func (ts *turns) get(id string) *turn {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.m[id]
+}
+
+func (ts *turns) all() []*turn {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make([]*turn, 0, len(ts.m))
+	for _, t := range ts.m {
+		out = append(out, t)
+	}
+	return out
+}
+
+func newNodeID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Node returns the name this runner holds leases under.
+func (r *Runner) Node() string { return r.node }
+
+// lease is the lease a commit at now records: held while the turn runs,
+// released (expired at once) when it pauses or ends.
+func (r *Runner) lease(st *engine.State, now time.Time) store.Lease {
+	if st.Status == engine.StatusRunning {
+		return store.Lease{Owner: r.node, Until: now.Add(r.leaseFor)}
+	}
+	return store.Lease{Owner: r.node, Until: now}
+}
+
+// renewWhile runs fn with the turn's lease renewed every third of its
+// length. If the lease is lost, fn's context is cancelled. A cancel request
+// noticed on renewal stops a model call at once (tools finish).
+func (r *Runner) renewWhile(ctx context.Context, id string, t *turn, model bool, fn func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if model {
+		t.mu.Lock()
+		t.stopModel = cancel
+		t.mu.Unlock()
+		defer func() { t.mu.Lock(); t.stopModel = nil; t.mu.Unlock() }()
+		if t.cancelRequested.Load() {
+			cancel()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(r.leaseFor / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			cancelled, err := r.store.RenewLease(ctx, id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
+			switch {
+			case errors.Is(err, store.ErrConflict):
+				r.log.Warn("lease lost: another process took the session over", "session", id)
+				t.lost.Store(true)
+				cancel()
+				return
+			case err != nil:
+				r.log.Warn("lease renewal failed; retrying", "session", id, "err", err)
+			case cancelled:
+				t.requestCancel()
+			}
+		}
+	}()
+	fn(ctx)
+	cancel()
+	<-done
+}
+
+// takeoverLoop takes over, at start and then every `every`, the running
+// sessions whose lease expired: their owner crashed, was killed, or stopped
+// without finishing (Interrupted).
+func (r *Runner) takeoverLoop(every time.Duration) {
+	defer r.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := r.Recover(r.background); err != nil && r.background.Err() == nil {
+			r.log.Error("takeover", "err", err)
+		}
+		select {
+		case <-r.background.Done():
+			return
+		case <-r.draining:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Recover takes over every running session whose lease has expired (its
+// owner crashed, was killed, or released it while stopping) and goes on
+// with its turn; it returns how many it took. A session whose owner is alive
+// and renewing is never touched. A tool call that started and has no
+// recorded result is never re-run silently: unless the tool is Idempotent,
+// the session pauses with an approval interrupt flagged InDoubt for that
+// call, and a person decides whether to run it again. Runners call it
+// periodically (RunnerOptions.Takeover).
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	due, err := r.store.List(ctx, store.ListOptions{LeaseExpiredAt: r.now()})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, h := range due {
+		if r.isDraining() || ctx.Err() != nil {
+			break
+		}
+		sess, err := r.apply(ctx, h.ID, engine.Recover{})
+		if err != nil {
+			if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrShuttingDown) {
+				errs = append(errs, fmt.Errorf("take over %s: %w", h.ID, err))
+			}
+			continue
+		}
+		r.log.Info("took over session", "session", h.ID, "previous_owner", h.Lease.Owner, "status", sess.Status)
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+func (r *Runner) isDraining() bool {
+	select {
+	case <-r.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// Shutdown drains the runner: it takes no new turns and no takeovers, lets
+// the running turns finish until ctx ends, then stops the rest at their next
+// step (a model call in flight is dropped; a tool in flight is waited for)
+// and releases their sessions, each recorded with a turn_interrupted event,
+// so another process goes on at once. Close after Shutdown.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.drainOnce.Do(func() { close(r.draining) })
+	done := make(chan struct{})
+	go func() { r.active.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	r.halt.Store(true)
+	for _, t := range r.active.all() {
+		t.mu.Lock()
+		if t.stopModel != nil {
+			t.stopModel()
+		}
+		t.mu.Unlock()
+	}
+	<-done
+	return nil
+}
+
+// Cancel ends work in a session. Scope "top" pops the top interactive agent
+// of a paused session (its parent sees that the user cancelled, and its
+// turn goes on until it ends or pauses); "all" unwinds the whole stack and
+// ends the turn as cancelled. A running session can be cancelled with
+// "all": its owner (on any process sharing the store) stops at its next
+// step and records the cancellation; a session whose owner died is
+// cancelled here. ErrConflict when there is nothing to cancel.
+func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session, error) {
+	h, err := r.store.Head(ctx, sessionID)
+	if err != nil {
+		return nil, storeError(err, sessionID)
+	}
+	if h.Status != StatusRunning || scope != engine.CancelAll || !h.Lease.HeldBy("", r.now()) {
+		return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+	}
+	// A live owner runs the turn: ask it to stop, and wait for the outcome.
+	if t := r.active.get(sessionID); t != nil {
+		t.requestCancel()
+	}
+	if err := r.store.RequestCancel(ctx, sessionID); err != nil && !errors.Is(err, store.ErrConflict) {
+		return nil, storeError(err, sessionID)
+	}
+	wait, stop := context.WithTimeout(ctx, r.leaseFor+5*time.Second)
+	defer stop()
+	changes, err := r.store.Watch(wait)
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		h, err := r.store.Head(ctx, sessionID)
+		if err != nil {
+			return nil, storeError(err, sessionID)
+		}
+		switch {
+		case h.Status == StatusPaused: // it paused before it saw the request
+			return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+		case h.Status != StatusRunning:
+			return sessionFromHead(h)
+		case !h.Lease.HeldBy("", r.now()): // its owner died: cancel it here
+			return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+		}
+		select {
+		case <-wait.Done():
+			return nil, &engine.Error{Code: engine.CodeConflict, Message: fmt.Sprintf("session %s: its owner %s has not stopped the turn yet; the cancel stays requested", sessionID, h.Lease.Owner)}
+		case <-changes:
+		case <-tick.C:
+		}
+	}
+}
