@@ -39,11 +39,11 @@ type Session struct {
 	// LeaseOwner names the process that runs the turn of a running session,
 	// and LeaseExpiresAt when another process may take it over unless the
 	// owner renews. A released or expired lease means it is being taken over.
-	LeaseOwner     string     `json:"lease_owner,omitempty"`
-	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
-	Usage     model.Usage `json:"usage"`
-	CreatedAt time.Time   `json:"created_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
+	LeaseOwner     string      `json:"lease_owner,omitempty"`
+	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
+	Usage          model.Usage `json:"usage"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
 }
 
 // SessionError says why a turn failed.
