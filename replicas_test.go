@@ -1,0 +1,245 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// slowTool needs approval and takes d to run; it counts its runs and the
+// runs in progress, to catch a second, concurrent execution.
+type slowTool struct {
+	d                     time.Duration
+	runs, inFlight, overl atomic.Int32
+	started               chan struct{}
+}
+
+func (s *slowTool) tool() *cairn.Tool {
+	return &cairn.Tool{Name: "deploy", Description: "Deploy.", Parameters: json.RawMessage(`{"type":"object"}`),
+		Approval: cairn.Always(), Timeout: time.Minute,
+		Handler: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			s.runs.Add(1)
+			if s.inFlight.Add(1) > 1 {
+				s.overl.Add(1)
+			}
+			defer s.inFlight.Add(-1)
+			if s.started != nil {
+				select {
+				case s.started <- struct{}{}:
+				default:
+				}
+			}
+			select {
+			case <-time.After(s.d):
+				return "deployed", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}}
+}
+
+// node opens a runner on its own handle of the SQLite file at path: what a
+// second `cairn serve` on the same file has.
+func node(t *testing.T, path string, lease time.Duration, tool *cairn.Tool) *cairn.Runner {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Lease: lease, Takeover: 100 * time.Millisecond,
+		Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); st.Close() })
+	return r
+}
+
+// While node A runs an approved tool for longer than its lease, node B's
+// takeover loop (running every 100ms) never touches the session: A renews
+// its lease. The tool runs once, A's request answers 200, nothing is in doubt.
+func TestLiveOwnerIsNeverTakenOver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	slow := &slowTool{d: 2 * time.Second}
+	a := node(t, path, time.Second, slow.tool())
+	b := node(t, path, time.Second, slow.tool())
+	s, err := a.Start(ctx, "main", "deploy", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("%v %+v", err, s)
+	}
+	if n, err := b.Recover(ctx); n != 0 || err != nil {
+		t.Fatalf("B took over a paused session: %d %v", n, err)
+	}
+	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	if err != nil || done.Status != cairn.StatusCompleted || done.Output != "deployed" {
+		t.Fatalf("A's own request: %v %+v", err, done)
+	}
+	if slow.runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times", slow.runs.Load())
+	}
+	evs, _ := b.Events(ctx, s.ID, 0)
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Data), `"in_doubt":true`) || ev.Type == "turn_interrupted" {
+			t.Fatalf("unexpected %s: %s", ev.Type, ev.Data)
+		}
+	}
+}
+
+// A running session shows who owns it; B cancels it while A runs a tool:
+// A stops at its next step (the tool finishes), the session ends cancelled
+// and the model is not called again.
+func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	slow := &slowTool{d: 700 * time.Millisecond, started: make(chan struct{}, 1)}
+	a := node(t, path, 3*time.Second, slow.tool())
+	b := node(t, path, 3*time.Second, slow.tool())
+	s, _ := a.Start(ctx, "main", "deploy", nil)
+	go a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	<-slow.started
+	running, err := b.Session(ctx, s.ID)
+	if err != nil || running.Status != cairn.StatusRunning || running.LeaseOwner != a.Node() || running.LeaseExpiresAt == nil {
+		t.Fatalf("running session as B sees it: %v %+v", err, running)
+	}
+	if _, err := b.Cancel(ctx, s.ID, "top"); !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("cancel top of a running session: %v", err)
+	}
+	got, err := b.Cancel(ctx, s.ID, "all")
+	if err != nil || got.Status != cairn.StatusCancelled {
+		t.Fatalf("cancel: %v %+v", err, got)
+	}
+	evs, _ := b.Events(ctx, s.ID, 0)
+	var typesSeen []string
+	for _, ev := range evs {
+		typesSeen = append(typesSeen, ev.Type)
+	}
+	if got := strings.Join(typesSeen[len(typesSeen)-2:], " "); got != "tool_result turn_cancelled" || slow.runs.Load() != 1 {
+		t.Fatalf("log ends %q, runs %d", got, slow.runs.Load())
+	}
+}
+
+// A turn whose context ends (the client went away, the runner closes)
+// records turn_interrupted and releases the session; another node takes it
+// over at once and finishes it. A call that was running is in doubt, never
+// re-run silently.
+func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	slow := &slowTool{d: 10 * time.Second, started: make(chan struct{}, 1)}
+	a := node(t, path, 3*time.Second, slow.tool())
+	s, _ := a.Start(ctx, "main", "deploy", nil)
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Resume(cctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		errc <- err
+	}()
+	<-slow.started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted resume: %v", err)
+	}
+	h, _ := a.Session(ctx, s.ID)
+	if h.Status != cairn.StatusRunning || h.LeaseExpiresAt == nil || h.LeaseExpiresAt.After(time.Now()) {
+		t.Fatalf("after the interruption: %+v (want running with a released lease)", h)
+	}
+	b := node(t, path, 3*time.Second, slow.tool())
+	var got *cairn.Session
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, _ = b.Session(ctx, s.ID); got.Status == cairn.StatusPaused {
+			break
+		}
+	}
+	if got.Status != cairn.StatusPaused || !got.Interrupts[0].InDoubt || slow.runs.Load() != 1 {
+		t.Fatalf("taken over: %+v, runs %d", got, slow.runs.Load())
+	}
+	evs, _ := b.Events(ctx, s.ID, 0)
+	found := false
+	for _, ev := range evs {
+		found = found || ev.Type == "turn_interrupted"
+	}
+	if !found {
+		t.Fatal("no turn_interrupted event")
+	}
+}
+
+// A subscriber on node B receives every event of a turn that node A runs,
+// in order, none twice, without polling anything itself.
+func TestSubscribeSeesAnotherNodesTurn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	slow := &slowTool{d: 300 * time.Millisecond}
+	a := node(t, path, 3*time.Second, slow.tool())
+	b := node(t, path, 3*time.Second, slow.tool())
+	s, _ := a.Start(ctx, "main", "deploy", nil)
+	events, stop := b.Subscribe(s.ID, 2) // from seq 3: a resumed subscriber
+	defer stop()
+	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	timeout := time.After(10 * time.Second)
+	for len(seqs) == 0 || seqs[len(seqs)-1] < done.Seq {
+		select {
+		case ev := <-events:
+			seqs = append(seqs, ev.Seq)
+		case <-timeout:
+			t.Fatalf("got seqs %v, want 3..%d", seqs, done.Seq)
+		}
+	}
+	for i, seq := range seqs {
+		if seq != int64(i+3) {
+			t.Fatalf("seqs %v: want 3..%d in order, none twice", seqs, done.Seq)
+		}
+	}
+}
+
+// Many concurrent decisions on one pause from several nodes: one wins, the
+// others get a conflict, the tool runs once.
+func TestConcurrentDecisionsAcrossNodes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	slow := &slowTool{d: 10 * time.Millisecond}
+	nodes := []*cairn.Runner{node(t, path, 3*time.Second, slow.tool()), node(t, path, 3*time.Second, slow.tool()), node(t, path, 3*time.Second, slow.tool())}
+	for round := range 5 {
+		s, err := nodes[0].Start(ctx, "main", "deploy", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wins, conflicts atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := nodes[i%3].Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, cairn.ErrConflict):
+					conflicts.Add(1)
+				default:
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 || conflicts.Load() != 11 || slow.runs.Load() != int32(round+1) {
+			t.Fatalf("round %d: %d wins, %d conflicts, %d runs", round, wins.Load(), conflicts.Load(), slow.runs.Load())
+		}
+	}
+}
+
