@@ -242,4 +242,3 @@ func TestConcurrentDecisionsAcrossNodes(t *testing.T) {
 		}
 	}
 }
-
