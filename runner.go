@@ -603,7 +603,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			return r.interrupt(ctx, to, st, "the runner stopped (shutdown); another process continues the turn", errHalted)
 		default:
 			var err error
-			if in, err = r.perform(ctx, st, t, step.Effects[0]); err != nil {
+			if in, err = r.perform(ctx, to, st, t, step.Effects[0]); err != nil {
 				return err
 			}
 		}
@@ -614,8 +614,9 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	}
 }
 
-// perform runs one effect and returns the input that reports it.
-func (r *Runner) perform(ctx context.Context, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
+// perform runs one effect and returns the input that reports it. t is nil
+// for a turn outside the runner's store (stateless mode).
+func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
 	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
 		if t == nil {
 			fn(ctx)
@@ -645,11 +646,11 @@ func (r *Runner) perform(ctx context.Context, st *engine.State, t *turn, eff eng
 		return nil, fmt.Errorf("session %s: %w", st.SessionID, ErrLeaseLost)
 	case ctx.Err() != nil:
 		// Nothing of this effect is recorded: a started tool stays in doubt.
-		return nil, r.interrupt(ctx, r.store, st, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
+		return nil, r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
 	case in == nil && t.cancelRequested.Load():
 		return engine.Cancel{Scope: engine.CancelAll}, nil
 	case in == nil:
-		return nil, r.interrupt(ctx, r.store, st, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
+		return nil, r.interrupt(ctx, to, st, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
 	}
 	return in, nil
 }
