@@ -38,9 +38,15 @@ type turn struct {
 
 func (t *turn) requestCancel() {
 	t.cancelRequested.Store(true)
+	t.dropModelCall()
+}
+
+// dropModelCall cancels the model call in flight, if any: a model call is
+// safe to repeat, so it is dropped at once; running tools finish.
+func (t *turn) dropModelCall() {
 	t.mu.Lock()
 	if t.stopModel != nil {
-		t.stopModel() // a model call is safe to drop; running tools finish
+		t.stopModel()
 	}
 	t.mu.Unlock()
 }
@@ -99,10 +105,12 @@ func newNodeID() string {
 // Node returns the name this runner holds leases under.
 func (r *Runner) Node() string { return r.node }
 
-// lease is the lease a commit at now records: held while the turn runs,
-// released (expired at once) when it pauses or ends.
-func (r *Runner) lease(st *engine.State, now time.Time) store.Lease {
-	if st.Status == engine.StatusRunning {
+// lease is the lease a commit of events at now records: held while the
+// turn runs, released (expired at once) when it pauses, ends, or this
+// runner stopped driving it (turn_interrupted), so the next owner takes
+// over at once.
+func (r *Runner) lease(st *engine.State, events []Event, now time.Time) store.Lease {
+	if st.Status == engine.StatusRunning && events[len(events)-1].Type != engine.EventTurnInterrupted {
 		return store.Lease{Owner: r.node, Until: now.Add(r.leaseFor)}
 	}
 	return store.Lease{Owner: r.node, Until: now}
@@ -123,34 +131,38 @@ func (r *Runner) renewWhile(ctx context.Context, id string, t *turn, model bool,
 			cancel()
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(r.leaseFor / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			cancelled, err := r.store.RenewLease(ctx, id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
-			switch {
-			case errors.Is(err, store.ErrConflict):
-				r.log.Warn("lease lost: another process took the session over", "session", id)
-				t.lost.Store(true)
-				cancel()
-				return
-			case err != nil:
-				r.log.Warn("lease renewal failed; retrying", "session", id, "err", err)
-			case cancelled:
-				t.requestCancel()
-			}
+	// A timer that re-arms itself: an effect shorter than lease/3 (most
+	// are) costs no goroutine and no store write.
+	var mu sync.Mutex
+	stopped := false
+	var timer *time.Timer
+	mu.Lock() // the callback reads timer
+	timer = time.AfterFunc(r.leaseFor/3, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		cancelled, err := r.store.RenewLease(ctx, id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			r.log.Warn("lease lost: another process took the session over", "session", id)
+			t.lost.Store(true)
+			cancel()
+			return
+		case err != nil:
+			r.log.Warn("lease renewal failed; retrying", "session", id, "err", err)
+		case cancelled:
+			t.requestCancel()
+		}
+		timer.Reset(r.leaseFor / 3)
+	})
+	mu.Unlock()
 	fn(ctx)
-	cancel()
-	<-done
+	mu.Lock() // waits for a renewal in flight
+	stopped = true
+	timer.Stop()
+	mu.Unlock()
 }
 
 // takeoverLoop takes over, at start and then every `every`, the running
@@ -231,11 +243,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	}
 	r.halt.Store(true)
 	for _, t := range r.active.all() {
-		t.mu.Lock()
-		if t.stopModel != nil {
-			t.stopModel()
-		}
-		t.mu.Unlock()
+		t.dropModelCall()
 	}
 	<-done
 	return nil
@@ -269,6 +277,8 @@ func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session,
 	if err != nil {
 		return nil, err
 	}
+	// The feed reports the owner's commits; the tick notices an owner that
+	// died (its lease expires without any commit).
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -537,10 +537,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 			return err
 		}
 	}
-	head.Lease = r.lease(st, head.UpdatedAt)
-	if events[len(events)-1].Type == engine.EventTurnInterrupted {
-		head.Lease.Until = head.UpdatedAt // released: the next owner takes over at once
-	}
+	head.Lease = r.lease(st, events, head.UpdatedAt)
 	expected := events[0].Seq - 1
 	log := st.Log
 	log.TailBytes += eventBytes(events)

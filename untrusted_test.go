@@ -140,8 +140,10 @@ func TestRepeatedCallIDsFromTheModel(t *testing.T) {
 }
 
 // Panics in user callbacks do not take the process down: a predicate that
-// panics asks a person, a template that panics shows the raw arguments, a
-// model that panics fails the turn with a clear error, also when detached.
+// panics asks a person, a template that fails shows the raw arguments
+// (text/template turns panics of called functions into errors; a Confirm
+// that panics is covered in the engine's TestPanickingCallbacksFailClosed),
+// a model that panics fails the turn with a clear error, also when detached.
 func TestPanickingCallbacks(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
@@ -154,7 +156,7 @@ func TestPanickingCallbacks(t *testing.T) {
 		Amount int `json:"amount"`
 	}) bool {
 		panic("policy bug")
-	}), cairn.WithConfirmation("Pay {{call .amount}}?")) // calling a number panics in the template
+	}), cairn.WithConfirmation("Pay {{call .amount}}?")) // calling a number fails the template
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pay", Arguments: `{"amount":5}`}}}, scripted.Reply{Text: "ok"})
 	r := newRunner(t, m, tool)
 	s, err := r.Start(ctx, "main", "pay", nil)
