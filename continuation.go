@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/store"
@@ -25,13 +26,17 @@ var ErrInvalidContinuation error = &engine.Error{Code: engine.CodeInvalidContinu
 // base64url without padding; mac = HMAC-SHA256(key, "cairn.v1.<payload>").
 const tokenPrefix = "cairn.v1."
 
-// MaxContinuationBytes bounds the size of a token the codec accepts.
-const MaxContinuationBytes = 8 << 20
+// MaxContinuationBytes bounds the size of a token: the codec refuses to
+// decode a longer one, and a stateless turn whose paused session would need
+// a longer one fails with the code "too_large" instead of handing out a
+// token no server would take (the HTTP API accepts a body of this size plus
+// room for the decisions).
+const MaxContinuationBytes = 4 << 20
 
 // Continuation is the decoded content of a continuation token: a paused
 // session's whole event log, so any process holding the key can resume it.
 type Continuation struct {
-	// ID is unique per token; a token resumes once (see store.Store.MarkUsed).
+	// ID is unique per token; a token resumes once (see store.Ledger).
 	ID string `json:"tid"`
 	// KeyID names the key that signed it, for rotation.
 	KeyID  string  `json:"kid"`
@@ -106,7 +111,17 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 	if dot < len(tokenPrefix) {
 		return nil, invalid("the signature is missing")
 	}
+	// Canonical form only: the base64 decoder skips '\r' and '\n', so a
+	// token with inserted line breaks would otherwise verify.
+	for i := len(tokenPrefix); i < len(token); i++ {
+		if !isTokenByte(token[i]) {
+			return nil, invalid("byte %d (%q) is not part of a token: send the token exactly as it was issued", i, token[i])
+		}
+	}
 	signed, sigText := token[:dot], token[dot+1:]
+	if strings.IndexByte(signed[len(tokenPrefix):], '.') >= 0 {
+		return nil, invalid("the token has more than two parts")
+	}
 	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
 	if err != nil || len(sig) != sha256.Size {
 		return nil, invalid("the signature is malformed")
@@ -121,7 +136,7 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 	if key == nil {
 		return nil, invalid("the signature does not match (modified, truncated, or signed by another server)")
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(signed[len(tokenPrefix):])
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(signed[len(tokenPrefix):])
 	if err != nil {
 		return nil, invalid("the payload is not base64url: %v", err)
 	}
@@ -135,6 +150,12 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 		return nil, invalid("the payload is incomplete")
 	}
 	return &cont, nil
+}
+
+// isTokenByte reports whether b may appear after the prefix: the base64url
+// alphabet and the dot between payload and signature.
+func isTokenByte(b byte) bool {
+	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_' || b == '.'
 }
 
 // Result is the answer of a stateless invocation.
@@ -196,9 +217,15 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string) (*Result, erro
 
 // Continue verifies a continuation token, applies decisions and runs the
 // resumed turn. A modified, truncated or foreign token, or one for another
-// agent, gives ErrInvalidContinuation and nothing runs; a token that was
-// already resumed gives ErrConflict. Decisions are checked (unknown
-// interrupt, invalid arguments, expiry) before the token is spent.
+// agent, gives ErrInvalidContinuation and nothing runs. Decisions are checked
+// (unknown interrupt, invalid arguments, expiry) before the token is spent.
+//
+// A token resumes once across every runner sharing the ledger
+// (RunnerOptions.Ledger, by default the Store): spending it is recorded
+// before the turn runs, so two concurrent resumes cannot both run it, and
+// the turn's answer is recorded with it when the turn ends. A token that was
+// already spent gives a *SpentContinuationError (errors.Is ErrConflict)
+// carrying that answer, so a client that lost it can carry on.
 func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []Decision) (*Result, error) {
 	c, err := r.codec(ctx)
 	if err != nil {
@@ -223,22 +250,95 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	if err != nil {
 		return nil, err
 	}
-	if err := r.store.MarkUsed(ctx, cont.ID); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, &engine.Error{Code: engine.CodeConflict, Message: "this continuation was already resumed; use the token of the latest answer"}
-		}
-		return nil, err
+	if r.ledger == nil {
+		return nil, errors.New("cairn: continuation tokens cannot be resumed: the store keeps no token ledger (set RunnerOptions.Ledger)")
 	}
+	if err := r.ledger.MarkUsed(ctx, cont.ID); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, r.spent(ctx, cont.ID)
+		}
+		return nil, fmt.Errorf("spend continuation %s: %w", cont.ID, err)
+	}
+	res, err := r.resumeStateless(ctx, st, step, cont.Events, agent)
+	r.settle(ctx, cont.ID, res, err)
+	return res, err
+}
+
+// resumeStateless runs a resumed turn in a scratch store.
+func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, step engine.Step, prior []Event, agent string) (*Result, error) {
 	scratch := store.NewMemory()
 	// The log so far goes in as one append; then the resumed turn follows.
-	prior := cont.Events
 	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: prior[len(prior)-1].Seq}, 0, prior); err != nil {
 		return nil, err
 	}
 	if err := r.driveIn(ctx, scratch, st, step); err != nil {
 		return nil, err
 	}
-	return r.result(ctx, scratch, st, agent)
+	return r.result(context.WithoutCancel(ctx), scratch, st, agent)
+}
+
+// SpentContinuationError answers a continuation token that was already
+// resumed. It wraps ErrConflict.
+type SpentContinuationError struct {
+	// TokenID is the spent token's id.
+	TokenID string
+	// Result is the answer of the resume that spent the token, or nil while
+	// that resume runs or when it ended with an error or its process
+	// stopped first.
+	Result *Result
+	// Failure is the error that resume ended with, if it did.
+	Failure string
+}
+
+// Error implements error.
+func (e *SpentContinuationError) Error() string {
+	switch {
+	case e.Result != nil:
+		return "this continuation was already resumed; its answer is attached (continue from its continuation)"
+	case e.Failure != "":
+		return "this continuation was already resumed and that resume failed: " + e.Failure
+	}
+	return "this continuation was already resumed (the resume is running, or its process stopped before it answered)"
+}
+
+// Unwrap makes the error errors.Is ErrConflict.
+func (e *SpentContinuationError) Unwrap() error { return ErrConflict }
+
+// outcome is what the ledger keeps of a resume.
+type outcome struct {
+	Result *Result `json:"result,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+func (r *Runner) spent(ctx context.Context, id string) error {
+	e := &SpentContinuationError{TokenID: id}
+	data, err := r.ledger.Outcome(ctx, id)
+	if err != nil || len(data) == 0 {
+		return e
+	}
+	var o outcome
+	if json.Unmarshal(data, &o) == nil {
+		e.Result, e.Failure = o.Result, o.Error
+	}
+	return e
+}
+
+// settle records a resume's answer with its spent token. It is written even
+// when the caller's ctx ended: the answer is what a retry gets.
+func (r *Runner) settle(ctx context.Context, id string, res *Result, runErr error) {
+	o := outcome{Result: res}
+	if runErr != nil {
+		o.Error = runErr.Error()
+	}
+	data, err := json.Marshal(o)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = r.ledger.SetOutcome(wctx, id, data)
+	}
+	if err != nil {
+		r.log.Error("could not record the answer of a spent continuation token", "token", id, "err", err)
+	}
 }
 
 func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.State, agent string) (*Result, error) {
@@ -257,6 +357,10 @@ func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.Sta
 	}
 	if res.Continuation, err = c.Encode(&Continuation{Agent: agent, Events: evs}); err != nil {
 		return nil, err
+	}
+	if n := len(res.Continuation); n > MaxContinuationBytes {
+		return nil, &engine.Error{Code: engine.CodeTooLarge, Message: fmt.Sprintf(
+			"the paused session needs a %d-byte continuation token, over the %d-byte limit: run conversations this long as stored sessions (POST /v1/sessions)", n, MaxContinuationBytes)}
 	}
 	return res, nil
 }

@@ -75,8 +75,14 @@ func TestContinuationTokens(t *testing.T) {
 	if done.Status != cairn.StatusCompleted || done.Output != "Result: Deleted test.txt" || done.Continuation != "" || len(rec.runs()) != 1 {
 		t.Fatalf("continue: %+v, runs %v", done, rec.runs())
 	}
-	if _, err := r.Continue(ctx, "main", tok, approve); !errors.Is(err, cairn.ErrConflict) {
-		t.Fatalf("replay: %v, want ErrConflict", err)
+	_, err = r.Continue(ctx, "main", tok, approve)
+	var spent *cairn.SpentContinuationError
+	if !errors.Is(err, cairn.ErrConflict) || !errors.As(err, &spent) {
+		t.Fatalf("replay: %v, want a SpentContinuationError (ErrConflict)", err)
+	}
+	// A client that lost the answer gets it with the 409.
+	if spent.Result == nil || spent.Result.Output != done.Output || spent.Result.Status != done.Status {
+		t.Fatalf("the spent token's answer = %+v, want %+v", spent.Result, done)
 	}
 	if len(rec.runs()) != 1 {
 		t.Fatal("a replayed token ran the tool again")
@@ -111,6 +117,8 @@ func FuzzDecodeContinuation(f *testing.F) {
 	f.Add("cairn.v1..")
 	f.Add("cairn.v1.e30.AAAA")
 	f.Add(good[:len(good)-3])
+	f.Add(good[:len(good)-4] + "\n" + good[len(good)-4:])
+	f.Add(good[:len(good)-4] + "\r\n" + good[len(good)-4:])
 	f.Fuzz(func(t *testing.T, tok string) {
 		cont, err := c.Decode(tok)
 		if err == nil && tok != good {
@@ -125,4 +133,74 @@ func FuzzDecodeContinuation(f *testing.F) {
 			t.Fatalf("error is not ErrInvalidContinuation: %v", err)
 		}
 	})
+}
+
+// Line breaks inserted anywhere in a token are refused: the base64 decoder
+// would skip them, so the token would otherwise verify.
+func TestContinuationWhitespaceRefused(t *testing.T) {
+	c, _ := cairn.NewCodec(key('k'))
+	good, err := c.Encode(&cairn.Continuation{Agent: "main", Events: []cairn.Event{{Seq: 1, Type: "session_started", Data: []byte(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(good); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{len("cairn.v1.") + 3, strings.LastIndexByte(good, '.') + 1, len(good) - 2, len(good)} {
+		for _, ws := range []string{"\n", "\r\n", " "} {
+			bad := good[:at] + ws + good[at:]
+			if _, err := c.Decode(bad); !errors.Is(err, cairn.ErrInvalidContinuation) {
+				t.Errorf("%q inserted at %d: %v, want ErrInvalidContinuation", ws, at, err)
+			}
+		}
+	}
+}
+
+// A paused session whose token would exceed MaxContinuationBytes is refused
+// when the token would be issued, not handed out to fail on resume.
+func TestContinuationTooLargeIsRefusedAtIssue(t *testing.T) {
+	var rec counter
+	r, err := cairn.NewRunner(cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')},
+		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes))
+	if cairn.ErrorCode(err) != "too_large" || !strings.Contains(err.Error(), "POST /v1/sessions") {
+		t.Fatalf("err = %v, want too_large naming the alternative", err)
+	}
+	res, err := r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes/2))
+	if err != nil || len(res.Continuation) > cairn.MaxContinuationBytes {
+		t.Fatalf("a token under the limit: %v, %d bytes", err, len(res.Continuation))
+	}
+}
+
+// Two runners sharing a ledger (here: one store) spend a token once, even
+// resuming at the same time: the tool runs once.
+func TestContinuationSpentOnceUnderRace(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	st := store.NewMemory()
+	agents := func() []*cairn.Agent {
+		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
+	}
+	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
+	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
+	res, err := r1.Invoke(ctx, "main", "Delete test.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}
+	errs := make(chan error, 2)
+	for _, r := range []*cairn.Runner{r1, r2} {
+		go func() { _, err := r.Continue(ctx, "main", res.Continuation, approve); errs <- err }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) || !errors.Is(errors.Join(e1, e2), cairn.ErrConflict) {
+		t.Fatalf("errors %v / %v, want one nil and one ErrConflict", e1, e2)
+	}
+	if len(rec.runs()) != 1 {
+		t.Fatalf("tool runs %v, want 1", rec.runs())
+	}
 }

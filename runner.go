@@ -63,6 +63,10 @@ type RunnerOptions struct {
 	// stateless invocations (Invoke, Continue). Empty: a key is generated
 	// once and kept in the Store, so every runner on the store shares it.
 	ContinuationKeys [][]byte
+	// Ledger records spent continuation tokens and their answers, so each
+	// token resumes once across every runner that shares it. Nil: the
+	// Store, if it implements store.Ledger (the stores of this module do).
+	Ledger store.Ledger
 	// Lease is how long this runner owns a running turn without renewing it
 	// (it renews every third of it while model and tool calls run); another
 	// runner on the store takes the session over once it expires. 0 means
@@ -104,6 +108,7 @@ type Runner struct {
 	cache       stateCache
 	tracer      trace.Tracer
 	contKeys    [][]byte
+	ledger      store.Ledger
 	codecMu     sync.Mutex
 	cont        *Codec
 	node        string
@@ -142,6 +147,10 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	}
 	if r.store == nil {
 		r.store = store.NewMemory()
+	}
+	r.ledger = opts.Ledger
+	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
+		r.ledger = l
 	}
 	if r.log == nil {
 		r.log = slog.Default()

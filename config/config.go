@@ -32,12 +32,15 @@ import (
 
 // File is the configuration file as written.
 type File struct {
-	Store     string                 `yaml:"store"`
-	SecretEnv string                 `yaml:"secret_env"`
-	Auth      *AuthConfig            `yaml:"auth"`
-	Models    map[string]ModelConfig `yaml:"models"`
-	Tools     map[string]ToolConfig  `yaml:"tools"`
-	Agents    map[string]AgentConfig `yaml:"agents"`
+	Store     string `yaml:"store"`
+	SecretEnv string `yaml:"secret_env"`
+	// TokenLedger is a SQLite file recording spent continuation tokens when
+	// the store is memory (other stores keep the ledger themselves).
+	TokenLedger string                 `yaml:"token_ledger"`
+	Auth        *AuthConfig            `yaml:"auth"`
+	Models      map[string]ModelConfig `yaml:"models"`
+	Tools       map[string]ToolConfig  `yaml:"tools"`
+	Agents      map[string]AgentConfig `yaml:"agents"`
 	// Lease is how long a process owns a running turn without renewing it
 	// (default 15s); other processes sharing the store take over after it.
 	Lease string `yaml:"lease"`
@@ -139,6 +142,9 @@ type Config struct {
 	// ContinuationKeys come from the variable named by secret_env (keys
 	// separated by commas; the first signs). Empty: generate and store one.
 	ContinuationKeys [][]byte
+	// TokenLedger is the absolute path of the SQLite file recording spent
+	// continuation tokens with store: memory; empty otherwise.
+	TokenLedger string
 	// Scripted lists the models that are scripted (for the demo banner).
 	Scripted []string
 	// Lease is the turn lease (0: cairn.DefaultLease).
@@ -268,6 +274,9 @@ func (l *loader) load(f *File) (*Config, error) {
 		}
 	}
 	if cfg.Store, err = l.store(f.Store); err != nil {
+		return nil, err
+	}
+	if cfg.TokenLedger, err = l.tokenLedger(f, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Lease, err = l.duration("lease", f.Lease, cairn.DefaultLease); err != nil {
@@ -448,6 +457,25 @@ func (l *loader) store(s string) (string, error) {
 		return os.ExpandEnv(s), nil
 	}
 	return "", l.errf("store", "%q is not a store URL; use memory, sqlite:PATH or postgres://…", s)
+}
+
+// tokenLedger checks token_ledger. With store: memory and keys from
+// secret_env, tokens outlive the process, so the record of spent ones must
+// too: a used token must not become valid again after a restart.
+func (l *loader) tokenLedger(f *File, cfg *Config) (string, error) {
+	p := f.TokenLedger
+	switch {
+	case p != "" && cfg.Store != "memory:":
+		return "", l.errf("token_ledger", "only used with store: memory; the %s store records spent continuation tokens itself: remove token_ledger", strings.SplitN(cfg.Store, ":", 2)[0])
+	case p == "" && cfg.Store == "memory:" && len(cfg.ContinuationKeys) > 0:
+		return "", l.errf("token_ledger", "store: memory with secret_env: continuation tokens outlive this process, so the record of spent ones must too; add token_ledger: ./cairn-tokens.db (a SQLite file) or use a sqlite or postgres store")
+	case p == "":
+		return "", nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(l.dir, p)
+	}
+	return p, nil
 }
 
 func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {

@@ -114,6 +114,29 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 	}
 }
 
+// With store: memory and keys that outlive the process, the record of spent
+// continuation tokens must outlive it too.
+func TestTokenLedger(t *testing.T) {
+	env := func(name string) (string, bool) {
+		if name == "CAIRN_SECRET" {
+			return strings.Repeat("k", 32), true
+		}
+		return "", false
+	}
+	withKeys := strings.Replace(valid, "store: memory", "store: memory\nsecret_env: CAIRN_SECRET", 1)
+	if _, err := config.Parse("/etc/cairn/cairn.yaml", []byte(withKeys), env); err == nil || !strings.Contains(err.Error(), "token_ledger: store: memory with secret_env") {
+		t.Fatalf("memory + secret_env without a ledger: %v", err)
+	}
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(withKeys+"token_ledger: tokens.db\n"), env)
+	if err != nil || cfg.TokenLedger != "/etc/cairn/tokens.db" {
+		t.Fatalf("ledger %q, %v", cfg.TokenLedger, err)
+	}
+	sqlite := strings.Replace(valid, "store: memory", "store: sqlite:./x.db\ntoken_ledger: tokens.db", 1)
+	if _, err := config.Parse("/etc/cairn/cairn.yaml", []byte(sqlite), env); err == nil || !strings.Contains(err.Error(), "only used with store: memory") {
+		t.Fatalf("a ledger with a sqlite store: %v", err)
+	}
+}
+
 func TestLocalServerNeedsNoKey(t *testing.T) {
 	y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: llama3.1, base_url: 'http://127.0.0.1:11434/v1'}", 1)
 	if _, err := config.Parse("/x/cairn.yaml", []byte(y), noEnv); err != nil {

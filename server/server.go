@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairnhq/cairn"
 )
@@ -198,7 +199,7 @@ type invokeRequest struct {
 // invoke is the stateless mode: the paused state travels as a signed token.
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	var req invokeRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeBodyLimit(w, r, &req, maxInvokeBody) {
 		return
 	}
 	agent := r.PathValue("agent")
@@ -219,6 +220,11 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		res, err = s.runner.Continue(actorContext(turnContext(r), p), agent, req.Continuation, req.Decisions)
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_request", `send either {"input": …} or {"continuation": …, "decisions": […]}`)
+		return
+	}
+	if spent := (*cairn.SpentContinuationError)(nil); errors.As(err, &spent) && spent.Result != nil {
+		// The answer of the resume that spent the token, for a client that lost it.
+		writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]string{"code": "conflict", "message": spent.Error()}, "result": spent.Result})
 		return
 	}
 	if err != nil {
@@ -363,17 +369,40 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 }
 
-const maxBody = 4 << 20
+// maxBody bounds a request body; the stateless endpoint takes a whole
+// continuation token plus room for the decisions.
+const (
+	maxBody       = 4 << 20
+	maxInvokeBody = cairn.MaxContinuationBytes + 1<<20
+)
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	return decodeBodyLimit(w, r, v, maxBody)
+}
+
+// decodeBodyLimit reads a JSON object of at most limit bytes into v. The
+// body must be valid UTF-8: encoding/json would quietly replace bad bytes
+// with U+FFFD and the stored text would differ from what was sent.
+func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", fmt.Sprintf("the body is larger than %d bytes", limit))
+		} else {
+			writeError(w, http.StatusBadRequest, "invalid_request", "the body could not be read: "+err.Error())
+		}
+		return false
+	}
+	if !utf8.Valid(body) {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the body is not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", badUTF8(body)))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		msg := "the body is not valid JSON: " + err.Error()
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			msg = fmt.Sprintf("the body is larger than %d bytes", maxBody)
-		} else if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) {
 			msg = "the body is empty; send a JSON object"
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request", msg)
@@ -384,6 +413,18 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// badUTF8 returns the offset of the first byte that is not valid UTF-8.
+func badUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // httpStatus maps an error code to its HTTP status (0: not a client error).
@@ -397,6 +438,8 @@ func httpStatus(code string) int {
 		return http.StatusNotFound
 	case "expired":
 		return http.StatusGone
+	case "too_large":
+		return http.StatusRequestEntityTooLarge
 	}
 	return 0
 }

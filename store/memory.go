@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,7 @@ type Memory struct {
 	mu       sync.RWMutex
 	sessions map[string]*memSession
 	secrets  map[string][]byte
-	used     map[string]bool
+	used     map[string][]byte // token id → outcome (nil while being spent)
 	feed     Feed
 }
 
@@ -171,18 +172,40 @@ func (m *Memory) Secret(ctx context.Context, name string, value []byte) ([]byte,
 	return slices.Clone(value), nil
 }
 
-// MarkUsed implements Store.
+// MarkUsed implements Ledger.
 func (m *Memory) MarkUsed(ctx context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.used[id] {
+	if _, ok := m.used[id]; ok {
 		return ErrConflict
 	}
 	if m.used == nil {
-		m.used = map[string]bool{}
+		m.used = map[string][]byte{}
 	}
-	m.used[id] = true
+	m.used[id] = nil
 	return nil
+}
+
+// SetOutcome implements Ledger.
+func (m *Memory) SetOutcome(ctx context.Context, id string, outcome []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.used[id]; !ok {
+		return fmt.Errorf("memory set outcome %s: %w", id, ErrNotFound)
+	}
+	m.used[id] = slices.Clone(outcome)
+	return nil
+}
+
+// Outcome implements Ledger.
+func (m *Memory) Outcome(ctx context.Context, id string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out, ok := m.used[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return slices.Clone(out), nil
 }
 
 // Close implements Store.

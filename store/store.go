@@ -121,9 +121,21 @@ type Store interface {
 	// Secret returns the value stored under name, storing value first if
 	// there is none (the first writer wins; everyone gets the same value).
 	Secret(ctx context.Context, name string, value []byte) ([]byte, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Ledger records one-time tokens (Cairn's stateless continuation tokens)
+// and what spending each one produced. A token is single use across every
+// process that shares the ledger. The stores of this module implement it.
+type Ledger interface {
 	// MarkUsed records id as used, once: a second call with the same id
 	// returns ErrConflict. It guards one-time tokens against replay.
 	MarkUsed(ctx context.Context, id string) error
-	// Close releases the store's resources.
-	Close() error
+	// SetOutcome records what spending id produced (after MarkUsed), so a
+	// client that lost the answer can still read it.
+	SetOutcome(ctx context.Context, id string, outcome []byte) error
+	// Outcome returns what spending id produced: nil while it is being
+	// spent (or its spender stopped first); ErrNotFound when id is unused.
+	Outcome(ctx context.Context, id string) ([]byte, error)
 }

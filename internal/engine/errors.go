@@ -18,6 +18,8 @@ const (
 	CodeNotFound            Code = "not_found"
 	CodeExpired             Code = "expired"
 	CodeInvalidContinuation Code = "invalid_continuation"
+	// CodeTooLarge: a paused session no longer fits in a continuation token.
+	CodeTooLarge Code = "too_large"
 	// CodeInternal is an engine fault, not a refused input: the state it
 	// was applied to must be discarded.
 	CodeInternal Code = "internal"

@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS cairn_used_tokens (id TEXT PRIMARY KEY, used_at TIMES
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 `
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
@@ -356,7 +357,7 @@ func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, 
 	return v, nil
 }
 
-// MarkUsed implements store.Store.
+// MarkUsed implements store.Ledger.
 func (s *Store) MarkUsed(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO cairn_used_tokens(id, used_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, time.Now().UTC())
 	if err != nil {
@@ -366,4 +367,32 @@ func (s *Store) MarkUsed(ctx context.Context, id string) error {
 		return store.ErrConflict
 	}
 	return nil
+}
+
+// SetOutcome implements store.Ledger.
+func (s *Store) SetOutcome(ctx context.Context, id string, outcome []byte) error {
+	if outcome == nil {
+		outcome = []byte{}
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE cairn_used_tokens SET outcome=$1 WHERE id=$2`, outcome, id)
+	if err != nil {
+		return fmt.Errorf("postgres set outcome %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres set outcome %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// Outcome implements store.Ledger.
+func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
+	var out []byte
+	err := s.pool.QueryRow(ctx, `SELECT outcome FROM cairn_used_tokens WHERE id=$1`, id).Scan(&out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres outcome %s: %w", id, err)
+	}
+	return out, nil
 }

@@ -43,12 +43,14 @@ CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS used_tokens (id TEXT PRIMARY KEY, used_at TEXT NOT NULL);
 `
 
-// leaseColumns came with turn leases; files made before them get them added.
-var leaseColumns = []string{
-	`lease_owner TEXT NOT NULL DEFAULT ''`,
-	`lease_until TEXT NOT NULL DEFAULT ''`,
-	`cancel_requested INTEGER NOT NULL DEFAULT 0`,
-	`rev INTEGER NOT NULL DEFAULT 0`, // commit order across the file, for Watch
+// addedColumns came after the first release (turn leases, token outcomes,
+// expiry due times); files made before them get them added: table, column.
+var addedColumns = [][2]string{
+	{"sessions", `lease_owner TEXT NOT NULL DEFAULT ''`},
+	{"sessions", `lease_until TEXT NOT NULL DEFAULT ''`},
+	{"sessions", `cancel_requested INTEGER NOT NULL DEFAULT 0`},
+	{"sessions", `rev INTEGER NOT NULL DEFAULT 0`}, // commit order across the file, for Watch
+	{"used_tokens", `outcome BLOB`},
 }
 
 // DefaultPoll is how often Watch looks for commits by other processes.
@@ -117,30 +119,32 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	have := map[string]bool{}
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info('sessions')`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
+	have := map[[2]string]bool{}
+	for _, table := range []string{"sessions", "used_tokens"} {
+		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
 			return err
 		}
-		have[name] = true
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return err
+			}
+			have[[2]string{table, name}] = true
+		}
+		rows.Close()
 	}
-	rows.Close()
-	for _, col := range leaseColumns {
-		name, _, _ := strings.Cut(col, " ")
-		if have[name] {
+	for _, add := range addedColumns {
+		name, _, _ := strings.Cut(add[1], " ")
+		if have[[2]string{add[0], name}] {
 			continue
 		}
-		if _, err := db.ExecContext(ctx, `ALTER TABLE sessions ADD COLUMN `+col); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+add[0]+` ADD COLUMN `+add[1]); err != nil && !strings.Contains(err.Error(), "duplicate column") {
 			return err
 		}
 	}
-	_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev)`)
+	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev)`)
 	return err
 }
 
@@ -429,7 +433,7 @@ func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, 
 	return v, nil
 }
 
-// MarkUsed implements store.Store.
+// MarkUsed implements store.Ledger.
 func (s *Store) MarkUsed(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO used_tokens(id, used_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, id, time.Now().UTC().Format(timeLayout))
 	if err != nil {
@@ -439,6 +443,34 @@ func (s *Store) MarkUsed(ctx context.Context, id string) error {
 		return store.ErrConflict
 	}
 	return nil
+}
+
+// SetOutcome implements store.Ledger.
+func (s *Store) SetOutcome(ctx context.Context, id string, outcome []byte) error {
+	if outcome == nil {
+		outcome = []byte{}
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE used_tokens SET outcome=? WHERE id=?`, outcome, id)
+	if err != nil {
+		return fmt.Errorf("sqlite set outcome %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite set outcome %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// Outcome implements store.Ledger.
+func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
+	var out []byte
+	err := s.db.QueryRowContext(ctx, `SELECT outcome FROM used_tokens WHERE id=?`, id).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite outcome %s: %w", id, err)
+	}
+	return out, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -161,8 +161,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
-	t.Run("MarkUsedOnce", func(t *testing.T) {
-		s := open(t)
+	t.Run("LedgerSpendsOnce", func(t *testing.T) {
+		l, ok := open(t).(store.Ledger)
+		if !ok {
+			t.Skip("the store does not implement store.Ledger")
+		}
+		if _, err := l.Outcome(ctx, "tok_1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
+		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins := 0
@@ -170,7 +176,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.MarkUsed(ctx, "tok_1")
+				err := l.MarkUsed(ctx, "tok_1")
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
@@ -184,9 +190,20 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		if wins != 1 {
 			t.Fatalf("wins = %d, want 1", wins)
 		}
-		if err := s.MarkUsed(ctx, "tok_2"); err != nil {
-			t.Fatal(err)
+		if out, err := l.Outcome(ctx, "tok_1"); err != nil || out != nil {
+			t.Fatalf("outcome while being spent = %q, %v; want nil, nil", out, err)
 		}
+		must(t, l.SetOutcome(ctx, "tok_1", []byte(`{"status":"paused"}`)))
+		if out, err := l.Outcome(ctx, "tok_1"); err != nil || string(out) != `{"status":"paused"}` {
+			t.Fatalf("outcome = %q, %v", out, err)
+		}
+		if err := l.MarkUsed(ctx, "tok_1"); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("spending a settled token again: %v, want ErrConflict", err)
+		}
+		if err := l.SetOutcome(ctx, "tok_never", []byte("x")); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
+		}
+		must(t, l.MarkUsed(ctx, "tok_2"))
 	})
 
 	t.Run("ListByStatus", func(t *testing.T) {
@@ -225,6 +242,23 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		}
 		return h
 	}
+
+	t.Run("TokenSpentOnceAcrossProcesses", func(t *testing.T) {
+		a, b := open(t)
+		la, okA := a.(store.Ledger)
+		lb, okB := b.(store.Ledger)
+		if !okA || !okB {
+			t.Skip("the store does not implement store.Ledger")
+		}
+		must(t, la.MarkUsed(ctx, "tok_shared"))
+		if err := lb.MarkUsed(ctx, "tok_shared"); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("the other process spent the token again: %v", err)
+		}
+		must(t, la.SetOutcome(ctx, "tok_shared", []byte("done")))
+		if out, err := lb.Outcome(ctx, "tok_shared"); err != nil || string(out) != "done" {
+			t.Fatalf("outcome seen by the other process = %q, %v", out, err)
+		}
+	})
 
 	t.Run("LeaseKeepsOthersOut", func(t *testing.T) {
 		a, b := open(t)
