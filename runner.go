@@ -55,10 +55,14 @@ type RunnerOptions struct {
 	// recorded in the log as a decision by {"name":"cairn","role":"auto-approve"}:
 	// never silent. For tests and trusted runs.
 	AutoApprove bool
-	// CachedSessions bounds the session states kept in memory between
-	// requests (each is checked against the store's seq before use, so a
-	// write by another process is never missed); 0 means 1024, negative none.
+	// CachedSessions bounds the number of session states kept in memory
+	// between requests (each is checked against the store's seq before use,
+	// so a write by another process is never missed); 0 means 1024,
+	// negative none.
 	CachedSessions int
+	// CacheBytes bounds their size (the bytes of log each would replay); 0
+	// means DefaultCacheBytes. The least recently used go first.
+	CacheBytes int
 	// ContinuationKeys sign (the first) and verify (all) the tokens of
 	// stateless invocations (Invoke, Continue). Empty: a key is generated
 	// once and kept in the Store, so every runner on the store shares it.
@@ -134,9 +138,12 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		r.leaseFor = DefaultLease
 	}
 	r.tracer = newTracer(opts.TracerProvider)
-	r.cache.max = opts.CachedSessions
-	if r.cache.max == 0 {
-		r.cache.max = 1024
+	r.cache.maxEntries, r.cache.maxBytes = opts.CachedSessions, opts.CacheBytes
+	if r.cache.maxEntries == 0 {
+		r.cache.maxEntries = 1024
+	}
+	if r.cache.maxBytes <= 0 {
+		r.cache.maxBytes = DefaultCacheBytes
 	}
 	if len(r.contKeys) > 0 {
 		c, err := NewCodec(r.contKeys...)
@@ -265,31 +272,46 @@ func (r *Runner) sweep(every time.Duration) {
 // returns how many sessions it moved. The runner calls it periodically
 // when a tool has an ApprovalTTL (RunnerOptions.ExpirySweep).
 func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
-	paused, err := r.Sessions(ctx, StatusPaused)
-	if err != nil {
-		return 0, err
-	}
 	now := r.now()
 	n := 0
 	var errs []error
-	for _, s := range paused {
-		due := false
-		for _, in := range s.Interrupts {
-			due = due || (in.ExpiresAt != nil && !now.Before(*in.ExpiresAt))
+	var after store.Position
+	for {
+		// The store's index of due times: sessions with nothing due are not read.
+		due, err := r.store.List(ctx, store.ListOptions{ExpiredAt: now, After: after, Limit: 100})
+		if err != nil {
+			return n, errors.Join(append(errs, err)...)
 		}
-		if !due {
-			continue
+		for _, h := range due {
+			_, err := r.apply(ctx, h.ID, engine.Expire{})
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, ErrConflict): // decided or expired by someone else meanwhile
+			default:
+				errs = append(errs, fmt.Errorf("expire %s: %w", h.ID, err))
+			}
 		}
-		_, err := r.apply(ctx, s.ID, engine.Expire{})
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, ErrConflict): // decided or expired by someone else meanwhile
-		default:
-			errs = append(errs, fmt.Errorf("expire %s: %w", s.ID, err))
+		if len(due) < 100 {
+			return n, errors.Join(errs...)
+		}
+		after = due[len(due)-1].Position()
+	}
+}
+
+// nextExpiry is when the first pending approval of a paused session
+// expires; zero when none has a deadline.
+func nextExpiry(st *engine.State) time.Time {
+	var first time.Time
+	if st.Status != engine.StatusPaused {
+		return first
+	}
+	for _, in := range st.Interrupts() {
+		if in.ExpiresAt != nil && (first.IsZero() || in.ExpiresAt.Before(first)) {
+			first = *in.ExpiresAt
 		}
 	}
-	return n, errors.Join(errs...)
+	return first
 }
 
 // Close stops the runner's background work and its turns at their next
@@ -539,7 +561,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return nil
 	}
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
-		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: nextExpiry(st)}
 	if events[0].Seq == 1 || changesView(events) {
 		var err error
 		if head.Summary, err = json.Marshal(sessionFromState(st)); err != nil {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +29,9 @@ type Server struct {
 	tokens  []Token
 	// heartbeat is the interval of SSE keep-alive comments.
 	heartbeat time.Duration
+	// streamIdle ends an event stream that delivered no event for so long.
+	streamIdle time.Duration
+	streams    streams
 }
 
 // Options configures a Server.
@@ -37,6 +41,14 @@ type Options struct {
 	// Tokens are the accepted bearer tokens. Empty means no authentication:
 	// every caller is an anonymous admin (serve on loopback only).
 	Tokens []Token
+	// MaxStreamsPerSession and MaxStreams bound the open event streams (SSE)
+	// on one session and in all; past them a new stream gets 429. 0 means
+	// DefaultMaxStreamsPerSession and DefaultMaxStreams.
+	MaxStreamsPerSession, MaxStreams int
+	// StreamIdle ends an event stream that delivered no event for so long
+	// (heartbeats do not count; the client reconnects with Last-Event-ID).
+	// 0 means DefaultStreamIdle.
+	StreamIdle time.Duration
 }
 
 // New returns a server for runner.
@@ -45,23 +57,50 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.mux.HandleFunc("POST /v1/sessions", s.createSession)
+	s.streams.maxPer, s.streams.maxTotal, s.streamIdle = opts.MaxStreamsPerSession, opts.MaxStreams, opts.StreamIdle
+	if s.streams.maxPer <= 0 {
+		s.streams.maxPer = DefaultMaxStreamsPerSession
+	}
+	if s.streams.maxTotal <= 0 {
+		s.streams.maxTotal = DefaultMaxStreams
+	}
+	if s.streamIdle <= 0 {
+		s.streamIdle = DefaultStreamIdle
+	}
+	s.mux.HandleFunc("POST /v1/sessions", longRunning(s.createSession))
 	s.mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	s.mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.postMessage)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", longRunning(s.postMessage))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", longRunning(s.postDecisions))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", longRunning(s.postCancel))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
-	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", longRunning(s.invoke))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see docs/http-api.md", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noEndpoint)
 	s.handler = s.authenticate(s.mux)
 	return s
+}
+
+// noEndpoint answers what no route matched: 405 with Allow when the path
+// exists for other methods, else 404, both as JSON errors.
+func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s %s: this endpoint takes %s; see docs/http-api.md", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s; see docs/http-api.md", r.Method, r.URL.Path))
 }
 
 // ServeHTTP implements http.Handler.
@@ -114,7 +153,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not one of running, paused, completed, failed, cancelled", status))
 		return
 	}
-	list, err := s.runner.Sessions(r.Context(), status)
+	page, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	list, next, err := s.runner.SessionsPage(r.Context(), status, page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -126,7 +169,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, sess)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": visible})
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": visible, "next_cursor": nextCursor(next)})
 }
 
 type messageRequest struct {
@@ -266,12 +309,39 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: only pending is supported", st))
 		return
 	}
-	list, err := s.runner.PendingInterrupts(r.Context())
+	page, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	list, next, err := s.runner.InterruptsPage(r.Context(), page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"interrupts": list})
+	writeJSON(w, http.StatusOK, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
+}
+
+// pageParams reads ?limit=N&cursor=C.
+func pageParams(w http.ResponseWriter, r *http.Request) (cairn.Page, bool) {
+	q := r.URL.Query()
+	page := cairn.Page{Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > cairn.MaxPageSize {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("limit %q: use a number from 1 to %d (default %d)", v, cairn.MaxPageSize, cairn.DefaultPageSize))
+			return page, false
+		}
+		page.Limit = n
+	}
+	return page, true
+}
+
+// nextCursor is null after the last page.
+func nextCursor(next string) any {
+	if next == "" {
+		return nil
+	}
+	return next
 }
 
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
@@ -322,8 +392,20 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		s.fail(w, r, err)
 		return
 	}
+	release, reason, ok := s.streams.acquire(id)
+	if !ok {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "too_many_streams", reason)
+		return
+	}
+	defer release()
 	live, cancel := s.runner.Subscribe(id, after)
 	defer cancel()
+	// The stream lives as long as its client reads it: each write gets
+	// WriteGrace instead of one deadline for the whole response.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	idle := time.NewTimer(s.streamIdle)
+	defer idle.Stop()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -344,7 +426,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		select {
 		case <-ctx.Done():
 			return
+		case <-idle.C:
+			extendWrite(w)
+			io.WriteString(w, ": idle: no event for a while; reconnect with Last-Event-ID to go on\n\n")
+			flush()
+			return
 		case <-tick.C:
+			extendWrite(w)
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
@@ -359,6 +447,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			}
 			data, _ := json.Marshal(ev)
 			fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
+			idle.Reset(s.streamIdle)
+			extendWrite(w)
 			if _, err := w.Write(b.Bytes()); err != nil {
 				return
 			}
@@ -394,6 +484,8 @@ func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 		}
 		return false
 	}
+	// The body is in: a turn that follows is not bound by the read deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if !utf8.Valid(body) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the body is not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", badUTF8(body)))
 		return false
@@ -460,6 +552,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	extendWrite(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

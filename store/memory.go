@@ -132,6 +132,12 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 		if !opts.LeaseExpiredAt.IsZero() && (s.head.Status != "running" || s.head.Lease.HeldBy("", opts.LeaseExpiredAt)) {
 			continue
 		}
+		if !opts.ExpiredAt.IsZero() && (s.head.Status != "paused" || s.head.NextExpiry.IsZero() || s.head.NextExpiry.After(opts.ExpiredAt)) {
+			continue
+		}
+		if opts.After != (Position{}) && !opts.After.Before(s.head.Position()) {
+			continue
+		}
 		out = append(out, s.head)
 	}
 	m.mu.RUnlock()

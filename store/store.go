@@ -53,6 +53,28 @@ type Head struct {
 	// report it, Append keeps it while the status stays running and clears
 	// it otherwise.
 	CancelRequested bool
+	// NextExpiry is when the first pending approval of a paused session
+	// expires (zero: none). Stores index it, so finding the sessions due for
+	// expiry does not read every paused one.
+	NextExpiry time.Time
+}
+
+// Position is a place in List's order (most recently updated first, then
+// by id): a page goes on after the last head of the previous one.
+type Position struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// Position returns the head's place in List's order.
+func (h Head) Position() Position { return Position{UpdatedAt: h.UpdatedAt, ID: h.ID} }
+
+// Before reports whether a comes before b in List's order.
+func (a Position) Before(b Position) bool {
+	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+		return c > 0
+	}
+	return a.ID < b.ID
 }
 
 // Lease is a process's claim on a running session: only its Owner appends
@@ -76,6 +98,11 @@ type ListOptions struct {
 	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
 	// released or expired at that time: the ones a process may take over.
 	LeaseExpiredAt time.Time
+	// ExpiredAt, when set, keeps only paused sessions whose NextExpiry is
+	// at or before it: the ones with an approval past its deadline.
+	ExpiredAt time.Time
+	// After, when set, starts the listing after that position.
+	After Position
 }
 
 // Change says that a session's head changed: events up to Seq were

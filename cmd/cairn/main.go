@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -107,7 +106,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role})
 	}
-	srv := &http.Server{Handler: server.New(runner, server.Options{Logger: log, Tokens: tokens}), ReadHeaderTimeout: 10 * time.Second}
+	srv := server.New(runner, server.Options{Logger: log, Tokens: tokens}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}

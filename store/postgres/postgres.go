@@ -46,13 +46,15 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_owner TEXT NOT NULL DE
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
+CREATE INDEX IF NOT EXISTS cairn_sessions_next_expiry ON cairn_sessions(next_expiry) WHERE next_expiry IS NOT NULL;
 `
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
 const channel = "cairn_changes"
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry`
 
 func leaseUntil(l store.Lease) any {
 	if l.Owner == "" {
@@ -107,9 +109,9 @@ func (s *Store) Close() error {
 func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []store.Event) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if expectedSeq == 0 {
-			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (id) DO NOTHING`,
-				head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, []byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease))
+			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO NOTHING`,
+				head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, []byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
 			if err != nil {
 				return err
 			}
@@ -122,9 +124,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 				summary = head.Summary
 			}
 			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=COALESCE($4, summary),
-				lease_owner=$7, lease_until=$8, cancel_requested=(cancel_requested AND $1='running')
+				lease_owner=$7, lease_until=$8, cancel_requested=(cancel_requested AND $1='running'), next_expiry=$9
 				WHERE id=$5 AND seq=$6 AND (lease_owner='' OR lease_owner=$7 OR lease_until IS NULL OR lease_until<=$3)`,
-				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq, head.Lease.Owner, leaseUntil(head.Lease))
+				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
 			if err != nil {
 				return err
 			}
@@ -188,14 +190,25 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Eve
 	return out, nil
 }
 
+// optionalTime stores a zero time as NULL.
+func optionalTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
 func scanHead(row pgx.Row) (store.Head, error) {
 	var h store.Head
 	var summary []byte
-	var until *time.Time
-	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested)
+	var until, expiry *time.Time
+	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry)
 	h.CreatedAt, h.UpdatedAt, h.Summary = h.CreatedAt.UTC(), h.UpdatedAt.UTC(), summary
 	if until != nil {
 		h.Lease.Until = until.UTC()
+	}
+	if expiry != nil {
+		h.NextExpiry = expiry.UTC()
 	}
 	return h, err
 }
@@ -318,10 +331,16 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 	if !opts.LeaseExpiredAt.IsZero() {
 		expired = opts.LeaseExpiredAt
 	}
+	var after any
+	if opts.After != (store.Position{}) {
+		after = opts.After.UpdatedAt
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+headColumns+` FROM cairn_sessions
 		WHERE ($1 = '' OR status = $1)
 		  AND ($3::timestamptz IS NULL OR (status = 'running' AND (lease_owner = '' OR lease_until IS NULL OR lease_until <= $3)))
-		ORDER BY updated_at DESC, id LIMIT $2`, opts.Status, limit, expired)
+		  AND ($4::timestamptz IS NULL OR (status = 'paused' AND next_expiry <= $4))
+		  AND ($5::timestamptz IS NULL OR updated_at < $5 OR (updated_at = $5 AND id > $6))
+		ORDER BY updated_at DESC, id LIMIT $2`, opts.Status, limit, expired, optionalTime(opts.ExpiredAt), after, opts.After.ID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list: %w", err)
 	}

@@ -51,6 +51,7 @@ var addedColumns = [][2]string{
 	{"sessions", `cancel_requested INTEGER NOT NULL DEFAULT 0`},
 	{"sessions", `rev INTEGER NOT NULL DEFAULT 0`}, // commit order across the file, for Watch
 	{"used_tokens", `outcome BLOB`},
+	{"sessions", `next_expiry TEXT NOT NULL DEFAULT ''`},
 }
 
 // DefaultPoll is how often Watch looks for commits by other processes.
@@ -144,7 +145,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev)`)
+	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev);
+		CREATE INDEX IF NOT EXISTS sessions_next_expiry ON sessions(next_expiry) WHERE next_expiry != ''`)
 	return err
 }
 
@@ -180,10 +182,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		}
 	}()
 	if expectedSeq == 0 {
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, rev)
-			VALUES (?,?,?,?,?,?,?,?,?,`+nextRev+`)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, rev)
+			VALUES (?,?,?,?,?,?,?,?,?,?,`+nextRev+`)`,
 			head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary),
-			head.Lease.Owner, leaseUntil(head.Lease))
+			head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -197,9 +199,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
-			lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), rev=`+nextRev+`
+			lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=`+nextRev+`
 			WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`,
-			head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status,
+			head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
 			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
@@ -387,6 +389,15 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 		q += ` AND status='running' AND (lease_owner='' OR lease_until<=?)`
 		args = append(args, opts.LeaseExpiredAt.UTC().Format(timeLayout))
 	}
+	if !opts.ExpiredAt.IsZero() {
+		q += ` AND status='paused' AND next_expiry!='' AND next_expiry<=?`
+		args = append(args, opts.ExpiredAt.UTC().Format(timeLayout))
+	}
+	if opts.After != (store.Position{}) {
+		at := opts.After.UpdatedAt.UTC().Format(timeLayout)
+		q += ` AND (updated_at<? OR (updated_at=? AND id>?))`
+		args = append(args, at, at, opts.After.ID)
+	}
 	q += ` ORDER BY updated_at DESC, id`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, opts.Limit)
@@ -475,14 +486,28 @@ func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
 
 type scanner interface{ Scan(dest ...any) error }
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry`
+
+// optionalTime stores a zero time as "".
+func optionalTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
 
 func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
-	var created, updated, until string
+	var created, updated, until, expiry string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry); err != nil {
 		return h, err
+	}
+	if expiry != "" {
+		var err error
+		if h.NextExpiry, err = time.Parse(timeLayout, expiry); err != nil {
+			return h, err
+		}
 	}
 	if until != "" {
 		var err error

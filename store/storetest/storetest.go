@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -204,6 +205,61 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
 		}
 		must(t, l.MarkUsed(ctx, "tok_2"))
+	})
+
+	t.Run("ListExpiredAndPaged", func(t *testing.T) {
+		s := open(t)
+		t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		// Six paused sessions, updated a second apart; b and d have approvals
+		// due at t0+1h and t0+2h.
+		for i, id := range []string{"a", "b", "c", "d", "e", "f"} {
+			h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(i) * time.Second), Summary: json.RawMessage(`{}`)}
+			switch id {
+			case "b":
+				h.NextExpiry = t0.Add(time.Hour)
+			case "d":
+				h.NextExpiry = t0.Add(2 * time.Hour)
+			}
+			must(t, s.Append(ctx, h, 0, []store.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+		}
+		ids := func(hs []store.Head) string {
+			var out []string
+			for _, h := range hs {
+				out = append(out, h.ID)
+			}
+			return strings.Join(out, ",")
+		}
+		due, err := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(90 * time.Minute)})
+		if err != nil || ids(due) != "b" || !due[0].NextExpiry.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("due at +90m: %s %v", ids(due), err)
+		}
+		if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d,b" {
+			t.Fatalf("due at +3h: %s", ids(due))
+		}
+		// A decided session is no longer due.
+		h, _ := s.Head(ctx, "b")
+		h.Seq, h.Status, h.NextExpiry, h.UpdatedAt = 2, "completed", time.Time{}, t0.Add(time.Minute)
+		must(t, s.Append(ctx, h, 1, []store.Event{{Seq: 2, Type: "turn_completed", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+		if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d" {
+			t.Fatalf("due after b was decided: %s", ids(due))
+		}
+		// Pages of two, in List's order, none twice, none missed.
+		var pages []string
+		var after store.Position
+		for {
+			page, err := s.List(ctx, store.ListOptions{Limit: 2, After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			pages = append(pages, ids(page))
+			after = page[len(page)-1].Position()
+		}
+		if got := strings.Join(pages, "|"); got != "b,f|e,d|c,a" {
+			t.Fatalf("pages %s, want b,f|e,d|c,a", got)
+		}
 	})
 
 	t.Run("ListByStatus", func(t *testing.T) {

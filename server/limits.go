@@ -1,0 +1,93 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Timeouts of the http.Server that HTTPServer returns. A turn (creating a
+// session, a message, decisions, a stateless invoke) may run as long as its
+// tools do, so those handlers lift the write deadline while the turn runs
+// and set WriteGrace again for writing the answer; an event stream gets
+// WriteGrace per write, so it lives as long as its client keeps reading.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = time.Minute // the whole request, body included
+	WriteTimeout      = time.Minute
+	IdleTimeout       = 2 * time.Minute
+	WriteGrace        = 30 * time.Second
+)
+
+// Event stream limits (Options can change them).
+const (
+	DefaultMaxStreamsPerSession = 32
+	DefaultMaxStreams           = 10000
+	DefaultStreamIdle           = 10 * time.Minute
+)
+
+// HTTPServer returns an http.Server serving s with Cairn's timeouts: a
+// client that sends its headers or body too slowly (slowloris), or reads an
+// answer too slowly, is cut off; idle keep-alive connections are closed.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+	}
+}
+
+// longRunning lifts the write deadline of a handler that runs a turn; the
+// answer is written under WriteGrace (see writeJSON).
+func longRunning(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		h(w, r)
+	}
+}
+
+// extendWrite gives the next write WriteGrace. Errors mean the writer has
+// no deadlines (a test recorder): nothing to extend.
+func extendWrite(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(WriteGrace))
+}
+
+// streams counts the live event streams, per session and in all.
+type streams struct {
+	mu         sync.Mutex
+	perSession map[string]int
+	total      int
+	maxPer     int
+	maxTotal   int
+}
+
+// acquire reserves a stream on session id; ok is false when a limit is
+// reached, with the reason.
+func (l *streams) acquire(id string) (release func(), reason string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.total >= l.maxTotal:
+		return nil, "this server has as many event streams open as it allows; retry later or read GET …/events?after=SEQ", false
+	case l.perSession[id] >= l.maxPer:
+		return nil, "this session has as many event streams open as the server allows; close one or read GET …/events?after=SEQ", false
+	}
+	if l.perSession == nil {
+		l.perSession = map[string]int{}
+	}
+	l.perSession[id]++
+	l.total++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.total--
+			if l.perSession[id]--; l.perSession[id] <= 0 {
+				delete(l.perSession, id)
+			}
+		})
+	}, "", true
+}
