@@ -63,6 +63,11 @@ func seedModel(r fakeopenai.Request) fakeopenai.Reply {
 
 func newEnv(t *testing.T, stream bool) *env {
 	t.Helper()
+	return newEnvWith(t, stream, server.Options{})
+}
+
+func newEnvWith(t *testing.T, stream bool, opts server.Options) *env {
+	t.Helper()
 	e := &env{t: t, ran: map[string][]string{}}
 	e.fake = fakeopenai.Start(t, seedModel)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
@@ -84,7 +89,7 @@ func newEnv(t *testing.T, stream bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.runner.Close() })
-	srv := httptest.NewServer(server.New(e.runner, server.Options{}))
+	srv := httptest.NewServer(server.New(e.runner, opts))
 	t.Cleanup(srv.Close)
 	e.base = srv.URL
 	return e
