@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,52 @@ func TestRepeatedCallIDsFromTheModel(t *testing.T) {
 	}
 	if got := strings.Join(rec.runs(), " "); len(rec.runs()) != 3 || !strings.Contains(got, `{"n":1}`) || !strings.Contains(got, `{"n":2}`) || !strings.Contains(got, `{"n":3}`) {
 		t.Fatalf("runs %q", got)
+	}
+}
+
+// A model that repeats call ids in every reply, run turn after turn: each
+// step records a bounded number of events and the heap stays flat (the
+// original fault looped inside one step and grew to 3.2 GB in 20 s).
+func TestRepeatedCallIDsMemoryStaysFlat(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	m := modelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
+			return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
+		}
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			{ID: "dup", Name: "reset", Arguments: `{"n":1}`}, {ID: "dup", Name: "reset", Arguments: `{"n":2}`}, {ID: "", Name: "reset", Arguments: ""}}}}, nil
+	})
+	r, err := cairn.NewRunner(cairn.RunnerOptions{AutoApprove: true, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{argsTool(&rec)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	turn := func() {
+		res, err := r.Invoke(ctx, "main", "go") // stateless: nothing is kept
+		if err != nil || res.Status != cairn.StatusCompleted {
+			t.Fatalf("%v %+v", err, res)
+		}
+	}
+	for range 50 {
+		turn()
+	}
+	before := heap()
+	for range 500 {
+		turn()
+	}
+	after := heap()
+	if len(rec.runs()) != 3*550 {
+		t.Fatalf("%d tool runs, want 3 per turn", len(rec.runs()))
+	}
+	if after > before+8<<20 {
+		t.Fatalf("heap grew from %d to %d bytes over 500 turns", before, after)
 	}
 }
 
