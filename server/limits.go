@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// Timeouts of the http.Server that HTTPServer returns. A turn (creating a
-// session, a message, decisions, a stateless invoke) may run as long as its
-// tools do, so those handlers lift the write deadline while the turn runs
-// and set WriteGrace again for writing the answer; an event stream gets
-// WriteGrace per write, so it lives as long as its client keeps reading.
+// Timeouts of the http.Server that HTTPServer returns. A deadline only
+// bites when a write waits, and every write of an answer or an event sets
+// WriteGrace first (extendWrite): a turn (creating a session, a message,
+// decisions, a stateless invoke) may run as long as its tools do and still
+// answer, and an event stream lives as long as its client keeps reading.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	ReadTimeout       = time.Minute // the whole request, body included
@@ -33,18 +33,9 @@ func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
+		ReadTimeout:       s.readTimeout,
+		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       IdleTimeout,
-	}
-}
-
-// longRunning lifts the write deadline of a handler that runs a turn; the
-// answer is written under WriteGrace (see writeJSON).
-func longRunning(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		h(w, r)
 	}
 }
 

@@ -32,6 +32,8 @@ type Server struct {
 	// streamIdle ends an event stream that delivered no event for so long.
 	streamIdle time.Duration
 	streams    streams
+	// readTimeout and writeTimeout are HTTPServer's (tests shorten them).
+	readTimeout, writeTimeout time.Duration
 }
 
 // Options configures a Server.
@@ -53,7 +55,8 @@ type Options struct {
 
 // New returns a server for runner.
 func New(runner *cairn.Runner, opts Options) *Server {
-	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens}
+	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
+		readTimeout: ReadTimeout, writeTimeout: WriteTimeout}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -67,15 +70,15 @@ func New(runner *cairn.Runner, opts Options) *Server {
 	if s.streamIdle <= 0 {
 		s.streamIdle = DefaultStreamIdle
 	}
-	s.mux.HandleFunc("POST /v1/sessions", longRunning(s.createSession))
+	s.mux.HandleFunc("POST /v1/sessions", s.createSession)
 	s.mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	s.mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
-	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", longRunning(s.postMessage))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", longRunning(s.postDecisions))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", longRunning(s.postCancel))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.postMessage)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
-	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", longRunning(s.invoke))
+	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -402,8 +405,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	live, cancel := s.runner.Subscribe(id, after)
 	defer cancel()
 	// The stream lives as long as its client reads it: each write gets
-	// WriteGrace instead of one deadline for the whole response.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	// WriteGrace (extendWrite) instead of one deadline for the whole
+	// response. (The read deadline needs nothing: net/http clears it once
+	// the request is read.)
 	idle := time.NewTimer(s.streamIdle)
 	defer idle.Stop()
 	flusher, _ := w.(http.Flusher)
@@ -484,8 +488,6 @@ func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 		}
 		return false
 	}
-	// The body is in: a turn that follows is not bound by the read deadline.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if !utf8.Valid(body) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the body is not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", badUTF8(body)))
 		return false
