@@ -204,3 +204,32 @@ func TestContinuationSpentOnceUnderRace(t *testing.T) {
 		t.Fatalf("tool runs %v, want 1", rec.runs())
 	}
 }
+
+// FuzzPageCursor: any cursor is a page or an invalid_request error, never a
+// panic.
+func FuzzPageCursor(f *testing.F) {
+	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: deleteScript()}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	for range 3 {
+		r.Start(ctx, "main", "Delete test.txt", nil)
+	}
+	_, next, _ := r.SessionsPage(ctx, "", cairn.Page{Limit: 1})
+	f.Add(next, 1)
+	f.Add("", 0)
+	f.Add("eyJ1IjoiYmFkIn0", 2)
+	f.Add("eyJuIjotMX0", 5)
+	f.Fuzz(func(t *testing.T, cursor string, limit int) {
+		for _, list := range []func() error{
+			func() error { _, _, err := r.SessionsPage(ctx, "", cairn.Page{Limit: limit, Cursor: cursor}); return err },
+			func() error { _, _, err := r.InterruptsPage(ctx, cairn.Page{Limit: limit, Cursor: cursor}); return err },
+		} {
+			if err := list(); err != nil && cairn.ErrorCode(err) != "invalid_request" {
+				t.Fatalf("cursor %q limit %d: %v", cursor, limit, err)
+			}
+		}
+	})
+}
