@@ -224,7 +224,10 @@ func FuzzPageCursor(f *testing.F) {
 	f.Add("eyJuIjotMX0", 5)
 	f.Fuzz(func(t *testing.T, cursor string, limit int) {
 		for _, list := range []func() error{
-			func() error { _, _, err := r.SessionsPage(ctx, "", cairn.Page{Limit: limit, Cursor: cursor}); return err },
+			func() error {
+				_, _, err := r.SessionsPage(ctx, "", cairn.Page{Limit: limit, Cursor: cursor})
+				return err
+			},
 			func() error { _, _, err := r.InterruptsPage(ctx, cairn.Page{Limit: limit, Cursor: cursor}); return err },
 		} {
 			if err := list(); err != nil && cairn.ErrorCode(err) != "invalid_request" {
