@@ -489,6 +489,13 @@ func TestAskPausesForInput(t *testing.T) {
 	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("approve on a question: %v", err)
 	}
+	// An answer without text is refused and does not spend the question.
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}); !errors.Is(err, cairn.ErrInvalidRequest) || !strings.Contains(err.Error(), "text is required") {
+		t.Fatalf("answer without text: %v", err)
+	}
+	if again, _ := r.Session(ctx, s.ID); again.Seq != s.Seq || len(again.Interrupts) != 1 {
+		t.Fatalf("a refused answer changed the session: %+v", again)
+	}
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging"}})
 	if err != nil {
 		t.Fatal(err)

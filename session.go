@@ -123,14 +123,15 @@ const (
 // Decision answers one interrupt.
 type Decision struct {
 	InterruptID string `json:"interrupt_id"`
-	// Action is ActionApprove or ActionReject.
+	// Action is ActionApprove or ActionReject for an approval, ActionAnswer
+	// (with Text) or ActionReject for a question.
 	Action string `json:"action"`
 	// Arguments, on approve, replace the call's arguments. They are validated
 	// against the tool's schema before anything runs.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Reason, on reject, is shown to the model.
 	Reason string `json:"reason,omitempty"`
-	// Text, on answer, is the answer to an input interrupt's question.
+	// Text, on answer, is the answer to an input interrupt's question; required.
 	Text string `json:"text,omitempty"`
 	// Remember, set to "session" on approve, auto-approves the tool for the
 	// rest of the session (recorded in the decision event; listed in

@@ -9,6 +9,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
 	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
 )
 
 // Text deltas arrive through Stream while the model is still answering.
@@ -68,5 +69,33 @@ func TestStreamYieldsTheError(t *testing.T) {
 	}
 	if n != 1 || cairn.ErrorCode(last) != "unknown_agent" {
 		t.Fatalf("%d items, last error %v", n, last)
+	}
+}
+
+// A scripted model sends text deltas only when it streams, as the
+// providers do (config: stream: true).
+func TestScriptedDeltasOnlyWhenStreaming(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		m := scripted.New(scripted.Reply{Text: "Hello there."})
+		m.Stream = stream
+		r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltas := 0
+		for ev, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
+			return r.Start(ctx, "main", "hi", nil)
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == cairn.EventModelDelta {
+				deltas++
+			}
+		}
+		r.Close()
+		if (deltas > 0) != stream {
+			t.Fatalf("stream %v: %d deltas", stream, deltas)
+		}
 	}
 }

@@ -507,7 +507,9 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if len(replies) == 0 {
 			return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]})")
 		}
-		return scripted.New(replies...), nil
+		m := scripted.New(replies...)
+		m.Stream = mc.Stream
+		return m, nil
 	case "openai", "anthropic":
 		if mc.Model == "" {
 			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")

@@ -350,6 +350,9 @@ func (s *stepper) decide(in Decide) error {
 				p.newArgs = compactJSON(d.Arguments)
 			}
 		case d.Action == ActionAnswer && kind == KindInput:
+			if d.Text == "" {
+				return errorf(CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
+			}
 		case d.Action == ActionReject:
 		case kind == KindInput:
 			return errorf(CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)

@@ -44,6 +44,10 @@ type Vars struct {
 // script it says so.
 type Model struct {
 	Replies []Reply
+	// Stream sends each reply's text to Request.OnTextDelta word by word,
+	// as a streaming provider would; without it, like a non-streaming
+	// provider, no deltas are sent.
+	Stream bool
 }
 
 // New returns a model that plays replies.
@@ -92,7 +96,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		}
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: c.Name, Arguments: c.Arguments})
 	}
-	if req.OnTextDelta != nil && text != "" {
+	if m.Stream && req.OnTextDelta != nil && text != "" {
 		for _, w := range strings.SplitAfter(text, " ") {
 			req.OnTextDelta(w)
 		}
