@@ -173,3 +173,34 @@ func TestStreamLimits(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Body mistakes are explained in the body's terms: the field, what was
+// expected and what came, the known fields and the closest one; nothing is
+// created.
+func TestBodyErrorsTeach(t *testing.T) {
+	e := newEnv(t, false)
+	cases := []struct{ path, body, want string }{
+		{"/v1/sessions", `{"agent":"main","input":42}`, `input: expected a string, got a number`},
+		{"/v1/sessions", `{"agent":"main","message":"hi"}`, `unknown field "message" (known: agent, input, metadata, wait)`},
+		{"/v1/sessions", `{"agnet":"main","input":"hi"}`, `did you mean "agent"?`},
+		{"/v1/sessions", `{"agent":"main","input":"hi","wait":"no"}`, `wait: expected true or false, got a string`},
+		{"/v1/sessions", `{"agent":["main"],"input":"hi"}`, `agent: expected a string, got an array`},
+		{"/v1/sessions", `{"agent":"main","input":"hi",}`, `the body is not valid JSON at byte`},
+		{"/v1/sessions", `[1,2]`, `the body: expected an object, got an array`},
+		{"/v1/sessions/s_x/messages", `{"txt":"hi"}`, `unknown field "txt" (known: seq, text); did you mean "text"?`},
+		{"/v1/sessions/s_x/decisions", `{"seq":"3","decisions":[]}`, `seq: expected an integer, got a string`},
+		{"/v1/sessions/s_x/decisions", `{"seq":3,"decisions":[{"interrupt_id":"i","actoin":"approve"}]}`, `did you mean "action"?`},
+		{"/v1/sessions/s_x/cancel", `{"scope":1}`, `scope: expected a string, got a number`},
+		{"/v1/agents/main/invoke", `{"continuation":"x","decisions":{}}`, `decisions: expected an array, got an object`},
+	}
+	for _, c := range cases {
+		code, body := e.do("POST", c.path, c.body)
+		msg, _ := body["error"].(map[string]any)["message"].(string)
+		if code != 400 || !strings.Contains(msg, c.want) {
+			t.Errorf("POST %s %s: %d %q\nwant 400 containing %q", c.path, c.body, code, msg, c.want)
+		}
+	}
+	if _, list := e.do("GET", "/v1/sessions", ""); len(list["sessions"].([]any)) != 0 {
+		t.Fatal("a refused body created a session")
+	}
+}

@@ -495,7 +495,7 @@ func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		msg := "the body is not valid JSON: " + err.Error()
+		msg := explainJSONError(err, body, v)
 		if errors.Is(err, io.EOF) {
 			msg = "the body is empty; send a JSON object"
 		}

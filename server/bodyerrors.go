@@ -1,0 +1,192 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// explainJSONError turns encoding/json's decode errors, which name Go types
+// ("cannot unmarshal number into Go struct field createRequest.input of
+// type string"), into what a client can act on: the body field, what was
+// expected and what came, or the unknown field with the known ones and the
+// closest match.
+func explainJSONError(err error, body []byte, v any) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", field, jsonKind(typeErr.Type), article(typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("the body is not valid JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: "))
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, `json: unknown field "`) {
+		var raw any
+		if json.Unmarshal(body, &raw) == nil {
+			if at, name, known, ok := findUnknown(raw, reflect.TypeOf(v), ""); ok {
+				out := fmt.Sprintf("unknown field %q (known: %s)", at+name, strings.Join(known, ", "))
+				if best := closest(name, known); best != "" {
+					out += fmt.Sprintf("; did you mean %q?", best)
+				}
+				return out
+			}
+		}
+	}
+	return "the body is not valid JSON: " + strings.TrimPrefix(msg, "json: ")
+}
+
+// findUnknown walks a decoded body alongside the Go type it was meant for
+// and returns the first object key the type has no field for: the path of
+// its object ("decisions[0]."), the key and the known fields there.
+func findUnknown(raw any, t reflect.Type, path string) (at, name string, known []string, ok bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch raw := raw.(type) {
+	case map[string]any:
+		if t.Kind() != reflect.Struct {
+			return "", "", nil, false
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if n == "" {
+				n = f.Name
+			}
+			if n != "-" && f.IsExported() {
+				fields[strings.ToLower(n)] = f.Type
+			}
+		}
+		keys := make([]string, 0, len(raw))
+		for k := range raw {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, found := fields[strings.ToLower(k)]
+			if !found {
+				return path, k, jsonFields(t), true
+			}
+			if at, name, known, ok := findUnknown(raw[k], ft, path+k+"."); ok {
+				return at, name, known, true
+			}
+		}
+	case []any:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return "", "", nil, false
+		}
+		for i, el := range raw {
+			if at, name, known, ok := findUnknown(el, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(path, "."), i)); ok {
+				return at, name, known, true
+			}
+		}
+	}
+	return "", "", nil, false
+}
+
+// jsonKind names a Go type as JSON: "a string", "an array", …
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Name() == "RawMessage" {
+			return "a JSON value"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
+// article reads a JSON kind as encoding/json reports it ("number",
+// "string", "array", "object", "bool") with its article.
+func article(kind string) string {
+	switch {
+	case kind == "bool":
+		return "true or false"
+	case strings.HasPrefix(kind, "number"):
+		return "a number"
+	case kind == "array" || kind == "object":
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// jsonFields lists the JSON names of a struct's fields, sorted.
+func jsonFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// closest returns the candidate nearest to name (edit distance at most 2,
+// or a case-insensitive match), or "".
+func closest(name string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if strings.EqualFold(c, name) {
+			return c
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(c)); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
