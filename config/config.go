@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -202,12 +203,16 @@ func Parse(path string, data []byte, env Env) (*Config, error) {
 		return nil, &Error{File: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	var f File
+	l := &loader{path: path, dir: filepath.Dir(path), root: &root, env: env}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		if e := l.explain(&root, reflect.TypeOf(f), ""); e != nil {
+			e.Msg += " (see docs/config.md)"
+			return nil, e
+		}
 		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ") + " (see docs/config.md for the keys)"}
 	}
-	l := &loader{path: path, dir: filepath.Dir(path), root: &root, env: env}
 	return l.load(&f)
 }
 
@@ -318,7 +323,7 @@ func (l *loader) load(f *File) (*Config, error) {
 		}
 		m := models[a.Model]
 		if m == nil {
-			return nil, l.errf(p+".model", "unknown model %q; defined models: %s", a.Model, strings.Join(sortedKeys(f.Models), ", "))
+			return nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
 		}
 		if a.MaxIterations < 0 {
 			return nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
@@ -328,7 +333,7 @@ func (l *loader) load(f *File) (*Config, error) {
 		for i, tn := range a.Tools {
 			t := tools[tn]
 			if t == nil {
-				return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s", i, tn, strings.Join(sortedKeys(f.Tools), ", "))
+				return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
 			}
 			if seen[tn] {
 				return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
@@ -338,7 +343,7 @@ func (l *loader) load(f *File) (*Config, error) {
 		}
 		for i, sa := range a.Subagents {
 			if _, ok := f.Agents[sa.Agent]; !ok {
-				return nil, l.errf(p+".subagents", "subagents[%d].agent: unknown agent %q; defined agents: %s", i, sa.Agent, strings.Join(sortedKeys(f.Agents), ", "))
+				return nil, l.errf(p+".subagents", "subagents[%d].agent: unknown agent %q; defined agents: %s%s", i, sa.Agent, strings.Join(sortedKeys(f.Agents), ", "), didYouMean(sa.Agent, sortedKeys(f.Agents)))
 			}
 			name := sa.Tool
 			if name == "" {
@@ -369,12 +374,12 @@ func (l *loader) load(f *File) (*Config, error) {
 			case "interactive":
 				agent.Tools = append(agent.Tools, cairn.InteractiveAgentTool(sa.Agent, name, desc, opts...))
 			default:
-				return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive", i, sa.Mode)
+				return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
 			}
 		}
 		for i, target := range a.Handoffs {
 			if _, ok := f.Agents[target]; !ok || target == name {
-				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is not another defined agent; defined agents: %s", i, target, strings.Join(sortedKeys(f.Agents), ", "))
+				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is not another defined agent; defined agents: %s%s", i, target, strings.Join(sortedKeys(f.Agents), ", "), didYouMean(target, sortedKeys(f.Agents)))
 			}
 			h := cairn.Handoff(target)
 			if seen[h.Name] {
@@ -413,7 +418,7 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 		switch t.Role {
 		case "user", "approver", "admin":
 		default:
-			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin", i, t.Role)
+			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin%s", i, t.Role, didYouMean(t.Role, []string{"user", "approver", "admin"}))
 		}
 		if t.TokenEnv == "" {
 			return nil, l.errf("auth.tokens", "tokens[%d].token_env: name the environment variable that holds the token", i)
@@ -540,7 +545,7 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 	case "":
 		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
 	}
-	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted", mc.Provider)
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "anthropic", "scripted"}))
 }
 
 func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {

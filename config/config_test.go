@@ -96,7 +96,7 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 		{"unknown model", strings.Replace(valid, "model: default", "model: big", 1), `agents.main.model: unknown model "big"`},
 		{"bad timeout", strings.Replace(valid, "timeout: 5s", "timeout: soon", 1), `tools.deploy_code.timeout: "soon" is not a positive duration`},
 		{"bad schema", strings.Replace(valid, "type: object", "type: 12", 1), `tools.deploy_code.parameters: not a valid JSON Schema`},
-		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `field max_iteration not found`},
+		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `cairn.yaml:23: agents.main.max_iteration: unknown key "max_iteration" (known here: handoffs, instructions, max_iterations, model, subagents, tools); did you mean "max_iterations"?`},
 		{"missing key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: gpt-4o-mini}", 1), `models.default.api_key_env: environment variable OPENAI_API_KEY is not set`},
 		{"named key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', api_key_env: MY_KEY}", 1), `environment variable MY_KEY is not set`},
 		{"bad template", strings.Replace(valid, "Deploy to {{.environment}}?", "Deploy to {{.environment?", 1), `tools.deploy_code.confirmation: not a valid Go template`},
@@ -303,4 +303,32 @@ func zombiesOnly(pgid int) bool {
 		}
 	}
 	return true
+}
+
+// Typical mistakes in a config file are named by file, line and key path,
+// in the file's terms, with a suggestion where one is close.
+func TestConfigMistakesTeach(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, auth, lease, models, secret_env, shutdown_grace, store, token_ledger, tools); did you mean "store"?`},
+		{"tool key typo", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `tools.deploy_code.aproval_ttl: unknown key "aproval_ttl"`},
+		{"tool key suggestion", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `did you mean "approval_ttl"?`},
+		{"model key typo", strings.Replace(valid, "{provider: scripted", "{provder: scripted", 1), `models.default.provder: unknown key "provder"`},
+		{"capitalised key", strings.Replace(valid, "    model: default", "    Model: default", 1), `did you mean "model"?`},
+		{"word for a number", strings.Replace(valid, "max_iterations: 4", "max_iterations: ten", 1), `cairn.yaml:23: agents.main.max_iterations: expected a whole number, got "ten"`},
+		{"string for a bool", strings.Replace(valid, "timeout: 5s", "timeout: 5s\n    idempotent: sure", 1), `tools.deploy_code.idempotent: expected true or false, got "sure"`},
+		{"scalar for a list", strings.Replace(valid, "tools: [deploy_code, broken]", "tools: deploy_code", 1), `agents.main.tools: expected a list ([a, b] or - lines), got "deploy_code"`},
+		{"list for a string", strings.Replace(valid, "model: default", "model: [default]", 1), `agents.main.model: expected a string, got a list`},
+		{"scalar for a mapping", strings.Replace(valid, "  broken:\n    command:", "  broken: yes\n  other:\n    command:", 1), `tools.broken: expected a mapping (key: value lines), got "yes"`},
+		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, anthropic, scripted; did you mean "openai"?`},
+		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
+		{"script reply typo", strings.Replace(valid, "script: [{text: hi}]", "script: [{txt: hi}]", 1), `models.default.script[0].txt: unknown key "txt" (known here: text, tool_calls); did you mean "text"?`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse("/etc/cairn/cairn.yaml", []byte(c.yaml), noEnv)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "/etc/cairn/cairn.yaml:") {
+				t.Fatalf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/cairnhq/cairn/internal/suggest"
 )
 
 // explainJSONError turns encoding/json's decode errors, which name Go types
@@ -33,7 +35,7 @@ func explainJSONError(err error, body []byte, v any) string {
 		if json.Unmarshal(body, &raw) == nil {
 			if at, name, known, ok := findUnknown(raw, reflect.TypeOf(v), ""); ok {
 				out := fmt.Sprintf("unknown field %q (known: %s)", at+name, strings.Join(known, ", "))
-				if best := closest(name, known); best != "" {
+				if best := suggest.Closest(name, known); best != "" {
 					out += fmt.Sprintf("; did you mean %q?", best)
 				}
 				return out
@@ -154,39 +156,4 @@ func jsonFields(t reflect.Type) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// closest returns the candidate nearest to name (edit distance at most 2,
-// or a case-insensitive match), or "".
-func closest(name string, candidates []string) string {
-	best, bestDist := "", 3
-	for _, c := range candidates {
-		if strings.EqualFold(c, name) {
-			return c
-		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(c)); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
