@@ -89,15 +89,27 @@ func TestContinuationTokens(t *testing.T) {
 	}
 }
 
+// twoRunnersOnOneStore returns two runners of the delete agent sharing one
+// store (and so its generated key and its token ledger).
+func twoRunnersOnOneStore(t *testing.T, rec *counter) (*cairn.Runner, *cairn.Runner) {
+	t.Helper()
+	st := store.NewMemory()
+	var runners [2]*cairn.Runner
+	for i := range runners {
+		r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		runners[i] = r
+	}
+	return runners[0], runners[1]
+}
+
 func TestGeneratedKeyIsSharedThroughTheStore(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
-	st := store.NewMemory()
-	agents := func() []*cairn.Agent {
-		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
-	}
-	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
+	r1, r2 := twoRunnersOnOneStore(t, &rec)
 	res, err := r1.Invoke(ctx, "main", "Delete test.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -181,12 +193,7 @@ func TestContinuationTooLargeIsRefusedAtIssue(t *testing.T) {
 func TestContinuationSpentOnceUnderRace(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
-	st := store.NewMemory()
-	agents := func() []*cairn.Agent {
-		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
-	}
-	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: agents()})
+	r1, r2 := twoRunnersOnOneStore(t, &rec)
 	res, err := r1.Invoke(ctx, "main", "Delete test.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -123,3 +123,20 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []Pe
 		}
 	}
 }
+
+// all walks a paged listing to its end.
+func all[T any](page func(Page) ([]T, string, error)) ([]T, error) {
+	out := []T{}
+	p := Page{Limit: MaxPageSize}
+	for {
+		items, next, err := page(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		p.Cursor = next
+	}
+}

@@ -402,36 +402,16 @@ func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
 	return sessionFromHead(h)
 }
 
-// Sessions lists sessions, most recently updated first; status "" means all.
+// Sessions lists every session, most recently updated first; status ""
+// means all. SessionsPage reads them a page at a time.
 func (r *Runner) Sessions(ctx context.Context, status string) ([]*Session, error) {
-	heads, err := r.store.List(ctx, store.ListOptions{Status: status})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Session, 0, len(heads))
-	for _, h := range heads {
-		s, err := sessionFromHead(h)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return all(func(p Page) ([]*Session, string, error) { return r.SessionsPage(ctx, status, p) })
 }
 
-// PendingInterrupts is the approval inbox: every interrupt of every paused session.
+// PendingInterrupts is the whole approval inbox: every interrupt of every
+// paused session. InterruptsPage reads it a page at a time.
 func (r *Runner) PendingInterrupts(ctx context.Context) ([]PendingInterrupt, error) {
-	paused, err := r.Sessions(ctx, StatusPaused)
-	if err != nil {
-		return nil, err
-	}
-	out := []PendingInterrupt{}
-	for _, s := range paused {
-		for _, in := range s.Interrupts {
-			out = append(out, PendingInterrupt{Interrupt: in, SessionID: s.ID, Seq: s.Seq})
-		}
-	}
-	return out, nil
+	return all(func(p Page) ([]PendingInterrupt, string, error) { return r.InterruptsPage(ctx, p) })
 }
 
 // Events returns a session's recorded events with seq > after.

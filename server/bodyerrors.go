@@ -57,16 +57,10 @@ func findUnknown(raw any, t reflect.Type, path string) (at, name string, known [
 		if t.Kind() != reflect.Struct {
 			return "", "", nil, false
 		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if n == "" {
-				n = f.Name
-			}
-			if n != "-" && f.IsExported() {
-				fields[strings.ToLower(n)] = f.Type
-			}
+		fields := jsonFields(t)
+		byLower := make(map[string]reflect.Type, len(fields))
+		for n, ft := range fields {
+			byLower[strings.ToLower(n)] = ft // encoding/json matches keys case-insensitively
 		}
 		keys := make([]string, 0, len(raw))
 		for k := range raw {
@@ -74,9 +68,9 @@ func findUnknown(raw any, t reflect.Type, path string) (at, name string, known [
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			ft, found := fields[strings.ToLower(k)]
+			ft, found := byLower[strings.ToLower(k)]
 			if !found {
-				return path, k, jsonFields(t), true
+				return path, k, sortedNames(fields), true
 			}
 			if at, name, known, ok := findUnknown(raw[k], ft, path+k+"."); ok {
 				return at, name, known, true
@@ -110,9 +104,6 @@ func jsonKind(t reflect.Type) string {
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && t.Name() == "RawMessage" {
-			return "a JSON value"
-		}
 		return "an array"
 	case reflect.Map, reflect.Struct:
 		return "an object"
@@ -134,15 +125,9 @@ func article(kind string) string {
 	return "a " + kind
 }
 
-// jsonFields lists the JSON names of a struct's fields, sorted.
-func jsonFields(t reflect.Type) []string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []string
+// jsonFields maps the JSON names of a struct's fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -152,7 +137,15 @@ func jsonFields(t reflect.Type) []string {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, name)
+		out[name] = f.Type
+	}
+	return out
+}
+
+func sortedNames(m map[string]reflect.Type) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out

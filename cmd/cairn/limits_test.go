@@ -171,8 +171,9 @@ func TestBoundedUnderLoad(t *testing.T) {
 		}
 	}
 	// And a large session still resumes (its state left the cache long ago).
+	paused := getJSON(t, url+"/v1/sessions/"+sessions[0])
 	code, s := post(t, url+"/v1/sessions/"+sessions[0]+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"load test"}]}`,
-		int(mustSession(t, url, sessions[0])["seq"].(float64)), mustSession(t, url, sessions[0])["interrupts"].([]any)[0].(map[string]any)["id"]))
+		int(paused["seq"].(float64)), paused["interrupts"].([]any)[0].(map[string]any)["id"]))
 	if code != 200 || s["status"] != "completed" {
 		t.Fatalf("resume under load: %d %v", code, s)
 	}
@@ -204,16 +205,4 @@ func TestBoundedUnderLoad(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
-}
-
-func mustSession(t *testing.T, url, id string) map[string]any {
-	t.Helper()
-	resp, err := http.Get(url + "/v1/sessions/" + id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var s map[string]any
-	json.NewDecoder(resp.Body).Decode(&s)
-	return s
 }

@@ -86,11 +86,11 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 		return err
 	}
 	defer st.Close()
-	ledger, ledgerNote, err := tokenLedger(ctx, cfg, st)
+	ledger, closeLedger, ledgerNote, err := tokenLedger(ctx, cfg, st)
 	if err != nil {
 		return err
 	}
-	defer ledger.Close()
+	defer closeLedger()
 	// The runner takes over, at once and then periodically, sessions whose
 	// lease expired: cut off by a crash, or handed over by a stopping node.
 	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease})
@@ -167,39 +167,28 @@ func redact(store string) string {
 	return store
 }
 
-// ledgerStore is where spent continuation tokens are recorded.
-type ledgerStore interface {
-	store.Ledger
-	Close() error
-}
-
 // tokenLedger opens the record of spent continuation tokens and says what
 // "single use" means with it: the store itself, or with store: memory the
 // token_ledger file (or, without keys from secret_env, memory: the key is
 // generated per process, so tokens die with it anyway).
-func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledgerStore, string, error) {
+func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledger store.Ledger, closeLedger func() error, note string, err error) {
 	if cfg.TokenLedger != "" {
 		l, err := sqlite.Open(ctx, cfg.TokenLedger)
 		if err != nil {
-			return nil, "", fmt.Errorf("token_ledger: %w", err)
+			return nil, nil, "", fmt.Errorf("token_ledger: %w", err)
 		}
-		return l, fmt.Sprintf("single use on this process and across its restarts (ledger %s); another process accepts a token once more unless it shares this file: use a shared store for several processes", cfg.TokenLedger), nil
+		return l, l.Close, fmt.Sprintf("single use on this process and across its restarts (ledger %s); another process accepts a token once more unless it shares this file: use a shared store for several processes", cfg.TokenLedger), nil
 	}
-	mem, ok := st.(*store.Memory)
-	if ok && len(cfg.ContinuationKeys) == 0 {
-		return mem, "single use; valid only until this process stops (store: memory signs with a key generated at start)", nil
-	}
-	l, ok := st.(ledgerStore)
+	l, ok := st.(store.Ledger)
 	if !ok {
-		return nil, "", fmt.Errorf("store %s keeps no token ledger", redact(cfg.Store))
+		return nil, nil, "", fmt.Errorf("store %s keeps no token ledger", redact(cfg.Store))
 	}
-	return nopClose{l}, "single use across every process sharing this store", nil
+	noClose := func() error { return nil } // the store's own Close releases it
+	if _, mem := st.(*store.Memory); mem && len(cfg.ContinuationKeys) == 0 {
+		return l, noClose, "single use; valid only until this process stops (store: memory signs with a key generated at start)", nil
+	}
+	return l, noClose, "single use across every process sharing this store", nil
 }
-
-// nopClose is a ledger that the store's own Close releases.
-type nopClose struct{ ledgerStore }
-
-func (nopClose) Close() error { return nil }
 
 func openStore(ctx context.Context, url string) (store.Store, error) {
 	switch {
