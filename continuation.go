@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
 // ErrInvalidContinuation: a continuation token is malformed, truncated,
 // modified, signed with an unknown key, or meant for another agent. Nothing ran.
-var ErrInvalidContinuation error = &engine.Error{Code: engine.CodeInvalidContinuation, Message: "invalid continuation"}
+var ErrInvalidContinuation error = &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation"}
 
 // tokenPrefix versions the format: "cairn.v1.<payload>.<mac>", both parts
 // base64url without padding; mac = HMAC-SHA256(key, "cairn.v1.<payload>").
@@ -95,7 +96,7 @@ func mac(key []byte, s string) []byte {
 }
 
 func invalid(format string, args ...any) error {
-	return &engine.Error{Code: engine.CodeInvalidContinuation, Message: "invalid continuation: " + fmt.Sprintf(format, args...)}
+	return &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation: " + fmt.Sprintf(format, args...)}
 }
 
 // Decode verifies a token and returns its content. Any defect gives an
@@ -160,10 +161,10 @@ func isTokenByte(b byte) bool {
 
 // Result is the answer of a stateless invocation.
 type Result struct {
-	Status     string        `json:"status"`
-	Output     string        `json:"output"`
-	Interrupts []Interrupt   `json:"interrupts"`
-	Error      *SessionError `json:"error,omitempty"`
+	Status     Status      `json:"status"`
+	Output     string      `json:"output"`
+	Interrupts []Interrupt `json:"interrupts"`
+	Error      *Failure    `json:"error,omitempty"`
 	// Continuation is present while paused: hand it back with decisions to resume.
 	Continuation string `json:"continuation,omitempty"`
 }
@@ -242,9 +243,9 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	in := engine.Decide{Seq: st.Seq, Actor: engine.Actor(ActorFrom(ctx))}
+	in := engine.Decide{Seq: st.Seq, Actor: session.Actor(ActorFrom(ctx))}
 	for _, d := range decisions {
-		in.Decisions = append(in.Decisions, engine.Decision(d))
+		in.Decisions = append(in.Decisions, session.Decision(d))
 	}
 	step, err := r.machine.Step(st, in, r.now())
 	if err != nil {
@@ -342,7 +343,7 @@ func (r *Runner) settle(ctx context.Context, id string, res *Result, runErr erro
 }
 
 func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.State, agent string) (*Result, error) {
-	sess := sessionFromState(st)
+	sess := st.View()
 	res := &Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
 	if sess.Status != StatusPaused {
 		return res, nil
@@ -359,7 +360,7 @@ func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.Sta
 		return nil, err
 	}
 	if n := len(res.Continuation); n > MaxContinuationBytes {
-		return nil, &engine.Error{Code: engine.CodeTooLarge, Message: fmt.Sprintf(
+		return nil, &session.Error{Code: session.CodeTooLarge, Message: fmt.Sprintf(
 			"the paused session needs a %d-byte continuation token, over the %d-byte limit: run conversations this long as stored sessions (POST /v1/sessions)", n, MaxContinuationBytes)}
 	}
 	return res, nil

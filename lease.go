@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -23,7 +24,7 @@ const DefaultLease = 15 * time.Second
 // ErrLeaseLost: another process took the session over while this one ran
 // its turn (this process stalled past its lease). Nothing more was recorded
 // by this process; the new owner goes on.
-var ErrLeaseLost error = &engine.Error{Code: engine.CodeConflict, Message: "lease lost: another process took over the session"}
+var ErrLeaseLost error = &session.Error{Code: session.CodeConflict, Message: "lease lost: another process took over the session"}
 
 // ErrShuttingDown: the runner is draining (Shutdown) and takes no new turns.
 var ErrShuttingDown = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
@@ -110,7 +111,7 @@ func (r *Runner) Node() string { return r.node }
 // runner stopped driving it (turn_interrupted), so the next owner takes
 // over at once.
 func (r *Runner) lease(st *engine.State, events []Event, now time.Time) store.Lease {
-	if st.Status == engine.StatusRunning && events[len(events)-1].Type != engine.EventTurnInterrupted {
+	if st.Status == session.StatusRunning && events[len(events)-1].Type != session.EventTurnInterrupted {
 		return store.Lease{Owner: r.node, Until: now.Add(r.leaseFor)}
 	}
 	return store.Lease{Owner: r.node, Until: now}
@@ -296,7 +297,7 @@ func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session,
 		}
 		select {
 		case <-wait.Done():
-			return nil, &engine.Error{Code: engine.CodeConflict, Message: fmt.Sprintf("session %s: its owner %s has not stopped the turn yet; the cancel stays requested", sessionID, h.Lease.Owner)}
+			return nil, &session.Error{Code: session.CodeConflict, Message: fmt.Sprintf("session %s: its owner %s has not stopped the turn yet; the cancel stays requested", sessionID, h.Lease.Owner)}
 		case <-changes:
 		case <-tick.C:
 		}

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -47,7 +47,7 @@ func (p Page) parse() (limit int, c cursor, err error) {
 	case limit == 0:
 		limit = DefaultPageSize
 	case limit < 0 || limit > MaxPageSize:
-		return 0, c, &engine.Error{Code: engine.CodeInvalidRequest, Message: "limit must be between 1 and 1000"}
+		return 0, c, &session.Error{Code: session.CodeInvalidRequest, Message: "limit must be between 1 and 1000"}
 	}
 	if p.Cursor == "" {
 		return limit, c, nil
@@ -57,7 +57,7 @@ func (p Page) parse() (limit int, c cursor, err error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.Skip < 0 {
-		return 0, c, &engine.Error{Code: engine.CodeInvalidRequest, Message: "cursor is not one this server issued: pass next_cursor from the previous page unchanged"}
+		return 0, c, &session.Error{Code: session.CodeInvalidRequest, Message: "cursor is not one this server issued: pass next_cursor from the previous page unchanged"}
 	}
 	return limit, c, nil
 }
@@ -66,7 +66,7 @@ func (p Page) parse() (limit int, c cursor, err error) {
 // first, one page at a time; next is the cursor of the following page, empty
 // after the last. A session updated between two pages moves to the front of
 // the order, so a walk may miss or repeat it.
-func (r *Runner) SessionsPage(ctx context.Context, status string, page Page) (sessions []*Session, next string, err error) {
+func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (sessions []*Session, next string, err error) {
 	limit, c, err := page.parse()
 	if err != nil {
 		return nil, "", err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -303,7 +304,7 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 // expires; zero when none has a deadline.
 func nextExpiry(st *engine.State) time.Time {
 	var first time.Time
-	if st.Status != engine.StatusPaused {
+	if st.Status != session.StatusPaused {
 		return first
 	}
 	for _, in := range st.Interrupts() {
@@ -378,9 +379,9 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // two resumes of the same pause exactly one wins, the other gets ErrConflict
 // and changes nothing. The deciding Actor comes from WithActor.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision) (*Session, error) {
-	in := engine.Decide{Seq: seq, Actor: engine.Actor(ActorFrom(ctx))}
+	in := engine.Decide{Seq: seq, Actor: session.Actor(ActorFrom(ctx))}
 	for _, d := range decisions {
-		in.Decisions = append(in.Decisions, engine.Decision(d))
+		in.Decisions = append(in.Decisions, session.Decision(d))
 	}
 	return r.apply(ctx, sessionID, in)
 }
@@ -404,7 +405,7 @@ func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
 
 // Sessions lists every session, most recently updated first; status ""
 // means all. SessionsPage reads them a page at a time.
-func (r *Runner) Sessions(ctx context.Context, status string) ([]*Session, error) {
+func (r *Runner) Sessions(ctx context.Context, status Status) ([]*Session, error) {
 	return all(func(p Page) ([]*Session, string, error) { return r.SessionsPage(ctx, status, p) })
 }
 
@@ -496,7 +497,7 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 	}
 	step, err := r.machine.Step(st, in, r.now())
 	if err != nil {
-		if ErrorCode(err) != string(engine.CodeInternal) {
+		if ErrorCode(err) != string(session.CodeInternal) {
 			r.cache.put(st) // a refused input leaves the state as it was
 		}
 		return nil, err
@@ -523,7 +524,7 @@ func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step
 
 // sessionOf is the Session of a state this runner just recorded.
 func (r *Runner) sessionOf(st *engine.State) *Session {
-	s := sessionFromState(st)
+	s := st.View()
 	if s.Status == StatusRunning && !r.halt.Load() {
 		until := r.now().Add(r.leaseFor)
 		s.LeaseOwner, s.LeaseExpiresAt = r.node, &until
@@ -540,11 +541,11 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if len(events) == 0 {
 		return nil
 	}
-	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: string(st.Status), Seq: st.Seq,
+	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: nextExpiry(st)}
-	if events[0].Seq == 1 || changesView(events) {
+	if events[0].Seq == 1 || engine.ViewChanged(events) {
 		var err error
-		if head.Summary, err = json.Marshal(sessionFromState(st)); err != nil {
+		if head.Summary, err = json.Marshal(st.View()); err != nil {
 			return err
 		}
 	}
@@ -797,44 +798,19 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 	return outcome
 }
 
-// changesView reports whether events change the Session as clients see it
-// beyond its seq, status and update time (which the head row keeps in
-// columns): steps that only start tools, record results or decide without
-// remembering leave the stored summary as it was, and skip re-encoding it.
-func changesView(events []Event) bool {
-	for _, ev := range events {
-		switch ev.Type {
-		case engine.EventToolStarted, engine.EventToolResult, engine.EventApprovalRequested, engine.EventInputRequested:
-		case engine.EventDecision:
-			var d struct{ Remember string }
-			if json.Unmarshal(ev.Data, &d) != nil || d.Remember != "" {
-				return true
-			}
-		default:
-			return true
-		}
-	}
-	return false
-}
-
-// sessionFromHead is the Session as last recorded: the stored summary, with
-// the seq, status and update time of the head row (the summary is rewritten
-// only when more than those changed).
+// sessionFromHead is the Session as last recorded: the stored view, with
+// the seq, status and update time of the head row (see engine.ViewChanged)
+// and the lease of a running session.
 func sessionFromHead(h store.Head) (*Session, error) {
-	var s Session
-	if err := json.Unmarshal(h.Summary, &s); err != nil {
-		return nil, fmt.Errorf("session %s: corrupt summary: %w", h.ID, err)
+	s, err := engine.StoredView(h.Summary, h.Seq, h.Status, h.UpdatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", h.ID, err)
 	}
-	s.Seq, s.Status, s.UpdatedAt = h.Seq, h.Status, h.UpdatedAt
-	if s.Status != StatusPaused {
-		s.Interrupts = noInterrupts // a summary written while paused, read after a decision
-	}
-	s.LeaseOwner, s.LeaseExpiresAt = "", nil
 	if s.Status == StatusRunning {
 		until := h.Lease.Until
 		s.LeaseOwner, s.LeaseExpiresAt = h.Lease.Owner, &until
 	}
-	return &s, nil
+	return s, nil
 }
 
 func newSessionID() string {

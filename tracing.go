@@ -65,7 +65,7 @@ func endTurnSpan(span trace.Span, sess *Session, err error) {
 		return
 	}
 	if sess != nil {
-		span.SetAttributes(attribute.String(attrSessionStatus, sess.Status))
+		span.SetAttributes(attribute.String(attrSessionStatus, string(sess.Status)))
 	}
 	endSpan(span, err)
 }

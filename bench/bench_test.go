@@ -27,6 +27,7 @@ import (
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -191,7 +192,7 @@ type countingStore struct {
 	bytes atomic.Int64
 }
 
-func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64, evs []store.Event) error {
+func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64, evs []session.Event) error {
 	n := len(h.Summary) + len(h.Snapshot)
 	for _, e := range evs {
 		n += len(e.Data) + len(e.Type) + len(e.Frame) + len(e.Agent) + 16

@@ -29,6 +29,7 @@ import (
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/server"
 )
 
 // File is the configuration file as written.
@@ -60,11 +61,6 @@ type TokenConfig struct {
 	Name     string `yaml:"name"`
 	TokenEnv string `yaml:"token_env"`
 	Role     string `yaml:"role"`
-}
-
-// Token is a resolved bearer token.
-type Token struct {
-	Name, Secret, Role string
 }
 
 // ModelConfig is one entry of models.
@@ -139,7 +135,7 @@ type Config struct {
 	Store  string
 	Agents []*cairn.Agent
 	// Tokens are the bearer tokens of the auth section; empty without one.
-	Tokens []Token
+	Tokens []server.Token
 	// ContinuationKeys come from the variable named by secret_env (keys
 	// separated by commas; the first signs). Empty: generate and store one.
 	ContinuationKeys [][]byte
@@ -408,11 +404,11 @@ func (l *loader) duration(key, v string, def time.Duration) (time.Duration, erro
 	return d, nil
 }
 
-func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
+func (l *loader) tokens(a *AuthConfig) ([]server.Token, error) {
 	if len(a.Tokens) == 0 {
 		return nil, l.errf("auth.tokens", "list at least one token, or remove auth (the server then listens on loopback only)")
 	}
-	var out []Token
+	var out []server.Token
 	names, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range a.Tokens {
 		switch t.Role {
@@ -438,7 +434,7 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 			return nil, l.errf("auth.tokens", "tokens[%d]: the name %q or its token is used twice", i, name)
 		}
 		names[name], secrets[secret] = true, true
-		out = append(out, Token{Name: name, Secret: secret, Role: t.Role})
+		out = append(out, server.Token{Name: name, Secret: secret, Role: t.Role})
 	}
 	return out, nil
 }

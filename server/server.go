@@ -149,7 +149,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	status := r.URL.Query().Get("status")
+	status := cairn.Status(r.URL.Query().Get("status"))
 	switch status {
 	case "", cairn.StatusRunning, cairn.StatusPaused, cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusCancelled:
 	default:

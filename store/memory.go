@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/cairnhq/cairn/session"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +21,7 @@ type Memory struct {
 
 type memSession struct {
 	head    Head
-	events  []Event
+	events  []session.Event
 	snap    []byte
 	snapSeq int64
 }
@@ -29,7 +30,7 @@ type memSession struct {
 func NewMemory() *Memory { return &Memory{} }
 
 // Append implements Store.
-func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, events []Event) error {
+func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, events []session.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -99,14 +100,14 @@ func (m *Memory) Watch(ctx context.Context) (<-chan Change, error) {
 }
 
 // Events implements Store.
-func (m *Memory) Events(ctx context.Context, id string, after int64) ([]Event, error) {
+func (m *Memory) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.sessions[id]
 	if s == nil {
 		return nil, ErrNotFound
 	}
-	i, _ := slices.BinarySearchFunc(s.events, after+1, func(e Event, seq int64) int { return int(e.Seq - seq) })
+	i, _ := slices.BinarySearchFunc(s.events, after+1, func(e session.Event, seq int64) int { return int(e.Seq - seq) })
 	return slices.Clone(s.events[i:]), nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // ErrConflict is returned by Append when the session's seq is not the
@@ -19,22 +21,11 @@ var ErrConflict = errors.New("store: conflict: the session changed since it was 
 // ErrNotFound is returned for an unknown session.
 var ErrNotFound = errors.New("store: session not found")
 
-// Event is one immutable entry of a session's log. Data is the type's JSON
-// payload; docs/http-api.md lists the types.
-type Event struct {
-	Seq   int64           `json:"seq"`
-	Type  string          `json:"type"`
-	Time  time.Time       `json:"time"`
-	Frame string          `json:"frame,omitempty"`
-	Agent string          `json:"agent,omitempty"`
-	Data  json.RawMessage `json:"data"`
-}
-
 // Head is the per-session row kept next to the log and replaced on every append.
 type Head struct {
 	ID        string
 	Agent     string
-	Status    string
+	Status    session.Status
 	Seq       int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -93,8 +84,8 @@ func (l Lease) HeldBy(owner string, now time.Time) bool {
 
 // ListOptions filters List.
 type ListOptions struct {
-	Status string // empty: any
-	Limit  int    // 0: no limit
+	Status session.Status // empty: any
+	Limit  int            // 0: no limit
 	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
 	// released or expired at that time: the ones a process may take over.
 	LeaseExpiredAt time.Time
@@ -123,7 +114,7 @@ type Store interface {
 	// released, owned by head.Lease.Owner, or expired at head.UpdatedAt.
 	// Otherwise it returns ErrConflict and writes nothing. One Append is one
 	// durable commit.
-	Append(ctx context.Context, head Head, expectedSeq int64, events []Event) error
+	Append(ctx context.Context, head Head, expectedSeq int64, events []session.Event) error
 	// RenewLease extends the lease of a running session that lease.Owner
 	// holds to lease.Until, and reports whether a cancel was requested.
 	// ErrConflict: the lease was taken over (or the turn ended); the caller
@@ -137,7 +128,7 @@ type Store interface {
 	// events they lack with Events; see Change for the resync signal.
 	Watch(ctx context.Context) (<-chan Change, error)
 	// Events returns the session's events with seq > after, in order.
-	Events(ctx context.Context, id string, after int64) ([]Event, error)
+	Events(ctx context.Context, id string, after int64) ([]session.Event, error)
 	// Head returns the session's head.
 	Head(ctx context.Context, id string) (Head, error)
 	// List returns heads, most recently updated first.

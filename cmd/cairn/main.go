@@ -102,18 +102,14 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	var tokens []server.Token
-	for _, t := range cfg.Tokens {
-		tokens = append(tokens, server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role})
-	}
-	srv := server.New(runner, server.Options{Logger: log, Tokens: tokens}).HTTPServer()
+	srv := server.New(runner, server.Options{Logger: log, Tokens: cfg.Tokens}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
-	if len(tokens) == 0 {
+	if len(cfg.Tokens) == 0 {
 		fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", redact(cfg.Store))
 	} else {
-		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(tokens))
+		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(cfg.Tokens))
 	}
 	fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
 	fmt.Fprintf(stderr, "continuation tokens: %s\n", ledgerNote)

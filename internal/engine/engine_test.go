@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -53,7 +54,7 @@ func step(t *testing.T, m *Machine, st *State, in Input) Step {
 	return s
 }
 
-func types(evs []Event) string {
+func types(evs []session.Event) string {
 	var out []string
 	for _, e := range evs {
 		out = append(out, e.Type)
@@ -68,7 +69,7 @@ func assistant(calls ...model.ToolCall) *model.Response {
 func TestApprovalFlowIsPure(t *testing.T) {
 	m := testMachine()
 	st := &State{}
-	var log []Event
+	var log []session.Event
 
 	s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"})
 	log = append(log, s.Events...)
@@ -96,7 +97,7 @@ func TestApprovalFlowIsPure(t *testing.T) {
 
 	s = step(t, m, st, ToolsDone{Frame: run.Frame, Results: []ToolOutcome{{CallID: "c2", Content: "found"}, {CallID: "c3", Content: "deployed dev"}}})
 	log = append(log, s.Events...)
-	if types(s.Events) != "tool_result tool_result turn_paused" || len(s.Effects) != 0 || st.Status != StatusPaused {
+	if types(s.Events) != "tool_result tool_result turn_paused" || len(s.Effects) != 0 || st.Status != session.StatusPaused {
 		t.Fatalf("after tools: %s, status %s", types(s.Events), st.Status)
 	}
 	ins := st.Interrupts()
@@ -104,7 +105,7 @@ func TestApprovalFlowIsPure(t *testing.T) {
 		t.Fatalf("interrupts = %+v", ins)
 	}
 
-	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: ins[0].ID, Action: ActionApprove, Arguments: json.RawMessage(`{"env": "staging"}`)}}, Actor: Actor{Name: "ana"}})
+	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: ins[0].ID, Action: session.ActionApprove, Arguments: json.RawMessage(`{"env": "staging"}`)}}, Actor: session.Actor{Name: "ana"}})
 	log = append(log, s.Events...)
 	run = s.Effects[0].(RunTools)
 	if types(s.Events) != "decision tool_started" || string(run.Calls[0].Args) != `{"env":"staging"}` {
@@ -121,7 +122,7 @@ func TestApprovalFlowIsPure(t *testing.T) {
 
 	s = step(t, m, st, ModelDone{Frame: cm.Frame, Response: &model.Response{Message: model.Message{Content: "all done"}}})
 	log = append(log, s.Events...)
-	if st.Status != StatusCompleted || st.Output != "all done" {
+	if st.Status != session.StatusCompleted || st.Output != "all done" {
 		t.Fatalf("final %s %q", st.Status, st.Output)
 	}
 
@@ -144,7 +145,7 @@ func TestSameInputsSameEvents(t *testing.T) {
 	run := func() []byte {
 		m := testMachine()
 		st := &State{}
-		var all []Event
+		var all []session.Event
 		s, _ := m.Step(st, Start{SessionID: "s1", Agent: "main", Text: "go"}, t0)
 		all = append(all, s.Events...)
 		s, _ = m.Step(st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`})}, t0)
@@ -167,20 +168,20 @@ func TestRefusedInputsChangeNothing(t *testing.T) {
 	beforeSeq := st.Seq
 	cases := []struct {
 		in   Input
-		code Code
+		code session.Code
 	}{
-		{Decide{Seq: st.Seq - 1, Decisions: []Decision{{InterruptID: id, Action: ActionApprove}}}, CodeConflict},
-		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: "nope", Action: ActionApprove}}}, CodeUnknownInterrupt},
-		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: ActionApprove, Arguments: json.RawMessage(`{"env":1}`)}}}, CodeInvalidArguments},
-		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: ActionApprove, Arguments: json.RawMessage(`[]`)}}}, CodeInvalidArguments},
-		{Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: id, Action: "maybe"}}}, CodeInvalidRequest},
-		{Decide{Seq: st.Seq}, CodeInvalidRequest},
-		{Message{Text: "hi"}, CodeConflict},
-		{Start{SessionID: "s1", Agent: "main"}, CodeConflict},
+		{Decide{Seq: st.Seq - 1, Decisions: []session.Decision{{InterruptID: id, Action: session.ActionApprove}}}, session.CodeConflict},
+		{Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: "nope", Action: session.ActionApprove}}}, session.CodeUnknownInterrupt},
+		{Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: id, Action: session.ActionApprove, Arguments: json.RawMessage(`{"env":1}`)}}}, session.CodeInvalidArguments},
+		{Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: id, Action: session.ActionApprove, Arguments: json.RawMessage(`[]`)}}}, session.CodeInvalidArguments},
+		{Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: id, Action: "maybe"}}}, session.CodeInvalidRequest},
+		{Decide{Seq: st.Seq}, session.CodeInvalidRequest},
+		{Message{Text: "hi"}, session.CodeConflict},
+		{Start{SessionID: "s1", Agent: "main"}, session.CodeConflict},
 	}
 	for _, c := range cases {
 		_, err := m.Step(st, c.in, t0)
-		var e *Error
+		var e *session.Error
 		if !errors.As(err, &e) || e.Code != c.code {
 			t.Errorf("%+v: err %v, want code %s", c.in, err, c.code)
 		}
@@ -189,7 +190,7 @@ func TestRefusedInputsChangeNothing(t *testing.T) {
 	if st.Seq != beforeSeq || string(before) != string(after) {
 		t.Fatal("a refused input changed the state")
 	}
-	if _, err := m.Step(&State{}, Start{SessionID: "s2", Agent: "ghost"}, t0); !errors.Is(err, &Error{Code: CodeUnknownAgent}) {
+	if _, err := m.Step(&State{}, Start{SessionID: "s2", Agent: "ghost"}, t0); !errors.Is(err, &session.Error{Code: session.CodeUnknownAgent}) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 }
@@ -200,7 +201,7 @@ func TestInterruptIDsUniqueAcrossTurns(t *testing.T) {
 	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
 	step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "call_1", Name: "deploy", Arguments: `{"env":"prod"}`})})
 	first := st.Interrupts()[0].ID
-	s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: first, Action: ActionReject, Reason: "no"}}})
+	s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: first, Action: session.ActionReject, Reason: "no"}}})
 	if types(s.Events) != "decision tool_result" {
 		t.Fatalf("reject: %s", types(s.Events))
 	}
@@ -218,7 +219,7 @@ func TestPolicyErrorFailsClosed(t *testing.T) {
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "pay"})
 	s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c", Name: "pay", Arguments: `{}`})})
-	if len(s.Effects) != 0 || st.Status != StatusPaused || !strings.Contains(st.Interrupts()[0].Message, "could not be evaluated") {
+	if len(s.Effects) != 0 || st.Status != session.StatusPaused || !strings.Contains(st.Interrupts()[0].Message, "could not be evaluated") {
 		t.Fatalf("policy error: %s, %+v", st.Status, st.Interrupts())
 	}
 }
@@ -228,24 +229,24 @@ func TestModelErrorFailsTurn(t *testing.T) {
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "x"})
 	step(t, m, st, ModelDone{Frame: "f1", Err: errors.New("503 overloaded")})
-	if st.Status != StatusFailed || st.Error.Code != "model_error" || !strings.Contains(st.Error.Message, "503 overloaded") {
+	if st.Status != session.StatusFailed || st.Error.Code != "model_error" || !strings.Contains(st.Error.Message, "503 overloaded") {
 		t.Fatalf("%s %+v", st.Status, st.Error)
 	}
 	// The session takes a new message after a failed turn.
 	s := step(t, m, st, Message{Text: "again"})
-	if len(s.Effects) != 1 || st.Status != StatusRunning {
+	if len(s.Effects) != 1 || st.Status != session.StatusRunning {
 		t.Fatal("no new turn after failure")
 	}
 }
 
 func TestReplayRejectsBrokenLogs(t *testing.T) {
 	good, _ := json.Marshal(SessionStarted{SessionID: "s", Agent: "main", Frame: "f1"})
-	cases := map[string][]Event{
-		"gap":          {{Seq: 2, Type: EventSessionStarted, Data: good}},
+	cases := map[string][]session.Event{
+		"gap":          {{Seq: 2, Type: session.EventSessionStarted, Data: good}},
 		"unknown type": {{Seq: 1, Type: "nope", Data: good}},
-		"bad data":     {{Seq: 1, Type: EventSessionStarted, Data: json.RawMessage(`{"agent":`)}},
-		"no frame":     {{Seq: 1, Type: EventUserMessage, Frame: "f9", Data: json.RawMessage(`{"text":"x"}`)}},
-		"unknown call": {{Seq: 1, Type: EventSessionStarted, Data: good}, {Seq: 2, Type: EventToolResult, Frame: "f1", Data: json.RawMessage(`{"call_id":"c"}`)}},
+		"bad data":     {{Seq: 1, Type: session.EventSessionStarted, Data: json.RawMessage(`{"agent":`)}},
+		"no frame":     {{Seq: 1, Type: session.EventUserMessage, Frame: "f9", Data: json.RawMessage(`{"text":"x"}`)}},
+		"unknown call": {{Seq: 1, Type: session.EventSessionStarted, Data: good}, {Seq: 2, Type: session.EventToolResult, Frame: "f1", Data: json.RawMessage(`{"call_id":"c"}`)}},
 	}
 	for name, evs := range cases {
 		if _, err := Replay(evs); err == nil {
@@ -260,7 +261,7 @@ func FuzzReplay(f *testing.F) {
 	f.Add("session_started", `{}`, "tool_result", `{"call_id":"c"}`)
 	f.Add("turn_paused", `{"interrupts":[{}]}`, "decision", `{"call_id":"c","action":"approve","new_arguments":{}}`)
 	f.Fuzz(func(t *testing.T, t1, d1, t2, d2 string) {
-		evs := []Event{{Seq: 1, Type: t1, Frame: "f1", Data: json.RawMessage(d1)}, {Seq: 2, Type: t2, Frame: "f1", Data: json.RawMessage(d2)}}
+		evs := []session.Event{{Seq: 1, Type: t1, Frame: "f1", Data: json.RawMessage(d1)}, {Seq: 2, Type: t2, Frame: "f1", Data: json.RawMessage(d2)}}
 		_, _ = Replay(evs)
 	})
 }
@@ -284,14 +285,14 @@ func TestRecoverInDoubt(t *testing.T) {
 				}
 				return
 			}
-			if len(s.Effects) != 0 || st.Status != StatusPaused {
+			if len(s.Effects) != 0 || st.Status != session.StatusPaused {
 				t.Fatalf("in-doubt call: effects %+v, status %s", s.Effects, st.Status)
 			}
 			in := st.Interrupts()[0]
 			if !in.InDoubt || in.Path[0].CallID != "c1" {
 				t.Fatalf("interrupt = %+v", in)
 			}
-			s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: in.ID, Action: ActionApprove}}})
+			s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: in.ID, Action: session.ActionApprove}}})
 			if run := s.Effects[0].(RunTools); run.Calls[0].CallID != "c1" {
 				t.Fatalf("approve did not re-run: %+v", run)
 			}
@@ -317,7 +318,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 		"chat":  {Name: "chat", MaxIterations: 5},
 	})
 	st := &State{}
-	var log []Event
+	var log []session.Event
 	do := func(in Input) Step {
 		t.Helper()
 		s := step(t, m, st, in)
@@ -339,17 +340,17 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "h", Name: "transfer_to_other", Arguments: `{}`})})
 	s = do(ModelDone{Frame: frameOf(s), Response: assistant(model.ToolCall{ID: "w", Name: "wipe", Arguments: `{}`})})
 	do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "chat says hi"}}})
-	if st.Status != StatusPaused || len(st.Interrupts()) != 2 || len(st.Stack()) != 2 {
+	if st.Status != session.StatusPaused || len(st.Interrupts()) != 2 || len(st.Stack()) != 2 {
 		t.Fatalf("status %s, interrupts %+v, stack %d", st.Status, st.Interrupts(), len(st.Stack()))
 	}
 	ins := st.Interrupts()
-	if ins[0].Kind != KindApproval || len(ins[0].Path) != 2 || ins[0].Path[1].Agent != "other" || ins[1].Kind != KindMessage {
+	if ins[0].Kind != session.KindApproval || len(ins[0].Path) != 2 || ins[0].Path[1].Agent != "other" || ins[1].Kind != session.KindMessage {
 		t.Fatalf("interrupts %+v", ins)
 	}
-	s = do(Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: ins[0].ID, Action: ActionApprove}}})
+	s = do(Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: ins[0].ID, Action: session.ActionApprove}}})
 	s = do(ToolsDone{Frame: s.Effects[0].(RunTools).Frame, Results: []ToolOutcome{{CallID: "w", Content: "wiped"}}})
 	s = do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "other done"}}})
-	if st.Status != StatusPaused || len(st.Frames) != 2 {
+	if st.Status != session.StatusPaused || len(st.Frames) != 2 {
 		t.Fatalf("after the tool child: %s, %d frames", st.Status, len(st.Frames))
 	}
 	s = do(Message{Text: "bye"})
@@ -359,7 +360,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 		t.Fatalf("top sees %+v", msgs)
 	}
 	do(ModelDone{Frame: frameOf(s), Response: &model.Response{Message: model.Message{Content: "all done"}}})
-	if st.Status != StatusCompleted || len(st.Frames) != 1 {
+	if st.Status != session.StatusCompleted || len(st.Frames) != 1 {
 		t.Fatalf("final %s, %d frames", st.Status, len(st.Frames))
 	}
 }
@@ -369,7 +370,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 	m := testMachine()
 	st := &State{}
-	var log []Event
+	var log []session.Event
 	do := func(in Input) Step {
 		s := step(t, m, st, in)
 		log = append(log, s.Events...)
@@ -378,7 +379,7 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 	do(Start{SessionID: "s", Agent: "main", Text: "go"})
 	do(ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`}, model.ToolCall{ID: "c2", Name: "lookup", Arguments: `{}`})})
 	do(ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c2", Content: "x"}}})
-	do(Decide{Seq: st.Seq, Decisions: []Decision{{InterruptID: st.Interrupts()[0].ID, Action: ActionApprove}}, Actor: Actor{Name: "a"}})
+	do(Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: st.Interrupts()[0].ID, Action: session.ActionApprove}}, Actor: session.Actor{Name: "a"}})
 	do(ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c1", Content: "done"}}})
 	do(ModelDone{Frame: "f1", Response: &model.Response{Message: model.Message{Content: "ok"}}})
 	for cut := 1; cut <= len(log); cut++ {
@@ -390,7 +391,7 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Restore(data, append([]Event(nil), log[cut:]...))
+		got, err := Restore(data, append([]session.Event(nil), log[cut:]...))
 		if err != nil {
 			t.Fatalf("cut %d: %v", cut, err)
 		}

@@ -6,33 +6,8 @@ import (
 	"slices"
 
 	"github.com/cairnhq/cairn/model"
-	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/session"
 )
-
-// Event types. They are part of the outside contract: stored, streamed and
-// documented in docs/http-api.md.
-const (
-	EventSessionStarted    = "session_started"
-	EventUserMessage       = "user_message"
-	EventModelResponse     = "model_response"
-	EventApprovalRequested = "approval_requested"
-	EventInputRequested    = "input_requested"
-	EventDecision          = "decision"
-	EventToolStarted       = "tool_started"
-	EventToolResult        = "tool_result"
-	EventFramePushed       = "frame_pushed"
-	EventFramePopped       = "frame_popped"
-	EventHandoff           = "handoff"
-	EventAgentMessage      = "agent_message"
-	EventTurnPaused        = "turn_paused"
-	EventTurnCompleted     = "turn_completed"
-	EventTurnFailed        = "turn_failed"
-	EventTurnCancelled     = "turn_cancelled"
-	EventTurnInterrupted   = "turn_interrupted"
-)
-
-// Event is one immutable entry of a session's log.
-type Event = store.Event
 
 // Payloads of the event types.
 type (
@@ -56,8 +31,8 @@ type (
 	// InterruptRequested records that a call waits for a person: a decision
 	// (approval_requested) or an answer (input_requested).
 	InterruptRequested struct {
-		CallID    string    `json:"call_id"`
-		Interrupt Interrupt `json:"interrupt"`
+		CallID    string            `json:"call_id"`
+		Interrupt session.Interrupt `json:"interrupt"`
 	}
 	// DecisionMade records one decision and who made it.
 	DecisionMade struct {
@@ -72,10 +47,10 @@ type (
 		NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
 		// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
 		// before and after, for audit trails that keep digests only.
-		ArgsDigest    string `json:"arguments_sha256,omitempty"`
-		NewArgsDigest string `json:"new_arguments_sha256,omitempty"`
-		Remember      string `json:"remember,omitempty"`
-		Actor         Actor  `json:"actor"`
+		ArgsDigest    string        `json:"arguments_sha256,omitempty"`
+		NewArgsDigest string        `json:"new_arguments_sha256,omitempty"`
+		Remember      string        `json:"remember,omitempty"`
+		Actor         session.Actor `json:"actor"`
 	}
 	// ToolStarted is recorded durably before a tool runs.
 	ToolStarted struct {
@@ -123,7 +98,7 @@ type (
 	}
 	// TurnPaused records that the session waits for a person.
 	TurnPaused struct {
-		Interrupts []Interrupt `json:"interrupts"`
+		Interrupts []session.Interrupt `json:"interrupts"`
 	}
 	// TurnCompleted records the root agent's answer.
 	TurnCompleted struct {
@@ -131,7 +106,7 @@ type (
 	}
 	// TurnFailed records why a turn could not finish.
 	TurnFailed struct {
-		Error Failure `json:"error"`
+		Error session.Failure `json:"error"`
 	}
 	// TurnCancelled records that the user cancelled the whole turn.
 	TurnCancelled struct {
@@ -152,40 +127,40 @@ const (
 )
 
 // decodePayload decodes an event's data into the payload of its type.
-func decodePayload(ev *Event) (any, error) {
+func decodePayload(ev *session.Event) (any, error) {
 	var p any
 	switch ev.Type {
-	case EventSessionStarted:
+	case session.EventSessionStarted:
 		p = &SessionStarted{}
-	case EventUserMessage:
+	case session.EventUserMessage:
 		p = &UserMessage{}
-	case EventModelResponse:
+	case session.EventModelResponse:
 		p = &ModelResponse{}
-	case EventApprovalRequested, EventInputRequested:
+	case session.EventApprovalRequested, session.EventInputRequested:
 		p = &InterruptRequested{}
-	case EventDecision:
+	case session.EventDecision:
 		p = &DecisionMade{}
-	case EventToolStarted:
+	case session.EventToolStarted:
 		p = &ToolStarted{}
-	case EventToolResult:
+	case session.EventToolResult:
 		p = &ToolResult{}
-	case EventFramePushed:
+	case session.EventFramePushed:
 		p = &FramePushed{}
-	case EventFramePopped:
+	case session.EventFramePopped:
 		p = &FramePopped{}
-	case EventHandoff:
+	case session.EventHandoff:
 		p = &Handoff{}
-	case EventAgentMessage:
+	case session.EventAgentMessage:
 		p = &AgentMessage{}
-	case EventTurnPaused:
+	case session.EventTurnPaused:
 		p = &TurnPaused{}
-	case EventTurnCompleted:
+	case session.EventTurnCompleted:
 		p = &TurnCompleted{}
-	case EventTurnFailed:
+	case session.EventTurnFailed:
 		p = &TurnFailed{}
-	case EventTurnCancelled:
+	case session.EventTurnCancelled:
 		p = &TurnCancelled{}
-	case EventTurnInterrupted:
+	case session.EventTurnInterrupted:
 		p = &TurnInterrupted{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", ev.Seq, ev.Type)
@@ -198,7 +173,7 @@ func decodePayload(ev *Event) (any, error) {
 
 // Replay rebuilds a session's state from its log. Events must be in seq order
 // starting at 1.
-func Replay(events []Event) (*State, error) {
+func Replay(events []session.Event) (*State, error) {
 	st := &State{}
 	if err := applyLog(st, events); err != nil {
 		return nil, err
@@ -207,7 +182,7 @@ func Replay(events []Event) (*State, error) {
 }
 
 // applyLog applies events that must follow st's seq without a gap.
-func applyLog(st *State, events []Event) error {
+func applyLog(st *State, events []session.Event) error {
 	for i := range events {
 		ev := &events[i]
 		if ev.Seq != st.Seq+1 {
@@ -225,9 +200,9 @@ func applyLog(st *State, events []Event) error {
 }
 
 // apply is the projection: the only place state changes.
-func apply(st *State, ev *Event, payload any) error {
+func apply(st *State, ev *session.Event, payload any) error {
 	if _, ok := payload.(*SessionStarted); !ok && st.Seq == 0 {
-		return fmt.Errorf("event %d (%s): the log does not start with %s", ev.Seq, ev.Type, EventSessionStarted)
+		return fmt.Errorf("event %d (%s): the log does not start with %s", ev.Seq, ev.Type, session.EventSessionStarted)
 	}
 	st.Seq = ev.Seq
 	st.UpdatedAt = ev.Time
@@ -241,7 +216,7 @@ func apply(st *State, ev *Event, payload any) error {
 			return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 		}
 		st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
-		st.Status = StatusRunning
+		st.Status = session.StatusRunning
 		st.frames++
 		st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
 	case *UserMessage:
@@ -250,7 +225,7 @@ func apply(st *State, ev *Event, payload any) error {
 		}
 		frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
 		frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
-		st.Status, st.Output, st.Error = StatusRunning, "", nil
+		st.Status, st.Output, st.Error = session.StatusRunning, "", nil
 	case *ModelResponse:
 		if frame == nil {
 			return noFrame()
@@ -281,17 +256,17 @@ func apply(st *State, ev *Event, payload any) error {
 			return err
 		}
 		c.Interrupt = nil
-		st.Status = StatusRunning
+		st.Status = session.StatusRunning
 		switch p.Action {
-		case ActionApprove:
+		case session.ActionApprove:
 			c.State = CallApproved
 			if len(p.NewArgs) > 0 {
 				c.Args = string(p.NewArgs)
 			}
-			if p.Remember == RememberSession && !st.remembered(frame.Agent, c.Tool) {
-				st.Remembered = append(st.Remembered, Remembered{Agent: frame.Agent, Tool: c.Tool})
+			if p.Remember == session.RememberSession && !st.remembered(frame.Agent, c.Tool) {
+				st.Remembered = append(st.Remembered, session.Remembered{Agent: frame.Agent, Tool: c.Tool})
 			}
-		case ActionAnswer:
+		case session.ActionAnswer:
 			c.State = CallApproved
 			c.Answers = append(c.Answers, p.Text)
 		}
@@ -328,8 +303,8 @@ func apply(st *State, ev *Event, payload any) error {
 		}
 		parent := st.frame(f.Parent)
 		st.removeFrame(f)
-		if st.Status == StatusPaused {
-			st.Status = StatusRunning // a cancel: the parent goes on
+		if st.Status == session.StatusPaused {
+			st.Status = session.StatusRunning // a cancel: the parent goes on
 		}
 		if c := parent.call(f.ParentCall); c != nil {
 			c.State, c.Child, c.Result, c.IsError = CallDone, "", p.Result, p.IsError
@@ -355,15 +330,15 @@ func apply(st *State, ev *Event, payload any) error {
 		frame.Said, frame.SaidSeq = p.Text, ev.Seq
 		st.Output = p.Text
 	case *TurnPaused:
-		st.Status = StatusPaused
+		st.Status = session.StatusPaused
 	case *TurnCompleted:
-		st.Status, st.Output = StatusCompleted, p.Output
+		st.Status, st.Output = session.StatusCompleted, p.Output
 	case *TurnFailed:
 		f := p.Error
-		st.Status, st.Error = StatusFailed, &f
+		st.Status, st.Error = session.StatusFailed, &f
 	case *TurnInterrupted: // the state is unchanged: whoever takes over recovers it
 	case *TurnCancelled:
-		st.Status = StatusCancelled
+		st.Status = session.StatusCancelled
 		root := st.Root()
 		st.Frames = []*Frame{root}
 		root.Calls, root.Said, root.SaidSeq = nil, "", 0
@@ -410,7 +385,7 @@ func (s *State) frame(id string) *Frame {
 	return nil
 }
 
-func (s *State) call(ev *Event, f *Frame, callID string) (*Call, error) {
+func (s *State) call(ev *session.Event, f *Frame, callID string) (*Call, error) {
 	if f == nil {
 		return nil, fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Input is what drives a session forward: one of Start, Message, Decide,
@@ -41,8 +42,8 @@ type Message struct {
 // must be the session's current seq: two resumes of one pause cannot both win.
 type Decide struct {
 	Seq       int64
-	Decisions []Decision
-	Actor     Actor
+	Decisions []session.Decision
+	Actor     session.Actor
 }
 
 // Cancel scopes.
@@ -141,7 +142,7 @@ func (RunTools) isEffect()  {}
 // Step is the outcome of one input: events to append (already applied to the
 // state) and effects to perform next.
 type Step struct {
-	Events  []Event
+	Events  []session.Event
 	Effects []Effect
 }
 
@@ -188,7 +189,7 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	s := &stepper{m: m, st: st, now: now}
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = Step{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("engine fault on %T for session %s: %v", in, st.SessionID, p)}
+			out, err = Step{}, &session.Error{Code: session.CodeInternal, Message: fmt.Sprintf("engine fault on %T for session %s: %v", in, st.SessionID, p)}
 		}
 	}()
 	switch in := in.(type) {
@@ -207,10 +208,10 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	case Recover:
 		err = s.recover()
 	case Interrupted:
-		if st.Status != StatusRunning {
-			return Step{}, errorf(CodeConflict, "session %s is %s: no turn to interrupt", st.SessionID, st.Status)
+		if st.Status != session.StatusRunning {
+			return Step{}, errorf(session.CodeConflict, "session %s is %s: no turn to interrupt", st.SessionID, st.Status)
 		}
-		s.emit(EventTurnInterrupted, st.Root(), &TurnInterrupted{Reason: in.Reason})
+		s.emit(session.EventTurnInterrupted, st.Root(), &TurnInterrupted{Reason: in.Reason})
 	case Expire:
 		err = s.expire()
 	default:
@@ -226,7 +227,7 @@ type stepper struct {
 	m       *Machine
 	st      *State
 	now     time.Time
-	out     []Event
+	out     []session.Event
 	effects []Effect
 }
 
@@ -237,7 +238,7 @@ func (s *stepper) emit(typ string, f *Frame, payload any) {
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))
 	}
-	ev := Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data}
+	ev := session.Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data}
 	if f != nil {
 		ev.Frame, ev.Agent = f.ID, f.Agent
 	}
@@ -251,13 +252,13 @@ func (s *stepper) newFrameID() string { return "f" + strconv.Itoa(s.st.frames+1)
 
 func (s *stepper) start(in Start) error {
 	if s.st.Seq != 0 {
-		return errorf(CodeConflict, "session %s already exists", s.st.SessionID)
+		return errorf(session.CodeConflict, "session %s already exists", s.st.SessionID)
 	}
 	if s.m.agents[in.Agent] == nil {
-		return errorf(CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
+		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
 	}
-	s.emit(EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
-	s.emit(EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
+	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
+	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
 	s.advance()
 	return nil
 }
@@ -265,24 +266,24 @@ func (s *stepper) start(in Start) error {
 func (s *stepper) message(in Message) error {
 	st := s.st
 	if in.Seq != 0 && in.Seq != st.Seq {
-		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d; reload it and retry", in.Seq, st.SessionID, st.Seq)
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and retry", in.Seq, st.SessionID, st.Seq)
 	}
 	top := st.Top()
 	switch st.Status {
-	case StatusCompleted, StatusFailed, StatusCancelled:
-	case StatusPaused:
+	case session.StatusCompleted, session.StatusFailed, session.StatusCancelled:
+	case session.StatusPaused:
 		for _, in := range st.Interrupts() {
-			if in.Kind != KindMessage {
-				return errorf(CodeConflict, "session %s waits for %d decision(s) or answer(s): decide them first (POST …/decisions)", st.SessionID, countDecisions(st))
+			if in.Kind != session.KindMessage {
+				return errorf(session.CodeConflict, "session %s waits for %d decision(s) or answer(s): decide them first (POST …/decisions)", st.SessionID, countDecisions(st))
 			}
 		}
 		if top == nil || top.SaidSeq == 0 {
-			return errorf(CodeConflict, "session %s is paused but its top frame is not waiting for a message", st.SessionID)
+			return errorf(session.CodeConflict, "session %s is paused but its top frame is not waiting for a message", st.SessionID)
 		}
 	default:
-		return errorf(CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
+		return errorf(session.CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
 	}
-	s.emit(EventUserMessage, top, &UserMessage{Text: in.Text})
+	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text})
 	s.advance()
 	return nil
 }
@@ -290,7 +291,7 @@ func (s *stepper) message(in Message) error {
 func countDecisions(st *State) int {
 	n := 0
 	for _, in := range st.Interrupts() {
-		if in.Kind != KindMessage {
+		if in.Kind != session.KindMessage {
 			n++
 		}
 	}
@@ -299,17 +300,17 @@ func countDecisions(st *State) int {
 
 func (s *stepper) decide(in Decide) error {
 	st := s.st
-	if st.Status != StatusPaused {
-		return errorf(CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
+	if st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
 	}
 	if in.Seq != st.Seq {
-		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d; reload it and decide again", in.Seq, st.SessionID, st.Seq)
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and decide again", in.Seq, st.SessionID, st.Seq)
 	}
 	if len(in.Decisions) == 0 {
-		return errorf(CodeInvalidRequest, "decisions: at least one decision is required")
+		return errorf(session.CodeInvalidRequest, "decisions: at least one decision is required")
 	}
 	type decided struct {
-		d       Decision
+		d       session.Decision
 		f       *Frame
 		c       *Call
 		newArgs json.RawMessage
@@ -320,21 +321,21 @@ func (s *stepper) decide(in Decide) error {
 		f, c := st.findInterrupt(d.InterruptID)
 		if c == nil {
 			for _, m := range st.Interrupts() {
-				if m.ID == d.InterruptID && m.Kind == KindMessage {
-					return &Error{Code: CodeInvalidRequest, Interrupt: d.InterruptID,
+				if m.ID == d.InterruptID && m.Kind == session.KindMessage {
+					return &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
 						Message: fmt.Sprintf("decisions[%d]: %q is a message interrupt: reply with POST /v1/sessions/%s/messages", i, d.InterruptID, st.SessionID)}
 				}
 			}
-			return &Error{Code: CodeUnknownInterrupt, Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID), Interrupt: d.InterruptID}
+			return &session.Error{Code: session.CodeUnknownInterrupt, Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID), Interrupt: d.InterruptID}
 		}
 		if seen[d.InterruptID] {
-			return errorf(CodeInvalidRequest, "decisions[%d]: interrupt %q is decided twice in one request", i, d.InterruptID)
+			return errorf(session.CodeInvalidRequest, "decisions[%d]: interrupt %q is decided twice in one request", i, d.InterruptID)
 		}
 		seen[d.InterruptID] = true
 		p := decided{d: d, f: f, c: c}
 		kind := c.Interrupt.Kind
 		switch {
-		case d.Action == ActionApprove && kind == KindApproval:
+		case d.Action == session.ActionApprove && kind == session.KindApproval:
 			if len(d.Arguments) > 0 && string(d.Arguments) != "null" {
 				var tool *Tool
 				if a := s.m.agents[f.Agent]; a != nil {
@@ -345,34 +346,34 @@ func (s *stepper) decide(in Decide) error {
 					_, err = guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) })
 				}
 				if err != nil {
-					return &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("decisions[%d].arguments for tool %q: %v", i, c.Tool, err), Interrupt: d.InterruptID}
+					return &session.Error{Code: session.CodeInvalidArguments, Message: fmt.Sprintf("decisions[%d].arguments for tool %q: %v", i, c.Tool, err), Interrupt: d.InterruptID}
 				}
 				p.newArgs = compactJSON(d.Arguments)
 			}
-		case d.Action == ActionAnswer && kind == KindInput:
+		case d.Action == session.ActionAnswer && kind == session.KindInput:
 			if d.Text == "" {
-				return errorf(CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
+				return errorf(session.CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
 			}
-		case d.Action == ActionReject:
-		case kind == KindInput:
-			return errorf(CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
+		case d.Action == session.ActionReject:
+		case kind == session.KindInput:
+			return errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
 		default:
-			return errorf(CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
+			return errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
 		}
 		switch d.Remember {
 		case "":
-		case RememberSession:
-			if d.Action != ActionApprove {
-				return errorf(CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
+		case session.RememberSession:
+			if d.Action != session.ActionApprove {
+				return errorf(session.CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
 			}
 		default:
-			return errorf(CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
+			return errorf(session.CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
 		}
 		plan = append(plan, p)
 	}
 	for i, p := range plan {
 		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
-			return &Error{Code: CodeExpired, Interrupt: p.d.InterruptID,
+			return &session.Error{Code: session.CodeExpired, Interrupt: p.d.InterruptID,
 				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
 		}
 	}
@@ -385,13 +386,13 @@ func (s *stepper) decide(in Decide) error {
 		if p.newArgs != nil {
 			ev.NewArgsDigest = digest(string(p.newArgs))
 		}
-		s.emit(EventDecision, p.f, ev)
-		if p.d.Action == ActionReject {
+		s.emit(session.EventDecision, p.f, ev)
+		if p.d.Action == session.ActionReject {
 			reason := p.d.Reason
 			if reason == "" {
 				reason = "no reason given"
 			}
-			s.emit(EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
+			s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
 				Content: "The user rejected this tool call: " + reason})
 		}
 	}
@@ -402,22 +403,22 @@ func (s *stepper) decide(in Decide) error {
 func (s *stepper) cancel(in Cancel) error {
 	st := s.st
 	if in.Seq != 0 && in.Seq != st.Seq {
-		return errorf(CodeConflict, "stale seq %d: session %s is at seq %d", in.Seq, st.SessionID, st.Seq)
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d", in.Seq, st.SessionID, st.Seq)
 	}
-	running := st.Status == StatusRunning
-	if !running && st.Status != StatusPaused {
-		return errorf(CodeConflict, "session %s is %s: only a paused or running session can be cancelled", st.SessionID, st.Status)
+	running := st.Status == session.StatusRunning
+	if !running && st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s: only a paused or running session can be cancelled", st.SessionID, st.Status)
 	}
 	if running && in.Scope == CancelTop {
-		return errorf(CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
+		return errorf(session.CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
 	}
 	switch in.Scope {
 	case CancelTop:
 		top := st.Top()
 		if top == nil || top.Mode != ModeInteractive {
-			return errorf(CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
+			return errorf(session.CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
 		}
-		s.emit(EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
+		s.emit(session.EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
 			Result: fmt.Sprintf("agent %q was cancelled by the user", top.Agent)})
 		s.advance()
 	case CancelAll:
@@ -426,15 +427,15 @@ func (s *stepper) cancel(in Cancel) error {
 			switch c.State {
 			case CallDone:
 			case CallStarted: // its runner stopped while it ran
-				s.emit(EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 					Content: "cancelled by the user while it was running: it may or may not have taken effect"})
 			default:
-				s.emit(EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
+				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
 			}
 		}
-		s.emit(EventTurnCancelled, root, &TurnCancelled{Reason: "cancelled by the user"})
+		s.emit(session.EventTurnCancelled, root, &TurnCancelled{Reason: "cancelled by the user"})
 	default:
-		return errorf(CodeInvalidRequest, "scope: %q is not one of top, all", in.Scope)
+		return errorf(session.CodeInvalidRequest, "scope: %q is not one of top, all", in.Scope)
 	}
 	return nil
 }
@@ -442,19 +443,19 @@ func (s *stepper) cancel(in Cancel) error {
 func (s *stepper) modelDone(in ModelDone) error {
 	st := s.st
 	f := st.frame(in.Frame)
-	if st.Status != StatusRunning || f == nil || len(f.Calls) > 0 || f.SaidSeq != 0 {
-		return errorf(CodeConflict, "session %s does not expect a model response for frame %q", st.SessionID, in.Frame)
+	if st.Status != session.StatusRunning || f == nil || len(f.Calls) > 0 || f.SaidSeq != 0 {
+		return errorf(session.CodeConflict, "session %s does not expect a model response for frame %q", st.SessionID, in.Frame)
 	}
 	if in.Err == nil && in.Response == nil {
 		in.Err = errors.New("the model returned no response")
 	}
 	if in.Err != nil {
-		s.failFrame(f, Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)})
+		s.failFrame(f, session.Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)})
 		s.advance()
 		return nil
 	}
 	msg := normalizeReply(in.Response.Message)
-	s.emit(EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
+	s.emit(session.EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
 	if len(msg.ToolCalls) == 0 {
 		s.finishFrame(f, msg.Content)
 	}
@@ -468,48 +469,48 @@ func (s *stepper) modelDone(in ModelDone) error {
 func (s *stepper) finishFrame(f *Frame, text string) {
 	switch f.Mode {
 	case ModeMain:
-		s.emit(EventTurnCompleted, f, &TurnCompleted{Output: text})
+		s.emit(session.EventTurnCompleted, f, &TurnCompleted{Output: text})
 	case ModeTool:
-		s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: text})
+		s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: text})
 	case ModeInteractive:
-		s.emit(EventAgentMessage, f, &AgentMessage{Text: text})
+		s.emit(session.EventAgentMessage, f, &AgentMessage{Text: text})
 	}
 }
 
 // failFrame ends a frame with an error: at the root the turn fails; in a
 // child the error becomes the parent's (error) tool result.
-func (s *stepper) failFrame(f *Frame, why Failure) {
+func (s *stepper) failFrame(f *Frame, why session.Failure) {
 	if f.Parent == "" {
-		s.emit(EventTurnFailed, f, &TurnFailed{Error: why})
+		s.emit(session.EventTurnFailed, f, &TurnFailed{Error: why})
 		return
 	}
-	s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopFailed, Result: why.Message, IsError: true})
+	s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopFailed, Result: why.Message, IsError: true})
 }
 
 func (s *stepper) toolsDone(in ToolsDone) error {
 	st := s.st
 	f := st.frame(in.Frame)
 	if f == nil {
-		return errorf(CodeConflict, "session %s has no frame %q", st.SessionID, in.Frame)
+		return errorf(session.CodeConflict, "session %s has no frame %q", st.SessionID, in.Frame)
 	}
 	reported := make(map[string]bool, len(in.Results))
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
 		if c == nil || c.State != CallStarted || reported[r.CallID] {
-			return errorf(CodeConflict, "session %s: call %q of frame %q is not running", st.SessionID, r.CallID, in.Frame)
+			return errorf(session.CodeConflict, "session %s: call %q of frame %q is not running", st.SessionID, r.CallID, in.Frame)
 		}
 		reported[r.CallID] = true
 	}
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
 		if r.Question != "" {
-			path := append(st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
-			in := Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
-				Kind: KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question}
-			s.emit(EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
+			in := session.Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
+				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question}
+			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 			continue
 		}
-		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: r.Content, IsError: r.IsError})
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: r.Content, IsError: r.IsError})
 	}
 	s.advance()
 	return nil
@@ -517,8 +518,8 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 
 func (s *stepper) expire() error {
 	st := s.st
-	if st.Status != StatusPaused {
-		return errorf(CodeConflict, "session %s is %s: nothing to expire", st.SessionID, st.Status)
+	if st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s: nothing to expire", st.SessionID, st.Status)
 	}
 	due := 0
 	for _, f := range st.Ordered() {
@@ -528,14 +529,14 @@ func (s *stepper) expire() error {
 				continue
 			}
 			due++
-			s.emit(EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: ActionReject,
-				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: Actor{Name: "cairn", Role: "expiry"}})
-			s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+			s.emit(session.EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: session.ActionReject,
+				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "expiry"}})
+			s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 				Content: fmt.Sprintf("approval expired: nobody decided on this call by %s, so it did not run", in.ExpiresAt.UTC().Format(time.RFC3339))})
 		}
 	}
 	if due == 0 {
-		return errorf(CodeConflict, "session %s has no expired approval", st.SessionID)
+		return errorf(session.CodeConflict, "session %s has no expired approval", st.SessionID)
 	}
 	s.advance()
 	return nil
@@ -548,8 +549,8 @@ func digest(s string) string {
 
 func (s *stepper) recover() error {
 	st := s.st
-	if st.Status != StatusRunning {
-		return errorf(CodeConflict, "session %s is %s, not running: nothing to recover", st.SessionID, st.Status)
+	if st.Status != session.StatusRunning {
+		return errorf(session.CodeConflict, "session %s is %s, not running: nothing to recover", st.SessionID, st.Status)
 	}
 	for _, f := range st.Ordered() {
 		agent := s.m.agents[f.Agent]
@@ -559,17 +560,17 @@ func (s *stepper) recover() error {
 			}
 			if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
 				// Recorded as a decision so the log says why it ran twice.
-				s.emit(EventDecision, f, &DecisionMade{CallID: c.ID, Kind: KindApproval, Tool: c.Tool, Action: ActionApprove,
-					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: Actor{Name: "cairn", Role: "recovery"}})
+				s.emit(session.EventDecision, f, &DecisionMade{CallID: c.ID, Kind: session.KindApproval, Tool: c.Tool, Action: session.ActionApprove,
+					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
 				continue
 			}
-			in := Interrupt{
-				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: KindApproval, InDoubt: true,
-				Path: append(st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+			in := session.Interrupt{
+				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
+				Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 				Tool: c.Tool, Arguments: json.RawMessage(c.Args),
 				Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
 			}
-			s.emit(EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+			s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 		}
 	}
 	s.advance()
@@ -582,11 +583,11 @@ func (s *stepper) recover() error {
 // calls its model. It stops at the first effect, or pauses when nothing can
 // move without a person.
 func (s *stepper) advance() {
-	for s.st.Status == StatusRunning {
+	for s.st.Status == session.StatusRunning {
 		if len(s.out) > maxEventsPerStep {
 			// Every sweep that changes something records an event, so this
 			// bounds the loop even if some input defeats the engine's logic.
-			s.emit(EventTurnFailed, s.st.Root(), &TurnFailed{Error: Failure{Code: "internal",
+			s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal",
 				Message: fmt.Sprintf("engine: a step recorded more than %d events; the turn was stopped", maxEventsPerStep)}})
 			return
 		}
@@ -599,16 +600,16 @@ func (s *stepper) advance() {
 			break
 		}
 	}
-	if s.st.Status != StatusRunning {
+	if s.st.Status != session.StatusRunning {
 		return
 	}
 	ins := s.st.Interrupts()
 	if len(ins) == 0 {
 		// Unreachable by construction; fail loudly rather than hang.
-		s.emit(EventTurnFailed, s.st.Root(), &TurnFailed{Error: Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})
+		s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})
 		return
 	}
-	s.emit(EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
+	s.emit(session.EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
 }
 
 // maxEventsPerStep bounds the events one input may record.
@@ -623,12 +624,12 @@ func (s *stepper) pass() (Effect, bool) {
 		}
 		agent := s.m.agents[f.Agent]
 		if agent == nil {
-			s.failFrame(f, Failure{Code: "unknown_agent", Message: fmt.Sprintf("agent %q is no longer configured", f.Agent)})
+			s.failFrame(f, session.Failure{Code: "unknown_agent", Message: fmt.Sprintf("agent %q is no longer configured", f.Agent)})
 			return nil, true
 		}
 		if len(f.Calls) == 0 {
 			if agent.MaxIterations > 0 && f.Iterations >= agent.MaxIterations {
-				s.failFrame(f, Failure{Code: "max_iterations",
+				s.failFrame(f, session.Failure{Code: "max_iterations",
 					Message: fmt.Sprintf("agent %q stopped after %d iterations without a final answer (max_iterations: %d)", f.Agent, f.Iterations, agent.MaxIterations)})
 				return nil, true
 			}
@@ -661,7 +662,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		}
 		if c.Tool == CompleteTool && f.Mode == ModeInteractive {
 			if result, ok := s.completeResult(f, c); ok {
-				s.emit(EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: result})
+				s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: result})
 			}
 			return nil, true
 		}
@@ -684,7 +685,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		case CallApproved:
 			v, err := decodeArgs(json.RawMessage(c.Args))
 			if err != nil { // approved arguments are validated; a log from elsewhere may not be
-				s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+				s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 					Content: fmt.Sprintf("the approved arguments of tool %q are not a JSON object (%v); the call did not run", c.Tool, err)})
 				changed = true
 				continue
@@ -707,7 +708,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 // request, or (an interactive call waiting its turn) nothing.
 func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	fail := func(msg string) (bool, any) {
-		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
 		return false, nil
 	}
 	tool := agent.Tools[c.Tool]
@@ -737,9 +738,9 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		return true, v
 	}
 	if s.m.opts.AutoApprove {
-		s.emit(EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: KindApproval,
-			CallID: c.ID, Tool: c.Tool, Action: ActionApprove, Reason: "auto-approved: the runner approves every call",
-			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: Actor{Name: "cairn", Role: "auto-approve"}})
+		s.emit(session.EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+			CallID: c.ID, Tool: c.Tool, Action: session.ActionApprove, Reason: "auto-approved: the runner approves every call",
+			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "auto-approve"}})
 		return true, v
 	}
 	msg := ""
@@ -749,16 +750,16 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	if tool.Confirm == nil || err != nil {
 		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
 	}
-	in := Interrupt{
-		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: KindApproval,
-		Path: append(s.st.pathTo(f), PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+	in := session.Interrupt{
+		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + note,
 	}
 	if tool.ApprovalTTL > 0 {
 		exp := s.now.Add(tool.ApprovalTTL).UTC()
 		in.ExpiresAt = &exp
 	}
-	s.emit(EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil
 }
 
@@ -769,7 +770,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
 	tool := agent.Tools[c.Tool]
 	if tool == nil { // the agent's tools changed since the call was approved
-		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})
 		return ToolRun{}, false, true
 	}
@@ -781,7 +782,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 	}
 	m, _ := args.(map[string]any)
 	input, _ := m["input"].(string)
-	s.emit(EventFramePushed, f, &FramePushed{Frame: s.newFrameID(), Agent: tool.Target, Mode: tool.Mode, Parent: f.ID, ParentCall: c.ID, Input: input})
+	s.emit(session.EventFramePushed, f, &FramePushed{Frame: s.newFrameID(), Agent: tool.Target, Mode: tool.Mode, Parent: f.ID, ParentCall: c.ID, Input: input})
 	return ToolRun{}, false, true
 }
 
@@ -806,7 +807,7 @@ func (s *stepper) interactiveBusy(f *Frame) bool {
 
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := s.st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
-	s.emit(EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
+	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
 	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
 }
 
@@ -822,9 +823,9 @@ func (s *stepper) handoff(f *Frame, h *Call, target string) {
 		if c != h {
 			res.Content, res.IsError = fmt.Sprintf("not run: the conversation was handed off to %s", target), true
 		}
-		s.emit(EventToolResult, f, res)
+		s.emit(session.EventToolResult, f, res)
 	}
-	s.emit(EventHandoff, f, &Handoff{From: f.ID, To: s.newFrameID(), Agent: target, CallID: h.ID})
+	s.emit(session.EventHandoff, f, &Handoff{From: f.ID, To: s.newFrameID(), Agent: target, CallID: h.ID})
 }
 
 // completeResult validates a complete call; a bad one gets an error result.
@@ -833,7 +834,7 @@ func (s *stepper) completeResult(f *Frame, c *Call) (string, bool) {
 		Result *string `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(c.Args), &args); err != nil || args.Result == nil {
-		s.emit(EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 			Content: `complete needs the arguments {"result": "<what you found or did>"}`})
 		return "", false
 	}

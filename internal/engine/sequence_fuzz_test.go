@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 // program reads fuzz bytes as a sequence of small choices; past the end it
@@ -122,28 +123,28 @@ func (p *program) next(st *State, pending Effect) Input {
 	case 6:
 		return Interrupted{Reason: "shutdown"}
 	case 0, 1:
-		var ds []Decision
+		var ds []session.Decision
 		for _, in := range st.Interrupts() {
 			if p.pick(3) == 0 {
 				continue
 			}
-			d := Decision{InterruptID: in.ID, Action: []string{ActionApprove, ActionReject, ActionAnswer}[p.pick(3)], Text: "yes"}
+			d := session.Decision{InterruptID: in.ID, Action: []string{session.ActionApprove, session.ActionReject, session.ActionAnswer}[p.pick(3)], Text: "yes"}
 			if p.pick(3) == 0 {
 				d.Arguments = json.RawMessage([]string{`{"env":"staging"}`, `[]`, `{}`}[p.pick(3)])
 			}
 			if p.pick(4) == 0 {
-				d.Remember = RememberSession
+				d.Remember = session.RememberSession
 			}
 			ds = append(ds, d)
 		}
 		if p.pick(8) == 0 {
-			ds = append(ds, Decision{InterruptID: "int_unknown", Action: ActionApprove})
+			ds = append(ds, session.Decision{InterruptID: "int_unknown", Action: session.ActionApprove})
 		}
 		seq := st.Seq
 		if p.pick(8) == 0 {
 			seq--
 		}
-		return Decide{Seq: seq, Decisions: ds, Actor: Actor{Name: "fuzz"}}
+		return Decide{Seq: seq, Decisions: ds, Actor: session.Actor{Name: "fuzz"}}
 	case 2:
 		return Message{Text: "more"}
 	case 3:
@@ -177,7 +178,7 @@ func runProgram(t *testing.T, p *program) {
 	m := fuzzMachine()
 	st := &State{}
 	now := t0
-	var log []Event
+	var log []session.Event
 	s, err := m.Step(st, Start{SessionID: "s", Agent: "main", Text: "go"}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -193,8 +194,8 @@ func runProgram(t *testing.T, p *program) {
 			now = now.Add(2 * time.Minute)
 		}
 		s, err := m.Step(st, in, now)
-		var e *Error
-		if errors.As(err, &e) && e.Code == CodeInternal || err != nil && !errors.As(err, &e) {
+		var e *session.Error
+		if errors.As(err, &e) && e.Code == session.CodeInternal || err != nil && !errors.As(err, &e) {
 			t.Fatalf("step %d (%T): %v", i, in, err)
 		}
 		if err != nil {
@@ -227,7 +228,7 @@ func runProgram(t *testing.T, p *program) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := Restore(snap, append([]Event(nil), log[cut:]...))
+		restored, err := Restore(snap, append([]session.Event(nil), log[cut:]...))
 		if err != nil {
 			t.Fatalf("step %d: restore at %d: %v", i, cut, err)
 		}
@@ -265,9 +266,9 @@ func TestDuplicateAndEmptyCallIDs(t *testing.T) {
 	if len(ids) != 3 || !ids["x"] {
 		t.Fatalf("recorded ids %v: want 3 unique, keeping the first x", rec.Message.ToolCalls)
 	}
-	var ds []Decision
+	var ds []session.Decision
 	for _, in := range st.Interrupts() {
-		ds = append(ds, Decision{InterruptID: in.ID, Action: ActionApprove})
+		ds = append(ds, session.Decision{InterruptID: in.ID, Action: session.ActionApprove})
 	}
 	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: ds})
 	run := s.Effects[0].(RunTools)
@@ -288,7 +289,7 @@ func TestDuplicateAndEmptyCallIDs(t *testing.T) {
 func TestEmptyArgumentsRecordedCanonical(t *testing.T) {
 	m := testMachine()
 	st := &State{}
-	var log []Event
+	var log []session.Event
 	log = append(log, step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "go"}).Events...)
 	s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c", Name: "deploy", Arguments: ""})})
 	log = append(log, s.Events...)
@@ -300,7 +301,7 @@ func TestEmptyArgumentsRecordedCanonical(t *testing.T) {
 	if string(in.Arguments) != "{}" {
 		t.Fatalf("interrupt arguments %s", in.Arguments)
 	}
-	s = step(t, m, replayed, Decide{Seq: replayed.Seq, Decisions: []Decision{{InterruptID: in.ID, Action: ActionApprove}}})
+	s = step(t, m, replayed, Decide{Seq: replayed.Seq, Decisions: []session.Decision{{InterruptID: in.ID, Action: session.ActionApprove}}})
 	if args := string(s.Effects[0].(RunTools).Calls[0].Args); args != "{}" {
 		t.Fatalf("runs with %q", args)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cairnhq/cairn/session"
 )
 
 // snapshotVersion is bumped when the snapshot layout changes; an unknown
@@ -22,7 +23,7 @@ func Snapshot(st *State) ([]byte, error) {
 }
 
 // Restore decodes a snapshot and applies the events that follow it.
-func Restore(data []byte, tail []Event) (*State, error) {
+func Restore(data []byte, tail []session.Event) (*State, error) {
 	var snap snapshot
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)

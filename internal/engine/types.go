@@ -15,18 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/model"
-)
-
-// Status is the lifecycle state of a session.
-type Status string
-
-// Session statuses.
-const (
-	StatusRunning   Status = "running"
-	StatusPaused    Status = "paused"
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Frame modes.
@@ -60,7 +49,7 @@ type Call struct {
 	// when a model reuses call ids across turns.
 	Origin    int64
 	State     CallState
-	Interrupt *Interrupt // set while awaiting a decision
+	Interrupt *session.Interrupt // set while awaiting a decision
 	// Child is the frame working on a delegated call.
 	Child string
 	// Answers are the user's answers to the questions the tool asked, in order.
@@ -89,26 +78,20 @@ type Frame struct {
 	Calls []*Call
 }
 
-// Failure explains why a turn failed.
-type Failure struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // State is a session as the engine sees it: a projection of its event log.
 type State struct {
 	SessionID string
 	Agent     string
-	Status    Status
+	Status    session.Status
 	Seq       int64 // seq of the last event applied
 	Frames    []*Frame
 	Output    string
-	Error     *Failure
+	Error     *session.Failure
 	Metadata  map[string]any
 	Owner     string
 	Usage     model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
-	Remembered []Remembered
+	Remembered []session.Remembered
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	// Log is the driver's bookkeeping of the log's size since the last
@@ -192,8 +175,8 @@ func (s *State) Top() *Frame {
 // Interrupts lists what the session waits for, depth first in call order:
 // calls awaiting a decision or an answer, and interactive frames awaiting a
 // message. While paused, they are what the session waits for.
-func (s *State) Interrupts() []Interrupt {
-	var out []Interrupt
+func (s *State) Interrupts() []session.Interrupt {
+	var out []session.Interrupt
 	for _, f := range s.Ordered() {
 		if f.SaidSeq != 0 {
 			out = append(out, s.messageInterrupt(f))
@@ -209,94 +192,32 @@ func (s *State) Interrupts() []Interrupt {
 
 // pathTo returns the path from the root to frame f: one step per ancestor
 // call that created a frame on the way.
-func (s *State) pathTo(f *Frame) []PathStep {
-	var rev []PathStep
+func (s *State) pathTo(f *Frame) []session.PathStep {
+	var rev []session.PathStep
 	for f != nil && f.Parent != "" {
 		p := s.frame(f.Parent)
 		if p == nil {
 			break
 		}
-		step := PathStep{Agent: p.Agent, CallID: f.ParentCall}
+		step := session.PathStep{Agent: p.Agent, CallID: f.ParentCall}
 		if c := p.call(f.ParentCall); c != nil {
 			step.Tool = c.Tool
 		}
 		rev = append(rev, step)
 		f = p
 	}
-	out := make([]PathStep, 0, len(rev)+1)
+	out := make([]session.PathStep, 0, len(rev)+1)
 	for i := len(rev) - 1; i >= 0; i-- {
 		out = append(out, rev[i])
 	}
 	return out
 }
 
-func (s *State) messageInterrupt(f *Frame) Interrupt {
-	return Interrupt{
+func (s *State) messageInterrupt(f *Frame) session.Interrupt {
+	return session.Interrupt{
 		ID:   derivedID(s.SessionID, f.ID, f.SaidSeq, "", "message"),
-		Kind: KindMessage, Path: s.pathTo(f), Text: f.Said,
+		Kind: session.KindMessage, Path: s.pathTo(f), Text: f.Said,
 	}
-}
-
-// PathStep is one hop from the root frame towards a tool call.
-type PathStep struct {
-	Agent  string `json:"agent"`
-	Tool   string `json:"tool"`
-	CallID string `json:"call_id"`
-}
-
-// Interrupt kinds.
-const (
-	KindApproval = "approval" // a tool call waits for a decision
-	KindInput    = "input"    // a tool asked the user a question
-	KindMessage  = "message"  // an interactive agent spoke and waits for the user
-)
-
-// Interrupt is why a session is paused.
-type Interrupt struct {
-	ID        string          `json:"id"`
-	Kind      string          `json:"kind"`
-	Path      []PathStep      `json:"path"`
-	Tool      string          `json:"tool,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Message   string          `json:"message,omitempty"`
-	Question  string          `json:"question,omitempty"`
-	Text      string          `json:"text,omitempty"`
-	InDoubt   bool            `json:"in_doubt"`
-	ExpiresAt *time.Time      `json:"expires_at"`
-}
-
-// Decision actions.
-const (
-	ActionApprove = "approve"
-	ActionReject  = "reject"
-	ActionAnswer  = "answer"
-)
-
-// Decision answers one interrupt.
-type Decision struct {
-	InterruptID string          `json:"interrupt_id"`
-	Action      string          `json:"action"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	Text        string          `json:"text,omitempty"`
-	// Remember "session" on approve auto-approves the tool for the rest of the session.
-	Remember string `json:"remember,omitempty"`
-}
-
-// RememberSession is the Decision.Remember value that auto-approves a tool
-// for the rest of the session.
-const RememberSession = "session"
-
-// Remembered is a tool auto-approved for the rest of a session.
-type Remembered struct {
-	Agent string `json:"agent"`
-	Tool  string `json:"tool"`
-}
-
-// Actor is who made a decision, for the audit trail.
-type Actor struct {
-	Name string `json:"name,omitempty"`
-	Role string `json:"role,omitempty"`
 }
 
 // ToolArgs is a tool call's arguments, both as the JSON text and decoded.

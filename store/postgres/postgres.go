@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -106,7 +107,7 @@ func (s *Store) Close() error {
 }
 
 // Append implements store.Store.
-func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []store.Event) error {
+func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if expectedSeq == 0 {
 			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry)
@@ -167,13 +168,13 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 // Events implements store.Store.
-func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
+func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, type, time, frame, agent, data FROM cairn_events WHERE session_id=$1 AND seq>$2 ORDER BY seq`, id, after)
 	if err != nil {
 		return nil, fmt.Errorf("postgres events %s: %w", id, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (session.Event, error) {
+		var e session.Event
 		var data []byte
 		err := row.Scan(&e.Seq, &e.Type, &e.Time, &e.Frame, &e.Agent, &data)
 		e.Time, e.Data = e.Time.UTC(), data

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -171,7 +172,7 @@ func leaseUntil(l store.Lease) string {
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // Append implements store.Store.
-func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []store.Event) (err error) {
+func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) (err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite append %s: %w", head.ID, err)
@@ -333,15 +334,15 @@ func (s *Store) changesAfter(rev int64) ([]revChange, error) {
 }
 
 // Events implements store.Store.
-func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
+func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`, id, after)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite events %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []store.Event
+	var out []session.Event
 	for rows.Next() {
-		var e store.Event
+		var e session.Event
 		var t string
 		var data []byte
 		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.Frame, &e.Agent, &data); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -18,19 +19,19 @@ import (
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := func(seq int64) store.Event {
-		return store.Event{Seq: seq, Type: "user_message", Time: t0.Add(time.Duration(seq) * time.Millisecond), Frame: "f1", Agent: "main", Data: json.RawMessage(fmt.Sprintf(`{"text":"m%d"}`, seq))}
+	ev := func(seq int64) session.Event {
+		return session.Event{Seq: seq, Type: "user_message", Time: t0.Add(time.Duration(seq) * time.Millisecond), Frame: "f1", Agent: "main", Data: json.RawMessage(fmt.Sprintf(`{"text":"m%d"}`, seq))}
 	}
-	head := func(id string, seq int64, status string) store.Head {
+	head := func(id string, seq int64, status session.Status) store.Head {
 		return store.Head{ID: id, Agent: "main", Status: status, Seq: seq, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(seq) * time.Second), Summary: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))}
 	}
 
 	t.Run("AppendAndRead", func(t *testing.T) {
 		s := open(t)
-		if err := s.Append(ctx, head("s1", 2, "running"), 0, []store.Event{ev(1), ev(2)}); err != nil {
+		if err := s.Append(ctx, head("s1", 2, "running"), 0, []session.Event{ev(1), ev(2)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Append(ctx, head("s1", 3, "paused"), 2, []store.Event{ev(3)}); err != nil {
+		if err := s.Append(ctx, head("s1", 3, "paused"), 2, []session.Event{ev(3)}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Events(ctx, "s1", 0)
@@ -52,13 +53,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("StaleSeqConflictsAndWritesNothing", func(t *testing.T) {
 		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
-		must(t, s.Append(ctx, head("s1", 2, "paused"), 1, []store.Event{ev(2)}))
-		err := s.Append(ctx, head("s1", 2, "completed"), 1, []store.Event{ev(2)})
+		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
+		must(t, s.Append(ctx, head("s1", 2, "paused"), 1, []session.Event{ev(2)}))
+		err := s.Append(ctx, head("s1", 2, "completed"), 1, []session.Event{ev(2)})
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("stale append: err = %v, want ErrConflict", err)
 		}
-		if err := s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}); !errors.Is(err, store.ErrConflict) {
+		if err := s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("re-create: err = %v, want ErrConflict", err)
 		}
 		h, _ := s.Head(ctx, "s1")
@@ -70,7 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) {
 		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "paused"), 0, []store.Event{ev(1)}))
+		must(t, s.Append(ctx, head("s1", 1, "paused"), 0, []session.Event{ev(1)}))
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins, conflicts := 0, 0
@@ -78,7 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.Append(ctx, head("s1", 2, "running"), 1, []store.Event{ev(2)})
+				err := s.Append(ctx, head("s1", 2, "running"), 1, []session.Event{ev(2)})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -105,17 +106,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		if _, err := s.Events(ctx, "nope", 0); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Events: %v", err)
 		}
-		if err := s.Append(ctx, head("nope", 2, "x"), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
+		if err := s.Append(ctx, head("nope", 2, "x"), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("Append to unknown: %v", err)
 		}
 	})
 
 	t.Run("NilSummaryKeepsThePrevious", func(t *testing.T) {
 		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
+		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
 		h := head("s1", 2, "paused")
 		h.Summary = nil
-		must(t, s.Append(ctx, h, 1, []store.Event{ev(2)}))
+		must(t, s.Append(ctx, h, 1, []session.Event{ev(2)}))
 		got, err := s.Head(ctx, "s1")
 		if err != nil || string(got.Summary) != `{"seq":1}` || got.Seq != 2 || got.Status != "paused" {
 			t.Fatalf("head = %+v %s, %v", got, got.Summary, err)
@@ -124,14 +125,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("Snapshots", func(t *testing.T) {
 		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []store.Event{ev(1)}))
+		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
 		if _, _, err := s.LatestSnapshot(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("no snapshot yet: %v", err)
 		}
 		h := head("s1", 2, "running")
 		h.Snapshot = []byte(`{"at":2}`)
-		must(t, s.Append(ctx, h, 1, []store.Event{ev(2)}))
-		must(t, s.Append(ctx, head("s1", 3, "paused"), 2, []store.Event{ev(3)}))
+		must(t, s.Append(ctx, h, 1, []session.Event{ev(2)}))
+		must(t, s.Append(ctx, head("s1", 3, "paused"), 2, []session.Event{ev(3)}))
 		seq, data, err := s.LatestSnapshot(ctx, "s1")
 		if err != nil || seq != 2 || string(data) != `{"at":2}` {
 			t.Fatalf("snapshot = %d %q %v", seq, data, err)
@@ -142,7 +143,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		// A conflicting append writes no snapshot either.
 		h = head("s1", 3, "x")
 		h.Snapshot = []byte(`{"at":"stale"}`)
-		if err := s.Append(ctx, h, 2, []store.Event{ev(3)}); !errors.Is(err, store.ErrConflict) {
+		if err := s.Append(ctx, h, 2, []session.Event{ev(3)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("stale append: %v", err)
 		}
 		if _, data, _ := s.LatestSnapshot(ctx, "s1"); string(data) != `{"at":2}` {
@@ -220,7 +221,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			case "d":
 				h.NextExpiry = t0.Add(2 * time.Hour)
 			}
-			must(t, s.Append(ctx, h, 0, []store.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+			must(t, s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
 		}
 		ids := func(hs []store.Head) string {
 			var out []string
@@ -239,7 +240,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		// A decided session is no longer due.
 		h, _ := s.Head(ctx, "b")
 		h.Seq, h.Status, h.NextExpiry, h.UpdatedAt = 2, "completed", time.Time{}, t0.Add(time.Minute)
-		must(t, s.Append(ctx, h, 1, []store.Event{{Seq: 2, Type: "turn_completed", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+		must(t, s.Append(ctx, h, 1, []session.Event{{Seq: 2, Type: "turn_completed", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
 		if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d" {
 			t.Fatalf("due after b was decided: %s", ids(due))
 		}
@@ -264,9 +265,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("ListByStatus", func(t *testing.T) {
 		s := open(t)
-		must(t, s.Append(ctx, head("a", 1, "paused"), 0, []store.Event{ev(1)}))
-		must(t, s.Append(ctx, head("b", 2, "completed"), 0, []store.Event{ev(1), ev(2)}))
-		must(t, s.Append(ctx, head("c", 3, "paused"), 0, []store.Event{ev(1), ev(2), ev(3)}))
+		must(t, s.Append(ctx, head("a", 1, "paused"), 0, []session.Event{ev(1)}))
+		must(t, s.Append(ctx, head("b", 2, "completed"), 0, []session.Event{ev(1), ev(2)}))
+		must(t, s.Append(ctx, head("c", 3, "paused"), 0, []session.Event{ev(1), ev(2), ev(3)}))
 		paused, err := s.List(ctx, store.ListOptions{Status: "paused"})
 		if err != nil {
 			t.Fatal(err)
@@ -288,8 +289,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := func(seq int64) store.Event {
-		return store.Event{Seq: seq, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}
+	ev := func(seq int64) session.Event {
+		return session.Event{Seq: seq, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}
 	}
 	running := func(id string, seq int64, owner string, at time.Time, lease time.Duration) store.Head {
 		h := store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: t0, UpdatedAt: at, Summary: json.RawMessage(`{}`)}
@@ -318,13 +319,13 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 
 	t.Run("LeaseKeepsOthersOut", func(t *testing.T) {
 		a, b := open(t)
-		must(t, a.Append(ctx, running("s", 1, "node-a", t0, 15*time.Second), 0, []store.Event{ev(1)}))
+		must(t, a.Append(ctx, running("s", 1, "node-a", t0, 15*time.Second), 0, []session.Event{ev(1)}))
 		h, err := b.Head(ctx, "s")
 		if err != nil || h.Lease.Owner != "node-a" || !h.Lease.Until.Equal(t0.Add(15*time.Second)) {
 			t.Fatalf("head %+v, %v", h.Lease, err)
 		}
 		// Another process, before the lease expires: refused, nothing written.
-		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(time.Second), 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(time.Second), 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("append under another's lease: %v", err)
 		}
 		if got, _ := a.Events(ctx, "s", 0); len(got) != 1 {
@@ -340,7 +341,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}); err != nil || cancel {
 			t.Fatalf("renew by the owner: %v %v", cancel, err)
 		}
-		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(20*time.Second), 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(20*time.Second), 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("append before the renewed lease expired: %v", err)
 		}
 		// Expired: listed for takeover, and the takeover append wins.
@@ -349,27 +350,27 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		if err != nil || len(expired) != 1 || expired[0].ID != "s" {
 			t.Fatalf("expired = %+v, %v", expired, err)
 		}
-		must(t, b.Append(ctx, running("s", 2, "node-b", at, 15*time.Second), 1, []store.Event{ev(2)}))
+		must(t, b.Append(ctx, running("s", 2, "node-b", at, 15*time.Second), 1, []session.Event{ev(2)}))
 		// The old owner lost it: renew and append both fail.
 		if _, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: at.Add(time.Minute)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("renew after takeover: %v", err)
 		}
-		if err := a.Append(ctx, running("s", 2, "node-a", at, 15*time.Second), 1, []store.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
+		if err := a.Append(ctx, running("s", 2, "node-a", at, 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("append after takeover: %v", err)
 		}
 		// Released (the turn paused): anyone appends.
 		paused := running("s", 3, "node-b", at, 0)
 		paused.Status = "paused"
-		must(t, b.Append(ctx, paused, 2, []store.Event{ev(3)}))
+		must(t, b.Append(ctx, paused, 2, []session.Event{ev(3)}))
 		if h, _ := a.Head(ctx, "s"); h.Lease.HeldBy("node-a", at) {
 			t.Fatalf("released lease = %+v", h.Lease)
 		}
-		must(t, a.Append(ctx, running("s", 4, "node-a", at, 15*time.Second), 3, []store.Event{ev(4)}))
+		must(t, a.Append(ctx, running("s", 4, "node-a", at, 15*time.Second), 3, []session.Event{ev(4)}))
 	})
 
 	t.Run("CancelRequestReachesTheOwner", func(t *testing.T) {
 		a, b := open(t)
-		must(t, a.Append(ctx, running("s", 1, "node-a", t0, time.Minute), 0, []store.Event{ev(1)}))
+		must(t, a.Append(ctx, running("s", 1, "node-a", t0, time.Minute), 0, []session.Event{ev(1)}))
 		if err := b.RequestCancel(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("cancel unknown: %v", err)
 		}
@@ -377,13 +378,13 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(time.Minute)}); err != nil || !cancel {
 			t.Fatalf("renew after a cancel request: %v %v", cancel, err)
 		}
-		must(t, a.Append(ctx, running("s", 2, "node-a", t0, time.Minute), 1, []store.Event{ev(2)}))
+		must(t, a.Append(ctx, running("s", 2, "node-a", t0, time.Minute), 1, []session.Event{ev(2)}))
 		if h, _ := b.Head(ctx, "s"); !h.CancelRequested {
 			t.Fatal("a running step cleared the cancel request")
 		}
 		done := running("s", 3, "node-a", t0, 0)
 		done.Status = "cancelled"
-		must(t, a.Append(ctx, done, 2, []store.Event{ev(3)}))
+		must(t, a.Append(ctx, done, 2, []session.Event{ev(3)}))
 		if h, _ := b.Head(ctx, "s"); h.CancelRequested {
 			t.Fatal("the request outlived the turn")
 		}
@@ -400,8 +401,8 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		must(t, b.Append(ctx, running("w", 1, "node-b", t0, time.Minute), 0, []store.Event{ev(1)}))
-		must(t, b.Append(ctx, running("w", 3, "node-b", t0, time.Minute), 1, []store.Event{ev(2), ev(3)}))
+		must(t, b.Append(ctx, running("w", 1, "node-b", t0, time.Minute), 0, []session.Event{ev(1)}))
+		must(t, b.Append(ctx, running("w", 3, "node-b", t0, time.Minute), 1, []session.Event{ev(2), ev(3)}))
 		must(t, b.RequestCancel(ctx, "w"))
 		var seen []store.Change
 		deadline := time.After(10 * time.Second)

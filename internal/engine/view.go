@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// Empty, zero-capacity lists: JSON [] rather than null, without allocating
+// (appending to them copies, so they are never written).
+var (
+	noInterrupts = []session.Interrupt{}
+	noRemembered = []session.Remembered{}
+)
+
+// View is the session as clients see it. Lease fields are the driver's and
+// left empty.
+func (s *State) View() *session.Session {
+	v := &session.Session{
+		ID: s.SessionID, Agent: s.Agent, Status: s.Status, Seq: s.Seq,
+		Output: s.Output, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Usage: s.Usage,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Interrupts: noInterrupts, Stack: make([]session.StackFrame, 0, len(s.Frames)), Remembered: noRemembered,
+	}
+	if len(s.Remembered) > 0 {
+		v.Remembered = s.Remembered
+	}
+	if s.Status == session.StatusPaused {
+		if in := s.Interrupts(); len(in) > 0 {
+			v.Interrupts = in
+		}
+	}
+	for _, f := range s.Stack() {
+		v.Stack = append(v.Stack, session.StackFrame{Agent: f.Agent, Mode: f.Mode})
+	}
+	return v
+}
+
+// ViewChanged reports whether events change the View beyond its seq,
+// status and update time: steps that only start tools, record results or
+// decide without remembering leave it as it was, so a driver that stores
+// the view next to those three columns need not re-encode it.
+func ViewChanged(events []session.Event) bool {
+	for _, ev := range events {
+		switch ev.Type {
+		case session.EventToolStarted, session.EventToolResult, session.EventApprovalRequested, session.EventInputRequested:
+		case session.EventDecision:
+			var d struct{ Remember string }
+			if json.Unmarshal(ev.Data, &d) != nil || d.Remember != "" {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// StoredView rebuilds the View from a stored encoding of it and the seq,
+// status and update time recorded with the last event, which are newer
+// when ViewChanged said the stored encoding could stay.
+func StoredView(stored []byte, seq int64, status session.Status, updated time.Time) (*session.Session, error) {
+	var v session.Session
+	if err := json.Unmarshal(stored, &v); err != nil {
+		return nil, fmt.Errorf("corrupt stored view: %w", err)
+	}
+	v.Seq, v.Status, v.UpdatedAt = seq, status, updated
+	if status != session.StatusPaused {
+		v.Interrupts = noInterrupts // stored while paused, read after a decision
+	}
+	v.LeaseOwner, v.LeaseExpiresAt = "", nil
+	return &v, nil
+}

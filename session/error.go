@@ -1,0 +1,76 @@
+package session
+
+import (
+	"errors"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// Failure says why a turn failed (Session.Error, the turn_failed event). It
+// is an error; for a failed model call, errors.As on it reaches the
+// *model.ProviderError with the provider's HTTP status and request id.
+type Failure struct {
+	// Code classifies the failure: "model_error", "max_iterations",
+	// "unknown_agent", "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Provider describes the model call that failed, when the provider
+	// refused or failed it.
+	Provider *model.ProviderError `json:"provider,omitempty"`
+}
+
+// Error returns the message.
+func (f *Failure) Error() string { return f.Message }
+
+// Unwrap returns the provider error, if any.
+func (f *Failure) Unwrap() error {
+	if f.Provider == nil {
+		return nil
+	}
+	return f.Provider
+}
+
+// Code classifies a refused request; the HTTP API sends it as error.code.
+type Code string
+
+// Codes callers branch on.
+const (
+	CodeInvalidRequest      Code = "invalid_request"
+	CodeUnknownAgent        Code = "unknown_agent"
+	CodeUnknownInterrupt    Code = "unknown_interrupt"
+	CodeInvalidArguments    Code = "invalid_arguments"
+	CodeConflict            Code = "conflict"
+	CodeNotFound            Code = "not_found"
+	CodeExpired             Code = "expired"
+	CodeInvalidContinuation Code = "invalid_continuation"
+	// CodeTooLarge: a paused session no longer fits in a continuation token.
+	CodeTooLarge Code = "too_large"
+	// CodeInternal is an engine fault, not a refused input: the state it
+	// was applied to must be discarded.
+	CodeInternal Code = "internal"
+)
+
+// Error is a refused request. A refused request changes nothing. Match a
+// kind with errors.Is against the sentinel errors of package cairn (same
+// Code), or read Code and Interrupt with errors.As.
+type Error struct {
+	Code    Code
+	Message string
+	// Interrupt is the id of the interrupt the error is about, if any.
+	Interrupt string
+	// Err is the cause, if any (a store's ErrConflict, …).
+	Err error
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code, so sentinel
+// values work with errors.Is.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}

@@ -1,0 +1,57 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Interrupt kinds.
+const (
+	// KindApproval: a tool call waits for a decision (approve or reject).
+	KindApproval = "approval"
+	// KindInput: a tool asked the user a question (answer or reject).
+	KindInput = "input"
+	// KindMessage: an interactive sub-agent spoke and waits for the user's
+	// next message (Runner.Send).
+	KindMessage = "message"
+)
+
+// Interrupt is why a session is paused: a tool call that waits for a
+// decision, a question, or an interactive agent waiting for the user.
+type Interrupt struct {
+	// ID is stable for the life of the pause and unique in the session.
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Path is the chain of (agent, tool, call id) from the root frame to
+	// the frame of the call; empty for a call of the root agent.
+	Path      []PathStep      `json:"path"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Message is the rendered confirmation text (approval).
+	Message string `json:"message,omitempty"`
+	// Question is what the tool asked (input).
+	Question string `json:"question,omitempty"`
+	// Text is what the interactive agent said (message).
+	Text string `json:"text,omitempty"`
+	// InDoubt marks a call that was running when the process stopped: it
+	// may or may not have taken effect.
+	InDoubt bool `json:"in_doubt"`
+	// ExpiresAt is when an approval counts as rejected without a decision.
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// PathStep is one hop from the root frame towards a tool call: the agent,
+// and its call (tool and call id) that created the next frame.
+type PathStep struct {
+	Agent  string `json:"agent"`
+	Tool   string `json:"tool"`
+	CallID string `json:"call_id"`
+}
+
+// PendingInterrupt is an interrupt in the cross-session approval inbox.
+type PendingInterrupt struct {
+	Interrupt
+	SessionID string `json:"session_id"`
+	// Seq is the seq a decision on this interrupt must name.
+	Seq int64 `json:"seq"`
+}

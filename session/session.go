@@ -1,0 +1,44 @@
+package session
+
+import (
+	"time"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// Session is one conversation thread as clients see it: what it is doing,
+// what it said last, and what it waits for.
+type Session struct {
+	ID     string `json:"id"`
+	Agent  string `json:"agent"`
+	Status Status `json:"status"`
+	// Seq is the seq of the session's last event. Decisions must name it.
+	Seq    int64    `json:"seq"`
+	Output string   `json:"output"`
+	Error  *Failure `json:"error"`
+	// Interrupts is non-empty exactly when Status is paused.
+	Interrupts []Interrupt  `json:"interrupts"`
+	Stack      []StackFrame `json:"stack"`
+	// Remembered lists the tools approved for the rest of the session.
+	Remembered []Remembered   `json:"remembered"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	// Owner is who started the session (the auth token's name), if known.
+	Owner string `json:"owner,omitempty"`
+	// LeaseOwner names the process that runs the turn of a running session,
+	// and LeaseExpiresAt when another process may take it over unless the
+	// owner renews. A released or expired lease means it is being taken over.
+	LeaseOwner     string      `json:"lease_owner,omitempty"`
+	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
+	Usage          model.Usage `json:"usage"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+}
+
+// StackFrame is one frame of the chain from the root agent to the agent that
+// receives the user's messages.
+type StackFrame struct {
+	Agent string `json:"agent"`
+	// Mode is "main" for the root agent, "interactive" for a sub-agent
+	// that took over the conversation.
+	Mode string `json:"mode"`
+}
