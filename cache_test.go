@@ -50,7 +50,7 @@ func TestStateCacheBoundedByBytes(t *testing.T) {
 func TestRunnerCacheStaysWithinBytes(t *testing.T) {
 	ctx := context.Background()
 	m := &echoModel{}
-	r, err := NewRunner(RunnerOptions{CacheBytes: 8 << 20, Agents: []*Agent{{Name: "main", Model: m}}})
+	r, err := NewRunner([]*Agent{{Name: "main", Model: m}}, &RunnerOptions{CacheBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestRunnerCacheStaysWithinBytes(t *testing.T) {
 		}
 	}
 	for _, id := range ids[:5] {
-		if _, err := r.Send(ctx, id, "again", 0); err != nil {
+		if _, err := r.Send(ctx, id, "again", 0, nil); err != nil {
 			t.Fatalf("resume after eviction: %v", err)
 		}
 	}

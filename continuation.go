@@ -173,7 +173,7 @@ type Result struct {
 const continuationKeyName = "continuation-hmac-v1"
 
 // codec returns the runner's codec: RunnerOptions.ContinuationKeys, or a key
-// generated once and kept in the store.
+// generated once and kept in the store (if it implements store.Secrets).
 func (r *Runner) codec(ctx context.Context) (*Codec, error) {
 	r.codecMu.Lock()
 	defer r.codecMu.Unlock()
@@ -186,7 +186,11 @@ func (r *Runner) codec(ctx context.Context) (*Codec, error) {
 		if _, err := rand.Read(fresh); err != nil {
 			return nil, err
 		}
-		k, err := r.store.Secret(ctx, continuationKeyName, fresh)
+		secrets, ok := r.store.(store.Secrets)
+		if !ok {
+			return nil, errors.New("cairn: continuation tokens need a signing key: set RunnerOptions.ContinuationKeys (the store keeps no secrets: it does not implement store.Secrets)")
+		}
+		k, err := secrets.Secret(ctx, continuationKeyName, fresh)
 		if err != nil {
 			return nil, fmt.Errorf("continuation key: %w", err)
 		}
@@ -203,7 +207,10 @@ func (r *Runner) codec(ctx context.Context) (*Codec, error) {
 // Invoke runs agent statelessly: nothing is kept on the server. If the turn
 // pauses, the Result carries a signed continuation token holding the whole
 // session; Continue resumes it, once.
-func (r *Runner) Invoke(ctx context.Context, agent, input string) (*Result, error) {
+//
+// opts may be nil.
+func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOptions) (*Result, error) {
+	ctx, _ = opts.apply(ctx)
 	scratch := store.NewMemory()
 	st := &engine.State{}
 	step, err := r.machine.Step(st, engine.Start{SessionID: r.newID(), Agent: agent, Text: input}, r.now())
@@ -227,7 +234,10 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string) (*Result, erro
 // the turn's answer is recorded with it when the turn ends. A token that was
 // already spent gives a *SpentContinuationError (errors.Is ErrConflict)
 // carrying that answer, so a client that lost it can carry on.
-func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []Decision) (*Result, error) {
+//
+// opts.Actor is recorded as who decided; opts may be nil.
+func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []Decision, opts *TurnOptions) (*Result, error) {
+	ctx, actor := opts.apply(ctx)
 	c, err := r.codec(ctx)
 	if err != nil {
 		return nil, err
@@ -243,10 +253,7 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	in := engine.Decide{Seq: st.Seq, Actor: session.Actor(ActorFrom(ctx))}
-	for _, d := range decisions {
-		in.Decisions = append(in.Decisions, session.Decision(d))
-	}
+	in := engine.Decide{Seq: st.Seq, Actor: actor, Decisions: decisions}
 	step, err := r.machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err

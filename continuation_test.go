@@ -17,13 +17,12 @@ func TestContinuationTokens(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	st := store.NewMemory()
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, ContinuationKeys: [][]byte{key('a')},
-		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st, ContinuationKeys: [][]byte{key('a')}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	res, err := r.Invoke(ctx, "main", "Delete test.txt")
+	res, err := r.Invoke(ctx, "main", "Delete test.txt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +35,8 @@ func TestContinuationTokens(t *testing.T) {
 	approve := []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}
 	tok := res.Continuation
 
-	foreign, _ := cairn.NewRunner(cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')},
-		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
-	foreignRes, _ := foreign.Invoke(ctx, "main", "Delete test.txt")
+	foreign, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')}})
+	foreignRes, _ := foreign.Invoke(ctx, "main", "Delete test.txt", nil)
 	dot := strings.LastIndexByte(tok, '.')
 	payload, _ := base64.RawURLEncoding.DecodeString(tok[len("cairn.v1."):dot])
 	forged := "cairn.v1." + base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), "test.txt", "/etc/passwd", 1))) + tok[dot:]
@@ -54,28 +52,28 @@ func TestContinuationTokens(t *testing.T) {
 		"empty":            "",
 	}
 	for name, b := range bad {
-		if _, err := r.Continue(ctx, "main", b, approve); !errors.Is(err, cairn.ErrInvalidContinuation) {
+		if _, err := r.Continue(ctx, "main", b, approve, nil); !errors.Is(err, cairn.ErrInvalidContinuation) {
 			t.Errorf("%s: err = %v, want ErrInvalidContinuation", name, err)
 		}
 	}
-	if _, err := r.Continue(ctx, "other", tok, approve); !errors.Is(err, cairn.ErrInvalidContinuation) {
+	if _, err := r.Continue(ctx, "other", tok, approve, nil); !errors.Is(err, cairn.ErrInvalidContinuation) {
 		t.Errorf("wrong agent: %v", err)
 	}
 	// A decision the session refuses does not spend the token.
-	if _, err := r.Continue(ctx, "main", tok, []cairn.Decision{{InterruptID: "int_nope", Action: "approve"}}); !errors.Is(err, cairn.ErrUnknownInterrupt) {
+	if _, err := r.Continue(ctx, "main", tok, []cairn.Decision{{InterruptID: "int_nope", Action: "approve"}}, nil); !errors.Is(err, cairn.ErrUnknownInterrupt) {
 		t.Fatalf("unknown interrupt: %v", err)
 	}
 	if len(rec.runs()) != 0 {
 		t.Fatal("a refused token ran the tool")
 	}
-	done, err := r.Continue(ctx, "main", tok, approve)
+	done, err := r.Continue(ctx, "main", tok, approve, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != cairn.StatusCompleted || done.Output != "Result: Deleted test.txt" || done.Continuation != "" || len(rec.runs()) != 1 {
 		t.Fatalf("continue: %+v, runs %v", done, rec.runs())
 	}
-	_, err = r.Continue(ctx, "main", tok, approve)
+	_, err = r.Continue(ctx, "main", tok, approve, nil)
 	var spent *cairn.SpentContinuationError
 	if !errors.Is(err, cairn.ErrConflict) || !errors.As(err, &spent) {
 		t.Fatalf("replay: %v, want a SpentContinuationError (ErrConflict)", err)
@@ -96,7 +94,7 @@ func twoRunnersOnOneStore(t *testing.T, rec *counter) (*cairn.Runner, *cairn.Run
 	st := store.NewMemory()
 	var runners [2]*cairn.Runner
 	for i := range runners {
-		r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}})
+		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}, &cairn.RunnerOptions{Store: st})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,11 +108,11 @@ func TestGeneratedKeyIsSharedThroughTheStore(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	r1, r2 := twoRunnersOnOneStore(t, &rec)
-	res, err := r1.Invoke(ctx, "main", "Delete test.txt")
+	res, err := r1.Invoke(ctx, "main", "Delete test.txt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := r2.Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	done, err := r2.Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil || done.Status != cairn.StatusCompleted {
 		t.Fatalf("%v %+v", err, done)
 	}
@@ -172,17 +170,16 @@ func TestContinuationWhitespaceRefused(t *testing.T) {
 // when the token would be issued, not handed out to fail on resume.
 func TestContinuationTooLargeIsRefusedAtIssue(t *testing.T) {
 	var rec counter
-	r, err := cairn.NewRunner(cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')},
-		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes))
+	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes), nil)
 	if cairn.ErrorCode(err) != "too_large" || !strings.Contains(err.Error(), "POST /v1/sessions") {
 		t.Fatalf("err = %v, want too_large naming the alternative", err)
 	}
-	res, err := r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes/2))
+	res, err := r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes/2), nil)
 	if err != nil || len(res.Continuation) > cairn.MaxContinuationBytes {
 		t.Fatalf("a token under the limit: %v, %d bytes", err, len(res.Continuation))
 	}
@@ -194,14 +191,14 @@ func TestContinuationSpentOnceUnderRace(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	r1, r2 := twoRunnersOnOneStore(t, &rec)
-	res, err := r1.Invoke(ctx, "main", "Delete test.txt")
+	res, err := r1.Invoke(ctx, "main", "Delete test.txt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	approve := []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}
 	errs := make(chan error, 2)
 	for _, r := range []*cairn.Runner{r1, r2} {
-		go func() { _, err := r.Continue(ctx, "main", res.Continuation, approve); errs <- err }()
+		go func() { _, err := r.Continue(ctx, "main", res.Continuation, approve, nil); errs <- err }()
 	}
 	e1, e2 := <-errs, <-errs
 	if (e1 == nil) == (e2 == nil) || !errors.Is(errors.Join(e1, e2), cairn.ErrConflict) {
@@ -215,7 +212,7 @@ func TestContinuationSpentOnceUnderRace(t *testing.T) {
 // FuzzPageCursor: any cursor is a page or an invalid_request error, never a
 // panic.
 func FuzzPageCursor(f *testing.F) {
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: deleteScript()}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript()}}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -242,4 +239,55 @@ func FuzzPageCursor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// logOnly is a store with the event log alone: none of the optional
+// capabilities (store.Secrets, store.Ledger) the memory store also has.
+type logOnly struct{ store.Store }
+
+func TestStoreCapabilitiesAreOptional(t *testing.T) {
+	ctx := context.Background()
+	var _ store.Secrets = store.NewMemory()
+	var _ store.Ledger = store.NewMemory()
+	agents := func(rec *counter) []*cairn.Agent {
+		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}
+	}
+
+	// Sessions need only the log.
+	var rec counter
+	r, err := cairn.NewRunner(agents(&rec), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil || s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("resume on a log-only store: %v %+v", err, s)
+	}
+
+	// Stateless tokens without a key say which option to set.
+	if _, err := r.Invoke(ctx, "main", "Delete test.txt", nil); err == nil || !strings.Contains(err.Error(), "ContinuationKeys") {
+		t.Fatalf("invoke without keys or secrets: %v", err)
+	}
+
+	// With keys, tokens are issued; resuming one needs a ledger, and says so
+	// before anything runs.
+	var rec2 counter
+	r2, err := cairn.NewRunner(agents(&rec2), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}, ContinuationKeys: [][]byte{key('k')}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	res, err := r2.Invoke(ctx, "main", "Delete test.txt", nil)
+	if err != nil || res.Continuation == "" {
+		t.Fatalf("invoke with keys: %v %+v", err, res)
+	}
+	_, err = r2.Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "RunnerOptions.Ledger") || len(rec2.runs()) != 0 {
+		t.Fatalf("continue without a ledger: %v (tool runs %d)", err, len(rec2.runs()))
+	}
 }

@@ -35,8 +35,7 @@ func TestApprovalExpiry(t *testing.T) {
 	m := &recordingModel{inner: deleteScript()}
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = time.Second
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1,
-		Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func TestApprovalExpiry(t *testing.T) {
 	}
 	clk.add(1100 * time.Millisecond)
 	// A late decision is refused and changes nothing.
-	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}}); !errors.Is(err, cairn.ErrExpired) {
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}}, nil); !errors.Is(err, cairn.ErrExpired) {
 		t.Fatalf("late approval: %v, want ErrExpired", err)
 	}
 	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
@@ -78,8 +77,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	var rec counter
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = 200 * time.Millisecond
-	r, err := cairn.NewRunner(cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond,
-		Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +103,10 @@ func TestRememberedApproval(t *testing.T) {
 	)
 	r := newRunner(t, m, deleteTool(&rec))
 	s, _ := r.Start(ctx, "main", "delete two", nil)
-	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: "forever"}}); !errors.Is(err, cairn.ErrInvalidRequest) {
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: "forever"}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("remember forever: %v", err)
 	}
-	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: cairn.RememberSession}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: cairn.RememberSession}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +123,8 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 	var rec counter
 	r := newRunner(t, deleteScript(), deleteTool(&rec))
 	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
-	actx := cairn.WithActor(ctx, cairn.Actor{Name: "ops-lead", Role: "approver"})
-	s, err := r.Resume(actx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename":"b.txt"}`)}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename":"b.txt"}`)}},
+		&cairn.TurnOptions{Actor: cairn.Actor{Name: "ops-lead", Role: "approver"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +173,7 @@ func TestExactlyOnceOnEveryStore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			var rec counter
-			r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +188,7 @@ func TestExactlyOnceOnEveryStore(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+					_, errs[i] = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 				}()
 			}
 			wg.Wait()
@@ -225,19 +223,19 @@ func TestCachedStateNeverStale(t *testing.T) {
 	agents := func() []*cairn.Agent {
 		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
 	}
-	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: agents()})
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: agents()})
+	r1, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: sq})
+	r2, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: sq})
 	defer r1.Close()
 	defer r2.Close()
 	s, _ := r1.Start(ctx, "main", "Delete test.txt", nil) // r1 caches the paused state
-	if _, err := r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}); err != nil {
+	if _, err := r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// r1 must not act on its cached (paused) state.
-	if _, err := r1.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}); !errors.Is(err, cairn.ErrConflict) {
+	if _, err := r1.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("stale resume: %v", err)
 	}
-	after, err := r1.Send(ctx, s.ID, "Delete test.txt", 0)
+	after, err := r1.Send(ctx, s.ID, "Delete test.txt", 0, nil)
 	if err != nil || after.Status != cairn.StatusPaused || len(rec.runs()) != 1 {
 		t.Fatalf("r1 after r2's write: %v %+v runs %v", err, after, rec.runs())
 	}
@@ -253,12 +251,12 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 	}
 	defer sq.Close()
 	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
-	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	r1, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: sq})
 	defer r1.Close()
 	long := strings.Repeat("a fairly long user message. ", 40)
 	s, _ := r1.Start(ctx, "main", long, nil)
 	for range 60 {
-		if s, err = r1.Send(ctx, s.ID, long, 0); err != nil {
+		if s, err = r1.Send(ctx, s.ID, long, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,9 +264,9 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 	if err != nil || seq < 2 || len(snap) == 0 {
 		t.Fatalf("no snapshot after a long session: %d %v", seq, err)
 	}
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: sq, CachedSessions: -1, Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: sq, CachedSessions: -1})
 	defer r2.Close()
-	s, err = r2.Send(ctx, s.ID, "last one", 0)
+	s, err = r2.Send(ctx, s.ID, "last one", 0, nil)
 	if err != nil || s.Output != "echo: last one" {
 		t.Fatalf("%v %q", err, s.Output)
 	}
@@ -280,7 +278,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 func TestAutoApproveIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
-	r, err := cairn.NewRunner(cairn.RunnerOptions{AutoApprove: true, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,10 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 // "all": its owner (on any process sharing the store) stops at its next
 // step and records the cancellation; a session whose owner died is
 // cancelled here. ErrConflict when there is nothing to cancel.
-func (r *Runner) Cancel(ctx context.Context, sessionID, scope string) (*Session, error) {
+//
+// opts may be nil.
+func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *TurnOptions) (*Session, error) {
+	ctx, _ = opts.apply(ctx)
 	h, err := r.store.Head(ctx, sessionID)
 	if err != nil {
 		return nil, storeError(err, sessionID)

@@ -52,15 +52,15 @@ type recorder struct {
 	runs []string
 }
 
-func (r *recorder) tool(name string, opts ...cairn.ToolOption) *cairn.Tool {
-	return cairn.NewTool(name, "Does "+name+".", func(ctx context.Context, a struct {
+func (r *recorder) tool(name string, approval cairn.ApprovalPolicy) *cairn.Tool {
+	return cairn.NewTool(&cairn.Tool{Name: name, Description: "Does " + name + ".", Approval: approval}, func(ctx context.Context, a struct {
 		Q string `json:"q"`
 	}) (string, error) {
 		r.mu.Lock()
 		r.runs = append(r.runs, name+":"+a.Q)
 		r.mu.Unlock()
 		return name + " says " + a.Q, nil
-	}, opts...)
+	})
 }
 
 func (r *recorder) all() []string {
@@ -71,7 +71,7 @@ func (r *recorder) all() []string {
 
 func mustRunner(t *testing.T, agents ...*cairn.Agent) *cairn.Runner {
 	t.Helper()
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: agents})
+	r, err := cairn.NewRunner(agents, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func approveAll(t *testing.T, r *cairn.Runner, s *cairn.Session) *cairn.Session 
 	for _, in := range s.Interrupts {
 		ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove})
 	}
-	s, err := r.Resume(context.Background(), s.ID, s.Seq, ds)
+	s, err := r.Resume(context.Background(), s.ID, s.Seq, ds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestNestedContinuation(t *testing.T) {
 	})
 	parent := newBrain(relay("run_analysis_pipeline"))
 	r := mustRunner(t,
-		&cairn.Agent{Name: "parent", Model: parent, Tools: []*cairn.Tool{cairn.AgentTool("analyst", "run_analysis_pipeline", "Runs the analysis pipeline.")}},
-		&cairn.Agent{Name: "analyst", Model: leaf, Tools: []*cairn.Tool{rec.tool("fetch_sensitive_data", cairn.RequireApproval())}},
+		&cairn.Agent{Name: "parent", Model: parent, Tools: []*cairn.Tool{cairn.AgentTool("analyst", &cairn.Tool{Name: "run_analysis_pipeline", Description: "Runs the analysis pipeline."})}},
+		&cairn.Agent{Name: "analyst", Model: leaf, Tools: []*cairn.Tool{rec.tool("fetch_sensitive_data", cairn.Always())}},
 	)
 	s, err := r.Start(ctx, "parent", "Analyze critical data.", nil)
 	if err != nil {
@@ -168,9 +168,9 @@ func TestThreeLevels(t *testing.T) {
 		return call("c9", "wipe", `{"q":"disk"}`)
 	})
 	r := mustRunner(t,
-		&cairn.Agent{Name: "top", Model: newBrain(relay("ask_mid")), Tools: []*cairn.Tool{cairn.AgentTool("mid", "ask_mid", "Mid.")}},
-		&cairn.Agent{Name: "mid", Model: newBrain(relay("ask_leaf")), Tools: []*cairn.Tool{cairn.AgentTool("leaf", "ask_leaf", "Leaf.")}},
-		&cairn.Agent{Name: "leaf", Model: leaf, Tools: []*cairn.Tool{rec.tool("wipe", cairn.RequireApproval())}},
+		&cairn.Agent{Name: "top", Model: newBrain(relay("ask_mid")), Tools: []*cairn.Tool{cairn.AgentTool("mid", &cairn.Tool{Name: "ask_mid", Description: "Mid."})}},
+		&cairn.Agent{Name: "mid", Model: newBrain(relay("ask_leaf")), Tools: []*cairn.Tool{cairn.AgentTool("leaf", &cairn.Tool{Name: "ask_leaf", Description: "Leaf."})}},
+		&cairn.Agent{Name: "leaf", Model: leaf, Tools: []*cairn.Tool{rec.tool("wipe", cairn.Always())}},
 	)
 	s, _ := r.Start(ctx, "top", "go", nil)
 	if len(s.Interrupts) != 1 || len(s.Interrupts[0].Path) != 3 {
@@ -211,9 +211,9 @@ func TestParallelChildrenBothPause(t *testing.T) {
 		}}
 	})
 	r := mustRunner(t,
-		&cairn.Agent{Name: "top", Model: top, Tools: []*cairn.Tool{cairn.AgentTool("ca", "ask_a", "A."), cairn.AgentTool("cb", "ask_b", "B.")}},
-		&cairn.Agent{Name: "ca", Model: child("tool_a"), Tools: []*cairn.Tool{rec.tool("tool_a", cairn.RequireApproval())}},
-		&cairn.Agent{Name: "cb", Model: child("tool_b"), Tools: []*cairn.Tool{rec.tool("tool_b", cairn.RequireApproval())}},
+		&cairn.Agent{Name: "top", Model: top, Tools: []*cairn.Tool{cairn.AgentTool("ca", &cairn.Tool{Name: "ask_a", Description: "A."}), cairn.AgentTool("cb", &cairn.Tool{Name: "ask_b", Description: "B."})}},
+		&cairn.Agent{Name: "ca", Model: child("tool_a"), Tools: []*cairn.Tool{rec.tool("tool_a", cairn.Always())}},
+		&cairn.Agent{Name: "cb", Model: child("tool_b"), Tools: []*cairn.Tool{rec.tool("tool_b", cairn.Always())}},
 	)
 	s, _ := r.Start(ctx, "top", "go", nil)
 	if len(s.Interrupts) != 2 || s.Interrupts[0].ID == s.Interrupts[1].ID {
@@ -241,11 +241,11 @@ func TestRejectNestedCall(t *testing.T) {
 		return call("c1", "pay", `{"q":"100"}`)
 	})
 	r := mustRunner(t,
-		&cairn.Agent{Name: "top", Model: newBrain(relay("billing")), Tools: []*cairn.Tool{cairn.AgentTool("payer", "billing", "Pays.")}},
-		&cairn.Agent{Name: "payer", Model: leaf, Tools: []*cairn.Tool{rec.tool("pay", cairn.RequireApproval())}},
+		&cairn.Agent{Name: "top", Model: newBrain(relay("billing")), Tools: []*cairn.Tool{cairn.AgentTool("payer", &cairn.Tool{Name: "billing", Description: "Pays."})}},
+		&cairn.Agent{Name: "payer", Model: leaf, Tools: []*cairn.Tool{rec.tool("pay", cairn.Always())}},
 	)
 	s, _ := r.Start(ctx, "top", "pay", nil)
-	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "too much"}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "too much"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestAgentToolApprovalBeforeChildStarts(t *testing.T) {
 	ctx := context.Background()
 	child := newBrain(func(req *model.Request) model.Message { return text("child did " + last(req).Content) })
 	r := mustRunner(t,
-		&cairn.Agent{Name: "top", Model: newBrain(relay("delegate")), Tools: []*cairn.Tool{cairn.AgentTool("worker", "delegate", "Delegates.", cairn.RequireApproval())}},
+		&cairn.Agent{Name: "top", Model: newBrain(relay("delegate")), Tools: []*cairn.Tool{cairn.AgentTool("worker", &cairn.Tool{Name: "delegate", Description: "Delegates.", Approval: cairn.Always()})}},
 		&cairn.Agent{Name: "worker", Model: child},
 	)
 	s, _ := r.Start(ctx, "top", "task", nil)
@@ -331,16 +331,16 @@ func TestInteractiveStack(t *testing.T) {
 	})
 	looper := newBrain(func(req *model.Request) model.Message { return call("l", "noop", `{}`) })
 	broken := newBrain(func(req *model.Request) model.Message { return text("__error__") })
-	noop := cairn.NewTool("noop", "Nothing.", func(ctx context.Context, a struct{}) (string, error) { return "ok", nil })
+	noop := cairn.NewTool(&cairn.Tool{Name: "noop", Description: "Nothing."}, func(ctx context.Context, a struct{}) (string, error) { return "ok", nil })
 	r := mustRunner(t,
 		&cairn.Agent{Name: "main", Model: main, Tools: []*cairn.Tool{
-			cairn.InteractiveAgentTool("quick", "use_quick", "Quick skill."),
-			cairn.InteractiveAgentTool("writer", "use_writer", "Writer skill."),
-			cairn.InteractiveAgentTool("looper", "use_looper", "Loops."),
-			cairn.InteractiveAgentTool("broken", "use_broken", "Fails."),
+			cairn.InteractiveAgentTool("quick", &cairn.Tool{Name: "use_quick", Description: "Quick skill."}),
+			cairn.InteractiveAgentTool("writer", &cairn.Tool{Name: "use_writer", Description: "Writer skill."}),
+			cairn.InteractiveAgentTool("looper", &cairn.Tool{Name: "use_looper", Description: "Loops."}),
+			cairn.InteractiveAgentTool("broken", &cairn.Tool{Name: "use_broken", Description: "Fails."}),
 		}},
 		&cairn.Agent{Name: "quick", Model: quick},
-		&cairn.Agent{Name: "writer", Model: writer, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("research", "use_research", "Research agent.")}},
+		&cairn.Agent{Name: "writer", Model: writer, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("research", &cairn.Tool{Name: "use_research", Description: "Research agent."})}},
 		&cairn.Agent{Name: "research", Model: interactive("research")},
 		&cairn.Agent{Name: "looper", Model: looper, Tools: []*cairn.Tool{noop}, MaxIterations: 3},
 		&cairn.Agent{Name: "broken", Model: broken},
@@ -360,13 +360,13 @@ func TestInteractiveStack(t *testing.T) {
 	}
 
 	// Skill completes first turn: push and immediate pop; main resumes.
-	s, _ = r.Send(ctx, s.ID, "quick one", 0)
+	s, _ = r.Send(ctx, s.ID, "quick one", 0, nil)
 	if s.Status != cairn.StatusCompleted || s.Output != "main resumed with: quick result" || stack(s) != "main/main" {
 		t.Fatalf("quick: %s %q %s", s.Status, s.Output, stack(s))
 	}
 
 	// Skill needs interaction: depth 2, its text goes to the user.
-	s, _ = r.Send(ctx, s.ID, "write something", 0)
+	s, _ = r.Send(ctx, s.ID, "write something", 0, nil)
 	if s.Status != cairn.StatusPaused || stack(s) != "main/main,writer/interactive" || s.Output != "writer heard: a post" {
 		t.Fatalf("writer: %s %q %s", s.Status, s.Output, stack(s))
 	}
@@ -374,36 +374,36 @@ func TestInteractiveStack(t *testing.T) {
 		t.Fatalf("message interrupt: %+v", in)
 	}
 	// A decision cannot answer a message interrupt.
-	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}); !errors.Is(err, cairn.ErrInvalidRequest) {
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("decision on a message interrupt: %v", err)
 	}
 	// Stack active + message: routed to the top.
-	s, _ = r.Send(ctx, s.ID, "make it short", 0)
+	s, _ = r.Send(ctx, s.ID, "make it short", 0, nil)
 	if s.Output != "writer heard: make it short" {
 		t.Fatalf("routing: %q", s.Output)
 	}
 
 	// Nested: skill calls agent; depth 3, the user talks to the inner agent.
-	s, _ = r.Send(ctx, s.ID, "do some research", 0)
+	s, _ = r.Send(ctx, s.ID, "do some research", 0, nil)
 	if stack(s) != "main/main,writer/interactive,research/interactive" || s.Output != "research heard: sources" {
 		t.Fatalf("nested: %q %s", s.Output, stack(s))
 	}
 	if got := pathString(s.Interrupts[0]); got != "main.use_writer#m1 > writer.use_research#w1" {
 		t.Fatalf("nested path %s", got)
 	}
-	s, _ = r.Send(ctx, s.ID, "focus on 3.13", 0)
+	s, _ = r.Send(ctx, s.ID, "focus on 3.13", 0, nil)
 	if s.Output != "research heard: focus on 3.13" {
 		t.Fatalf("inner: %q", s.Output)
 	}
 
 	// Inner completes and cascades: writer continues.
-	s, _ = r.Send(ctx, s.ID, "done", 0)
+	s, _ = r.Send(ctx, s.ID, "done", 0, nil)
 	if stack(s) != "main/main,writer/interactive" || s.Output != "writer continues with research finished after 3 messages" {
 		t.Fatalf("cascade: %q %s", s.Output, stack(s))
 	}
 
 	// Writer completes; main resumes, makes another model call, answers.
-	s, _ = r.Send(ctx, s.ID, "done", 0)
+	s, _ = r.Send(ctx, s.ID, "done", 0, nil)
 	if s.Status != cairn.StatusCompleted || stack(s) != "main/main" || s.Output != "main resumed with: post written" {
 		t.Fatalf("main resumes: %s %q %s", s.Status, s.Output, stack(s))
 	}
@@ -418,12 +418,12 @@ func TestInteractiveStack(t *testing.T) {
 	}
 
 	// Max iterations hit: the error cascades to the parent as a tool error.
-	s, _ = r.Send(ctx, s.ID, "loop please", 0)
+	s, _ = r.Send(ctx, s.ID, "loop please", 0, nil)
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, `agent "looper" stopped after 3 iterations`) {
 		t.Fatalf("max iterations: %s %q", s.Status, s.Output)
 	}
 	// LLM error in a child cascades the same way.
-	s, _ = r.Send(ctx, s.ID, "broken please", 0)
+	s, _ = r.Send(ctx, s.ID, "broken please", 0, nil)
 	if !strings.Contains(s.Output, `agent "broken": model call failed: upstream 503`) {
 		t.Fatalf("child model error: %q", s.Output)
 	}
@@ -442,7 +442,7 @@ func TestInteractiveChildrenQueueInCallOrder(t *testing.T) {
 		}}
 	})
 	r := mustRunner(t,
-		&cairn.Agent{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("a", "use_a", "A."), cairn.InteractiveAgentTool("b", "use_b", "B.")}},
+		&cairn.Agent{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("a", &cairn.Tool{Name: "use_a", Description: "A."}), cairn.InteractiveAgentTool("b", &cairn.Tool{Name: "use_b", Description: "B."})}},
 		&cairn.Agent{Name: "a", Model: interactive("a")},
 		&cairn.Agent{Name: "b", Model: interactive("b")},
 	)
@@ -450,11 +450,11 @@ func TestInteractiveChildrenQueueInCallOrder(t *testing.T) {
 	if len(s.Stack) != 2 || s.Stack[1].Agent != "a" || len(s.Interrupts) != 1 {
 		t.Fatalf("first: %+v %+v", s.Stack, s.Interrupts)
 	}
-	s, _ = r.Send(ctx, s.ID, "done", 0)
+	s, _ = r.Send(ctx, s.ID, "done", 0, nil)
 	if len(s.Stack) != 2 || s.Stack[1].Agent != "b" || s.Output != "b heard: second" {
 		t.Fatalf("second: %+v %q", s.Stack, s.Output)
 	}
-	s, _ = r.Send(ctx, s.ID, "done", 0)
+	s, _ = r.Send(ctx, s.ID, "done", 0, nil)
 	if s.Status != cairn.StatusCompleted || s.Output != "a finished after 2 messages then b finished after 2 messages" {
 		t.Fatalf("final: %s %q", s.Status, s.Output)
 	}
@@ -464,7 +464,7 @@ func TestInteractiveChildrenQueueInCallOrder(t *testing.T) {
 func TestAskPausesForInput(t *testing.T) {
 	ctx := context.Background()
 	calls := 0
-	deploy := cairn.NewTool("deploy", "Deploy.", func(ctx context.Context, a struct{}) (string, error) {
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy."}, func(ctx context.Context, a struct{}) (string, error) {
 		calls++
 		env, err := cairn.Ask(ctx, "Which environment?")
 		if err != nil {
@@ -486,24 +486,24 @@ func TestAskPausesForInput(t *testing.T) {
 	if in := s.Interrupts[0]; s.Status != cairn.StatusPaused || in.Kind != cairn.KindInput || in.Question != "Which environment?" {
 		t.Fatalf("%s %+v", s.Status, s.Interrupts)
 	}
-	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}); !errors.Is(err, cairn.ErrInvalidRequest) {
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("approve on a question: %v", err)
 	}
 	// An answer without text is refused and does not spend the question.
-	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}); !errors.Is(err, cairn.ErrInvalidRequest) || !strings.Contains(err.Error(), "text is required") {
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) || !strings.Contains(err.Error(), "text is required") {
 		t.Fatalf("answer without text: %v", err)
 	}
 	if again, _ := r.Session(ctx, s.ID); again.Seq != s.Seq || len(again.Interrupts) != 1 {
 		t.Fatalf("a refused answer changed the session: %+v", again)
 	}
-	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging"}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in := s.Interrupts[0]; in.Question != "Deploy to staging, sure?" {
 		t.Fatalf("second question: %+v", s.Interrupts)
 	}
-	s, _ = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "yes"}})
+	s, _ = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "yes"}}, nil)
 	if s.Status != cairn.StatusCompleted || s.Output != "deployed to staging (yes)" || calls != 3 {
 		t.Fatalf("%s %q calls %d", s.Status, s.Output, calls)
 	}
@@ -528,7 +528,7 @@ func TestHandoff(t *testing.T) {
 		return text(fmt.Sprintf("billing here; I see %d messages and the system prompt %q", len(req.Messages), req.System))
 	})
 	r := mustRunner(t,
-		&cairn.Agent{Name: "triage", Instructions: "Route.", Model: triage, Tools: []*cairn.Tool{cairn.Handoff("billing")}},
+		&cairn.Agent{Name: "triage", Instructions: "Route.", Model: triage, Tools: []*cairn.Tool{cairn.Handoff("billing", nil)}},
 		&cairn.Agent{Name: "billing", Instructions: "Bill.", Model: billing},
 	)
 	s, err := r.Start(ctx, "triage", "my invoice is wrong", nil)
@@ -551,8 +551,8 @@ func TestHandoff(t *testing.T) {
 	}
 	// Handoff inside a child answers the child's caller.
 	r2 := mustRunner(t,
-		&cairn.Agent{Name: "main", Model: newBrain(relay("ask_triage")), Tools: []*cairn.Tool{cairn.AgentTool("triage", "ask_triage", "Triage.")}},
-		&cairn.Agent{Name: "triage", Model: triage, Tools: []*cairn.Tool{cairn.Handoff("billing")}},
+		&cairn.Agent{Name: "main", Model: newBrain(relay("ask_triage")), Tools: []*cairn.Tool{cairn.AgentTool("triage", &cairn.Tool{Name: "ask_triage", Description: "Triage."})}},
+		&cairn.Agent{Name: "triage", Model: triage, Tools: []*cairn.Tool{cairn.Handoff("billing", nil)}},
 		&cairn.Agent{Name: "billing", Instructions: "Bill.", Model: newBrain(func(*model.Request) model.Message { return text("refund issued") })},
 	)
 	s, _ = r2.Start(ctx, "main", "invoice", nil)
@@ -571,29 +571,29 @@ func TestCancel(t *testing.T) {
 	})
 	newR := func() *cairn.Runner {
 		return mustRunner(t,
-			&cairn.Agent{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("skill", "use_skill", "Skill.")}},
+			&cairn.Agent{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("skill", &cairn.Tool{Name: "use_skill", Description: "Skill."})}},
 			&cairn.Agent{Name: "skill", Model: interactive("skill")},
 		)
 	}
 	r := newR()
 	s, _ := r.Start(ctx, "main", "go", nil)
-	s, err := r.Cancel(ctx, s.ID, "top")
+	s, err := r.Cancel(ctx, s.ID, "top", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Status != cairn.StatusCompleted || s.Output != `main saw: agent "skill" was cancelled by the user` || len(s.Stack) != 1 {
 		t.Fatalf("cancel top: %s %q %+v", s.Status, s.Output, s.Stack)
 	}
-	if _, err := r.Cancel(ctx, s.ID, "top"); !errors.Is(err, cairn.ErrConflict) {
+	if _, err := r.Cancel(ctx, s.ID, "top", nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("nothing to cancel: %v", err)
 	}
-	s, _ = r.Send(ctx, s.ID, "again", 0)
-	s, err = r.Cancel(ctx, s.ID, "all")
+	s, _ = r.Send(ctx, s.ID, "again", 0, nil)
+	s, err = r.Cancel(ctx, s.ID, "all", nil)
 	if err != nil || s.Status != cairn.StatusCancelled || len(s.Stack) != 1 {
 		t.Fatalf("cancel all: %v %s %+v", err, s.Status, s.Stack)
 	}
 	// The session takes new messages after a cancelled turn.
-	s, _ = r.Send(ctx, s.ID, "hello again", 0)
+	s, _ = r.Send(ctx, s.ID, "hello again", 0, nil)
 	if s.Status != cairn.StatusPaused || s.Stack[1].Agent != "skill" {
 		t.Fatalf("after cancel: %s %+v", s.Status, s.Stack)
 	}
@@ -611,13 +611,13 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 					return text("main got " + l.Content)
 				}
 				return call("m", "use_writer", `{"input":"w"}`)
-			}), Tools: []*cairn.Tool{cairn.InteractiveAgentTool("writer", "use_writer", "W.")}},
+			}), Tools: []*cairn.Tool{cairn.InteractiveAgentTool("writer", &cairn.Tool{Name: "use_writer", Description: "W."})}},
 			{Name: "writer", Model: newBrain(func(req *model.Request) model.Message {
 				if l := last(req); l.Role == model.RoleTool {
 					return call("w2", "complete", `{"result":"writer done: `+l.Content+`"}`)
 				}
 				return call("w1", "use_research", `{"input":"r"}`)
-			}), Tools: []*cairn.Tool{cairn.InteractiveAgentTool("research", "use_research", "R.")}},
+			}), Tools: []*cairn.Tool{cairn.InteractiveAgentTool("research", &cairn.Tool{Name: "use_research", Description: "R."})}},
 			{Name: "research", Model: interactive("research")},
 		}
 	}
@@ -625,7 +625,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st1, Agents: agents()})
+	r1, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st1})
 	s, _ := r1.Start(ctx, "main", "go", nil)
 	if len(s.Stack) != 3 || s.Status != cairn.StatusPaused {
 		t.Fatalf("%+v", s)
@@ -638,20 +638,20 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Store: st2, Agents: agents()})
+	r2, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st2})
 	defer r2.Close()
-	s, err = r2.Send(ctx, s.ID, "more", 0)
+	s, err = r2.Send(ctx, s.ID, "more", 0, nil)
 	if err != nil || s.Output != "research heard: more" {
 		t.Fatalf("%v %q", err, s.Output)
 	}
-	s, _ = r2.Send(ctx, s.ID, "done", 0)
+	s, _ = r2.Send(ctx, s.ID, "done", 0, nil)
 	if s.Status != cairn.StatusCompleted || s.Output != "main got writer done: research finished after 3 messages" {
 		t.Fatalf("%s %q", s.Status, s.Output)
 	}
 }
 
 func TestAgentToolTargetMustExist(t *testing.T) {
-	_, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: scripted.New(), Tools: []*cairn.Tool{cairn.AgentTool("ghost", "ask", "x")}}}})
+	_, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: scripted.New(), Tools: []*cairn.Tool{cairn.AgentTool("ghost", &cairn.Tool{Name: "ask", Description: "x"})}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), `runs agent "ghost"`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -57,8 +57,7 @@ func node(t *testing.T, path string, lease time.Duration, tool *cairn.Tool) *cai
 		t.Fatal(err)
 	}
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, Lease: lease, Takeover: 100 * time.Millisecond,
-		Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Store: st, Lease: lease, Takeover: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func TestLiveOwnerIsNeverTakenOver(t *testing.T) {
 	if n, err := b.Recover(ctx); n != 0 || err != nil {
 		t.Fatalf("B took over a paused session: %d %v", n, err)
 	}
-	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil || done.Status != cairn.StatusCompleted || done.Output != "deployed" {
 		t.Fatalf("A's own request: %v %+v", err, done)
 	}
@@ -107,16 +106,16 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	a := node(t, path, 3*time.Second, slow.tool())
 	b := node(t, path, 3*time.Second, slow.tool())
 	s, _ := a.Start(ctx, "main", "deploy", nil)
-	go a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	go a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	<-slow.started
 	running, err := b.Session(ctx, s.ID)
 	if err != nil || running.Status != cairn.StatusRunning || running.LeaseOwner != a.Node() || running.LeaseExpiresAt == nil {
 		t.Fatalf("running session as B sees it: %v %+v", err, running)
 	}
-	if _, err := b.Cancel(ctx, s.ID, "top"); !errors.Is(err, cairn.ErrConflict) {
+	if _, err := b.Cancel(ctx, s.ID, "top", nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("cancel top of a running session: %v", err)
 	}
-	got, err := b.Cancel(ctx, s.ID, "all")
+	got, err := b.Cancel(ctx, s.ID, "all", nil)
 	if err != nil || got.Status != cairn.StatusCancelled {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
@@ -143,7 +142,7 @@ func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := a.Resume(cctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		_, err := a.Resume(cctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 		errc <- err
 	}()
 	<-slow.started
@@ -186,7 +185,7 @@ func TestSubscribeSeesAnotherNodesTurn(t *testing.T) {
 	s, _ := a.Start(ctx, "main", "deploy", nil)
 	events, stop := b.Subscribe(s.ID, 2) // from seq 3: a resumed subscriber
 	defer stop()
-	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func TestConcurrentDecisionsAcrossNodes(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := nodes[i%3].Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+				_, err := nodes[i%3].Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 				switch {
 				case err == nil:
 					wins.Add(1)

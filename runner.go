@@ -37,9 +37,9 @@ type Agent struct {
 	MaxIterations int
 }
 
-// RunnerOptions configures a Runner. Only Agents is required.
+// RunnerOptions are the optional settings of a Runner; nil or the zero
+// value means the defaults of each field.
 type RunnerOptions struct {
-	Agents []*Agent
 	// Store keeps sessions; nil means a new in-memory store.
 	Store store.Store
 	// Logger receives the runner's logs; nil means slog.Default().
@@ -124,8 +124,12 @@ type Runner struct {
 	halt        atomic.Bool
 }
 
-// NewRunner checks and compiles the agents and their tools once.
-func NewRunner(opts RunnerOptions) (*Runner, error) {
+// NewRunner checks and compiles the agents and their tools once. opts may
+// be nil.
+func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
+	if opts == nil {
+		opts = &RunnerOptions{}
+	}
 	r := &Runner{
 		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
@@ -172,11 +176,11 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	if r.newID == nil {
 		r.newID = newSessionID
 	}
-	if len(opts.Agents) == 0 {
+	if len(agents) == 0 {
 		return nil, errors.New("cairn: NewRunner needs at least one agent")
 	}
 	specs := map[string]*engine.Agent{}
-	for _, a := range opts.Agents {
+	for _, a := range agents {
 		if a == nil || a.Name == "" {
 			return nil, errors.New("cairn: an agent has no name")
 		}
@@ -208,14 +212,14 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		r.tools[a.Name] = tools
 		specs[a.Name] = spec
 	}
-	for _, a := range opts.Agents {
+	for _, a := range agents {
 		for _, t := range a.Tools {
 			if t.kind != engine.ToolFunction && r.agents[t.target] == nil {
 				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, t.Name, t.target)
 			}
 		}
 	}
-	r.machine = engine.New(specs, engine.Options{AutoApprove: opts.AutoApprove})
+	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove})
 	r.background, r.stop = context.WithCancel(context.Background())
 	r.hub.store = r.store
 	if err := r.startFeed(); err != nil {
@@ -229,7 +233,7 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		r.wg.Add(1)
 		go r.takeoverLoop(every)
 	}
-	if opts.ExpirySweep >= 0 && hasTTL(opts.Agents) {
+	if opts.ExpirySweep >= 0 && hasTTL(agents) {
 		every := opts.ExpirySweep
 		if every == 0 {
 			every = 250 * time.Millisecond
@@ -338,6 +342,9 @@ type StartOptions struct {
 	Detach bool
 	// Owner records who started the session (for access control).
 	Owner string
+	// Observe, when set, sees the turn's events as they are recorded; see
+	// TurnOptions.Observe.
+	Observe func(Event)
 }
 
 // Start opens a session on the named agent with the user's first message and
@@ -349,6 +356,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	if opts == nil {
 		opts = &StartOptions{}
 	}
+	ctx = withObserver(ctx, opts.Observe)
 	st := &engine.State{}
 	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
 	step, err := r.machine.Step(st, in, r.now())
@@ -377,20 +385,18 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // Resume applies decisions to a paused session and runs the resumed turn
 // until it ends or pauses again. seq must be the session's current Seq: of
 // two resumes of the same pause exactly one wins, the other gets ErrConflict
-// and changes nothing. The deciding Actor comes from WithActor.
-func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision) (*Session, error) {
-	in := engine.Decide{Seq: seq, Actor: session.Actor(ActorFrom(ctx))}
-	for _, d := range decisions {
-		in.Decisions = append(in.Decisions, session.Decision(d))
-	}
-	return r.apply(ctx, sessionID, in)
+// and changes nothing. opts.Actor is recorded as who decided; opts may be nil.
+func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision, opts *TurnOptions) (*Session, error) {
+	ctx, actor := opts.apply(ctx)
+	return r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
 }
 
 // Send gives the user's next message to the top of the session's stack: an
 // interactive agent waiting for the user, or the root agent when the last
 // turn has ended. It runs the turn until it ends or pauses. seq 0 means
-// "whatever is current".
-func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64) (*Session, error) {
+// "whatever is current". opts may be nil.
+func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*Session, error) {
+	ctx, _ = opts.apply(ctx)
 	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq})
 }
 
@@ -817,17 +823,4 @@ func newSessionID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "ses_" + hex.EncodeToString(b[:])
-}
-
-type actorKey struct{}
-
-// WithActor returns a context that records actor as the one who decides in Resume.
-func WithActor(ctx context.Context, actor Actor) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-// ActorFrom returns the actor set by WithActor, or the zero Actor.
-func ActorFrom(ctx context.Context) Actor {
-	a, _ := ctx.Value(actorKey{}).(Actor)
-	return a
 }

@@ -33,13 +33,10 @@ func (c *counter) runs() []string {
 }
 
 func deleteTool(c *counter) *cairn.Tool {
-	return cairn.NewTool("delete_file", "Delete a file.",
-		func(ctx context.Context, a deleteArgs) (string, error) {
-			c.add(a.Filename)
-			return "Deleted " + a.Filename, nil
-		},
-		cairn.RequireApproval(),
-		cairn.WithConfirmation("Delete file '{{.filename}}'? This cannot be undone."))
+	return cairn.NewTool(&cairn.Tool{Name: "delete_file", Description: "Delete a file.", Approval: cairn.Always(), Confirmation: "Delete file '{{.filename}}'? This cannot be undone."}, func(ctx context.Context, a deleteArgs) (string, error) {
+		c.add(a.Filename)
+		return "Deleted " + a.Filename, nil
+	})
 }
 
 // recordingModel wraps a model and keeps a copy of every request it gets.
@@ -73,7 +70,7 @@ func (m *recordingModel) last() *model.Request {
 
 func newRunner(t *testing.T, m model.Model, tools ...*cairn.Tool) *cairn.Runner {
 	t.Helper()
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Instructions: "Help manage files.", Model: m, Tools: tools}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Instructions: "Help manage files.", Model: m, Tools: tools}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +108,7 @@ func TestSeed003ApproveRunsOnceAndModelSeesOutput(t *testing.T) {
 	if len(runs.runs()) != 0 {
 		t.Fatal("tool ran before approval")
 	}
-	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}})
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +119,7 @@ func TestSeed003ApproveRunsOnceAndModelSeesOutput(t *testing.T) {
 		t.Fatalf("runs = %v, want exactly one with test.txt", got)
 	}
 	// The same decision again: the session is no longer paused.
-	_, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}})
+	_, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionApprove}}, nil)
 	if !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("second resume: %v, want ErrConflict", err)
 	}
@@ -137,7 +134,7 @@ func TestSeed003RejectNeverRunsAndModelSeesReason(t *testing.T) {
 	m := &recordingModel{inner: deleteScript()}
 	r := newRunner(t, m, deleteTool(&runs))
 	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
-	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "I don't want to delete that file"}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "I don't want to delete that file"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +160,7 @@ func TestSeed003ApproveWithModifiedArguments(t *testing.T) {
 
 	// Invalid replacements are refused and change nothing.
 	for _, bad := range []string{`{"filename": 42}`, `{}`, `[1]`, `"x"`} {
-		_, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(bad)}})
+		_, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(bad)}}, nil)
 		if !errors.Is(err, cairn.ErrInvalidArguments) {
 			t.Fatalf("arguments %s: err = %v, want ErrInvalidArguments", bad, err)
 		}
@@ -173,7 +170,7 @@ func TestSeed003ApproveWithModifiedArguments(t *testing.T) {
 		t.Fatalf("refused requests changed the session: %+v, runs %v", after, runs.runs())
 	}
 
-	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename": "other.txt"}`)}})
+	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename": "other.txt"}`)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,22 +202,22 @@ func TestSeed003ApproveWithModifiedArguments(t *testing.T) {
 func TestParallelCallsPartialDecisions(t *testing.T) {
 	ctx := context.Background()
 	var auto, gated counter
-	autoTool := cairn.NewTool("lookup", "Look up.", func(ctx context.Context, a struct {
+	autoTool := cairn.NewTool(&cairn.Tool{Name: "lookup", Description: "Look up."}, func(ctx context.Context, a struct {
 		Q string `json:"q"`
 	}) (string, error) {
 		auto.add(a.Q)
 		return "found " + a.Q, nil
 	})
-	gatedTool := cairn.NewTool("deploy", "Deploy.", func(ctx context.Context, a struct {
+	gatedTool := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.ApprovalIf(func(a struct {
+		Env string `json:"env"`
+	}) bool {
+		return a.Env != "dev"
+	})}, func(ctx context.Context, a struct {
 		Env string `json:"env"`
 	}) (string, error) {
 		gated.add(a.Env)
 		return "deployed " + a.Env, nil
-	}, cairn.RequireApprovalIf(func(a struct {
-		Env string `json:"env"`
-	}) bool {
-		return a.Env != "dev"
-	}))
+	})
 	m := &recordingModel{inner: scripted.New(
 		scripted.Reply{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "deploy", Arguments: `{"env":"staging"}`},
@@ -244,7 +241,7 @@ func TestParallelCallsPartialDecisions(t *testing.T) {
 		t.Fatalf("model calls = %d", m.calls())
 	}
 	// Decide the first only: it runs; the other stays pending; no model call.
-	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +251,7 @@ func TestParallelCallsPartialDecisions(t *testing.T) {
 	if got := gated.runs(); len(got) != 1 || got[0] != "staging" || m.calls() != 1 {
 		t.Fatalf("gated runs %v, model calls %d", got, m.calls())
 	}
-	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "not today"}})
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "not today"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +272,7 @@ func TestParallelCallsPartialDecisions(t *testing.T) {
 func TestAutoApprovedCallsRunConcurrently(t *testing.T) {
 	ctx := context.Background()
 	var inFlight, maxInFlight atomic.Int32
-	slow := cairn.NewTool("slow", "Slow.", func(ctx context.Context, a struct {
+	slow := cairn.NewTool(&cairn.Tool{Name: "slow", Description: "Slow."}, func(ctx context.Context, a struct {
 		N int `json:"n"`
 	}) (int, error) {
 		n := inFlight.Add(1)
@@ -318,11 +315,11 @@ func TestBadCallsBecomeErrorResults(t *testing.T) {
 	type args struct {
 		N int `json:"n"`
 	}
-	failing := cairn.NewTool("failing", "Fails.", func(ctx context.Context, a args) (string, error) { return "", errors.New("disk full") })
-	panicking := cairn.NewTool("panicking", "Panics.", func(ctx context.Context, a args) (string, error) { panic("boom") })
-	hanging := cairn.NewTool("hanging", "Hangs.", func(ctx context.Context, a args) (string, error) {
+	failing := cairn.NewTool(&cairn.Tool{Name: "failing", Description: "Fails."}, func(ctx context.Context, a args) (string, error) { return "", errors.New("disk full") })
+	panicking := cairn.NewTool(&cairn.Tool{Name: "panicking", Description: "Panics."}, func(ctx context.Context, a args) (string, error) { panic("boom") })
+	hanging := cairn.NewTool(&cairn.Tool{Name: "hanging", Description: "Hangs.", Timeout: 50 * time.Millisecond}, func(ctx context.Context, a args) (string, error) {
 		select {} // ignores its context on purpose
-	}, cairn.WithTimeout(50*time.Millisecond))
+	})
 	m := &recordingModel{inner: scripted.New(
 		scripted.Reply{ToolCalls: []scripted.Call{
 			{ID: "1", Name: "nope", Arguments: `{}`},
@@ -354,13 +351,13 @@ func TestBadCallsBecomeErrorResults(t *testing.T) {
 
 func TestMaxIterations(t *testing.T) {
 	ctx := context.Background()
-	loop := cairn.NewTool("again", "Again.", func(ctx context.Context, a struct{}) (string, error) { return "more", nil })
+	loop := cairn.NewTool(&cairn.Tool{Name: "again", Description: "Again."}, func(ctx context.Context, a struct{}) (string, error) { return "more", nil })
 	var replies []scripted.Reply
 	for range 10 {
 		replies = append(replies, scripted.Reply{ToolCalls: []scripted.Call{{Name: "again", Arguments: `{}`}}})
 	}
 	m := &recordingModel{inner: scripted.New(replies...)}
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "looper", Model: m, Tools: []*cairn.Tool{loop}, MaxIterations: 3}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "looper", Model: m, Tools: []*cairn.Tool{loop}, MaxIterations: 3}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +386,7 @@ func TestConcurrentDecisionsOneWinner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+			_, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -426,12 +423,12 @@ func TestRefusedDecisionsChangeNothing(t *testing.T) {
 		{"twice", s.Seq, []cairn.Decision{{InterruptID: id, Action: "approve"}, {InterruptID: id, Action: "reject"}}, cairn.ErrInvalidRequest},
 	}
 	for _, c := range cases {
-		_, err := r.Resume(ctx, s.ID, c.seq, c.ds)
+		_, err := r.Resume(ctx, s.ID, c.seq, c.ds, nil)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
 	}
-	if _, err := r.Resume(ctx, "ses_nope", 1, nil); !errors.Is(err, cairn.ErrNotFound) {
+	if _, err := r.Resume(ctx, "ses_nope", 1, nil, nil); !errors.Is(err, cairn.ErrNotFound) {
 		t.Errorf("unknown session: %v", err)
 	}
 	if _, err := r.Start(ctx, "nobody", "hi", nil); !errors.Is(err, cairn.ErrUnknownAgent) {
@@ -448,14 +445,14 @@ func TestFollowUpMessageStartsNewTurn(t *testing.T) {
 	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "you said {{.Input}}"})}
 	r := newRunner(t, m)
 	s, _ := r.Start(ctx, "main", "one", nil)
-	s, err := r.Send(ctx, s.ID, "two", s.Seq)
+	s, err := r.Send(ctx, s.ID, "two", s.Seq, nil)
 	if err != nil || s.Output != "you said two" {
 		t.Fatalf("%v %q", err, s.Output)
 	}
 	if len(m.last().Messages) != 3 {
 		t.Fatalf("history = %+v", m.last().Messages)
 	}
-	if _, err := r.Send(ctx, s.ID, "three", s.Seq-1); !errors.Is(err, cairn.ErrConflict) {
+	if _, err := r.Send(ctx, s.ID, "three", s.Seq-1, nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("stale seq: %v", err)
 	}
 }
@@ -469,7 +466,7 @@ func TestTypedToolSchema(t *testing.T) {
 		DryRun bool    `json:"dry_run,omitempty"`
 		Nested []inner `json:"nested,omitempty"`
 	}
-	tool := cairn.NewTool("deploy", "Deploy.", func(ctx context.Context, a args) (string, error) { return a.Env, nil })
+	tool := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy."}, func(ctx context.Context, a args) (string, error) { return a.Env, nil })
 	var schema struct {
 		Required   []string
 		Properties map[string]struct {

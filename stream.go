@@ -6,40 +6,71 @@ import (
 	"sync/atomic"
 )
 
+// TurnOptions are the optional settings of a call that runs a turn:
+// Resume, Send, Cancel, Invoke and Continue. Nil means none.
+type TurnOptions struct {
+	// Actor is who makes the call, recorded with each decision (Resume,
+	// Continue) for the audit trail.
+	Actor Actor
+	// Observe, when set, is called with every event the call records and,
+	// for agents whose model streams, every text delta (type
+	// EventModelDelta, Seq 0, not stored), in order, on the goroutine that
+	// runs the turn; the turn waits for it. Stream wraps it in an iterator.
+	Observe func(Event)
+}
+
+// apply returns ctx carrying the observer, and the actor.
+func (o *TurnOptions) apply(ctx context.Context) (context.Context, Actor) {
+	if o == nil {
+		return ctx, Actor{}
+	}
+	return withObserver(ctx, o.Observe), o.Actor
+}
+
+// observerKey carries a call's Observe down to the commits and model calls
+// of its turn: the driver's internal plumbing, set only from the options.
 type observerKey struct{}
 
-// observe delivers ev to the Stream consuming ctx, if any.
+func withObserver(ctx context.Context, fn func(Event)) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, observerKey{}, fn)
+}
+
+// observe delivers ev to the observer of the call running ctx, if any.
 func observe(ctx context.Context, ev Event) {
 	if fn, ok := ctx.Value(observerKey{}).(func(Event)); ok {
 		fn(ev)
 	}
 }
 
-// Stream runs run (a Start, Resume, Send or Cancel of this runner) and
-// yields, as they happen, every event it records and the text deltas of
-// streaming models (type EventModelDelta, Seq 0, not stored). The sequence
-// ends when run returns; an error from run is yielded last.
+// Stream runs run (a Start, Resume, Send or Cancel given observe as its
+// Observe option) and yields, as they happen, every event it records and
+// the text deltas of streaming models (type EventModelDelta, Seq 0, not
+// stored). The sequence ends when run returns; an error from run is yielded
+// last.
 //
-//	for ev, err := range runner.Stream(ctx, func(ctx context.Context) (*cairn.Session, error) {
-//		return runner.Start(ctx, "main", "Deploy the build", nil)
+//	for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
+//		return runner.Start(ctx, "main", "Deploy the build", &cairn.StartOptions{Observe: observe})
 //	}) {
 //		if err != nil { … }
 //		fmt.Println(ev.Type)
 //	}
 //
 // Stopping the loop early does not stop the turn; it runs on, unobserved.
-func (r *Runner) Stream(ctx context.Context, run func(ctx context.Context) (*Session, error)) iter.Seq2[Event, error] {
+func Stream(run func(observe func(Event)) (*Session, error)) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ch := make(chan Event, 64)
 		var stopped atomic.Bool
-		octx := context.WithValue(ctx, observerKey{}, func(ev Event) {
+		observe := func(ev Event) {
 			if !stopped.Load() {
 				ch <- ev
 			}
-		})
+		}
 		errc := make(chan error, 1)
 		go func() {
-			_, err := run(octx)
+			_, err := run(observe)
 			errc <- err
 			close(ch)
 		}()

@@ -18,8 +18,8 @@ func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
 	fake := fakeopenai.Start(t, func(fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Reply{Content: "Hello there, I am streaming.", Hold: hold}
 	})
-	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,8 +27,8 @@ func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
 	var types []string
 	var text strings.Builder
 	released := false
-	for ev, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
-		return r.Start(ctx, "main", "hi", nil)
+	for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
+		return r.Start(context.Background(), "main", "hi", &cairn.StartOptions{Observe: observe})
 	}) {
 		if err != nil {
 			t.Fatal(err)
@@ -61,8 +61,8 @@ func TestStreamYieldsTheError(t *testing.T) {
 	r := newRunner(t, deleteScript())
 	var last error
 	n := 0
-	for _, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
-		return r.Start(ctx, "nobody", "hi", nil)
+	for _, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
+		return r.Start(context.Background(), "nobody", "hi", &cairn.StartOptions{Observe: observe})
 	}) {
 		n++
 		last = err
@@ -78,13 +78,13 @@ func TestScriptedDeltasOnlyWhenStreaming(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		m := scripted.New(scripted.Reply{Text: "Hello there."})
 		m.Stream = stream
-		r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		deltas := 0
-		for ev, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) {
-			return r.Start(ctx, "main", "hi", nil)
+		for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
+			return r.Start(context.Background(), "main", "hi", &cairn.StartOptions{Observe: observe})
 		}) {
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,9 @@ import (
 )
 
 // Tool is something an agent can call. Build one from a typed Go function with
-// NewTool, or fill in the fields for a tool whose arguments are raw JSON.
+// NewTool (which fills in Parameters and Handler), offer another agent with
+// AgentTool, InteractiveAgentTool or Handoff, or fill in every field for a
+// tool whose arguments are raw JSON.
 type Tool struct {
 	// Name is what the model calls the tool.
 	Name string
@@ -47,7 +49,7 @@ type Tool struct {
 	// expired", and the session goes on without a person.
 	ApprovalTTL time.Duration
 
-	// Set by AgentTool, InteractiveAgentTool and Handoff.
+	// Set by AgentTool, InteractiveAgentTool and Handoff, whose Handler is nil.
 	kind   engine.ToolKind
 	target string
 	mode   string
@@ -65,37 +67,55 @@ const (
 
 var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
 
-// AgentTool offers agent as a tool named name: a call {"input": "…"} runs
-// the agent in a child frame that starts with that input as its user
-// message and runs to completion; its final text is the result. Anything
-// inside that pauses the session shows in the interrupt's path. Options
-// apply as to any tool: RequireApproval asks before the child starts.
-func AgentTool(agent, name, description string, opts ...ToolOption) *Tool {
-	return subAgentTool(agent, name, description, engine.ModeTool, opts)
+// AgentTool offers agent as a tool: a call {"input": "…"} runs the agent in
+// a child frame that starts with that input as its user message and runs to
+// completion; its final text is the result. Anything inside that pauses the
+// session shows in the interrupt's path. spec sets the tool's Name
+// (default: the agent's name), Description and approval settings as for any
+// tool (Approval asks before the child starts); it may be nil.
+func AgentTool(agent string, spec *Tool) *Tool {
+	return subAgentTool(agent, spec, engine.ToolAgent, engine.ModeTool)
 }
 
 // InteractiveAgentTool offers agent as a tool that takes over the
 // conversation: its text goes to the user (the session pauses with a
 // message interrupt), the user's messages go to it, and it ends by calling
-// the tool "complete" with its result, which answers the call.
-func InteractiveAgentTool(agent, name, description string, opts ...ToolOption) *Tool {
-	return subAgentTool(agent, name, description, engine.ModeInteractive, opts)
-}
-
-func subAgentTool(agent, name, description, mode string, opts []ToolOption) *Tool {
-	t := &Tool{Name: name, Description: description, Parameters: agentToolSchema, kind: engine.ToolAgent, target: agent, mode: mode}
-	for _, o := range opts {
-		o(t)
-	}
-	return t
+// the tool "complete" with its result, which answers the call. spec is as
+// for AgentTool.
+func InteractiveAgentTool(agent string, spec *Tool) *Tool {
+	return subAgentTool(agent, spec, engine.ToolAgent, engine.ModeInteractive)
 }
 
 // Handoff offers the tool transfer_to_<agent>: calling it replaces the
 // current agent by agent, which keeps the conversation and answers whoever
-// the current agent was answering.
-func Handoff(agent string) *Tool {
-	return &Tool{Name: "transfer_to_" + agent, Description: fmt.Sprintf("Hand the conversation over to the %s agent.", agent),
-		Parameters: json.RawMessage(`{"type":"object","properties":{}}`), kind: engine.ToolHandoff, target: agent}
+// the current agent was answering. spec may rename it, describe it or make
+// the transfer wait for approval (Approval, Confirmation); it may be nil.
+func Handoff(agent string, spec *Tool) *Tool {
+	t := subAgentTool(agent, spec, engine.ToolHandoff, "")
+	if spec == nil || spec.Name == "" {
+		t.Name = "transfer_to_" + agent
+	}
+	if spec == nil || spec.Description == "" {
+		t.Description = fmt.Sprintf("Hand the conversation over to the %s agent.", agent)
+	}
+	t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+	return t
+}
+
+func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode string) *Tool {
+	t := &Tool{}
+	if spec != nil {
+		*t = *spec
+	}
+	if t.Name == "" {
+		t.Name = agent
+	}
+	if t.Description == "" {
+		t.Description = fmt.Sprintf("Ask the %s agent.", agent)
+	}
+	t.Parameters, t.Handler = agentToolSchema, nil
+	t.kind, t.target, t.mode = kind, agent, mode
+	return t
 }
 
 // ApprovalPolicy reports whether a call with the given argument JSON must
@@ -106,66 +126,56 @@ type ApprovalPolicy func(args json.RawMessage) (bool, error)
 // Always is the policy that asks a person before every call.
 func Always() ApprovalPolicy { return func(json.RawMessage) (bool, error) { return true, nil } }
 
-// ToolOption configures a tool built by NewTool.
-type ToolOption func(*Tool)
-
-// RequireApproval makes every call of the tool wait for a person.
-func RequireApproval() ToolOption { return func(t *Tool) { t.Approval = Always() } }
-
-// RequireApprovalIf makes a call wait for a person when pred returns true
-// for its arguments.
-func RequireApprovalIf[Args any](pred func(Args) bool) ToolOption {
-	return func(t *Tool) {
-		t.Approval = func(raw json.RawMessage) (bool, error) {
-			var a Args
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return false, err
-			}
-			return pred(a), nil
+// ApprovalIf is the policy that asks a person when pred returns true for
+// the call's arguments, decoded into Args.
+func ApprovalIf[Args any](pred func(Args) bool) ApprovalPolicy {
+	return func(raw json.RawMessage) (bool, error) {
+		var a Args
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return false, err
 		}
+		return pred(a), nil
 	}
 }
 
-// WithConfirmation sets the confirmation template shown to the approver.
-func WithConfirmation(template string) ToolOption {
-	return func(t *Tool) { t.Confirmation = template }
-}
-
-// WithTimeout bounds one run of the tool.
-func WithTimeout(d time.Duration) ToolOption { return func(t *Tool) { t.Timeout = d } }
-
-// WithApprovalTTL makes undecided approval requests of the tool expire after d.
-func WithApprovalTTL(d time.Duration) ToolOption { return func(t *Tool) { t.ApprovalTTL = d } }
-
-// Idempotent marks the tool safe to run again with the same idempotency key.
-func Idempotent() ToolOption { return func(t *Tool) { t.Idempotent = true } }
-
-// NewTool builds a tool from a typed function. The JSON Schema of Args is
-// generated from the struct: field names from `json` tags, descriptions from
-// `jsonschema` tags, allowed values from `enum` tags (comma-separated), and
-// fields without omitempty are required:
+// NewTool builds a tool from a typed function: spec gives its Name,
+// Description and settings (Approval, Confirmation, Timeout, Idempotent,
+// ApprovalTTL), and NewTool adds the Handler and, unless spec sets them, the
+// Parameters: the JSON Schema of Args, generated from the struct (field
+// names from `json` tags, descriptions from `jsonschema` tags, allowed
+// values from `enum` tags, comma-separated; fields without omitempty are
+// required):
 //
 //	type deployArgs struct {
 //		Env    string `json:"env" jsonschema:"where to deploy" enum:"staging,production"`
 //		DryRun bool   `json:"dry_run,omitempty"`
 //	}
+//	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy the build.",
+//		Approval: cairn.Always(), Confirmation: "Deploy to {{.env}}?"},
+//		func(ctx context.Context, a deployArgs) (string, error) { … })
 //
 // A Result that is a string is given to the model as is; anything else is
-// marshalled to JSON.
-func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error), opts ...ToolOption) *Tool {
-	t := &Tool{Name: name, Description: description}
-	schema, err := jsonschema.For[Args](nil)
-	if err == nil {
-		addEnums(schema, reflect.TypeFor[Args]())
-		t.Parameters, err = json.Marshal(schema)
+// marshalled to JSON. NewTool does not modify spec.
+func NewTool[Args, Result any](spec *Tool, fn func(ctx context.Context, args Args) (Result, error)) *Tool {
+	t := &Tool{}
+	if spec != nil {
+		*t = *spec
 	}
-	if err != nil {
-		// Reported by NewRunner, which validates every tool.
-		t.Parameters = nil
-		t.Handler = func(context.Context, json.RawMessage) (string, error) {
-			return "", fmt.Errorf("tool %q has no schema: %w", name, err)
+	name := t.Name
+	if t.Parameters == nil {
+		schema, err := jsonschema.For[Args](nil)
+		if err == nil {
+			addEnums(schema, reflect.TypeFor[Args]())
+			t.Parameters, err = json.Marshal(schema)
 		}
-		return t
+		if err != nil {
+			// Reported by NewRunner, which validates every tool.
+			t.Parameters = nil
+			t.Handler = func(context.Context, json.RawMessage) (string, error) {
+				return "", fmt.Errorf("tool %q has no schema: %w", name, err)
+			}
+			return t
+		}
 	}
 	t.Handler = func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var a Args
@@ -185,9 +195,6 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 		}
 		return string(b), nil
 	}
-	for _, o := range opts {
-		o(t)
-	}
 	return t
 }
 
@@ -195,12 +202,11 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 // it pauses the session with an input interrupt and returns the user's
 // answer (see Ask). The configuration file's `builtin: ask_user`.
 func AskUser(name string) *Tool {
-	return NewTool(name, "Ask the user a question and wait for the answer.",
-		func(ctx context.Context, a struct {
-			Question string `json:"question" jsonschema:"the question for the user"`
-		}) (string, error) {
-			return Ask(ctx, a.Question)
-		})
+	return NewTool(&Tool{Name: name, Description: "Ask the user a question and wait for the answer."}, func(ctx context.Context, a struct {
+		Question string `json:"question" jsonschema:"the question for the user"`
+	}) (string, error) {
+		return Ask(ctx, a.Question)
+	})
 }
 
 // addEnums copies `enum:"a,b"` struct tags into the schema, recursively.

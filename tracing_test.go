@@ -14,14 +14,14 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	var runs counter
-	r, err := cairn.NewRunner(cairn.RunnerOptions{TracerProvider: tp, Agents: []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	ctx := context.Background()
 	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
-	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}})
+	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)
 
 	byName := map[string][]sdktrace.ReadOnlySpan{}
 	for _, sp := range rec.Ended() {

@@ -54,8 +54,7 @@ func TestEmptyArgumentsApprovedAnywhereRunWithEmptyObject(t *testing.T) {
 		return st
 	}
 	runner := func(t *testing.T, st store.Store, rec *counter) *cairn.Runner {
-		r, err := cairn.NewRunner(cairn.RunnerOptions{Store: st, CachedSessions: -1,
-			Agents: []*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(rec)}}}})
+		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(rec)}}}, &cairn.RunnerOptions{Store: st, CachedSessions: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,33 +75,32 @@ func TestEmptyArgumentsApprovedAnywhereRunWithEmptyObject(t *testing.T) {
 			t.Fatalf("%v %+v", err, s)
 		}
 		r2 := runner(t, open(t, path), &rec)
-		s, err = r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		s, err = r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 		check(t, s, err, &rec)
 	})
 	t.Run("on another node", func(t *testing.T) {
 		shared := store.NewMemory()
 		var rec counter
 		s, _ := runner(t, shared, &rec).Start(ctx, "main", "reset", nil)
-		s, err := runner(t, shared, &rec).Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		s, err := runner(t, shared, &rec).Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 		check(t, s, err, &rec)
 	})
 	t.Run("stateless", func(t *testing.T) {
 		var rec counter
 		key := []byte(strings.Repeat("k", 32))
 		mk := func() *cairn.Runner {
-			r, err := cairn.NewRunner(cairn.RunnerOptions{ContinuationKeys: [][]byte{key},
-				Agents: []*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(&rec)}}}})
+			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { r.Close() })
 			return r
 		}
-		res, err := mk().Invoke(ctx, "main", "reset")
+		res, err := mk().Invoke(ctx, "main", "reset", nil)
 		if err != nil || res.Continuation == "" {
 			t.Fatalf("%v %+v", err, res)
 		}
-		res, err = mk().Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		res, err = mk().Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 		if err != nil || res.Status != cairn.StatusCompleted || strings.Join(rec.runs(), "|") != "{}" {
 			t.Fatalf("%v %+v %q", err, res, rec.runs())
 		}
@@ -131,7 +129,7 @@ func TestRepeatedCallIDsFromTheModel(t *testing.T) {
 	for _, in := range s.Interrupts {
 		ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove})
 	}
-	s, err = r.Resume(ctx, s.ID, s.Seq, ds)
+	s, err = r.Resume(ctx, s.ID, s.Seq, ds, nil)
 	if err != nil || s.Status != cairn.StatusCompleted {
 		t.Fatalf("%v %+v", err, s)
 	}
@@ -153,7 +151,7 @@ func TestRepeatedCallIDsMemoryStaysFlat(t *testing.T) {
 		return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
 			{ID: "dup", Name: "reset", Arguments: `{"n":1}`}, {ID: "dup", Name: "reset", Arguments: `{"n":2}`}, {ID: "", Name: "reset", Arguments: ""}}}}, nil
 	})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{AutoApprove: true, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{argsTool(&rec)}}}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +163,7 @@ func TestRepeatedCallIDsMemoryStaysFlat(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	turn := func() {
-		res, err := r.Invoke(ctx, "main", "go") // stateless: nothing is kept
+		res, err := r.Invoke(ctx, "main", "go", nil) // stateless: nothing is kept
 		if err != nil || res.Status != cairn.StatusCompleted {
 			t.Fatalf("%v %+v", err, res)
 		}
@@ -194,16 +192,16 @@ func TestRepeatedCallIDsMemoryStaysFlat(t *testing.T) {
 func TestPanickingCallbacks(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
-	tool := cairn.NewTool("pay", "Pay.", func(ctx context.Context, a struct {
+	tool := cairn.NewTool(&cairn.Tool{Name: "pay", Description: "Pay.", Approval: cairn.ApprovalIf(func(a struct {
+		Amount int `json:"amount"`
+	}) bool {
+		panic("policy bug")
+	}), Confirmation: "Pay {{call .amount}}?"}, func(ctx context.Context, a struct {
 		Amount int `json:"amount"`
 	}) (string, error) {
 		rec.add("pay")
 		return "paid", nil
-	}, cairn.RequireApprovalIf(func(a struct {
-		Amount int `json:"amount"`
-	}) bool {
-		panic("policy bug")
-	}), cairn.WithConfirmation("Pay {{call .amount}}?")) // calling a number fails the template
+	}) // calling a number fails the template
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pay", Arguments: `{"amount":5}`}}}, scripted.Reply{Text: "ok"})
 	r := newRunner(t, m, tool)
 	s, err := r.Start(ctx, "main", "pay", nil)

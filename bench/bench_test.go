@@ -38,11 +38,11 @@ type lookupArgs struct {
 }
 
 func lookupTool(approval bool) *cairn.Tool {
-	var opts []cairn.ToolOption
+	spec := &cairn.Tool{Name: "lookup", Description: "Look up."}
 	if approval {
-		opts = append(opts, cairn.RequireApproval())
+		spec.Approval = cairn.Always()
 	}
-	return cairn.NewTool("lookup", "Look up.", func(ctx context.Context, a lookupArgs) (string, error) { return "ok", nil }, opts...)
+	return cairn.NewTool(spec, func(ctx context.Context, a lookupArgs) (string, error) { return "ok", nil })
 }
 
 // oneToolScript: the model asks for one tool, the tool runs, the model answers.
@@ -50,9 +50,9 @@ func oneToolScript() *scripted.Model {
 	return scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: `{"q":"x"}`}}}, scripted.Reply{Text: "done"})
 }
 
-func newRunner(b *testing.B, opts cairn.RunnerOptions) *cairn.Runner {
+func newRunner(b *testing.B, agents []*cairn.Agent, opts *cairn.RunnerOptions) *cairn.Runner {
 	b.Helper()
-	r, err := cairn.NewRunner(opts)
+	r, err := cairn.NewRunner(agents, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func oneAgent(approval bool) []*cairn.Agent {
 // the model answers.
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	r := newRunner(b, cairn.RunnerOptions{Agents: oneAgent(false)})
+	r := newRunner(b, oneAgent(false), nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		if s, err := r.Start(ctx, "main", "go", nil); err != nil || s.Status != cairn.StatusCompleted {
@@ -85,7 +85,7 @@ func pauseResume(b *testing.B, r *cairn.Runner, agent string) {
 		if err != nil || s.Status != cairn.StatusPaused {
 			b.Fatal(err, s)
 		}
-		s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}})
+		s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 		if err != nil || s.Status != cairn.StatusCompleted {
 			b.Fatal(err, s)
 		}
@@ -96,7 +96,7 @@ func pauseResume(b *testing.B, r *cairn.Runner, agent string) {
 // the rest of the turn; in memory and on durable stores.
 func BenchmarkPauseResume(b *testing.B) {
 	b.Run("store=memory", func(b *testing.B) {
-		pauseResume(b, newRunner(b, cairn.RunnerOptions{Agents: oneAgent(true)}), "main")
+		pauseResume(b, newRunner(b, oneAgent(true), nil), "main")
 	})
 	for _, sync := range []string{"full", "normal"} {
 		b.Run("store=sqlite-"+sync, func(b *testing.B) {
@@ -105,7 +105,7 @@ func BenchmarkPauseResume(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
+			pauseResume(b, newRunner(b, oneAgent(true), &cairn.RunnerOptions{Store: st}), "main")
 		})
 	}
 	b.Run("store=postgres", func(b *testing.B) {
@@ -118,7 +118,7 @@ func BenchmarkPauseResume(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		pauseResume(b, newRunner(b, cairn.RunnerOptions{Store: st, Agents: oneAgent(true)}), "main")
+		pauseResume(b, newRunner(b, oneAgent(true), &cairn.RunnerOptions{Store: st}), "main")
 	})
 }
 
@@ -127,10 +127,10 @@ func BenchmarkPauseResume(b *testing.B) {
 // the child answers, the parent answers.
 func BenchmarkNestedPauseResume(b *testing.B) {
 	parent := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_child", Arguments: `{"input":"go"}`}}}, scripted.Reply{Text: "done"})
-	r := newRunner(b, cairn.RunnerOptions{Agents: []*cairn.Agent{
-		{Name: "parent", Model: parent, Tools: []*cairn.Tool{cairn.AgentTool("child", "ask_child", "Child.")}},
+	r := newRunner(b, []*cairn.Agent{
+		{Name: "parent", Model: parent, Tools: []*cairn.Tool{cairn.AgentTool("child", &cairn.Tool{Name: "ask_child", Description: "Child."})}},
 		{Name: "child", Model: oneToolScript(), Tools: []*cairn.Tool{lookupTool(true)}},
-	}})
+	}, nil)
 	pauseResume(b, r, "parent")
 }
 
@@ -144,10 +144,10 @@ func history(b *testing.B, n int) []cairn.Event {
 		}
 		return &model.Response{Message: model.Message{Content: "an answer of ordinary length, about a dozen words or so."}}, nil
 	})
-	r := newRunner(b, cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}})
+	r := newRunner(b, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}, &cairn.RunnerOptions{Store: st})
 	s, err := r.Start(ctx, "main", "a user message of ordinary length, a dozen words or so.", nil)
 	for err == nil && s.Status != cairn.StatusPaused {
-		s, err = r.Send(ctx, s.ID, "a user message of ordinary length, a dozen words or so.", 0)
+		s, err = r.Send(ctx, s.ID, "a user message of ordinary length, a dozen words or so.", 0, nil)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -224,7 +224,7 @@ func stepByHistory(b *testing.B, cached int) {
 			}
 			defer sq.Close()
 			cs := &countingStore{Store: sq}
-			r := newRunner(b, cairn.RunnerOptions{Store: cs, CachedSessions: cached, Agents: oneAgent(false)})
+			r := newRunner(b, oneAgent(false), &cairn.RunnerOptions{Store: cs, CachedSessions: cached})
 			ids := make([]string, sessions)
 			for i := range ids {
 				s, err := r.Start(ctx, "main", "go", nil)
@@ -232,7 +232,7 @@ func stepByHistory(b *testing.B, cached int) {
 					b.Fatal(err)
 				}
 				for len := 4; len < n; len += 4 { // each turn adds 4 messages
-					if s, err = r.Send(ctx, s.ID, "again, with a message of ordinary length", 0); err != nil {
+					if s, err = r.Send(ctx, s.ID, "again, with a message of ordinary length", 0, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -243,7 +243,7 @@ func stepByHistory(b *testing.B, cached int) {
 			b.ResetTimer()
 			i := 0
 			for b.Loop() {
-				if _, err := r.Send(ctx, ids[i%sessions], "again, with a message of ordinary length", 0); err != nil {
+				if _, err := r.Send(ctx, ids[i%sessions], "again, with a message of ordinary length", 0, nil); err != nil {
 					b.Fatal(err)
 				}
 				i++
@@ -272,9 +272,9 @@ func BenchmarkHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
-			r := newRunner(b, cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}})
-			srv := httptest.NewServer(server.New(r, server.Options{}))
+			m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k"})
+			r := newRunner(b, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}, &cairn.RunnerOptions{Store: st})
+			srv := httptest.NewServer(server.New(r, nil))
 			defer srv.Close()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 			post := func(path, body string, out any) error {

@@ -349,26 +349,16 @@ func (l *loader) load(f *File) (*Config, error) {
 				return nil, l.errf(p+".subagents", "subagents[%d].tool: %q is not a free tool name (1–64 letters, digits, _ or -, not used twice)", i, name)
 			}
 			seen[name] = true
-			desc := sa.Description
-			if desc == "" {
-				desc = fmt.Sprintf("Ask the %s agent.", sa.Agent)
-			}
-			var opts []cairn.ToolOption
 			pol, err := approvalPolicy(sa.Approval)
 			if err != nil {
 				return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
 			}
-			if pol != nil {
-				opts = append(opts, func(t *cairn.Tool) { t.Approval = pol })
-			}
-			if sa.Confirmation != "" {
-				opts = append(opts, cairn.WithConfirmation(sa.Confirmation))
-			}
+			spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
 			switch sa.Mode {
 			case "", "tool":
-				agent.Tools = append(agent.Tools, cairn.AgentTool(sa.Agent, name, desc, opts...))
+				agent.Tools = append(agent.Tools, cairn.AgentTool(sa.Agent, spec))
 			case "interactive":
-				agent.Tools = append(agent.Tools, cairn.InteractiveAgentTool(sa.Agent, name, desc, opts...))
+				agent.Tools = append(agent.Tools, cairn.InteractiveAgentTool(sa.Agent, spec))
 			default:
 				return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
 			}
@@ -377,7 +367,7 @@ func (l *loader) load(f *File) (*Config, error) {
 			if _, ok := f.Agents[target]; !ok || target == name {
 				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is not another defined agent; defined agents: %s%s", i, target, strings.Join(sortedKeys(f.Agents), ", "), didYouMean(target, sortedKeys(f.Agents)))
 			}
-			h := cairn.Handoff(target)
+			h := cairn.Handoff(target, nil)
 			if seen[h.Name] {
 				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, target)
 			}
@@ -535,9 +525,9 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			if mc.MaxTokens < 0 {
 				return nil, l.errf(p+".max_tokens", "must be positive")
 			}
-			return anthropic.New(anthropic.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens}), nil
+			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens}), nil
 		}
-		return openai.New(openai.Options{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries}), nil
+		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries}), nil
 	case "":
 		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
 	}

@@ -137,6 +137,7 @@ func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Sess
 	return sess, true
 }
 
-func actorContext(ctx context.Context, p principal) context.Context {
-	return cairn.WithActor(ctx, cairn.Actor{Name: p.name, Role: p.role})
+// decidedBy is the turn option that records p as who decides.
+func decidedBy(p principal) *cairn.TurnOptions {
+	return &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}}
 }

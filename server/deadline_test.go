@@ -19,10 +19,10 @@ import (
 // plain request still gets them.
 func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 	ctx := context.Background()
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{
+	r, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "main", Model: scripted.New(scripted.Reply{Text: "hi"})},
 		{Name: "slow", Model: slowModel{}},
-	}})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(r, Options{})
+	s := New(r, nil)
 	s.heartbeat, s.readTimeout, s.writeTimeout = 100*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 	srv := s.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -53,8 +53,11 @@ type Options struct {
 	StreamIdle time.Duration
 }
 
-// New returns a server for runner.
-func New(runner *cairn.Runner, opts Options) *Server {
+// New returns a server for runner. opts may be nil.
+func New(runner *cairn.Runner, opts *Options) *Server {
+	if opts == nil {
+		opts = &Options{}
+	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
 		readTimeout: ReadTimeout, writeTimeout: WriteTimeout}
 	if s.log == nil {
@@ -192,7 +195,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if !s.mayUse(w, r) {
 		return
 	}
-	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq)
+	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq, nil)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -228,7 +231,7 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sess, err := s.runner.Resume(actorContext(turnContext(r), p), r.PathValue("id"), *req.Seq, req.Decisions)
+	sess, err := s.runner.Resume(turnContext(r), r.PathValue("id"), *req.Seq, req.Decisions, decidedBy(p))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -253,7 +256,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch {
 	case req.Input != nil && req.Continuation == "":
-		res, err = s.runner.Invoke(turnContext(r), agent, *req.Input)
+		res, err = s.runner.Invoke(turnContext(r), agent, *req.Input, nil)
 	case req.Input == nil && req.Continuation != "":
 		p, ok := require(w, r, RoleApprover, "resuming with decisions")
 		if !ok {
@@ -263,7 +266,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_request", `"decisions" must list at least one decision`)
 			return
 		}
-		res, err = s.runner.Continue(actorContext(turnContext(r), p), agent, req.Continuation, req.Decisions)
+		res, err = s.runner.Continue(turnContext(r), agent, req.Continuation, req.Decisions, decidedBy(p))
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_request", `send either {"input": …} or {"continuation": …, "decisions": […]}`)
 		return
@@ -296,7 +299,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.mayUse(w, r) {
 		return
 	}
-	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope)
+	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, nil)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -75,21 +75,21 @@ func newEnvWith(t *testing.T, stream bool, opts server.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	deploy := cairn.NewTool("deploy_code", "Deploy the latest build.", func(ctx context.Context, a deployArgs) (string, error) {
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy the latest build.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?"}, func(ctx context.Context, a deployArgs) (string, error) {
 		e.record("deploy_code", a.Environment)
 		return "Deployment successful to " + a.Environment, nil
-	}, cairn.RequireApproval(), cairn.WithConfirmation("Deploy to {{.environment}}?"))
-	search := cairn.NewTool("search_web", "Search the web.", func(ctx context.Context, a searchArgs) (string, error) {
+	})
+	search := cairn.NewTool(&cairn.Tool{Name: "search_web", Description: "Search the web."}, func(ctx context.Context, a searchArgs) (string, error) {
 		e.record("search_web", a.Query)
 		return "Paris is the capital.", nil
 	})
-	m := openai.New(openai.Options{Model: "gpt-4o-mini", BaseURL: e.fake.BaseURL(), APIKey: "sk-test", Stream: stream})
-	e.runner, err = cairn.NewRunner(cairn.RunnerOptions{Store: st, Agents: []*cairn.Agent{{Name: "main", Instructions: "You are an operations assistant.", Model: m, Tools: []*cairn.Tool{deploy, search}}}})
+	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: e.fake.BaseURL(), APIKey: "sk-test", Stream: stream})
+	e.runner, err = cairn.NewRunner([]*cairn.Agent{{Name: "main", Instructions: "You are an operations assistant.", Model: m, Tools: []*cairn.Tool{deploy, search}}}, &cairn.RunnerOptions{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.runner.Close() })
-	srv := httptest.NewServer(server.New(e.runner, opts))
+	srv := httptest.NewServer(server.New(e.runner, &opts))
 	t.Cleanup(srv.Close)
 	e.base = srv.URL
 	return e
@@ -415,16 +415,16 @@ func TestCancelAndAnswerOverHTTP(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_user", Arguments: `{"question":"Which env?"}`}}},
 		scripted.Reply{Text: "answer was {{.LastResult}}"},
 	)
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{
-		{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("skill", "use_skill", "Skill.")}},
+	r, err := cairn.NewRunner([]*cairn.Agent{
+		{Name: "main", Model: main, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("skill", &cairn.Tool{Name: "use_skill", Description: "Skill."})}},
 		{Name: "skill", Model: skill},
 		{Name: "asker", Model: asker, Tools: []*cairn.Tool{cairn.AskUser("ask_user")}},
-	}})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	srv := httptest.NewServer(server.New(r, server.Options{}))
+	srv := httptest.NewServer(server.New(r, nil))
 	defer srv.Close()
 	e := &env{t: t, base: srv.URL}
 
@@ -457,16 +457,16 @@ func TestCancelAndAnswerOverHTTP(t *testing.T) {
 func TestApprovalTTLOverHTTP(t *testing.T) {
 	for _, sweep := range []time.Duration{0, -1} {
 		fake := fakeopenai.Start(t, seedModel)
-		deploy := cairn.NewTool("deploy_code", "Deploy.", func(ctx context.Context, a deployArgs) (string, error) {
+		deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: time.Second}, func(ctx context.Context, a deployArgs) (string, error) {
 			t.Error("an expired approval ran the tool")
 			return "", nil
-		}, cairn.RequireApproval(), cairn.WithApprovalTTL(time.Second))
-		m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
-		r, err := cairn.NewRunner(cairn.RunnerOptions{ExpirySweep: sweep, Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}})
+		})
+		m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k"})
+		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{ExpirySweep: sweep})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(server.New(r, server.Options{}))
+		srv := httptest.NewServer(server.New(r, nil))
 		e := &env{t: t, base: srv.URL}
 		_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"Deploy now."}`)
 		id := s["id"].(string)
@@ -503,16 +503,16 @@ func TestApprovalTTLOverHTTP(t *testing.T) {
 
 func TestAuthAndRoles(t *testing.T) {
 	fake := fakeopenai.Start(t, seedModel)
-	deploy := cairn.NewTool("deploy_code", "Deploy.", func(ctx context.Context, a deployArgs) (string, error) {
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy.", Approval: cairn.Always()}, func(ctx context.Context, a deployArgs) (string, error) {
 		return "Deployment successful", nil
-	}, cairn.RequireApproval())
-	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k"})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}})
+	})
+	m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k"})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	srv := httptest.NewServer(server.New(r, server.Options{Tokens: []server.Token{
+	srv := httptest.NewServer(server.New(r, &server.Options{Tokens: []server.Token{
 		{Name: "alice", Secret: "user-token-aaaaaaaaaaaa", Role: server.RoleUser},
 		{Name: "bob", Secret: "user-token-bbbbbbbbbbbb", Role: server.RoleUser},
 		{Name: "ops-lead", Secret: "approver-token-cccccccc", Role: server.RoleApprover},
@@ -625,13 +625,13 @@ func TestSSEDeltasBeforeTheResponseEnds(t *testing.T) {
 	fake := fakeopenai.Start(t, func(fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Reply{Content: "Hello there, streaming.", Wait: connected, Hold: hold}
 	})
-	m := openai.New(openai.Options{Model: "m", BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
-	r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "main", Model: m}}})
+	m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	srv := httptest.NewServer(server.New(r, server.Options{}))
+	srv := httptest.NewServer(server.New(r, nil))
 	defer srv.Close()
 	e := &env{t: t, base: srv.URL}
 	_, s := e.do("POST", "/v1/sessions", `{"agent":"main","input":"hi","wait":false}`)

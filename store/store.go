@@ -136,11 +136,20 @@ type Store interface {
 	// LatestSnapshot returns the last snapshot stored with Append and the
 	// seq it is as of; ErrNotFound when there is none.
 	LatestSnapshot(ctx context.Context, id string) (seq int64, data []byte, err error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// The optional capabilities below serve Cairn's stateless continuation
+// tokens only. A runner discovers them with a type assertion on its Store;
+// the stores of this module implement both.
+
+// Secrets keeps small values shared by every process on the store (the key
+// that signs continuation tokens).
+type Secrets interface {
 	// Secret returns the value stored under name, storing value first if
 	// there is none (the first writer wins; everyone gets the same value).
 	Secret(ctx context.Context, name string, value []byte) ([]byte, error)
-	// Close releases the store's resources.
-	Close() error
 }
 
 // Ledger records one-time tokens (Cairn's stateless continuation tokens)

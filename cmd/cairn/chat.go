@@ -31,8 +31,7 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, AutoApprove: yes,
-				Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, AutoApprove: yes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			if err != nil {
 				return err
 			}
@@ -91,9 +90,9 @@ func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, o
 		case s == nil:
 			s, err = r.Start(ctx, agent, text, nil)
 		case text == "/cancel":
-			s, err = r.Cancel(ctx, s.ID, "top")
+			s, err = r.Cancel(ctx, s.ID, "top", nil)
 		default:
-			s, err = r.Send(ctx, s.ID, text, 0)
+			s, err = r.Send(ctx, s.ID, text, 0, nil)
 		}
 		for err == nil && s.Status == cairn.StatusPaused && hasDecisions(s) {
 			var ds []cairn.Decision
@@ -117,7 +116,7 @@ func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, o
 					ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans})
 				}
 			}
-			s, err = r.Resume(ctx, s.ID, s.Seq, ds)
+			s, err = r.Resume(ctx, s.ID, s.Seq, ds, nil)
 		}
 		if err != nil {
 			fmt.Fprintln(out, "error:", err)

@@ -93,7 +93,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	defer closeLedger()
 	// The runner takes over, at once and then periodically, sessions whose
 	// lease expired: cut off by a crash, or handed over by a stopping node.
-	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: cfg.Agents, Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease})
+	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
@@ -102,7 +102,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, server.Options{Logger: log, Tokens: cfg.Tokens}).HTTPServer()
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}

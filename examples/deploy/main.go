@@ -28,18 +28,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	status := cairn.NewTool("build_status", "Report the latest build and its tests.",
-		func(ctx context.Context, _ struct{}) (string, error) { return "build 1042: all 318 tests passed", nil })
-	deploy := cairn.NewTool("deploy", "Deploy a build to an environment.",
-		func(ctx context.Context, a deployArgs) (string, error) {
-			return fmt.Sprintf("build %s is live on %s (idempotency key %s)", a.Version, a.Environment, cairn.IdempotencyKey(ctx)), nil
-		},
-		cairn.RequireApprovalIf(func(a deployArgs) bool { return a.Environment == "production" }),
-		cairn.WithConfirmation("Deploy build {{.version}} to {{.environment}}?"))
-	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{
+	status := cairn.NewTool(&cairn.Tool{Name: "build_status", Description: "Report the latest build and its tests."}, func(ctx context.Context, _ struct{}) (string, error) { return "build 1042: all 318 tests passed", nil })
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy a build to an environment.", Approval: cairn.ApprovalIf(func(a deployArgs) bool { return a.Environment == "production" }), Confirmation: "Deploy build {{.version}} to {{.environment}}?"}, func(ctx context.Context, a deployArgs) (string, error) {
+		return fmt.Sprintf("build %s is live on %s (idempotency key %s)", a.Version, a.Environment, cairn.IdempotencyKey(ctx)), nil
+	})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{
 		Name: "ops", Model: m, Tools: []*cairn.Tool{status, deploy},
 		Instructions: "You are a careful deploy assistant. Check the build before deploying.",
-	}}})
+	}}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -68,7 +64,7 @@ func chat(ctx context.Context, r *cairn.Runner, agent string) {
 		if s == nil {
 			s, err = r.Start(ctx, agent, text, nil)
 		} else {
-			s, err = r.Send(ctx, s.ID, text, 0)
+			s, err = r.Send(ctx, s.ID, text, 0, nil)
 		}
 		for err == nil && s.Status == cairn.StatusPaused {
 			var ds []cairn.Decision
@@ -81,7 +77,7 @@ func chat(ctx context.Context, r *cairn.Runner, agent string) {
 					ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: answer})
 				}
 			}
-			s, err = r.Resume(ctx, s.ID, s.Seq, ds)
+			s, err = r.Resume(ctx, s.ID, s.Seq, ds, nil)
 		}
 		if err != nil {
 			fmt.Println("error:", err)
@@ -100,5 +96,5 @@ func modelFromEnv() (*openai.Model, error) {
 	if name == "" {
 		name = "gpt-4o-mini"
 	}
-	return openai.New(openai.Options{Model: name, BaseURL: base, APIKey: key}), nil
+	return openai.New(name, &openai.Options{BaseURL: base, APIKey: key}), nil
 }

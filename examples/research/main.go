@@ -28,25 +28,24 @@ func main() {
 	if name == "" {
 		name = "gpt-4o-mini"
 	}
-	m := openai.New(openai.Options{Model: name, BaseURL: base, APIKey: key})
-	search := cairn.NewTool("search_notes", "Search the team's notes.",
-		func(ctx context.Context, a struct {
-			Query string `json:"query"`
-		}) (string, error) {
-			return fmt.Sprintf("3 notes mention %q: the 2026 roadmap, the incident review, the API guide", a.Query), nil
-		})
-	runner, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{
+	m := openai.New(name, &openai.Options{BaseURL: base, APIKey: key})
+	search := cairn.NewTool(&cairn.Tool{Name: "search_notes", Description: "Search the team's notes."}, func(ctx context.Context, a struct {
+		Query string `json:"query"`
+	}) (string, error) {
+		return fmt.Sprintf("3 notes mention %q: the 2026 roadmap, the incident review, the API guide", a.Query), nil
+	})
+	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{
 			Name: "main", Model: m,
 			Instructions: "You are an assistant. For anything that needs research, use use_research and wait for its findings.",
-			Tools:        []*cairn.Tool{cairn.InteractiveAgentTool("research", "use_research", "Hand the user to the research skill.")},
+			Tools:        []*cairn.Tool{cairn.InteractiveAgentTool("research", &cairn.Tool{Name: "use_research", Description: "Hand the user to the research skill."})},
 		},
 		{
 			Name: "research", Model: m, Tools: []*cairn.Tool{search},
 			Instructions: "You are a research skill talking directly with the user. Ask what you need, search, " +
 				"and when the user is satisfied call complete with a short summary of the findings.",
 		},
-	}})
+	}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -67,7 +66,7 @@ func main() {
 		if s == nil {
 			s, err = runner.Start(ctx, "main", text, nil)
 		} else {
-			s, err = runner.Send(ctx, s.ID, text, 0)
+			s, err = runner.Send(ctx, s.ID, text, 0, nil)
 		}
 		if err != nil {
 			fmt.Println("error:", err)

@@ -42,7 +42,7 @@ func testMachine() *Machine {
 		Tools:         map[string]*Tool{"deploy": gated, "lookup": auto},
 		Definitions:   []model.ToolDefinition{gated.Definition, auto.Definition},
 		MaxIterations: 5,
-	}})
+	}}, nil)
 }
 
 func step(t *testing.T, m *Machine, st *State, in Input) Step {
@@ -215,7 +215,7 @@ func TestInterruptIDsUniqueAcrossTurns(t *testing.T) {
 func TestPolicyErrorFailsClosed(t *testing.T) {
 	tool := &Tool{Definition: model.ToolDefinition{Name: "pay"}, Validate: requireObject,
 		NeedsApproval: func(ToolArgs) (bool, error) { return false, errors.New("no such key") }}
-	m := New(map[string]*Agent{"main": {Name: "main", Tools: map[string]*Tool{"pay": tool}, MaxIterations: 3}})
+	m := New(map[string]*Agent{"main": {Name: "main", Tools: map[string]*Tool{"pay": tool}, MaxIterations: 3}}, nil)
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "pay"})
 	s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c", Name: "pay", Arguments: `{}`})})
@@ -316,7 +316,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 		"mid":   {Name: "mid", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated, "transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"}}},
 		"other": {Name: "other", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated}},
 		"chat":  {Name: "chat", MaxIterations: 5},
-	})
+	}, nil)
 	st := &State{}
 	var log []session.Event
 	do := func(in Input) Step {

@@ -171,11 +171,11 @@ type Options struct {
 	AutoApprove bool
 }
 
-// New returns a machine for agents, keyed by name.
-func New(agents map[string]*Agent, opts ...Options) *Machine {
+// New returns a machine for agents, keyed by name. opts may be nil.
+func New(agents map[string]*Agent, opts *Options) *Machine {
 	m := &Machine{agents: agents}
-	if len(opts) > 0 {
-		m.opts = opts[0]
+	if opts != nil {
+		m.opts = *opts
 	}
 	return m
 }

@@ -73,7 +73,7 @@ func fuzzMachine() *Machine {
 		"mid":   agent("mid", "deploy", "lookup", "transfer_to_other"),
 		"other": agent("other", "charge", "deploy"),
 		"chat":  agent("chat", "deploy", "lookup"),
-	})
+	}, nil)
 }
 
 var (

@@ -15,10 +15,8 @@ import (
 	"github.com/cairnhq/cairn/model"
 )
 
-// Options configures a Model.
+// Options are the optional settings of a Model; nil means the defaults.
 type Options struct {
-	// Model is the model name, e.g. "claude-sonnet-4-5".
-	Model string
 	// BaseURL is the API's base URL; empty means Anthropic's.
 	BaseURL string
 	// APIKey authenticates the requests.
@@ -41,14 +39,19 @@ const DefaultMaxRetries = 3
 // Model is a model.Model backed by the Messages API.
 type Model struct {
 	client  sdk.Client
+	name    string
 	opts    Options
 	retries int
 }
 
 var _ model.Model = (*Model)(nil)
 
-// New returns a Model.
-func New(opts Options) *Model {
+// New returns a Model calling the model named name, e.g. "claude-sonnet-4-5". opts may
+// be nil.
+func New(name string, opts *Options) *Model {
+	if opts == nil {
+		opts = &Options{}
+	}
 	retries := DefaultMaxRetries
 	if opts.MaxRetries != nil {
 		retries = *opts.MaxRetries
@@ -63,7 +66,7 @@ func New(opts Options) *Model {
 	if opts.MaxTokens == 0 {
 		opts.MaxTokens = 4096
 	}
-	return &Model{client: sdk.NewClient(ro...), opts: opts, retries: retries}
+	return &Model{client: sdk.NewClient(ro...), name: name, opts: *opts, retries: retries}
 }
 
 // Generate implements model.Model.
@@ -85,7 +88,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	for s.Next() {
 		ev := s.Current()
 		if err := msg.Accumulate(ev); err != nil {
-			return nil, fmt.Errorf("anthropic %s (streaming): %w", m.opts.Model, err)
+			return nil, fmt.Errorf("anthropic %s (streaming): %w", m.name, err)
 		}
 		if req.OnTextDelta != nil && ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
 			req.OnTextDelta(ev.Delta.Text)
@@ -115,7 +118,7 @@ func response(msg *sdk.Message) *model.Response {
 }
 
 func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
-	p := sdk.MessageNewParams{Model: sdk.Model(m.opts.Model), MaxTokens: m.opts.MaxTokens}
+	p := sdk.MessageNewParams{Model: sdk.Model(m.name), MaxTokens: m.opts.MaxTokens}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
@@ -206,8 +209,8 @@ func (m *Model) providerError(err error) error {
 			message = body.Error.Message
 		}
 	}
-	return model.NewProviderError("anthropic", m.opts.Model, err, status, requestID, message, m.retries)
+	return model.NewProviderError("anthropic", m.name, err, status, requestID, message, m.retries)
 }
 
 // Describe names the provider and model, for telemetry.
-func (m *Model) Describe() (provider, name string) { return "anthropic", m.opts.Model }
+func (m *Model) Describe() (provider, name string) { return "anthropic", m.name }

@@ -34,14 +34,14 @@ func TestSeed003ApproveAndReject(t *testing.T) {
 			})
 			var mu sync.Mutex
 			var deleted []string
-			tool := cairn.NewTool("delete_file", "Delete a file.", func(ctx context.Context, a deleteArgs) (string, error) {
+			tool := cairn.NewTool(&cairn.Tool{Name: "delete_file", Description: "Delete a file.", Approval: cairn.Always(), Confirmation: "Delete file '{{.filename}}'? This cannot be undone."}, func(ctx context.Context, a deleteArgs) (string, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				deleted = append(deleted, a.Filename)
 				return "Deleted " + a.Filename, nil
-			}, cairn.RequireApproval(), cairn.WithConfirmation("Delete file '{{.filename}}'? This cannot be undone."))
-			m := anthropic.New(anthropic.Options{Model: "claude-test", BaseURL: fake.URL, APIKey: "sk-ant-test", Stream: stream})
-			r, err := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "files", Instructions: "Help manage files.", Model: m, Tools: []*cairn.Tool{tool}}}})
+			})
+			m := anthropic.New("claude-test", &anthropic.Options{BaseURL: fake.URL, APIKey: "sk-ant-test", Stream: stream})
+			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "files", Instructions: "Help manage files.", Model: m, Tools: []*cairn.Tool{tool}}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,13 +55,13 @@ func TestSeed003ApproveAndReject(t *testing.T) {
 			if s.Status != "paused" || s.Interrupts[0].Message != "Delete file 'test.txt'? This cannot be undone." || s.Interrupts[0].Path[0].CallID != "toolu_01" {
 				t.Fatalf("%s %+v", s.Status, s.Interrupts)
 			}
-			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}})
+			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)
 			if err != nil || s.Output != "Done: Deleted test.txt" || len(deleted) != 1 {
 				t.Fatalf("approve: %v %q %v", err, s.Output, deleted)
 			}
 
 			s, _ = r.Start(ctx, "files", "Delete the file named 'test.txt'", nil)
-			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "reject", Reason: "keep it"}})
+			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "reject", Reason: "keep it"}}, nil)
 			if err != nil || !strings.Contains(s.Output, "I did not delete it: The user rejected this tool call: keep it") || len(deleted) != 1 {
 				t.Fatalf("reject: %v %q %v", err, s.Output, deleted)
 			}
@@ -93,11 +93,13 @@ func TestSeed003ApproveAndReject(t *testing.T) {
 
 func TestStreamingDeltasAndErrors(t *testing.T) {
 	fake := fakeanthropic.Start(t, func(fakeanthropic.Request) fakeanthropic.Reply { return fakeanthropic.Reply{Text: "one two three"} })
-	m := anthropic.New(anthropic.Options{Model: "claude-test", BaseURL: fake.URL, APIKey: "k", Stream: true})
-	r, _ := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "a", Model: m}}})
+	m := anthropic.New("claude-test", &anthropic.Options{BaseURL: fake.URL, APIKey: "k", Stream: true})
+	r, _ := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
 	defer r.Close()
 	var deltas []string
-	for ev, err := range r.Stream(context.Background(), func(ctx context.Context) (*cairn.Session, error) { return r.Start(ctx, "a", "hi", nil) }) {
+	for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
+		return r.Start(context.Background(), "a", "hi", &cairn.StartOptions{Observe: observe})
+	}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +111,8 @@ func TestStreamingDeltasAndErrors(t *testing.T) {
 		t.Fatalf("deltas = %v", deltas)
 	}
 	zero := 0
-	bad := anthropic.New(anthropic.Options{Model: "claude-test", BaseURL: "http://127.0.0.1:1", APIKey: "k", MaxRetries: &zero})
-	r2, _ := cairn.NewRunner(cairn.RunnerOptions{Agents: []*cairn.Agent{{Name: "a", Model: bad}}})
+	bad := anthropic.New("claude-test", &anthropic.Options{BaseURL: "http://127.0.0.1:1", APIKey: "k", MaxRetries: &zero})
+	r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: bad}}, nil)
 	defer r2.Close()
 	s, err := r2.Start(context.Background(), "a", "hi", nil)
 	if err != nil || s.Status != "failed" || !strings.Contains(s.Error.Message, "anthropic claude-test") {

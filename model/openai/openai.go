@@ -17,10 +17,8 @@ import (
 	"github.com/cairnhq/cairn/model"
 )
 
-// Options configures a Model.
+// Options are the optional settings of a Model; nil means the defaults.
 type Options struct {
-	// Model is the model name, e.g. "gpt-4o-mini" or "llama3.1".
-	Model string
 	// BaseURL is the API's base URL; empty means OpenAI's.
 	BaseURL string
 	// APIKey is sent as a bearer token; local servers usually need none.
@@ -42,15 +40,20 @@ const DefaultMaxRetries = 3
 // Model is a model.Model backed by Chat Completions.
 type Model struct {
 	client  sdk.Client
+	name    string
 	opts    Options
 	retries int
 }
 
 var _ model.Model = (*Model)(nil)
 
-// New returns a Model. Like the SDK, it falls back to the OPENAI_API_KEY
+// New returns a Model calling the model named name, e.g. "gpt-4o-mini" or "llama3.1". opts may
+// be nil. Like the SDK, it falls back to the OPENAI_API_KEY
 // and OPENAI_BASE_URL environment variables for an empty APIKey or BaseURL.
-func New(opts Options) *Model {
+func New(name string, opts *Options) *Model {
+	if opts == nil {
+		opts = &Options{}
+	}
 	var ro []option.RequestOption
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
@@ -66,7 +69,7 @@ func New(opts Options) *Model {
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(ro...), opts: opts, retries: retries}
+	return &Model{client: sdk.NewClient(ro...), name: name, opts: *opts, retries: retries}
 }
 
 // providerError describes a failed call: provider, model, status, request id.
@@ -80,7 +83,7 @@ func (m *Model) providerError(err error) error {
 			requestID = apiErr.Response.Header.Get("x-request-id")
 		}
 	}
-	return model.NewProviderError("openai", m.opts.Model, err, status, requestID, message, m.retries)
+	return model.NewProviderError("openai", m.name, err, status, requestID, message, m.retries)
 }
 
 // Generate implements model.Model.
@@ -97,7 +100,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, m.providerError(err)
 	}
 	if len(cc.Choices) == 0 {
-		return nil, fmt.Errorf("openai %s: response %s has no choices", m.opts.Model, cc.ID)
+		return nil, fmt.Errorf("openai %s: response %s has no choices", m.name, cc.ID)
 	}
 	return response(cc.Choices[0].Message, cc.Usage), nil
 }
@@ -118,7 +121,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, params sdk.ChatC
 		return nil, m.providerError(err)
 	}
 	if len(acc.Choices) == 0 {
-		return nil, fmt.Errorf("openai %s (streaming): the stream ended without a choice", m.opts.Model)
+		return nil, fmt.Errorf("openai %s (streaming): the stream ended without a choice", m.name)
 	}
 	return response(acc.Choices[0].Message, acc.Usage), nil
 }
@@ -135,7 +138,7 @@ func response(msg sdk.ChatCompletionMessage, usage sdk.CompletionUsage) *model.R
 }
 
 func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.opts.Model)}
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.name)}
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}
@@ -180,4 +183,4 @@ func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) 
 }
 
 // Describe names the provider and model, for telemetry.
-func (m *Model) Describe() (provider, name string) { return "openai", m.opts.Model }
+func (m *Model) Describe() (provider, name string) { return "openai", m.name }

@@ -26,7 +26,7 @@ func TestRoundTripBothModes(t *testing.T) {
 				}
 				return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_abc", Name: "deploy_code", Arguments: `{"environment":"production"}`}}}
 			})
-			m := openai.New(openai.Options{Model: "gpt-4o-mini", BaseURL: srv.BaseURL(), APIKey: "sk-test", Stream: stream})
+			m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: srv.BaseURL(), APIKey: "sk-test", Stream: stream})
 			tools := []model.ToolDefinition{{Name: "deploy_code", Description: "Deploy.", Parameters: json.RawMessage(`{"type":"object","properties":{"environment":{"type":"string"}}}`)}}
 			ctx := context.Background()
 			resp, err := m.Generate(ctx, &model.Request{System: "You deploy.", Messages: []model.Message{{Role: model.RoleUser, Content: "Deploy to production."}}, Tools: tools})
@@ -73,7 +73,7 @@ func TestRoundTripBothModes(t *testing.T) {
 
 func TestServerErrorIsReported(t *testing.T) {
 	zero := 0
-	m := openai.New(openai.Options{Model: "x", BaseURL: "http://127.0.0.1:1/v1", MaxRetries: &zero})
+	m := openai.New("x", &openai.Options{BaseURL: "http://127.0.0.1:1/v1", MaxRetries: &zero})
 	_, err := m.Generate(context.Background(), &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
 	if err == nil || !strings.Contains(err.Error(), "openai x") {
 		t.Fatalf("err = %v", err)
@@ -106,7 +106,7 @@ var hi = &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
 	srv, n := flaky(t, 1, 429, "1")
-	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	m := openai.New("m", &openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k"})
 	start := time.Now()
 	resp, err := m.Generate(context.Background(), hi)
 	if err != nil || resp.Message.Content != "ok" || n.Load() != 2 {
@@ -121,7 +121,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 func TestRetriesAreBounded(t *testing.T) {
 	srv, n := flaky(t, 100, 500, "0")
 	four := 4
-	m := openai.New(openai.Options{Model: "gpt-x", BaseURL: srv.URL + "/v1", APIKey: "k", MaxRetries: &four})
+	m := openai.New("gpt-x", &openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k", MaxRetries: &four})
 	_, err := m.Generate(context.Background(), hi)
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || n.Load() != 5 {
@@ -137,7 +137,7 @@ func TestRetriesAreBounded(t *testing.T) {
 
 func TestNoRetryOnClientErrors(t *testing.T) {
 	srv, n := flaky(t, 100, 400, "")
-	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	m := openai.New("m", &openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k"})
 	_, err := m.Generate(context.Background(), hi)
 	if err == nil || n.Load() != 1 || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Fatalf("err %v after %d requests", err, n.Load())
@@ -146,7 +146,7 @@ func TestNoRetryOnClientErrors(t *testing.T) {
 
 func TestCancelStopsRetrying(t *testing.T) {
 	srv, n := flaky(t, 100, 429, "30")
-	m := openai.New(openai.Options{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	m := openai.New("m", &openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := m.Generate(ctx, hi); done <- err }()
