@@ -95,8 +95,11 @@ func mac(key []byte, s string) []byte {
 	return m.Sum(nil)
 }
 
+// invalid is an ErrInvalidContinuation; a %w in format makes that error
+// its cause, reachable with errors.Is and errors.As.
 func invalid(format string, args ...any) error {
-	return &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation: " + fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation: " + err.Error(), Err: errors.Unwrap(err)}
 }
 
 // Decode verifies a token and returns its content. Any defect gives an
@@ -139,13 +142,13 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 	}
 	payload, err := base64.RawURLEncoding.Strict().DecodeString(signed[len(tokenPrefix):])
 	if err != nil {
-		return nil, invalid("the payload is not base64url: %v", err)
+		return nil, invalid("the payload is not base64url: %w", err)
 	}
 	var cont Continuation
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cont); err != nil {
-		return nil, invalid("the payload is not a continuation: %v", err)
+		return nil, invalid("the payload is not a continuation: %w", err)
 	}
 	if cont.KeyID != keyID(key) || cont.ID == "" || cont.Agent == "" || len(cont.Events) == 0 {
 		return nil, invalid("the payload is incomplete")
@@ -251,7 +254,7 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	}
 	st, err := engine.Replay(cont.Events)
 	if err != nil {
-		return nil, invalid("%v", err)
+		return nil, invalid("its events do not replay: %w", err)
 	}
 	in := engine.Decide{Seq: st.Seq, Actor: actor, Decisions: decisions}
 	step, err := r.machine.Step(st, in, r.now())

@@ -2,7 +2,10 @@ package cairn_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -289,5 +292,22 @@ func TestStoreCapabilitiesAreOptional(t *testing.T) {
 	_, err = r2.Continue(ctx, "main", res.Continuation, []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "RunnerOptions.Ledger") || len(rec2.runs()) != 0 {
 		t.Fatalf("continue without a ledger: %v (tool runs %d)", err, len(rec2.runs()))
+	}
+}
+
+// A refused token keeps its cause: a correctly signed payload that is not
+// JSON gives ErrInvalidContinuation wrapping the JSON decoder's error.
+func TestInvalidContinuationKeepsItsCause(t *testing.T) {
+	c, err := cairn.NewCodec(key('a'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := "cairn.v1." + base64.RawURLEncoding.EncodeToString([]byte("not json"))
+	m := hmac.New(sha256.New, key('a'))
+	m.Write([]byte(signed))
+	_, err = c.Decode(signed + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
+	var syntax *json.SyntaxError
+	if !errors.Is(err, cairn.ErrInvalidContinuation) || !errors.As(err, &syntax) {
+		t.Fatalf("err = %v (%T)", err, errors.Unwrap(err))
 	}
 }

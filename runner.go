@@ -449,7 +449,12 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 	if st := r.cache.take(id); st != nil && st.Seq == h.Seq {
 		return st, nil
 	}
-	if seq, snap, err := r.store.LatestSnapshot(ctx, id); err == nil {
+	seq, snap, err := r.store.LatestSnapshot(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound): // no snapshot yet: replay the log
+	case err != nil:
+		return nil, fmt.Errorf("session %s: read snapshot: %w", id, storeError(err, id))
+	default:
 		tail, err := r.store.Events(ctx, id, seq)
 		if err != nil {
 			return nil, storeError(err, id)

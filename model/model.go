@@ -92,14 +92,17 @@ func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) { r
 
 // ProviderError is a model call the provider refused or failed, after any
 // retries: it names the provider, the HTTP status and the request id.
+//
+// It is recorded with a failed turn (session.Failure.Provider), so its JSON
+// form is part of the HTTP API; Err, the underlying error, is not recorded.
 type ProviderError struct {
-	Provider  string // "openai", "anthropic"
-	Model     string
-	Status    int    // HTTP status, 0 for a transport error
-	RequestID string // the provider's request id, when it sent one
-	Attempts  int    // requests made, retries included
-	Message   string // the provider's message
-	Err       error  // the underlying error
+	Provider  string `json:"provider"`             // "openai", "anthropic"
+	Model     string `json:"model"`                //
+	Status    int    `json:"status"`               // HTTP status, 0 for a transport error
+	RequestID string `json:"request_id,omitempty"` // the provider's request id, when it sent one
+	Attempts  int    `json:"attempts"`             // requests made, retries included
+	Message   string `json:"message,omitempty"`    // the provider's message
+	Err       error  `json:"-"`                    // the underlying error
 }
 
 // Error describes the failure in one line.

@@ -559,8 +559,17 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	extendWrite(w)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		// A value the server built cannot be encoded: a bug, reported as
+		// one rather than as a truncated 200.
+		w.WriteHeader(http.StatusInternalServerError)
+		msg, _ := json.Marshal("encode response: " + err.Error())
+		fmt.Fprintf(w, `{"error":{"code":"internal","message":%s}}`+"\n", msg)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(body.Bytes()) // a client that hung up is not an error of ours
 }

@@ -450,7 +450,9 @@ func (s *stepper) modelDone(in ModelDone) error {
 		in.Err = errors.New("the model returned no response")
 	}
 	if in.Err != nil {
-		s.failFrame(f, session.Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)})
+		why := session.Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)}
+		errors.As(in.Err, &why.Provider) // the status and request id survive the log
+		s.failFrame(f, why)
 		s.advance()
 		return nil
 	}
