@@ -75,8 +75,12 @@ type ModelConfig struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// MaxTokens bounds each response (anthropic; default 4096).
 	MaxTokens int64 `yaml:"max_tokens"`
-	// Script is the scripted provider's replies.
+	// Script is the scripted provider's replies, played again at every
+	// user message.
 	Script []ScriptReply `yaml:"script"`
+	// Scripts are the scripted provider's per-agent scripts, which go on
+	// across the user's messages (a text reply ends a turn).
+	Scripts map[string][]ScriptReply `yaml:"scripts"`
 }
 
 // ScriptReply is one reply of a scripted model.
@@ -217,6 +221,8 @@ type loader struct {
 	dir  string
 	root *yaml.Node
 	env  Env
+	// agents are the file's agents, for checking references to them.
+	agents map[string]AgentConfig
 }
 
 func (l *loader) errf(keyPath, format string, args ...any) error {
@@ -292,6 +298,7 @@ func (l *loader) load(f *File) (*Config, error) {
 	if len(f.Agents) == 0 {
 		return nil, l.errf("agents", "no agents are defined; add at least one under agents:")
 	}
+	l.agents = f.Agents
 	models := map[string]model.Model{}
 	for _, name := range sortedKeys(f.Models) {
 		m, err := l.model("models."+name, f.Models[name])
@@ -469,38 +476,68 @@ func (l *loader) tokenLedger(f *File, cfg *Config) (string, error) {
 	return p, nil
 }
 
+// scripted builds a scripted model from script (every turn) and scripts
+// (per agent, across turns); the agents named must exist.
+func (l *loader) scripted(p string, mc ModelConfig) (model.Model, error) {
+	replies, err := l.scriptReplies(p+".script", mc.Script)
+	if err != nil {
+		return nil, err
+	}
+	m := scripted.New(replies...)
+	m.Stream = mc.Stream
+	for _, agent := range sortedKeys(mc.Scripts) {
+		if _, ok := l.agents[agent]; !ok {
+			return nil, l.errf(p+".scripts."+agent, "unknown agent %q; defined agents: %s%s", agent, strings.Join(sortedKeys(l.agents), ", "), didYouMean(agent, sortedKeys(l.agents)))
+		}
+		rs, err := l.scriptReplies(p+".scripts."+agent, mc.Scripts[agent])
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == 0 {
+			return nil, l.errf(p+".scripts."+agent, "the script is empty: list the agent's replies ({text: …} or {tool_calls: […]})")
+		}
+		if m.Scripts == nil {
+			m.Scripts = map[string][]scripted.Reply{}
+		}
+		m.Scripts[agent] = rs
+	}
+	if len(replies) == 0 && len(m.Scripts) == 0 {
+		return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]}), or scripts: per agent")
+	}
+	return m, nil
+}
+
+func (l *loader) scriptReplies(key string, script []ScriptReply) ([]scripted.Reply, error) {
+	var replies []scripted.Reply
+	for i, r := range script {
+		rep := scripted.Reply{Text: r.Text}
+		for j, c := range r.ToolCalls {
+			args := "{}"
+			switch a := c.Arguments.(type) {
+			case nil:
+			case string:
+				args = a
+			default:
+				b, err := json.Marshal(a)
+				if err != nil {
+					return nil, l.errf(key, "[%d].tool_calls[%d].arguments: %v", i, j, err)
+				}
+				args = string(b)
+			}
+			if c.Name == "" {
+				return nil, l.errf(key, "[%d].tool_calls[%d]: name is missing", i, j)
+			}
+			rep.ToolCalls = append(rep.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+		}
+		replies = append(replies, rep)
+	}
+	return replies, nil
+}
+
 func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 	switch mc.Provider {
 	case "scripted":
-		var replies []scripted.Reply
-		for i, r := range mc.Script {
-			rep := scripted.Reply{Text: r.Text}
-			for j, c := range r.ToolCalls {
-				args := "{}"
-				switch a := c.Arguments.(type) {
-				case nil:
-				case string:
-					args = a
-				default:
-					b, err := json.Marshal(a)
-					if err != nil {
-						return nil, l.errf(p+".script", "script[%d].tool_calls[%d].arguments: %v", i, j, err)
-					}
-					args = string(b)
-				}
-				if c.Name == "" {
-					return nil, l.errf(p+".script", "script[%d].tool_calls[%d]: name is missing", i, j)
-				}
-				rep.ToolCalls = append(rep.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
-			}
-			replies = append(replies, rep)
-		}
-		if len(replies) == 0 {
-			return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]})")
-		}
-		m := scripted.New(replies...)
-		m.Stream = mc.Stream
-		return m, nil
+		return l.scripted(p, mc)
 	case "openai", "anthropic":
 		if mc.Model == "" {
 			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")

@@ -321,6 +321,7 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"scalar for a mapping", strings.Replace(valid, "  broken:\n    command:", "  broken: yes\n  other:\n    command:", 1), `tools.broken: expected a mapping (key: value lines), got "yes"`},
 		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, anthropic, scripted; did you mean "openai"?`},
 		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
+		{"per-agent script for an unknown agent", strings.Replace(valid, "script: [{text: hi}]", "scripts: {mian: [{text: hi}]}", 1), `models.default.scripts.mian: unknown agent "mian"; defined agents: main; did you mean "main"?`},
 		{"script reply typo", strings.Replace(valid, "script: [{text: hi}]", "script: [{txt: hi}]", 1), `models.default.script[0].txt: unknown key "txt" (known here: text, tool_calls); did you mean "text"?`},
 	}
 	for _, c := range cases {

@@ -38,6 +38,11 @@ type Message struct {
 	// arguments, rejection, a tool error). Providers that have no such flag
 	// send the content as is.
 	IsError bool `json:"is_error,omitempty"`
+	// Agent names the agent that wrote an assistant message (set by Cairn
+	// when it records one). A conversation handed off to another agent
+	// keeps it, so a model can tell its own messages from the previous
+	// agent's. Providers do not send it.
+	Agent string `json:"agent,omitempty"`
 }
 
 // ToolCall is a model's request to run one tool.
@@ -58,6 +63,8 @@ type ToolDefinition struct {
 
 // Request is one call to a model.
 type Request struct {
+	// Agent names the agent the call is for.
+	Agent string
 	// System is the system prompt (the agent's instructions).
 	System   string
 	Messages []Message

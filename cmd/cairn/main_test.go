@@ -446,3 +446,38 @@ func TestChat(t *testing.T) {
 		t.Fatalf("--yes:\n%s", out)
 	}
 }
+
+// The demo config shows an interactive sub-agent and a handoff with the
+// scripted model alone: the concierge hands the user to the writer, which
+// asks a question and reports back; the next message is handed off to
+// billing, whose refund waits for approval.
+func TestDemoNestingAndHandoff(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	cmd := exec.Command(binary, "chat", "--config", filepath.Join(dir, "cairn.yaml"), "--agent", "concierge")
+	cmd.Stdin = strings.NewReader("Please write the release notes.\nFor customers.\nAlso, I was charged twice.\nYes please.\ny\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	want := []string{
+		"you → concierge> ",
+		"writer> Writer here. Who are the release notes for: customers or engineers?",
+		"you → writer> ",
+		"concierge> Here are your release notes: Build 1042: faster deploys and an approval inbox. Anything else?",
+		"billing> Billing here. I see invoice INV-7 was charged twice. Shall I refund it?",
+		"you → billing> ",
+		"Refund invoice INV-7?",
+		"billing> Refunded invoice INV-7. (Demo: no money moved.)",
+	}
+	rest := string(out)
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("the conversation lacks %q (in order):\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+}

@@ -457,6 +457,7 @@ func (s *stepper) modelDone(in ModelDone) error {
 		return nil
 	}
 	msg := normalizeReply(in.Response.Message)
+	msg.Agent = f.Agent
 	s.emit(session.EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
 	if len(msg.ToolCalls) == 0 {
 		s.finishFrame(f, msg.Content)
@@ -640,7 +641,7 @@ func (s *stepper) pass() (Effect, bool) {
 				tools = append(tools[:len(tools):len(tools)], completeDefinition)
 			}
 			return CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
-				System: agent.Instructions, Messages: f.Messages, Tools: tools,
+				Agent: f.Agent, System: agent.Instructions, Messages: f.Messages, Tools: tools,
 			}}, false
 		}
 		if eff, changed := s.advanceCalls(agent, f); eff != nil || changed {

@@ -85,6 +85,13 @@ type Server struct {
 
 // Start starts a fake answering from reply; it stops when the test ends.
 func Start(t testing.TB, reply func(Request) Reply) *Server {
+	s := New(reply)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a fake answering from reply; Close stops it.
+func New(reply func(Request) Reply) *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +126,6 @@ func Start(t testing.TB, reply func(Request) Reply) *Server {
 		})
 	})
 	s.Server = httptest.NewServer(mux)
-	t.Cleanup(s.Close)
 	return s
 }
 

@@ -72,6 +72,13 @@ type Server struct {
 
 // Start starts a fake whose answers come from reply, and stops it when the test ends.
 func Start(t testing.TB, reply func(Request) Reply) *Server {
+	s := New(reply)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a fake whose answers come from reply; Close stops it.
+func New(reply func(Request) Reply) *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +101,6 @@ func Start(t testing.TB, reply func(Request) Reply) *Server {
 		writeJSON(w, id, req.Model, rep)
 	})
 	s.Server = httptest.NewServer(mux) // binds 127.0.0.1
-	t.Cleanup(s.Close)
 	return s
 }
 

@@ -37,13 +37,22 @@ type Vars struct {
 	LastResultIsError bool
 }
 
-// Model replies with Replies[i], where i is the number of assistant messages
-// since the last user message. The reply therefore depends only on the
-// conversation, so one Model serves many sessions and a session resumed in
-// another process continues the script where it paused. Past the end of the
-// script it says so.
+// Model plays a script. The reply depends only on the conversation, so one
+// Model serves many sessions, and a session resumed in another process
+// continues the script where it paused. Past the end of a script it says so.
+//
+// An agent with a script in Scripts plays it through the whole
+// conversation: its i-th reply is Scripts[agent][i], counting the assistant
+// messages that agent wrote (not those of an agent that handed the
+// conversation over). A reply with text and no tool calls ends the turn, so
+// the next reply answers the user's next message: that is how an
+// interactive sub-agent or a handoff target holds a conversation. Any other
+// agent replies with Replies[i], where i counts the assistant messages
+// since the last user message: the same replies every turn.
 type Model struct {
 	Replies []Reply
+	// Scripts are per-agent scripts that continue across the user's messages.
+	Scripts map[string][]Reply
 	// Stream sends each reply's text to Request.OnTextDelta word by word,
 	// as a streaming provider would; without it, like a non-streaming
 	// provider, no deltas are sent.
@@ -59,7 +68,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, err
 	}
 	var vars Vars
-	step, assistants := 0, 0
+	step, own, assistants := 0, 0, 0
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case model.RoleUser:
@@ -67,15 +76,28 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		case model.RoleAssistant:
 			step++
 			assistants++
+			if msg.Agent == req.Agent {
+				own++
+			}
 		case model.RoleTool:
 			vars.LastResult, vars.LastResultIsError = msg.Content, msg.IsError
 		}
 	}
-	if step >= len(m.Replies) {
-		return &model.Response{Message: model.Message{Role: model.RoleAssistant,
-			Content: fmt.Sprintf("(scripted model: the script has %d replies and this turn is past them)", len(m.Replies))}}, nil
+	replies, ok := m.Scripts[req.Agent]
+	if ok {
+		step = own
+	} else {
+		replies = m.Replies
 	}
-	r := m.Replies[step]
+	if step >= len(replies) {
+		where := "this turn is past them"
+		if ok {
+			where = fmt.Sprintf("agent %s has used them all", req.Agent)
+		}
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant,
+			Content: fmt.Sprintf("(scripted model: the script has %d replies and %s)", len(replies), where)}}, nil
+	}
+	r := replies[step]
 	text := r.Text
 	if strings.Contains(text, "{{") {
 		t, err := template.New("reply").Parse(text)

@@ -1,0 +1,107 @@
+package cairn_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
+)
+
+// OpenAI's Chat Completions through the official SDK. The key comes from
+// OPENAI_API_KEY when Options.APIKey is empty. (Not run: it needs a key.)
+func Example_openAI() {
+	m := openai.New("gpt-4o-mini", &openai.Options{Stream: true})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Instructions: "Be brief.", Model: m}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer runner.Close()
+	s, err := runner.Start(context.Background(), "main", "Hello!", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Output)
+}
+
+// Any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio): set
+// BaseURL; local servers need no key. Here a fake server on 127.0.0.1,
+// speaking the Chat Completions wire format, plays Ollama's part.
+func Example_openAICompatible() {
+	local := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Reply{Content: "Hello from " + r.Model + "."}
+	})
+	defer local.Close()
+
+	m := openai.New("llama3.1", &openai.Options{BaseURL: local.URL + "/v1"}) // Ollama: http://localhost:11434/v1
+	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
+	defer runner.Close()
+	s, err := runner.Start(context.Background(), "main", "Hello!", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Output)
+	// Output:
+	// Hello from llama3.1.
+}
+
+// Anthropic's Messages API through the official SDK (ANTHROPIC_API_KEY when
+// APIKey is empty). Here a fake server on 127.0.0.1 speaks its wire format,
+// asks for a tool, then answers with the result.
+func Example_anthropic() {
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Reply {
+		if last := r.LastBlock(); last.Type == "tool_result" {
+			return fakeanthropic.Reply{Text: "The time is " + last.ContentText() + "."}
+		}
+		return fakeanthropic.Reply{ToolCalls: []fakeanthropic.Call{{ID: "toolu_1", Name: "clock", Input: `{}`}}}
+	})
+	defer api.Close()
+
+	clock := cairn.NewTool(&cairn.Tool{Name: "clock", Description: "Tell the time."},
+		func(ctx context.Context, a struct{}) (string, error) { return "noon", nil })
+	m := anthropic.New("claude-sonnet-4-5", &anthropic.Options{BaseURL: api.URL, APIKey: "sk-ant-example"})
+	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
+	defer runner.Close()
+	s, err := runner.Start(context.Background(), "main", "What time is it?", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Output)
+	// Output:
+	// The time is noon.
+}
+
+// A scripted model replies from a script: for tests and demos. Replies are
+// played again at every user message; Scripts, per agent, go on across them.
+// model.Func turns any function into a model.
+func Example_scripted() {
+	echo := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		return &model.Response{Message: model.Message{Content: "you said: " + last.Content}}, nil
+	})
+	greeter := &scripted.Model{Scripts: map[string][]scripted.Reply{
+		"greeter": {{Text: "Hi! What is your name?"}, {Text: "Nice to meet you, {{.Input}}."}},
+	}}
+	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "greeter", Model: greeter}, {Name: "echo", Model: echo}}, nil)
+	defer runner.Close()
+	ctx := context.Background()
+	s, _ := runner.Start(ctx, "greeter", "hello", nil)
+	fmt.Println(s.Output)
+	s, _ = runner.Send(ctx, s.ID, "Ana", s.Seq, nil)
+	fmt.Println(s.Output)
+	e, _ := runner.Start(ctx, "echo", "ping", nil)
+	fmt.Println(e.Output)
+	// Output:
+	// Hi! What is your name?
+	// Nice to meet you, Ana.
+	// you said: ping
+}
