@@ -24,7 +24,7 @@ func (f *Failure) Error() string { return f.Message }
 
 // Unwrap returns the provider error, if any.
 func (f *Failure) Unwrap() error {
-	if f.Provider == nil {
+	if f == nil || f.Provider == nil {
 		return nil
 	}
 	return f.Provider
