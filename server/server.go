@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -34,6 +35,10 @@ type Server struct {
 	streams    streams
 	// readTimeout and writeTimeout are HTTPServer's (tests shorten them).
 	readTimeout, writeTimeout time.Duration
+	// openapi is the OpenAPI document, built on first request.
+	openapiOnce sync.Once
+	openapi     []byte
+	openapiErr  error
 }
 
 // Options configures a Server.
@@ -82,6 +87,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
+	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

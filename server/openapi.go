@@ -1,0 +1,254 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/cairnhq/cairn"
+)
+
+// The OpenAPI document of the HTTP API is built from the operations below
+// and served at GET /v1/openapi.json. Its schemas are generated from the Go
+// types the handlers decode and encode, so they cannot drift from the wire;
+// TestOpenAPIMatchesTheServer checks that every route the server registers
+// is documented, and that every documented status code occurs.
+
+// operation documents one route.
+type operation struct {
+	method, path string
+	id, summary  string
+	query        []param
+	request      any // a value of the body's type; nil: no body
+	responses    map[int]reply
+	sse          bool // also answers text/event-stream
+}
+
+type param struct{ name, description, typ string }
+
+// reply documents one status of an operation; body nil means the error body.
+type reply struct {
+	description string
+	body        any
+}
+
+// Response bodies the handlers build as maps, given types for the document.
+type (
+	errorBody struct {
+		Error struct {
+			Code    string `json:"code" jsonschema:"machine-readable: conflict, not_found, invalid_request, …"`
+			Message string `json:"message" jsonschema:"what went wrong, where, and how to fix it"`
+		} `json:"error"`
+	}
+	spentBody struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Result *cairn.Result `json:"result,omitempty" jsonschema:"the answer of the resume that spent the token, once it has answered"`
+	}
+	sessionsPage struct {
+		Sessions   []*cairn.Session `json:"sessions"`
+		NextCursor *string          `json:"next_cursor" jsonschema:"pass as cursor for the next page; null after the last"`
+	}
+	interruptsPage struct {
+		Interrupts []cairn.PendingInterrupt `json:"interrupts"`
+		NextCursor *string                  `json:"next_cursor" jsonschema:"pass as cursor for the next page; null after the last"`
+	}
+	eventsBody struct {
+		Events []cairn.Event `json:"events"`
+	}
+	healthBody struct {
+		Status string `json:"status"`
+	}
+)
+
+// Replies most operations share.
+var (
+	badRequest   = reply{description: "the request is malformed; error.message names the field and the fix"}
+	unauthorized = reply{description: "no bearer token, or not a valid one (only when auth is configured)"}
+	forbidden    = reply{description: "the token's role may not do this, or the session belongs to another user"}
+	notFound     = reply{description: "no such session"}
+	tooLarge     = reply{description: "the body is larger than the server accepts"}
+	conflict     = reply{description: "the session is not in a state that accepts this, or seq is stale (another request won); nothing changed"}
+)
+
+var pageQuery = []param{
+	{"limit", "items per page (default 100, at most 1000)", "integer"},
+	{"cursor", "next_cursor of the previous page", "string"},
+}
+
+func operations() []operation {
+	return []operation{
+		{method: "POST", path: "/v1/sessions", id: "createSession",
+			summary: "Start a session with the user's first message; answers after the first turn ends or pauses (or at once with wait: false).",
+			request: createRequest{}, responses: map[int]reply{
+				201: {"the session", &cairn.Session{}}, 400: {description: "the request is malformed, or names no configured agent"},
+				401: unauthorized, 413: tooLarge}},
+		{method: "GET", path: "/v1/sessions", id: "listSessions", summary: "List sessions, most recently updated first, a page at a time.",
+			query:     append([]param{{"status", "running, paused, completed, failed or cancelled", "string"}}, pageQuery...),
+			responses: map[int]reply{200: {"a page of sessions", sessionsPage{}}, 400: badRequest, 401: unauthorized}},
+		{method: "GET", path: "/v1/sessions/{id}", id: "getSession", summary: "Read a session as last recorded.",
+			responses: map[int]reply{200: {"the session", &cairn.Session{}}, 401: unauthorized, 403: forbidden, 404: notFound}},
+		{method: "POST", path: "/v1/sessions/{id}/messages", id: "postMessage",
+			summary: "Send the user's next message to the top of the stack and run the turn.",
+			request: messageRequest{}, responses: map[int]reply{
+				200: {"the session after the turn", &cairn.Session{}}, 400: badRequest, 401: unauthorized, 403: forbidden,
+				404: notFound, 409: conflict, 413: tooLarge}},
+		{method: "POST", path: "/v1/sessions/{id}/decisions", id: "postDecisions",
+			summary: "Answer the interrupts of a paused session and run the resumed turn.",
+			request: decisionsRequest{}, responses: map[int]reply{
+				200: {"the session after the resumed turn", &cairn.Session{}}, 400: badRequest, 401: unauthorized,
+				403: forbidden, 404: notFound, 409: conflict, 413: tooLarge,
+				410: {description: "an approval expired before the decision; it counts as rejected"}}},
+		{method: "POST", path: "/v1/sessions/{id}/cancel", id: "postCancel",
+			summary: "Cancel the top interactive agent (top) or the whole turn (all).",
+			request: cancelRequest{}, responses: map[int]reply{
+				200: {"the session", &cairn.Session{}}, 400: badRequest, 401: unauthorized, 403: forbidden,
+				404: notFound, 409: {description: "nothing to cancel"}}},
+		{method: "GET", path: "/v1/sessions/{id}/events", id: "getEvents",
+			summary: "Read the session's events after a seq; with Accept: text/event-stream, follow them live.",
+			query:   []param{{"after", "return the events with a greater seq (default 0)", "integer"}}, sse: true,
+			responses: map[int]reply{200: {"the events (or a Server-Sent Events stream)", eventsBody{}}, 400: badRequest,
+				401: unauthorized, 403: forbidden, 404: notFound,
+				429: {description: "too many event streams are open (on this session or on the server)"}}},
+		{method: "GET", path: "/v1/interrupts", id: "listInterrupts",
+			summary: "The approval inbox: pending interrupts across sessions, most recently paused first.",
+			query:   append([]param{{"status", "pending (the only value)", "string"}}, pageQuery...),
+			responses: map[int]reply{200: {"a page of pending interrupts", interruptsPage{}}, 400: badRequest,
+				401: unauthorized, 403: forbidden}},
+		{method: "POST", path: "/v1/agents/{agent}/invoke", id: "invoke",
+			summary: "Run an agent statelessly, or resume a continuation token with decisions; nothing is kept on the server.",
+			request: invokeRequest{}, responses: map[int]reply{
+				200: {"the result; continuation is present while paused", &cairn.Result{}},
+				400: {description: "the request is malformed, names no configured agent, or the token is not valid (invalid_continuation)"},
+				401: unauthorized, 403: {description: "resuming with decisions needs the approver role"},
+				409: {"the token was already spent; result carries the answer of the resume that spent it", spentBody{}},
+				413: tooLarge}},
+		{method: "GET", path: "/v1/openapi.json", id: "openapi", summary: "This document.",
+			responses: map[int]reply{200: {"the OpenAPI 3.1 document", map[string]any{}}}},
+		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
+			responses: map[int]reply{200: {"the server is up", healthBody{}}}},
+	}
+}
+
+// openAPIDocument renders operations as an OpenAPI 3.1 document.
+func openAPIDocument() ([]byte, error) {
+	schemas := map[string]any{}
+	ref := func(v any) (map[string]any, error) {
+		t := reflect.TypeOf(v)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Map {
+			return map[string]any{"type": "object"}, nil
+		}
+		name := schemaName(t)
+		if _, ok := schemas[name]; !ok {
+			s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: wireSchemas()})
+			if err != nil {
+				return nil, fmt.Errorf("schema of %s: %w", t, err)
+			}
+			schemas[name] = s
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}, nil
+	}
+	paths := map[string]map[string]any{}
+	for _, op := range operations() {
+		o := map[string]any{"operationId": op.id, "summary": op.summary}
+		var params []any
+		for _, name := range pathParams(op.path) {
+			params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range op.query {
+			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.description, "schema": map[string]any{"type": q.typ}})
+		}
+		if params != nil {
+			o["parameters"] = params
+		}
+		if op.request != nil {
+			s, err := ref(op.request)
+			if err != nil {
+				return nil, err
+			}
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": s}}}
+		}
+		responses := map[string]any{}
+		for status, rp := range op.responses {
+			body := rp.body
+			if body == nil {
+				body = errorBody{}
+			}
+			s, err := ref(body)
+			if err != nil {
+				return nil, err
+			}
+			content := map[string]any{"application/json": map[string]any{"schema": s}}
+			if op.sse && status == http.StatusOK {
+				content["text/event-stream"] = map[string]any{"schema": map[string]any{"type": "string",
+					"description": "Server-Sent Events: id is the seq, event the type, data the Event; see docs/http-api.md"}}
+			}
+			responses[fmt.Sprint(status)] = map[string]any{"description": rp.description, "content": content}
+		}
+		o["responses"] = responses
+		if paths[op.path] == nil {
+			paths[op.path] = map[string]any{}
+		}
+		paths[op.path][strings.ToLower(op.method)] = o
+	}
+	return json.MarshalIndent(map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "Cairn HTTP API", "version": "1",
+			"description": "Agents that pause anywhere and resume anywhere. See docs/http-api.md."},
+		"components": map[string]any{
+			"schemas":         schemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
+		"paths":    paths,
+	}, "", "  ")
+}
+
+// serveOpenAPI answers the document, built once.
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	s.openapiOnce.Do(func() { s.openapi, s.openapiErr = openAPIDocument() })
+	if s.openapiErr != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "build the OpenAPI document: "+s.openapiErr.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openapi)
+}
+
+// wireSchemas are the types whose JSON is not what their Go type suggests.
+func wireSchemas() map[reflect.Type]*jsonschema.Schema {
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+	}
+}
+
+// schemaName is a type's name in components.schemas: Session, Result, …
+func schemaName(t reflect.Type) string {
+	name := t.Name()
+	if name == "" {
+		return "Object"
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}
+
+// pathParams returns the {names} of a path, in order.
+func pathParams(path string) []string {
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.Trim(seg, "{}"))
+		}
+	}
+	return out
+}

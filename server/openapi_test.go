@@ -1,0 +1,375 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model/scripted"
+)
+
+// registeredRoutes reads the server's source for the patterns it registers
+// on its mux, so that a route added anywhere in the package is seen.
+func registeredRoutes(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "HandleFunc" && sel.Sel.Name != "Handle") {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok {
+				t.Errorf("%s: a route registered with a pattern that is not a literal; the OpenAPI test cannot check it", fset.Position(call.Pos()))
+				return true
+			}
+			pattern, _ := strconv.Unquote(lit.Value)
+			if pattern != "/" { // the JSON 404/405 fallback
+				routes = append(routes, pattern)
+			}
+			return true
+		})
+	}
+	sort.Strings(routes)
+	return routes
+}
+
+type openAPIDoc struct {
+	Paths map[string]map[string]struct {
+		Responses map[string]struct {
+			Content map[string]struct {
+				Schema map[string]any `json:"schema"`
+			} `json:"content"`
+		} `json:"responses"`
+	} `json:"paths"`
+}
+
+// statusRecorder notes the status a handler wrote, passing everything on.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestOpenAPIMatchesTheServer checks GET /v1/openapi.json against the
+// server: every route the server registers is documented (so adding a route
+// without documenting it fails here), every documented route exists, every
+// documented status code of every operation is produced by a request below,
+// no request produces an undocumented one, and every JSON answer matches
+// its documented schema.
+func TestOpenAPIMatchesTheServer(t *testing.T) {
+	ctx := context.Background()
+	var clockMu sync.Mutex
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: time.Hour},
+		func(ctx context.Context, a struct {
+			Env string `json:"env"`
+		}) (string, error) {
+			return "deployed to " + a.Env, nil
+		})
+	ops := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"})
+	runner, err := cairn.NewRunner([]*cairn.Agent{
+		{Name: "ops", Model: ops, Tools: []*cairn.Tool{deploy}},
+		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
+	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	srv := New(runner, &Options{MaxStreamsPerSession: 1, Tokens: []Token{
+		{Name: "root", Secret: "admin-token-0123456789", Role: RoleAdmin},
+		{Name: "ana", Secret: "approver-token-0123456789", Role: RoleApprover},
+		{Name: "uma", Secret: "user-token-uma-0123456789", Role: RoleUser},
+		{Name: "ulf", Secret: "user-token-ulf-0123456789", Role: RoleUser},
+	}})
+
+	var mu sync.Mutex
+	seen := map[string]map[int]bool{} // "METHOD /path" → statuses
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := srv.mux.Handler(r)
+		rec := &statusRecorder{ResponseWriter: w}
+		srv.ServeHTTP(rec, r)
+		mu.Lock()
+		if seen[pattern] == nil {
+			seen[pattern] = map[int]bool{}
+		}
+		seen[pattern][rec.status] = true
+		mu.Unlock()
+	}))
+	defer api.Close()
+
+	resp, err := http.Get(api.URL + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc openAPIDoc
+	if err := json.Unmarshal(raw, &doc); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/openapi.json: %d %v", resp.StatusCode, err)
+	}
+	var generic map[string]any
+	json.Unmarshal(raw, &generic)
+	if generic["openapi"] != "3.1.0" {
+		t.Fatalf("openapi = %v", generic["openapi"])
+	}
+
+	// Routes: the registered ones and the documented ones are the same.
+	var documented []string
+	for path, methods := range doc.Paths {
+		for method := range methods {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	sort.Strings(documented)
+	if got := registeredRoutes(t); fmt.Sprint(got) != fmt.Sprint(documented) {
+		t.Fatalf("routes and the OpenAPI document differ:\nregistered: %v\ndocumented: %v", got, documented)
+	}
+
+	// Schemas, to validate every JSON answer against.
+	c := validator.NewCompiler()
+	docValue, _ := validator.UnmarshalJSON(bytes.NewReader(raw))
+	if err := c.AddResource("openapi.json", docValue); err != nil {
+		t.Fatal(err)
+	}
+	schemaFor := func(route string, status int) *validator.Schema {
+		method, path, _ := strings.Cut(route, " ")
+		op, ok := doc.Paths[path][strings.ToLower(method)]
+		if !ok {
+			return nil
+		}
+		r, ok := op.Responses[strconv.Itoa(status)]
+		if !ok {
+			return nil
+		}
+		ref, _ := r.Content["application/json"].Schema["$ref"].(string)
+		if ref == "" {
+			return nil
+		}
+		s, err := c.Compile("openapi.json" + ref)
+		if err != nil {
+			t.Fatalf("compile %s: %v", ref, err)
+		}
+		return s
+	}
+
+	const (
+		admin    = "admin-token-0123456789"
+		approver = "approver-token-0123456789"
+		uma      = "user-token-uma-0123456789"
+		ulf      = "user-token-ulf-0123456789"
+		nobody   = ""
+	)
+	do := func(method, path, tok, body string, want int) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s %s: not JSON: %s", method, path, b)
+		}
+		_, pattern := srv.mux.Handler(req)
+		if s := schemaFor(pattern, want); s != nil {
+			inst, _ := validator.UnmarshalJSON(bytes.NewReader(b))
+			if err := s.Validate(inst); err != nil {
+				t.Errorf("%s %s → %d does not match its documented schema: %v\n%s", method, path, want, err, b)
+			}
+		}
+		return v
+	}
+	big := `{"input":"` + strings.Repeat("x", maxInvokeBody+1) + `"}`
+	sessionPaths := func(id string) []string {
+		return []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/messages", "/v1/sessions/" + id + "/decisions", "/v1/sessions/" + id + "/cancel", "/v1/sessions/" + id + "/events"}
+	}
+	methodOf := map[string]string{"": "GET", "messages": "POST", "decisions": "POST", "cancel": "POST", "events": "GET"}
+
+	// Sessions: create, read, list; a user's session is hidden from another user.
+	paused := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it"}`, 201)
+	id, seq := paused["id"].(string), int64(paused["seq"].(float64))
+	interrupt := paused["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+	do("POST", "/v1/sessions", admin, `{"agent":"ops"}`, 400)
+	do("POST", "/v1/sessions", admin, `{"agent":"nobody","input":"hi"}`, 400)
+	do("POST", "/v1/sessions", admin, big, 413)
+	do("GET", "/v1/sessions?status=paused", admin, "", 200)
+	do("GET", "/v1/sessions?status=bogus", admin, "", 400)
+	do("GET", "/v1/sessions/"+id, uma, "", 200)
+	do("GET", "/v1/interrupts?status=pending", approver, "", 200)
+	do("GET", "/v1/interrupts?status=done", approver, "", 400)
+	do("GET", "/v1/interrupts", uma, "", 403)
+	do("GET", "/v1/sessions/"+id+"/events", uma, "", 200)
+	do("GET", "/v1/sessions/"+id+"/events?after=abc", uma, "", 400)
+	for _, p := range append(sessionPaths(id), "/v1/sessions", "/v1/interrupts") {
+		method := "GET"
+		if strings.Count(p, "/") == 4 {
+			method = methodOf[p[strings.LastIndex(p, "/")+1:]]
+		} else if p == "/v1/sessions" {
+			method = "POST"
+		}
+		do(method, p, nobody, `{}`, 401)
+	}
+	do("GET", "/v1/sessions", nobody, "", 401)
+	bodyOf := map[string]string{"": "", "messages": `{"text":"hi"}`, "cancel": `{"scope":"all"}`, "events": "",
+		"decisions": `{"seq":1,"decisions":[{"interrupt_id":"x","action":"approve"}]}`}
+	for _, p := range sessionPaths(id) {
+		kind := ""
+		if strings.Count(p, "/") == 4 {
+			kind = p[strings.LastIndex(p, "/")+1:]
+		}
+		do(methodOf[kind], p, ulf, bodyOf[kind], 403)
+		do(methodOf[kind], strings.Replace(p, id, "ses_missing", 1), admin, bodyOf[kind], 404)
+	}
+
+	// Messages: refused while an approval is pending; accepted once completed.
+	do("POST", "/v1/sessions/"+id+"/messages", uma, `{"text":"hello?"}`, 409)
+	do("POST", "/v1/sessions/"+id+"/messages", uma, `{"txt":"hello?"}`, 400)
+	do("POST", "/v1/sessions/"+id+"/messages", uma, big, 413)
+	chat := do("POST", "/v1/sessions", uma, `{"agent":"chat","input":"hi"}`, 201)
+	do("POST", "/v1/sessions/"+chat["id"].(string)+"/messages", uma, `{"text":"again"}`, 200)
+
+	// Decisions: users may not decide; a stale seq, an empty list and an
+	// oversize body are refused; an approval past its TTL is gone.
+	decide := func(seq int64, action string) string {
+		return fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":%q}]}`, seq, interrupt, action)
+	}
+	do("POST", "/v1/sessions/"+id+"/decisions", uma, decide(seq, "approve"), 403)
+	do("POST", "/v1/sessions/"+id+"/decisions", approver, decide(seq-1, "approve"), 409)
+	do("POST", "/v1/sessions/"+id+"/decisions", approver, `{"seq":1,"decisions":[]}`, 400)
+	do("POST", "/v1/sessions/"+id+"/decisions", approver, big, 413)
+	do("POST", "/v1/sessions/"+id+"/decisions", approver, decide(seq, "approve"), 200)
+	late := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it later"}`, 201)
+	clockMu.Lock()
+	now = now.Add(2 * time.Hour)
+	clockMu.Unlock()
+	lateIn := late["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+	do("POST", "/v1/sessions/"+late["id"].(string)+"/decisions", approver,
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, late["seq"], lateIn), 410)
+
+	// Cancel: a bad scope, nothing to cancel, then a real one.
+	do("POST", "/v1/sessions/"+id+"/cancel", uma, `{"scope":"sideways"}`, 400)
+	do("POST", "/v1/sessions/"+id+"/cancel", uma, `{"scope":"all"}`, 409)
+	again := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship"}`, 201)
+	do("POST", "/v1/sessions/"+again["id"].(string)+"/cancel", uma, `{"scope":"all"}`, 200)
+
+	// Event streams: one per session here; the second is refused.
+	sctx, stop := context.WithCancel(ctx)
+	req, _ := http.NewRequestWithContext(sctx, "GET", api.URL+"/v1/sessions/"+id+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+admin)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 || !strings.HasPrefix(stream.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("event stream: %v %v", err, stream)
+	}
+	do("GET", "/v1/sessions/"+id+"/events", admin, "", 200) // JSON reads are not streams
+	req2, _ := http.NewRequestWithContext(ctx, "GET", api.URL+"/v1/sessions/"+id+"/events", nil)
+	req2.Header.Set("Accept", "text/event-stream")
+	req2.Header.Set("Authorization", "Bearer "+admin)
+	second, err := http.DefaultClient.Do(req2)
+	if err != nil || second.StatusCode != 429 {
+		t.Fatalf("second stream: %v %v", err, second)
+	}
+	second.Body.Close()
+	stop()
+	stream.Body.Close()
+
+	// Stateless: invoke, resume (approvers only), resume again (spent).
+	res := do("POST", "/v1/agents/ops/invoke", uma, `{"input":"ship"}`, 200)
+	tok := res["continuation"].(string)
+	resumeTok := fmt.Sprintf(`{"continuation":%q,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, tok, res["interrupts"].([]any)[0].(map[string]any)["id"])
+	do("POST", "/v1/agents/ops/invoke", uma, resumeTok, 403)
+	do("POST", "/v1/agents/ops/invoke", approver, `{}`, 400)
+	do("POST", "/v1/agents/ops/invoke", approver, `{"input":"`+strings.Repeat("x", maxInvokeBody)+`"}`, 413)
+	do("POST", "/v1/agents/ops/invoke", nobody, `{"input":"ship"}`, 401)
+	do("POST", "/v1/agents/ops/invoke", approver, resumeTok, 200)
+	do("POST", "/v1/agents/ops/invoke", approver, resumeTok, 409)
+
+	do("GET", "/healthz", nobody, "", 200)
+
+	// Every documented status was produced, and nothing undocumented.
+	mu.Lock()
+	defer mu.Unlock()
+	for path, methods := range doc.Paths {
+		for method, op := range methods {
+			route := strings.ToUpper(method) + " " + path
+			for status := range op.Responses {
+				code, _ := strconv.Atoi(status)
+				if !seen[route][code] {
+					t.Errorf("%s documents %d, which no request here produced", route, code)
+				}
+			}
+			for code := range seen[route] {
+				if _, ok := op.Responses[strconv.Itoa(code)]; !ok {
+					t.Errorf("%s answered %d, which the document does not list", route, code)
+				}
+			}
+		}
+	}
+	if os.Getenv("CAIRN_WRITE_OPENAPI") != "" {
+		os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644)
+	}
+}
