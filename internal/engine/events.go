@@ -127,8 +127,8 @@ const (
 )
 
 // decodePayload decodes an event's data into the payload of its type.
-func decodePayload(ev *session.Event) (any, error) {
-	var p any
+func decodePayload(ev *session.Event) (eventData, error) {
+	var p eventData
 	switch ev.Type {
 	case session.EventSessionStarted:
 		p = &SessionStarted{}
@@ -199,153 +199,24 @@ func applyLog(st *State, events []session.Event) error {
 	return nil
 }
 
-// apply is the projection: the only place state changes.
-func apply(st *State, ev *session.Event, payload any) error {
-	if _, ok := payload.(*SessionStarted); !ok && st.Seq == 0 {
+// eventData is the payload of an event type: it knows how the event changes
+// a session's state. project is the only place where state changes.
+type eventData interface {
+	project(st *State, ev *session.Event, frame *Frame) error
+}
+
+// apply projects one event onto st.
+func apply(st *State, ev *session.Event, data eventData) error {
+	if _, ok := data.(*SessionStarted); !ok && st.Seq == 0 {
 		return fmt.Errorf("event %d (%s): the log does not start with %s", ev.Seq, ev.Type, session.EventSessionStarted)
 	}
 	st.Seq = ev.Seq
 	st.UpdatedAt = ev.Time
-	frame := st.frame(ev.Frame)
-	noFrame := func() error {
-		return fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
-	}
-	switch p := payload.(type) {
-	case *SessionStarted:
-		if st.Seq != 1 {
-			return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
-		}
-		st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
-		st.Status = session.StatusRunning
-		st.frames++
-		st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
-	case *UserMessage:
-		if frame == nil {
-			return noFrame()
-		}
-		frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
-		frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
-		st.Status, st.Output, st.Error = session.StatusRunning, "", nil
-	case *ModelResponse:
-		if frame == nil {
-			return noFrame()
-		}
-		frame.Messages = append(frame.Messages, p.Message)
-		frame.Iterations++
-		st.Usage.InputTokens += p.Usage.InputTokens
-		st.Usage.OutputTokens += p.Usage.OutputTokens
-		if id, dup := duplicateCallID(p.Message.ToolCalls); dup {
-			return fmt.Errorf("event %d: two tool calls share the id %q (the engine records unique ids)", ev.Seq, id)
-		}
-		frame.Calls = nil
-		for _, tc := range p.Message.ToolCalls {
-			// Canonical here too, so a log recorded before replies were
-			// normalised replays to what the engine acts on.
-			frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: canonicalArgs(tc.Arguments), Origin: ev.Seq, State: CallNew})
-		}
-	case *InterruptRequested:
-		c, err := st.call(ev, frame, p.CallID)
-		if err != nil {
-			return err
-		}
-		in := p.Interrupt
-		c.State, c.Interrupt = CallAwaiting, &in
-	case *DecisionMade:
-		c, err := st.call(ev, frame, p.CallID)
-		if err != nil {
-			return err
-		}
-		c.Interrupt = nil
-		st.Status = session.StatusRunning
-		switch p.Action {
-		case session.ActionApprove:
-			c.State = CallApproved
-			if len(p.NewArgs) > 0 {
-				c.Args = string(p.NewArgs)
-			}
-			if p.Remember == session.RememberSession && !st.remembered(frame.Agent, c.Tool) {
-				st.Remembered = append(st.Remembered, session.Remembered{Agent: frame.Agent, Tool: c.Tool})
-			}
-		case session.ActionAnswer:
-			c.State = CallApproved
-			c.Answers = append(c.Answers, p.Text)
-		}
-		// A rejection is followed by the tool_result the model sees.
-	case *ToolStarted:
-		c, err := st.call(ev, frame, p.CallID)
-		if err != nil {
-			return err
-		}
-		c.State, c.Args = CallStarted, string(p.Arguments)
-	case *ToolResult:
-		c, err := st.call(ev, frame, p.CallID)
-		if err != nil {
-			return err
-		}
-		c.State, c.Result, c.IsError, c.Interrupt = CallDone, p.Content, p.IsError, nil
-		flushResults(frame)
-	case *FramePushed:
-		c, err := st.call(ev, st.frame(p.Parent), p.ParentCall)
-		if err != nil {
-			return err
-		}
-		if st.frame(p.Frame) != nil {
-			return fmt.Errorf("event %d: frame %q exists", ev.Seq, p.Frame)
-		}
-		st.frames++
-		c.State, c.Child = CallDelegated, p.Frame
-		st.Frames = append(st.Frames, &Frame{ID: p.Frame, Agent: p.Agent, Mode: p.Mode, Parent: p.Parent, ParentCall: p.ParentCall,
-			Messages: []model.Message{{Role: model.RoleUser, Content: p.Input}}})
-	case *FramePopped:
-		f := st.frame(p.Frame)
-		if f == nil || f.Parent == "" {
-			return fmt.Errorf("event %d: cannot pop frame %q", ev.Seq, p.Frame)
-		}
-		parent := st.frame(f.Parent)
-		st.removeFrame(f)
-		if st.Status == session.StatusPaused {
-			st.Status = session.StatusRunning // a cancel: the parent goes on
-		}
-		if c := parent.call(f.ParentCall); c != nil {
-			c.State, c.Child, c.Result, c.IsError = CallDone, "", p.Result, p.IsError
-			flushResults(parent)
-		}
-	case *Handoff:
-		f := st.frame(p.From)
-		if f == nil || st.frame(p.To) != nil {
-			return fmt.Errorf("event %d: bad handoff %s → %s", ev.Seq, p.From, p.To)
-		}
-		st.frames++
-		nf := &Frame{ID: p.To, Agent: p.Agent, Mode: f.Mode, Parent: f.Parent, ParentCall: f.ParentCall, Messages: f.Messages}
-		st.Frames[slices.Index(st.Frames, f)] = nf
-		if parent := st.frame(f.Parent); parent != nil {
-			if c := parent.call(f.ParentCall); c != nil {
-				c.Child = nf.ID
-			}
-		}
-	case *AgentMessage:
-		if frame == nil {
-			return noFrame()
-		}
-		frame.Said, frame.SaidSeq = p.Text, ev.Seq
-		st.Output = p.Text
-	case *TurnPaused:
-		st.Status = session.StatusPaused
-	case *TurnCompleted:
-		st.Status, st.Output = session.StatusCompleted, p.Output
-	case *TurnFailed:
-		f := p.Error
-		st.Status, st.Error = session.StatusFailed, &f
-	case *TurnInterrupted: // the state is unchanged: whoever takes over recovers it
-	case *TurnCancelled:
-		st.Status = session.StatusCancelled
-		root := st.Root()
-		st.Frames = []*Frame{root}
-		root.Calls, root.Said, root.SaidSeq = nil, "", 0
-	default:
-		return fmt.Errorf("event %d: no projection for %T", ev.Seq, payload)
-	}
-	return nil
+	return data.project(st, ev, st.frame(ev.Frame))
+}
+
+func noFrame(ev *session.Event) error {
+	return fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
 }
 
 // flushResults moves the results into the history, in the model's call order,
@@ -401,5 +272,185 @@ func (f *Frame) call(id string) *Call {
 			return c
 		}
 	}
+	return nil
+}
+func (p *SessionStarted) project(st *State, ev *session.Event, frame *Frame) error {
+	if st.Seq != 1 {
+		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
+	}
+	st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
+	st.Status = session.StatusRunning
+	st.frames++
+	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
+	return nil
+}
+
+func (p *UserMessage) project(st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
+	frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
+	st.Status, st.Output, st.Error = session.StatusRunning, "", nil
+	return nil
+}
+
+func (p *ModelResponse) project(st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Messages = append(frame.Messages, p.Message)
+	frame.Iterations++
+	st.Usage.InputTokens += p.Usage.InputTokens
+	st.Usage.OutputTokens += p.Usage.OutputTokens
+	if id, dup := duplicateCallID(p.Message.ToolCalls); dup {
+		return fmt.Errorf("event %d: two tool calls share the id %q (the engine records unique ids)", ev.Seq, id)
+	}
+	frame.Calls = nil
+	for _, tc := range p.Message.ToolCalls {
+		// Canonical here too, so a log recorded before replies were
+		// normalised replays to what the engine acts on.
+		frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: canonicalArgs(tc.Arguments), Origin: ev.Seq, State: CallNew})
+	}
+	return nil
+}
+
+func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	in := p.Interrupt
+	c.State, c.Interrupt = CallAwaiting, &in
+	return nil
+}
+
+func (p *DecisionMade) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.Interrupt = nil
+	st.Status = session.StatusRunning
+	switch p.Action {
+	case session.ActionApprove:
+		c.State = CallApproved
+		if len(p.NewArgs) > 0 {
+			c.Args = string(p.NewArgs)
+		}
+		if p.Remember == session.RememberSession && !st.remembered(frame.Agent, c.Tool) {
+			st.Remembered = append(st.Remembered, session.Remembered{Agent: frame.Agent, Tool: c.Tool})
+		}
+	case session.ActionAnswer:
+		c.State = CallApproved
+		c.Answers = append(c.Answers, p.Text)
+	}
+	// A rejection is followed by the tool_result the model sees.
+	return nil
+}
+
+func (p *ToolStarted) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.State, c.Args = CallStarted, string(p.Arguments)
+	return nil
+}
+
+func (p *ToolResult) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.State, c.Result, c.IsError, c.Interrupt = CallDone, p.Content, p.IsError, nil
+	flushResults(frame)
+	return nil
+}
+
+func (p *FramePushed) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, st.frame(p.Parent), p.ParentCall)
+	if err != nil {
+		return err
+	}
+	if st.frame(p.Frame) != nil {
+		return fmt.Errorf("event %d: frame %q exists", ev.Seq, p.Frame)
+	}
+	st.frames++
+	c.State, c.Child = CallDelegated, p.Frame
+	st.Frames = append(st.Frames, &Frame{ID: p.Frame, Agent: p.Agent, Mode: p.Mode, Parent: p.Parent, ParentCall: p.ParentCall,
+		Messages: []model.Message{{Role: model.RoleUser, Content: p.Input}}})
+	return nil
+}
+
+func (p *FramePopped) project(st *State, ev *session.Event, frame *Frame) error {
+	f := st.frame(p.Frame)
+	if f == nil || f.Parent == "" {
+		return fmt.Errorf("event %d: cannot pop frame %q", ev.Seq, p.Frame)
+	}
+	parent := st.frame(f.Parent)
+	st.removeFrame(f)
+	if st.Status == session.StatusPaused {
+		st.Status = session.StatusRunning // a cancel: the parent goes on
+	}
+	if c := parent.call(f.ParentCall); c != nil {
+		c.State, c.Child, c.Result, c.IsError = CallDone, "", p.Result, p.IsError
+		flushResults(parent)
+	}
+	return nil
+}
+
+func (p *Handoff) project(st *State, ev *session.Event, frame *Frame) error {
+	f := st.frame(p.From)
+	if f == nil || st.frame(p.To) != nil {
+		return fmt.Errorf("event %d: bad handoff %s → %s", ev.Seq, p.From, p.To)
+	}
+	st.frames++
+	nf := &Frame{ID: p.To, Agent: p.Agent, Mode: f.Mode, Parent: f.Parent, ParentCall: f.ParentCall, Messages: f.Messages}
+	st.Frames[slices.Index(st.Frames, f)] = nf
+	if parent := st.frame(f.Parent); parent != nil {
+		if c := parent.call(f.ParentCall); c != nil {
+			c.Child = nf.ID
+		}
+	}
+	return nil
+}
+
+func (p *AgentMessage) project(st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Said, frame.SaidSeq = p.Text, ev.Seq
+	st.Output = p.Text
+	return nil
+}
+
+func (p *TurnPaused) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status = session.StatusPaused
+	return nil
+}
+
+func (p *TurnCompleted) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status, st.Output = session.StatusCompleted, p.Output
+	return nil
+}
+
+func (p *TurnFailed) project(st *State, ev *session.Event, frame *Frame) error {
+	f := p.Error
+	st.Status, st.Error = session.StatusFailed, &f
+	return nil
+}
+
+func (p *TurnInterrupted) project(st *State, ev *session.Event, frame *Frame) error {
+	// the state is unchanged: whoever takes over recovers it
+
+	return nil
+}
+
+func (p *TurnCancelled) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status = session.StatusCancelled
+	root := st.Root()
+	st.Frames = []*Frame{root}
+	root.Calls, root.Said, root.SaidSeq = nil, "", 0
 	return nil
 }

@@ -233,7 +233,7 @@ type stepper struct {
 
 // emit records an event and applies it. Payloads are built by the engine from
 // validated data, so a marshal or projection failure is a bug, not bad input.
-func (s *stepper) emit(typ string, f *Frame, payload any) {
+func (s *stepper) emit(typ string, f *Frame, payload eventData) {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))
@@ -296,108 +296,6 @@ func countDecisions(st *State) int {
 		}
 	}
 	return n
-}
-
-func (s *stepper) decide(in Decide) error {
-	st := s.st
-	if st.Status != session.StatusPaused {
-		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
-	}
-	if in.Seq != st.Seq {
-		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and decide again", in.Seq, st.SessionID, st.Seq)
-	}
-	if len(in.Decisions) == 0 {
-		return errorf(session.CodeInvalidRequest, "decisions: at least one decision is required")
-	}
-	type decided struct {
-		d       session.Decision
-		f       *Frame
-		c       *Call
-		newArgs json.RawMessage
-	}
-	plan := make([]decided, 0, len(in.Decisions))
-	seen := make(map[string]bool, len(in.Decisions))
-	for i, d := range in.Decisions {
-		f, c := st.findInterrupt(d.InterruptID)
-		if c == nil {
-			for _, m := range st.Interrupts() {
-				if m.ID == d.InterruptID && m.Kind == session.KindMessage {
-					return &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
-						Message: fmt.Sprintf("decisions[%d]: %q is a message interrupt: reply with POST /v1/sessions/%s/messages", i, d.InterruptID, st.SessionID)}
-				}
-			}
-			return &session.Error{Code: session.CodeUnknownInterrupt, Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID), Interrupt: d.InterruptID}
-		}
-		if seen[d.InterruptID] {
-			return errorf(session.CodeInvalidRequest, "decisions[%d]: interrupt %q is decided twice in one request", i, d.InterruptID)
-		}
-		seen[d.InterruptID] = true
-		p := decided{d: d, f: f, c: c}
-		kind := c.Interrupt.Kind
-		switch {
-		case d.Action == session.ActionApprove && kind == session.KindApproval:
-			if len(d.Arguments) > 0 && string(d.Arguments) != "null" {
-				var tool *Tool
-				if a := s.m.agents[f.Agent]; a != nil {
-					tool = a.Tools[c.Tool]
-				}
-				v, err := decodeArgs(d.Arguments)
-				if err == nil && tool != nil && tool.Validate != nil {
-					_, err = guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) })
-				}
-				if err != nil {
-					return &session.Error{Code: session.CodeInvalidArguments, Message: fmt.Sprintf("decisions[%d].arguments for tool %q: %v", i, c.Tool, err), Interrupt: d.InterruptID}
-				}
-				p.newArgs = compactJSON(d.Arguments)
-			}
-		case d.Action == session.ActionAnswer && kind == session.KindInput:
-			if d.Text == "" {
-				return errorf(session.CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
-			}
-		case d.Action == session.ActionReject:
-		case kind == session.KindInput:
-			return errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
-		default:
-			return errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
-		}
-		switch d.Remember {
-		case "":
-		case session.RememberSession:
-			if d.Action != session.ActionApprove {
-				return errorf(session.CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
-			}
-		default:
-			return errorf(session.CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
-		}
-		plan = append(plan, p)
-	}
-	for i, p := range plan {
-		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
-			return &session.Error{Code: session.CodeExpired, Interrupt: p.d.InterruptID,
-				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
-		}
-	}
-	for _, p := range plan {
-		ev := &DecisionMade{
-			InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
-			Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
-			NewArgs: p.newArgs, Remember: p.d.Remember, Actor: in.Actor,
-		}
-		if p.newArgs != nil {
-			ev.NewArgsDigest = digest(string(p.newArgs))
-		}
-		s.emit(session.EventDecision, p.f, ev)
-		if p.d.Action == session.ActionReject {
-			reason := p.d.Reason
-			if reason == "" {
-				reason = "no reason given"
-			}
-			s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
-				Content: "The user rejected this tool call: " + reason})
-		}
-	}
-	s.advance()
-	return nil
 }
 
 func (s *stepper) cancel(in Cancel) error {

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// decided is one checked decision, ready to record.
+type decided struct {
+	d       session.Decision
+	f       *Frame
+	c       *Call
+	newArgs json.RawMessage // compact replacement arguments, if any
+}
+
+// decide checks every decision of a request before recording any: a
+// refused request changes nothing.
+func (s *stepper) decide(in Decide) error {
+	st := s.st
+	if st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
+	}
+	if in.Seq != st.Seq {
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and decide again", in.Seq, st.SessionID, st.Seq)
+	}
+	if len(in.Decisions) == 0 {
+		return errorf(session.CodeInvalidRequest, "decisions: at least one decision is required")
+	}
+	plan := make([]decided, 0, len(in.Decisions))
+	seen := make(map[string]bool, len(in.Decisions))
+	for i, d := range in.Decisions {
+		if seen[d.InterruptID] {
+			return errorf(session.CodeInvalidRequest, "decisions[%d]: interrupt %q is decided twice in one request", i, d.InterruptID)
+		}
+		seen[d.InterruptID] = true
+		p, err := s.check(i, d)
+		if err != nil {
+			return err
+		}
+		plan = append(plan, p)
+	}
+	for i, p := range plan {
+		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
+			return &session.Error{Code: session.CodeExpired, Interrupt: p.d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
+		}
+	}
+	for _, p := range plan {
+		s.record(p, in.Actor)
+	}
+	s.advance()
+	return nil
+}
+
+// check validates decision i against the interrupt it names.
+func (s *stepper) check(i int, d session.Decision) (decided, error) {
+	st := s.st
+	f, c := st.findInterrupt(d.InterruptID)
+	if c == nil {
+		for _, m := range st.Interrupts() {
+			if m.ID == d.InterruptID && m.Kind == session.KindMessage {
+				return decided{}, &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
+					Message: fmt.Sprintf("decisions[%d]: %q is a message interrupt: reply with POST /v1/sessions/%s/messages", i, d.InterruptID, st.SessionID)}
+			}
+		}
+		return decided{}, &session.Error{Code: session.CodeUnknownInterrupt, Interrupt: d.InterruptID,
+			Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID)}
+	}
+	p := decided{d: d, f: f, c: c}
+	switch kind := c.Interrupt.Kind; {
+	case d.Action == session.ActionApprove && kind == session.KindApproval:
+		newArgs, err := s.replacementArgs(i, d, f, c)
+		if err != nil {
+			return decided{}, err
+		}
+		p.newArgs = newArgs
+	case d.Action == session.ActionAnswer && kind == session.KindInput:
+		if d.Text == "" {
+			return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
+		}
+	case d.Action == session.ActionReject:
+	case kind == session.KindInput:
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
+	default:
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
+	}
+	return p, checkRemember(i, d)
+}
+
+// replacementArgs validates an approval's new arguments against the tool's
+// schema; nil when the call keeps its own.
+func (s *stepper) replacementArgs(i int, d session.Decision, f *Frame, c *Call) (json.RawMessage, error) {
+	if len(d.Arguments) == 0 || string(d.Arguments) == "null" {
+		return nil, nil
+	}
+	var tool *Tool
+	if a := s.m.agents[f.Agent]; a != nil {
+		tool = a.Tools[c.Tool]
+	}
+	v, err := decodeArgs(d.Arguments)
+	if err == nil && tool != nil && tool.Validate != nil {
+		_, err = guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) })
+	}
+	if err != nil {
+		return nil, &session.Error{Code: session.CodeInvalidArguments, Interrupt: d.InterruptID,
+			Message: fmt.Sprintf("decisions[%d].arguments for tool %q: %v", i, c.Tool, err)}
+	}
+	return compactJSON(d.Arguments), nil
+}
+
+func checkRemember(i int, d session.Decision) error {
+	switch d.Remember {
+	case "":
+		return nil
+	case session.RememberSession:
+		if d.Action != session.ActionApprove {
+			return errorf(session.CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
+		}
+		return nil
+	}
+	return errorf(session.CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
+}
+
+// record emits a checked decision, and for a rejection the error result the
+// model sees.
+func (s *stepper) record(p decided, actor session.Actor) {
+	ev := &DecisionMade{
+		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
+		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
+		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor,
+	}
+	if p.newArgs != nil {
+		ev.NewArgsDigest = digest(string(p.newArgs))
+	}
+	s.emit(session.EventDecision, p.f, ev)
+	if p.d.Action == session.ActionReject {
+		reason := p.d.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
+			Content: "The user rejected this tool call: " + reason})
+	}
+}
