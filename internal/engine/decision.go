@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -144,4 +146,52 @@ func (s *stepper) record(p decided, actor session.Actor) {
 		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
 			Content: "The user rejected this tool call: " + reason})
 	}
+}
+
+// DecisionMade records one decision and who made it.
+type DecisionMade struct {
+	InterruptID string          `json:"interrupt_id"`
+	Kind        string          `json:"kind"`
+	CallID      string          `json:"call_id"`
+	Tool        string          `json:"tool"`
+	Action      string          `json:"action"`
+	Reason      string          `json:"reason,omitempty"`
+	Text        string          `json:"text,omitempty"`          // answer
+	Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
+	NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
+	// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
+	// before and after, for audit trails that keep digests only.
+	ArgsDigest    string        `json:"arguments_sha256,omitempty"`
+	NewArgsDigest string        `json:"new_arguments_sha256,omitempty"`
+	Remember      string        `json:"remember,omitempty"`
+	Actor         session.Actor `json:"actor"`
+}
+
+func (p *DecisionMade) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.Interrupt = nil
+	st.Status = session.StatusRunning
+	switch p.Action {
+	case session.ActionApprove:
+		c.State = CallApproved
+		if len(p.NewArgs) > 0 {
+			c.Args = string(p.NewArgs)
+		}
+		if p.Remember == session.RememberSession && !st.remembered(frame.Agent, c.Tool) {
+			st.Remembered = append(st.Remembered, session.Remembered{Agent: frame.Agent, Tool: c.Tool})
+		}
+	case session.ActionAnswer:
+		c.State = CallApproved
+		c.Answers = append(c.Answers, p.Text)
+	}
+	// A rejection is followed by the tool_result the model sees.
+	return nil
+}
+
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+
 	"github.com/cairnhq/cairn/session"
 )
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+
 	"github.com/cairnhq/cairn/session"
 )
 

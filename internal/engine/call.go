@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+)
+
+// ModelResponse is the assistant message of one model call.
+type ModelResponse struct {
+	Message model.Message `json:"message"`
+	Usage   model.Usage   `json:"usage"`
+}
+
+// ToolStarted is recorded durably before a tool runs.
+type ToolStarted struct {
+	CallID         string          `json:"call_id"`
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Answers        []string        `json:"answers,omitempty"`
+}
+
+// ToolResult is the result of one call, as the model will see it.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Tool    string `json:"tool"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// flushResults moves the results into the history, in the model's call order,
+// once every call of the assistant message has one.
+func flushResults(f *Frame) {
+	for _, c := range f.Calls {
+		if c.State != CallDone {
+			return
+		}
+	}
+	for _, c := range f.Calls {
+		f.Messages = append(f.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Content: c.Result, IsError: c.IsError})
+	}
+	f.Calls = nil
+}
+
+func (s *State) call(ev *session.Event, f *Frame, callID string) (*Call, error) {
+	if f == nil {
+		return nil, fmt.Errorf("event %d (%s): unknown frame %q", ev.Seq, ev.Type, ev.Frame)
+	}
+	if c := f.call(callID); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("event %d (%s): frame %q has no pending call %q", ev.Seq, ev.Type, f.ID, callID)
+}
+
+func (f *Frame) call(id string) *Call {
+	for _, c := range f.Calls {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (p *ModelResponse) project(st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Messages = append(frame.Messages, p.Message)
+	frame.Iterations++
+	st.Usage.InputTokens += p.Usage.InputTokens
+	st.Usage.OutputTokens += p.Usage.OutputTokens
+	if id, dup := duplicateCallID(p.Message.ToolCalls); dup {
+		return fmt.Errorf("event %d: two tool calls share the id %q (the engine records unique ids)", ev.Seq, id)
+	}
+	frame.Calls = nil
+	for _, tc := range p.Message.ToolCalls {
+		// Canonical here too, so a log recorded before replies were
+		// normalised replays to what the engine acts on.
+		frame.Calls = append(frame.Calls, &Call{ID: tc.ID, Tool: tc.Name, Args: canonicalArgs(tc.Arguments), Origin: ev.Seq, State: CallNew})
+	}
+	return nil
+}
+
+func (p *ToolStarted) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.State, c.Args = CallStarted, string(p.Arguments)
+	return nil
+}
+
+func (p *ToolResult) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	c.State, c.Result, c.IsError, c.Interrupt = CallDone, p.Content, p.IsError, nil
+	flushResults(frame)
+	return nil
+}
+
+func (s *stepper) toolsDone(in ToolsDone) error {
+	st := s.st
+	f := st.frame(in.Frame)
+	if f == nil {
+		return errorf(session.CodeConflict, "session %s has no frame %q", st.SessionID, in.Frame)
+	}
+	reported := make(map[string]bool, len(in.Results))
+	for _, r := range in.Results {
+		c := f.call(r.CallID)
+		if c == nil || c.State != CallStarted || reported[r.CallID] {
+			return errorf(session.CodeConflict, "session %s: call %q of frame %q is not running", st.SessionID, r.CallID, in.Frame)
+		}
+		reported[r.CallID] = true
+	}
+	for _, r := range in.Results {
+		c := f.call(r.CallID)
+		if r.Question != "" {
+			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
+			in := session.Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
+				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question}
+			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+			continue
+		}
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: r.Content, IsError: r.IsError})
+	}
+	s.advance()
+	return nil
+}
+
+// advanceCalls moves the calls of one frame's assistant message.
+func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
+	// A handoff or complete ends the frame's work on this message, so they
+	// are carried out before anything else of it runs.
+	for _, c := range f.Calls {
+		if c.State != CallNew {
+			continue
+		}
+		if t := agent.Tools[c.Tool]; t != nil && t.Kind == ToolHandoff {
+			s.handoff(f, c, t.Target)
+			return nil, true
+		}
+		if c.Tool == CompleteTool && f.Mode == ModeInteractive {
+			if result, ok := s.completeResult(f, c); ok {
+				s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: result})
+			}
+			return nil, true
+		}
+	}
+	changed := false
+	var runs []ToolRun
+	for _, c := range f.Calls {
+		switch c.State {
+		case CallNew:
+			ok, args := s.classify(agent, f, c)
+			if !ok {
+				changed = true
+				continue
+			}
+			if run, started, pushed := s.begin(agent, f, c, args); started {
+				runs = append(runs, run)
+			} else if pushed {
+				changed = true
+			}
+		case CallApproved:
+			v, err := decodeArgs(json.RawMessage(c.Args))
+			if err != nil { // approved arguments are validated; a log from elsewhere may not be
+				s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+					Content: fmt.Sprintf("the approved arguments of tool %q are not a JSON object (%v); the call did not run", c.Tool, err)})
+				changed = true
+				continue
+			}
+			if run, started, pushed := s.begin(agent, f, c, v); started {
+				runs = append(runs, run)
+			} else if pushed {
+				changed = true
+			}
+		}
+	}
+	if len(runs) > 0 {
+		return RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs}, true
+	}
+	return nil, changed
+}
+
+// classify checks a call the model just made. It reports whether the call
+// may begin now; otherwise it recorded an error result or an approval
+// request, or (an interactive call waiting its turn) nothing.
+func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
+	fail := func(msg string) (bool, any) {
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
+		return false, nil
+	}
+	tool := agent.Tools[c.Tool]
+	if tool == nil {
+		return fail(fmt.Sprintf("unknown tool %q; available tools: %s", c.Tool, strings.Join(agent.toolNames(f.Mode), ", ")))
+	}
+	// c.Args is canonical already (see canonicalArgs): the engine only reads it here.
+	v, err := decodeArgs(json.RawMessage(c.Args))
+	if err != nil {
+		return fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
+	}
+	if tool.Validate != nil {
+		if _, err := guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) }); err != nil {
+			return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
+		}
+	}
+	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
+	need, note := false, ""
+	if tool.NeedsApproval != nil && !s.st.remembered(f.Agent, c.Tool) {
+		need, err = guarded("the approval policy", func() (bool, error) { return tool.NeedsApproval(args) })
+		if err != nil {
+			// Fail closed: a policy that cannot be evaluated asks a person.
+			need, note = true, fmt.Sprintf(" (approval policy could not be evaluated: %v)", err)
+		}
+	}
+	if !need {
+		return true, v
+	}
+	if s.m.opts.AutoApprove {
+		s.emit(session.EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+			CallID: c.ID, Tool: c.Tool, Action: session.ActionApprove, Reason: "auto-approved: the runner approves every call",
+			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "auto-approve"}})
+		return true, v
+	}
+	msg := ""
+	if tool.Confirm != nil {
+		msg, err = guarded("the confirmation template", func() (string, error) { return tool.Confirm(args) })
+	}
+	if tool.Confirm == nil || err != nil {
+		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
+	}
+	in := session.Interrupt{
+		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + note,
+	}
+	if tool.ApprovalTTL > 0 {
+		exp := s.now.Add(tool.ApprovalTTL).UTC()
+		in.ExpiresAt = &exp
+	}
+	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+	return false, nil
+}
+
+// begin carries out an approved call: a function tool starts (and must be
+// run by the driver); an agent tool pushes a child frame, unless it is
+// interactive and another interactive frame holds the conversation, in
+// which case it waits its turn.
+func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
+	tool := agent.Tools[c.Tool]
+	if tool == nil { // the agent's tools changed since the call was approved
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})
+		return ToolRun{}, false, true
+	}
+	if tool.Kind != ToolAgent {
+		return s.startCall(f, c), true, false
+	}
+	if tool.Mode == ModeInteractive && s.interactiveBusy(f) {
+		return ToolRun{}, false, false
+	}
+	m, _ := args.(map[string]any)
+	input, _ := m["input"].(string)
+	s.emit(session.EventFramePushed, f, &FramePushed{Frame: s.newFrameID(), Agent: tool.Target, Mode: tool.Mode, Parent: f.ID, ParentCall: c.ID, Input: input})
+	return ToolRun{}, false, true
+}
+
+func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
+	key := s.st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
+	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
+	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
+}
+
+// decodeArgs decodes tool arguments, which must be one JSON object.
+func decodeArgs(raw json.RawMessage) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("expected a JSON object, got %s", jsonKind(v))
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// CallState is where one tool call of an assistant message stands.
+type CallState string
+
+// Tool call states, in the order a call moves through them.
+const (
+	CallNew       CallState = "new"       // received from the model, not yet classified
+	CallAwaiting  CallState = "awaiting"  // waits for a person's decision
+	CallApproved  CallState = "approved"  // approved (or answered) by a person, not yet started
+	CallStarted   CallState = "started"   // tool_started recorded, no result yet
+	CallDelegated CallState = "delegated" // a child frame is working on it
+	CallDone      CallState = "done"      // a result is recorded
+)
+
+// Call is one tool call of the frame's current assistant message.
+type Call struct {
+	ID   string
+	Tool string
+	// Args is the argument JSON that will run: the model's, or the approver's replacement.
+	Args string
+	// Origin is the seq of the model_response event that asked for the call;
+	// with the frame id it makes interrupt ids and idempotency keys unique even
+	// when a model reuses call ids across turns.
+	Origin    int64
+	State     CallState
+	Interrupt *session.Interrupt // set while awaiting a decision
+	// Child is the frame working on a delegated call.
+	Child string
+	// Answers are the user's answers to the questions the tool asked, in order.
+	Answers []string
+	Result  string
+	IsError bool
+}

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// InterruptRequested records that a call waits for a person: a decision
+// (approval_requested) or an answer (input_requested).
+type InterruptRequested struct {
+	CallID    string            `json:"call_id"`
+	Interrupt session.Interrupt `json:"interrupt"`
+}
+
+func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	in := p.Interrupt
+	c.State, c.Interrupt = CallAwaiting, &in
+	return nil
+}
+
+// derivedID derives a stable id from a call's (or message's) place in the
+// session, so parallel calls, nested frames and calls of different turns
+// never share one, even when a model reuses call ids.
+func derivedID(session, frame string, seq int64, callID, salt string) string {
+	h := sha256.Sum256([]byte(session + "\x00" + frame + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + callID + "\x00" + salt))
+	return "int_" + hex.EncodeToString(h[:10])
+}
+
+func (s *State) findInterrupt(id string) (*Frame, *Call) {
+	for _, f := range s.Frames {
+		for _, c := range f.Calls {
+			if c.State == CallAwaiting && c.Interrupt != nil && c.Interrupt.ID == id {
+				return f, c
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Interrupts lists what the session waits for, depth first in call order:
+// calls awaiting a decision or an answer, and interactive frames awaiting a
+// message. While paused, they are what the session waits for.
+func (s *State) Interrupts() []session.Interrupt {
+	var out []session.Interrupt
+	for _, f := range s.Ordered() {
+		if f.SaidSeq != 0 {
+			out = append(out, s.messageInterrupt(f))
+		}
+		for _, c := range f.Calls {
+			if c.State == CallAwaiting && c.Interrupt != nil {
+				out = append(out, *c.Interrupt)
+			}
+		}
+	}
+	return out
+}
+
+func (s *State) messageInterrupt(f *Frame) session.Interrupt {
+	return session.Interrupt{
+		ID:   derivedID(s.SessionID, f.ID, f.SaidSeq, "", "message"),
+		Kind: session.KindMessage, Path: s.pathTo(f), Text: f.Said,
+	}
+}

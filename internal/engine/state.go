@@ -1,0 +1,56 @@
+// Package engine is Cairn's deterministic core: a state machine that takes a
+// session's state and one input (a user message, decisions, a model response,
+// tool results) and returns the events to append and the effects a driver must
+// perform next (call a model, run tools).
+//
+// The engine does no I/O: no clock, no randomness, no network. Time is passed
+// in; ids are derived from the session id and event sequence numbers. The same
+// events replayed through Replay rebuild the same state, which is what makes a
+// session durable, resumable after a crash, and runnable inside a
+// durable-execution engine.
+package engine
+
+import (
+	"time"
+
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+)
+
+// State is a session as the engine sees it: a projection of its event log.
+type State struct {
+	SessionID string
+	Agent     string
+	Status    session.Status
+	Seq       int64 // seq of the last event applied
+	Frames    []*Frame
+	Output    string
+	Error     *session.Failure
+	Metadata  map[string]any
+	Owner     string
+	Usage     model.Usage
+	// Remembered lists the tools a decision approved for the rest of the session.
+	Remembered []session.Remembered
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	// Log is the driver's bookkeeping of the log's size since the last
+	// snapshot; it is not part of the session.
+	Log LogStats `json:"-"`
+	// frames counts the frames ever created, for ids.
+	frames int
+}
+
+// LogStats tracks how much log a load would replay after the last snapshot.
+type LogStats struct {
+	SnapshotBytes int // size of the last snapshot (0: none)
+	TailBytes     int // bytes of events appended after it
+}
+
+func (s *State) remembered(agent, tool string) bool {
+	for _, r := range s.Remembered {
+		if r.Agent == agent && r.Tool == tool {
+			return true
+		}
+	}
+	return false
+}

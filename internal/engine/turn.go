@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+)
+
+// SessionStarted opens a session: the root frame is created.
+type SessionStarted struct {
+	SessionID string         `json:"session_id"`
+	Agent     string         `json:"agent"`
+	Frame     string         `json:"frame"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Owner     string         `json:"owner,omitempty"`
+}
+
+// UserMessage is a message from the user to a frame (the top of the stack).
+type UserMessage struct {
+	Text string `json:"text"`
+}
+
+// TurnPaused records that the session waits for a person.
+type TurnPaused struct {
+	Interrupts []session.Interrupt `json:"interrupts"`
+}
+
+// TurnCompleted records the root agent's answer.
+type TurnCompleted struct {
+	Output string `json:"output"`
+}
+
+// TurnFailed records why a turn could not finish.
+type TurnFailed struct {
+	Error session.Failure `json:"error"`
+}
+
+// TurnCancelled records that the user cancelled the whole turn.
+type TurnCancelled struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// TurnInterrupted records that a runner stopped driving the turn before
+// its end and released the session; it stays running until taken over.
+type TurnInterrupted struct {
+	Reason string `json:"reason"`
+}
+
+func (p *SessionStarted) project(st *State, ev *session.Event, frame *Frame) error {
+	if st.Seq != 1 {
+		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
+	}
+	st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
+	st.Status = session.StatusRunning
+	st.frames++
+	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
+	return nil
+}
+
+func (p *UserMessage) project(st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
+	frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
+	st.Status, st.Output, st.Error = session.StatusRunning, "", nil
+	return nil
+}
+
+func (p *TurnPaused) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status = session.StatusPaused
+	return nil
+}
+
+func (p *TurnCompleted) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status, st.Output = session.StatusCompleted, p.Output
+	return nil
+}
+
+func (p *TurnFailed) project(st *State, ev *session.Event, frame *Frame) error {
+	f := p.Error
+	st.Status, st.Error = session.StatusFailed, &f
+	return nil
+}
+
+func (p *TurnInterrupted) project(st *State, ev *session.Event, frame *Frame) error {
+	// the state is unchanged: whoever takes over recovers it
+
+	return nil
+}
+
+func (p *TurnCancelled) project(st *State, ev *session.Event, frame *Frame) error {
+	st.Status = session.StatusCancelled
+	root := st.Root()
+	st.Frames = []*Frame{root}
+	root.Calls, root.Said, root.SaidSeq = nil, "", 0
+	return nil
+}
+
+func (s *stepper) start(in Start) error {
+	if s.st.Seq != 0 {
+		return errorf(session.CodeConflict, "session %s already exists", s.st.SessionID)
+	}
+	if s.m.agents[in.Agent] == nil {
+		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
+	}
+	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
+	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
+	s.advance()
+	return nil
+}
+
+func (s *stepper) message(in Message) error {
+	st := s.st
+	if in.Seq != 0 && in.Seq != st.Seq {
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and retry", in.Seq, st.SessionID, st.Seq)
+	}
+	top := st.Top()
+	switch st.Status {
+	case session.StatusCompleted, session.StatusFailed, session.StatusCancelled:
+	case session.StatusPaused:
+		for _, in := range st.Interrupts() {
+			if in.Kind != session.KindMessage {
+				return errorf(session.CodeConflict, "session %s waits for %d decision(s) or answer(s): decide them first (POST …/decisions)", st.SessionID, countDecisions(st))
+			}
+		}
+		if top == nil || top.SaidSeq == 0 {
+			return errorf(session.CodeConflict, "session %s is paused but its top frame is not waiting for a message", st.SessionID)
+		}
+	default:
+		return errorf(session.CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
+	}
+	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text})
+	s.advance()
+	return nil
+}
+
+func countDecisions(st *State) int {
+	n := 0
+	for _, in := range st.Interrupts() {
+		if in.Kind != session.KindMessage {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *stepper) cancel(in Cancel) error {
+	st := s.st
+	if in.Seq != 0 && in.Seq != st.Seq {
+		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d", in.Seq, st.SessionID, st.Seq)
+	}
+	running := st.Status == session.StatusRunning
+	if !running && st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s: only a paused or running session can be cancelled", st.SessionID, st.Status)
+	}
+	if running && in.Scope == CancelTop {
+		return errorf(session.CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
+	}
+	switch in.Scope {
+	case CancelTop:
+		top := st.Top()
+		if top == nil || top.Mode != ModeInteractive {
+			return errorf(session.CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
+		}
+		s.emit(session.EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
+			Result: fmt.Sprintf("agent %q was cancelled by the user", top.Agent)})
+		s.advance()
+	case CancelAll:
+		root := st.Root()
+		for _, c := range root.Calls {
+			switch c.State {
+			case CallDone:
+			case CallStarted: // its runner stopped while it ran
+				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+					Content: "cancelled by the user while it was running: it may or may not have taken effect"})
+			default:
+				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
+			}
+		}
+		s.emit(session.EventTurnCancelled, root, &TurnCancelled{Reason: "cancelled by the user"})
+	default:
+		return errorf(session.CodeInvalidRequest, "scope: %q is not one of top, all", in.Scope)
+	}
+	return nil
+}
+
+func (s *stepper) modelDone(in ModelDone) error {
+	st := s.st
+	f := st.frame(in.Frame)
+	if st.Status != session.StatusRunning || f == nil || len(f.Calls) > 0 || f.SaidSeq != 0 {
+		return errorf(session.CodeConflict, "session %s does not expect a model response for frame %q", st.SessionID, in.Frame)
+	}
+	if in.Err == nil && in.Response == nil {
+		in.Err = errors.New("the model returned no response")
+	}
+	if in.Err != nil {
+		why := session.Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)}
+		errors.As(in.Err, &why.Provider) // the status and request id survive the log
+		s.failFrame(f, why)
+		s.advance()
+		return nil
+	}
+	msg := normalizeReply(in.Response.Message)
+	msg.Agent = f.Agent
+	s.emit(session.EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
+	if len(msg.ToolCalls) == 0 {
+		s.finishFrame(f, msg.Content)
+	}
+	s.advance()
+	return nil
+}
+
+func (s *stepper) expire() error {
+	st := s.st
+	if st.Status != session.StatusPaused {
+		return errorf(session.CodeConflict, "session %s is %s: nothing to expire", st.SessionID, st.Status)
+	}
+	due := 0
+	for _, f := range st.Ordered() {
+		for _, c := range f.Calls {
+			in := c.Interrupt
+			if c.State != CallAwaiting || in == nil || in.ExpiresAt == nil || s.now.Before(*in.ExpiresAt) {
+				continue
+			}
+			due++
+			s.emit(session.EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: session.ActionReject,
+				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "expiry"}})
+			s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+				Content: fmt.Sprintf("approval expired: nobody decided on this call by %s, so it did not run", in.ExpiresAt.UTC().Format(time.RFC3339))})
+		}
+	}
+	if due == 0 {
+		return errorf(session.CodeConflict, "session %s has no expired approval", st.SessionID)
+	}
+	s.advance()
+	return nil
+}
+
+func (s *stepper) recover() error {
+	st := s.st
+	if st.Status != session.StatusRunning {
+		return errorf(session.CodeConflict, "session %s is %s, not running: nothing to recover", st.SessionID, st.Status)
+	}
+	for _, f := range st.Ordered() {
+		agent := s.m.agents[f.Agent]
+		for _, c := range f.Calls {
+			if c.State != CallStarted {
+				continue
+			}
+			if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
+				// Recorded as a decision so the log says why it ran twice.
+				s.emit(session.EventDecision, f, &DecisionMade{CallID: c.ID, Kind: session.KindApproval, Tool: c.Tool, Action: session.ActionApprove,
+					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
+				continue
+			}
+			in := session.Interrupt{
+				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
+				Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+				Tool: c.Tool, Arguments: json.RawMessage(c.Args),
+				Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
+			}
+			s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+		}
+	}
+	s.advance()
+	return nil
+}
+
+// advance moves the session as far as it goes without I/O (DESIGN.md §3):
+// frames run depth first; in each, new calls are classified, approved calls
+// start or push child frames, and a frame whose calls all have results
+// calls its model. It stops at the first effect, or pauses when nothing can
+// move without a person.
+func (s *stepper) advance() {
+	for s.st.Status == session.StatusRunning {
+		if len(s.out) > maxEventsPerStep {
+			// Every sweep that changes something records an event, so this
+			// bounds the loop even if some input defeats the engine's logic.
+			s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal",
+				Message: fmt.Sprintf("engine: a step recorded more than %d events; the turn was stopped", maxEventsPerStep)}})
+			return
+		}
+		eff, changed := s.pass()
+		if eff != nil {
+			s.effects = append(s.effects, eff)
+			return
+		}
+		if !changed {
+			break
+		}
+	}
+	if s.st.Status != session.StatusRunning {
+		return
+	}
+	ins := s.st.Interrupts()
+	if len(ins) == 0 {
+		// Unreachable by construction; fail loudly rather than hang.
+		s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})
+		return
+	}
+	s.emit(session.EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
+}
+
+// maxEventsPerStep bounds the events one input may record.
+const maxEventsPerStep = 10000
+
+// pass makes one sweep over the frames. It returns the next effect, or
+// whether it recorded anything (the frame tree may have changed: sweep again).
+func (s *stepper) pass() (Effect, bool) {
+	for _, f := range s.st.Ordered() {
+		if f.SaidSeq != 0 {
+			continue // waits for the user
+		}
+		agent := s.m.agents[f.Agent]
+		if agent == nil {
+			s.failFrame(f, session.Failure{Code: "unknown_agent", Message: fmt.Sprintf("agent %q is no longer configured", f.Agent)})
+			return nil, true
+		}
+		if len(f.Calls) == 0 {
+			if agent.MaxIterations > 0 && f.Iterations >= agent.MaxIterations {
+				s.failFrame(f, session.Failure{Code: "max_iterations",
+					Message: fmt.Sprintf("agent %q stopped after %d iterations without a final answer (max_iterations: %d)", f.Agent, f.Iterations, agent.MaxIterations)})
+				return nil, true
+			}
+			tools := agent.Definitions
+			if f.Mode == ModeInteractive {
+				tools = append(tools[:len(tools):len(tools)], completeDefinition)
+			}
+			return CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
+				Agent: f.Agent, System: agent.Instructions, Messages: f.Messages, Tools: tools,
+			}}, false
+		}
+		if eff, changed := s.advanceCalls(agent, f); eff != nil || changed {
+			return eff, changed
+		}
+	}
+	return nil, false
+}
