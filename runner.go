@@ -1,6 +1,7 @@
 package cairn
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -130,26 +131,39 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if opts == nil {
 		opts = &RunnerOptions{}
 	}
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := r.compile(agents)
+	if err != nil {
+		return nil, err
+	}
+	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove})
+	r.background, r.stop = context.WithCancel(context.Background())
+	r.hub.store = r.store
+	if err := r.startFeed(); err != nil {
+		return nil, err
+	}
+	if opts.Takeover >= 0 {
+		r.every(opts.Takeover, r.leaseFor/3, r.takeoverLoop)
+	}
+	if opts.ExpirySweep >= 0 && hasTTL(agents) {
+		r.every(opts.ExpirySweep, 250*time.Millisecond, r.sweep)
+	}
+	return r, nil
+}
+
+// newRunner is a Runner with opts and their defaults, before its agents.
+func newRunner(opts *RunnerOptions) (*Runner, error) {
 	r := &Runner{
 		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
 		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
 		node: opts.Node, leaseFor: opts.Lease, draining: make(chan struct{}),
+		tracer: newTracer(opts.TracerProvider), ledger: opts.Ledger,
 	}
-	if r.node == "" {
-		r.node = newNodeID()
-	}
-	if r.leaseFor <= 0 {
-		r.leaseFor = DefaultLease
-	}
-	r.tracer = newTracer(opts.TracerProvider)
 	r.cache.maxEntries, r.cache.maxBytes = opts.CachedSessions, opts.CacheBytes
-	if r.cache.maxEntries == 0 {
-		r.cache.maxEntries = 1024
-	}
-	if r.cache.maxBytes <= 0 {
-		r.cache.maxBytes = DefaultCacheBytes
-	}
 	if len(r.contKeys) > 0 {
 		c, err := NewCodec(r.contKeys...)
 		if err != nil {
@@ -160,22 +174,33 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if r.store == nil {
 		r.store = store.NewMemory()
 	}
-	r.ledger = opts.Ledger
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}
-	if r.log == nil {
-		r.log = slog.Default()
-	}
-	if r.maxParallel <= 0 {
-		r.maxParallel = 8
-	}
+	r.node = cmp.Or(r.node, newNodeID())
+	r.log = cmp.Or(r.log, slog.Default())
+	r.cache.maxEntries = cmp.Or(r.cache.maxEntries, 1024)
 	if r.now == nil {
 		r.now = time.Now
 	}
 	if r.newID == nil {
 		r.newID = newSessionID
 	}
+	if r.leaseFor <= 0 {
+		r.leaseFor = DefaultLease
+	}
+	if r.cache.maxBytes <= 0 {
+		r.cache.maxBytes = DefaultCacheBytes
+	}
+	if r.maxParallel <= 0 {
+		r.maxParallel = 8
+	}
+	return r, nil
+}
+
+// compile checks the agents and their tools once and returns what the
+// engine needs to know of them.
+func (r *Runner) compile(agents []*Agent) (map[string]*engine.Agent, error) {
 	if len(agents) == 0 {
 		return nil, errors.New("cairn: NewRunner needs at least one agent")
 	}
@@ -190,27 +215,11 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 		if a.Model == nil {
 			return nil, fmt.Errorf("cairn: agent %q has no model", a.Name)
 		}
-		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations}
-		if spec.MaxIterations <= 0 {
-			spec.MaxIterations = DefaultMaxIterations
+		spec, tools, err := compileAgent(a)
+		if err != nil {
+			return nil, err
 		}
-		tools := map[string]*compiledTool{}
-		for _, t := range a.Tools {
-			ct, err := compileTool(t)
-			if err != nil {
-				return nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
-			}
-			if tools[t.Name] != nil {
-				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, t.Name)
-			}
-			tools[t.Name] = ct
-			et := ct.engineTool()
-			spec.Tools[t.Name] = et
-			spec.Definitions = append(spec.Definitions, et.Definition)
-		}
-		r.agents[a.Name] = a
-		r.tools[a.Name] = tools
-		specs[a.Name] = spec
+		r.agents[a.Name], r.tools[a.Name], specs[a.Name] = a, tools, spec
 	}
 	for _, a := range agents {
 		for _, t := range a.Tools {
@@ -219,29 +228,39 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 			}
 		}
 	}
-	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove})
-	r.background, r.stop = context.WithCancel(context.Background())
-	r.hub.store = r.store
-	if err := r.startFeed(); err != nil {
-		return nil, err
+	return specs, nil
+}
+
+// compileAgent compiles one agent's tools.
+func compileAgent(a *Agent) (*engine.Agent, map[string]*compiledTool, error) {
+	spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations}
+	if spec.MaxIterations <= 0 {
+		spec.MaxIterations = DefaultMaxIterations
 	}
-	if opts.Takeover >= 0 {
-		every := opts.Takeover
-		if every == 0 {
-			every = r.leaseFor / 3
+	tools := map[string]*compiledTool{}
+	for _, t := range a.Tools {
+		ct, err := compileTool(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
 		}
-		r.wg.Add(1)
-		go r.takeoverLoop(every)
-	}
-	if opts.ExpirySweep >= 0 && hasTTL(agents) {
-		every := opts.ExpirySweep
-		if every == 0 {
-			every = 250 * time.Millisecond
+		if tools[t.Name] != nil {
+			return nil, nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, t.Name)
 		}
-		r.wg.Add(1)
-		go r.sweep(every)
+		tools[t.Name] = ct
+		et := ct.engineTool()
+		spec.Tools[t.Name] = et
+		spec.Definitions = append(spec.Definitions, et.Definition)
 	}
-	return r, nil
+	return spec, tools, nil
+}
+
+// every runs loop in the background with period (def when 0).
+func (r *Runner) every(period, def time.Duration, loop func(time.Duration)) {
+	if period == 0 {
+		period = def
+	}
+	r.wg.Add(1)
+	go loop(period)
 }
 
 func hasTTL(agents []*Agent) bool {

@@ -115,8 +115,26 @@ type AgentConfig struct {
 	Instructions  string           `yaml:"instructions"`
 	Tools         []string         `yaml:"tools"`
 	Subagents     []SubagentConfig `yaml:"subagents"`
-	Handoffs      []string         `yaml:"handoffs"`
+	Handoffs      []HandoffConfig  `yaml:"handoffs"`
 	MaxIterations int              `yaml:"max_iterations"`
+}
+
+// HandoffConfig lets an agent hand the conversation over to another agent:
+// its name alone (handoffs: [billing]) or {agent, approval, confirmation}
+// to have a person confirm the transfer.
+type HandoffConfig struct {
+	Agent        string `yaml:"agent"`
+	Approval     string `yaml:"approval"`
+	Confirmation string `yaml:"confirmation"`
+}
+
+// UnmarshalYAML accepts the agent's name as a plain string.
+func (h *HandoffConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&h.Agent)
+	}
+	type plain HandoffConfig
+	return n.Decode((*plain)(h))
 }
 
 // SubagentConfig offers another agent to an agent as a tool.
@@ -261,38 +279,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (l *loader) load(f *File) (*Config, error) {
 	cfg := &Config{Path: l.path, Dir: l.dir}
-	var err error
-	if f.SecretEnv != "" {
-		v, ok := l.env(f.SecretEnv)
-		if !ok || strings.TrimSpace(v) == "" {
-			return nil, l.errf("secret_env", "environment variable %s is not set; export it (openssl rand -hex 32) or remove secret_env to let Cairn generate and store a key", f.SecretEnv)
-		}
-		for i, k := range strings.Split(v, ",") {
-			k = strings.TrimSpace(k)
-			if len(k) < 32 {
-				return nil, l.errf("secret_env", "key %d in %s is %d characters; use at least 32 (openssl rand -hex 32)", i, f.SecretEnv, len(k))
-			}
-			cfg.ContinuationKeys = append(cfg.ContinuationKeys, []byte(k))
-		}
-	}
-	if f.Auth != nil {
-		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Store, err = l.store(f.Store); err != nil {
-		return nil, err
-	}
-	if cfg.TokenLedger, err = l.tokenLedger(f, cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Lease, err = l.duration("lease", f.Lease, cairn.DefaultLease); err != nil {
-		return nil, err
-	}
-	if cfg.Lease < 3*time.Second {
-		return nil, l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
-	}
-	if cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second); err != nil {
+	if err := l.server(f, cfg); err != nil {
 		return nil, err
 	}
 	if len(f.Agents) == 0 {
@@ -319,71 +306,159 @@ func (l *loader) load(f *File) (*Config, error) {
 		tools[name] = t
 	}
 	for _, name := range sortedKeys(f.Agents) {
-		a := f.Agents[name]
-		p := "agents." + name
-		if a.Model == "" {
-			return nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
-		}
-		m := models[a.Model]
-		if m == nil {
-			return nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
-		}
-		if a.MaxIterations < 0 {
-			return nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
-		}
-		agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
-		seen := map[string]bool{}
-		for i, tn := range a.Tools {
-			t := tools[tn]
-			if t == nil {
-				return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
-			}
-			if seen[tn] {
-				return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
-			}
-			seen[tn] = true
-			agent.Tools = append(agent.Tools, t)
-		}
-		for i, sa := range a.Subagents {
-			if _, ok := f.Agents[sa.Agent]; !ok {
-				return nil, l.errf(p+".subagents", "subagents[%d].agent: unknown agent %q; defined agents: %s%s", i, sa.Agent, strings.Join(sortedKeys(f.Agents), ", "), didYouMean(sa.Agent, sortedKeys(f.Agents)))
-			}
-			name := sa.Tool
-			if name == "" {
-				name = "ask_" + sa.Agent
-			}
-			if !toolName.MatchString(name) || seen[name] {
-				return nil, l.errf(p+".subagents", "subagents[%d].tool: %q is not a free tool name (1–64 letters, digits, _ or -, not used twice)", i, name)
-			}
-			seen[name] = true
-			pol, err := approvalPolicy(sa.Approval)
-			if err != nil {
-				return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
-			}
-			spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
-			switch sa.Mode {
-			case "", "tool":
-				agent.Tools = append(agent.Tools, cairn.AgentTool(sa.Agent, spec))
-			case "interactive":
-				agent.Tools = append(agent.Tools, cairn.InteractiveAgentTool(sa.Agent, spec))
-			default:
-				return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
-			}
-		}
-		for i, target := range a.Handoffs {
-			if _, ok := f.Agents[target]; !ok || target == name {
-				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is not another defined agent; defined agents: %s%s", i, target, strings.Join(sortedKeys(f.Agents), ", "), didYouMean(target, sortedKeys(f.Agents)))
-			}
-			h := cairn.Handoff(target, nil)
-			if seen[h.Name] {
-				return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, target)
-			}
-			seen[h.Name] = true
-			agent.Tools = append(agent.Tools, h)
+		agent, err := l.agent(name, f, models, tools)
+		if err != nil {
+			return nil, err
 		}
 		cfg.Agents = append(cfg.Agents, agent)
 	}
 	return cfg, nil
+}
+
+// server reads the settings of the process: keys, auth, store, lease.
+func (l *loader) server(f *File, cfg *Config) error {
+	var err error
+	if cfg.ContinuationKeys, err = l.keys(f.SecretEnv); err != nil {
+		return err
+	}
+	if f.Auth != nil {
+		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
+			return err
+		}
+	}
+	if cfg.Store, err = l.store(f.Store); err != nil {
+		return err
+	}
+	if cfg.TokenLedger, err = l.tokenLedger(f, cfg); err != nil {
+		return err
+	}
+	if cfg.Lease, err = l.duration("lease", f.Lease, cairn.DefaultLease); err != nil {
+		return err
+	}
+	if cfg.Lease < 3*time.Second {
+		return l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
+	}
+	cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second)
+	return err
+}
+
+// keys reads the continuation keys from the variable secret_env names.
+func (l *loader) keys(secretEnv string) ([][]byte, error) {
+	if secretEnv == "" {
+		return nil, nil
+	}
+	v, ok := l.env(secretEnv)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, l.errf("secret_env", "environment variable %s is not set; export it (openssl rand -hex 32) or remove secret_env to let Cairn generate and store a key", secretEnv)
+	}
+	var keys [][]byte
+	for i, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		if len(k) < 32 {
+			return nil, l.errf("secret_env", "key %d in %s is %d characters; use at least 32 (openssl rand -hex 32)", i, secretEnv, len(k))
+		}
+		keys = append(keys, []byte(k))
+	}
+	return keys, nil
+}
+
+// agent builds one agent: its model, its tools, sub-agents and handoffs.
+func (l *loader) agent(name string, f *File, models map[string]model.Model, tools map[string]*cairn.Tool) (*cairn.Agent, error) {
+	a, p := f.Agents[name], "agents."+name
+	if a.Model == "" {
+		return nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
+	}
+	m := models[a.Model]
+	if m == nil {
+		return nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
+	}
+	if a.MaxIterations < 0 {
+		return nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
+	}
+	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	seen := map[string]bool{}
+	for i, tn := range a.Tools {
+		t := tools[tn]
+		if t == nil {
+			return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
+		}
+		if seen[tn] {
+			return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+		}
+		seen[tn] = true
+		agent.Tools = append(agent.Tools, t)
+	}
+	for i, sa := range a.Subagents {
+		t, err := l.subagent(p, i, sa, seen)
+		if err != nil {
+			return nil, err
+		}
+		agent.Tools = append(agent.Tools, t)
+	}
+	for i, h := range a.Handoffs {
+		t, err := l.handoff(p, name, i, h, seen)
+		if err != nil {
+			return nil, err
+		}
+		agent.Tools = append(agent.Tools, t)
+	}
+	return agent, nil
+}
+
+// subagent builds the tool that offers another agent (subagents[i] of p).
+func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bool) (*cairn.Tool, error) {
+	if err := l.otherAgent(p+".subagents", fmt.Sprintf("subagents[%d].agent", i), sa.Agent, ""); err != nil {
+		return nil, err
+	}
+	name := sa.Tool
+	if name == "" {
+		name = "ask_" + sa.Agent
+	}
+	if !toolName.MatchString(name) || seen[name] {
+		return nil, l.errf(p+".subagents", "subagents[%d].tool: %q is not a free tool name (1–64 letters, digits, _ or -, not used twice)", i, name)
+	}
+	seen[name] = true
+	pol, err := approvalPolicy(sa.Approval)
+	if err != nil {
+		return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
+	}
+	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
+	switch sa.Mode {
+	case "", "tool":
+		return cairn.AgentTool(sa.Agent, spec), nil
+	case "interactive":
+		return cairn.InteractiveAgentTool(sa.Agent, spec), nil
+	}
+	return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
+}
+
+// handoff builds the transfer_to_<agent> tool of handoffs[i] of agent self.
+func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string]bool) (*cairn.Tool, error) {
+	if err := l.otherAgent(p+".handoffs", fmt.Sprintf("handoffs[%d]", i), h.Agent, self); err != nil {
+		return nil, err
+	}
+	pol, err := approvalPolicy(h.Approval)
+	if err != nil {
+		return nil, l.errf(p+".handoffs", "handoffs[%d].approval: %v", i, err)
+	}
+	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, Confirmation: h.Confirmation})
+	if seen[t.Name] {
+		return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, h.Agent)
+	}
+	seen[t.Name] = true
+	return t, nil
+}
+
+// otherAgent checks that agent names a defined agent other than self.
+func (l *loader) otherAgent(key, what, agent, self string) error {
+	names := sortedKeys(l.agents)
+	if _, ok := l.agents[agent]; !ok {
+		return l.errf(key, "%s: unknown agent %q; defined agents: %s%s", what, agent, strings.Join(names, ", "), didYouMean(agent, names))
+	}
+	if agent == self {
+		return l.errf(key, "%s: %q is the agent itself; name another agent", what, agent)
+	}
+	return nil
 }
 
 // minTokenLength keeps guessable tokens out.

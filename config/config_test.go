@@ -195,7 +195,7 @@ func TestNestingConfig(t *testing.T) {
 	for _, c := range []struct{ from, to, want string }{
 		{"agent: analyst, tool", "agent: ghost, tool", `agents.main.subagents: subagents[0].agent: unknown agent "ghost"`},
 		{"mode: interactive", "mode: chatty", `subagents[1].mode: "chatty" is not tool or interactive`},
-		{"handoffs: [billing]", "handoffs: [main]", `agents.main.handoffs: handoffs[0]: "main" is not another defined agent`},
+		{"handoffs: [billing]", "handoffs: [main]", `agents.main.handoffs: handoffs[0]: "main" is the agent itself`},
 		{"{builtin: ask_user}", "{builtin: ask_llm}", `tools.ask_user.builtin: unknown built-in "ask_llm"`},
 	} {
 		_, err := config.Parse("/x/cairn.yaml", []byte(strings.Replace(nested, c.from, c.to, 1)), noEnv)

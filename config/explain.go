@@ -33,6 +33,9 @@ func (l *loader) explain(n *yaml.Node, t reflect.Type, path string) *Error {
 	wrong := func(expected string) *Error {
 		return &Error{File: l.path, Line: n.Line, Path: path, Msg: fmt.Sprintf("expected %s, got %s", expected, describe(n))}
 	}
+	if n.Kind == yaml.ScalarNode && reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil // the type reads a scalar its own way (handoffs: [billing])
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -69,20 +72,32 @@ func (l *loader) explain(n *yaml.Node, t reflect.Type, path string) *Error {
 				return e
 			}
 		}
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode {
-			return wrong("a string")
-		}
-	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || (n.Tag != "!!bool") {
-			return wrong("true or false")
-		}
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		if _, err := strconv.ParseInt(n.Value, 0, 64); n.Kind != yaml.ScalarNode || err != nil {
-			return wrong("a whole number")
+	default:
+		if expected := scalarMismatch(n, t); expected != "" {
+			return wrong(expected)
 		}
 	}
 	return nil
+}
+
+// scalarMismatch says what a scalar field of kind t expected when n does
+// not fit it; "" when it fits (or t is not a scalar).
+func scalarMismatch(n *yaml.Node, t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			return "a string"
+		}
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			return "true or false"
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		if _, err := strconv.ParseInt(n.Value, 0, 64); n.Kind != yaml.ScalarNode || err != nil {
+			return "a whole number"
+		}
+	}
+	return ""
 }
 
 // describe says what a YAML node is, for an error message.

@@ -17,272 +17,285 @@ import (
 
 // Run runs the suite against stores made by open; each subtest gets a fresh one.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("AppendAndRead", func(t *testing.T) { testAppendAndRead(t, open) })
+	t.Run("StaleSeqConflictsAndWritesNothing", func(t *testing.T) { testStaleSeqConflictsAndWritesNothing(t, open) })
+	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) { testConcurrentAppendsOneWinner(t, open) })
+	t.Run("NotFound", func(t *testing.T) { testNotFound(t, open) })
+	t.Run("NilSummaryKeepsThePrevious", func(t *testing.T) { testNilSummaryKeepsThePrevious(t, open) })
+	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, open) })
+	t.Run("SecretFirstWriterWins", func(t *testing.T) { testSecretFirstWriterWins(t, open) })
+	t.Run("LedgerSpendsOnce", func(t *testing.T) { testLedgerSpendsOnce(t, open) })
+	t.Run("ListExpiredAndPaged", func(t *testing.T) { testListExpiredAndPaged(t, open) })
+	t.Run("ListByStatus", func(t *testing.T) { testListByStatus(t, open) })
+}
+
+func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := func(seq int64) session.Event {
-		return session.Event{Seq: seq, Type: "user_message", Time: t0.Add(time.Duration(seq) * time.Millisecond), Frame: "f1", Agent: "main", Data: json.RawMessage(fmt.Sprintf(`{"text":"m%d"}`, seq))}
+	t0 := epoch()
+	s := open(t)
+	if err := s.Append(ctx, headAt("s1", 2, "running"), 0, []session.Event{event(1), event(2)}); err != nil {
+		t.Fatal(err)
 	}
-	head := func(id string, seq int64, status session.Status) store.Head {
-		return store.Head{ID: id, Agent: "main", Status: status, Seq: seq, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(seq) * time.Second), Summary: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))}
+	if err := s.Append(ctx, headAt("s1", 3, "paused"), 2, []session.Event{event(3)}); err != nil {
+		t.Fatal(err)
 	}
+	got, err := s.Events(ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Seq != 1 || got[2].Seq != 3 || string(got[2].Data) != `{"text":"m3"}` || !got[1].Time.Equal(event(2).Time) || got[0].Frame != "f1" || got[0].Agent != "main" {
+		t.Fatalf("events = %+v", got)
+	}
+	after, _ := s.Events(ctx, "s1", 2)
+	if len(after) != 1 || after[0].Seq != 3 {
+		t.Fatalf("events after 2 = %+v", after)
+	}
+	h, err := s.Head(ctx, "s1")
+	if err != nil || h.Seq != 3 || h.Status != "paused" || string(h.Summary) != `{"seq":3}` || !h.CreatedAt.Equal(t0) {
+		t.Fatalf("head = %+v, %v", h, err)
+	}
+}
 
-	t.Run("AppendAndRead", func(t *testing.T) {
-		s := open(t)
-		if err := s.Append(ctx, head("s1", 2, "running"), 0, []session.Event{ev(1), ev(2)}); err != nil {
-			t.Fatal(err)
+func testStaleSeqConflictsAndWritesNothing(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	must(t, s.Append(ctx, headAt("s1", 1, "running"), 0, []session.Event{event(1)}))
+	must(t, s.Append(ctx, headAt("s1", 2, "paused"), 1, []session.Event{event(2)}))
+	err := s.Append(ctx, headAt("s1", 2, "completed"), 1, []session.Event{event(2)})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale append: err = %v, want ErrConflict", err)
+	}
+	if err := s.Append(ctx, headAt("s1", 1, "running"), 0, []session.Event{event(1)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("re-create: err = %v, want ErrConflict", err)
+	}
+	h, _ := s.Head(ctx, "s1")
+	got, _ := s.Events(ctx, "s1", 0)
+	if h.Status != "paused" || h.Seq != 2 || len(got) != 2 {
+		t.Fatalf("after conflicts: head %+v, %d events", h, len(got))
+	}
+}
+
+func testConcurrentAppendsOneWinner(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	must(t, s.Append(ctx, headAt("s1", 1, "paused"), 0, []session.Event{event(1)}))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, conflicts := 0, 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Append(ctx, headAt("s1", 2, "running"), 1, []session.Event{event(2)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, store.ErrConflict):
+				conflicts++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || conflicts != 7 {
+		t.Fatalf("wins %d conflicts %d, want 1 and 7", wins, conflicts)
+	}
+}
+
+func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	if _, err := s.Head(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Head: %v", err)
+	}
+	if _, err := s.Events(ctx, "nope", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Events: %v", err)
+	}
+	if err := s.Append(ctx, headAt("nope", 2, "x"), 1, []session.Event{event(2)}); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Append to unknown: %v", err)
+	}
+}
+
+func testNilSummaryKeepsThePrevious(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	must(t, s.Append(ctx, headAt("s1", 1, "running"), 0, []session.Event{event(1)}))
+	h := headAt("s1", 2, "paused")
+	h.Summary = nil
+	must(t, s.Append(ctx, h, 1, []session.Event{event(2)}))
+	got, err := s.Head(ctx, "s1")
+	if err != nil || string(got.Summary) != `{"seq":1}` || got.Seq != 2 || got.Status != "paused" {
+		t.Fatalf("head = %+v %s, %v", got, got.Summary, err)
+	}
+}
+
+func testSnapshots(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	must(t, s.Append(ctx, headAt("s1", 1, "running"), 0, []session.Event{event(1)}))
+	if _, _, err := s.LatestSnapshot(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("no snapshot yet: %v", err)
+	}
+	h := headAt("s1", 2, "running")
+	h.Snapshot = []byte(`{"at":2}`)
+	must(t, s.Append(ctx, h, 1, []session.Event{event(2)}))
+	must(t, s.Append(ctx, headAt("s1", 3, "paused"), 2, []session.Event{event(3)}))
+	seq, data, err := s.LatestSnapshot(ctx, "s1")
+	if err != nil || seq != 2 || string(data) != `{"at":2}` {
+		t.Fatalf("snapshot = %d %q %v", seq, data, err)
+	}
+	if got, _ := s.Head(ctx, "s1"); got.Snapshot != nil {
+		t.Fatal("Head returned the snapshot")
+	}
+	// A conflicting append writes no snapshot either.
+	h = headAt("s1", 3, "x")
+	h.Snapshot = []byte(`{"at":"stale"}`)
+	if err := s.Append(ctx, h, 2, []session.Event{event(3)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale append: %v", err)
+	}
+	if _, data, _ := s.LatestSnapshot(ctx, "s1"); string(data) != `{"at":2}` {
+		t.Fatalf("a refused append replaced the snapshot: %s", data)
+	}
+}
+
+func testSecretFirstWriterWins(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s, ok := open(t).(store.Secrets)
+	if !ok {
+		t.Skip("the store does not implement store.Secrets")
+	}
+	a, err := s.Secret(ctx, "hmac", []byte("first"))
+	if err != nil || string(a) != "first" {
+		t.Fatalf("first: %q %v", a, err)
+	}
+	b, err := s.Secret(ctx, "hmac", []byte("second"))
+	if err != nil || string(b) != "first" {
+		t.Fatalf("second: %q %v", b, err)
+	}
+}
+
+func testLedgerSpendsOnce(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	l, ok := open(t).(store.Ledger)
+	if !ok {
+		t.Skip("the store does not implement store.Ledger")
+	}
+	if _, err := l.Outcome(ctx, "tok_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := l.MarkUsed(ctx, "tok_1")
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins++
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("wins = %d, want 1", wins)
+	}
+	if out, err := l.Outcome(ctx, "tok_1"); err != nil || out != nil {
+		t.Fatalf("outcome while being spent = %q, %v; want nil, nil", out, err)
+	}
+	must(t, l.SetOutcome(ctx, "tok_1", []byte(`{"status":"paused"}`)))
+	if out, err := l.Outcome(ctx, "tok_1"); err != nil || string(out) != `{"status":"paused"}` {
+		t.Fatalf("outcome = %q, %v", out, err)
+	}
+	if err := l.MarkUsed(ctx, "tok_1"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("spending a settled token again: %v, want ErrConflict", err)
+	}
+	if err := l.SetOutcome(ctx, "tok_never", []byte("x")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
+	}
+	must(t, l.MarkUsed(ctx, "tok_2"))
+}
+
+func testListExpiredAndPaged(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	t0 := epoch()
+	s := open(t)
+	// Six paused sessions, updated a second apart; b and d have approvals
+	// due at t0+1h and t0+2h.
+	for i, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(i) * time.Second), Summary: json.RawMessage(`{}`)}
+		switch id {
+		case "b":
+			h.NextExpiry = t0.Add(time.Hour)
+		case "d":
+			h.NextExpiry = t0.Add(2 * time.Hour)
 		}
-		if err := s.Append(ctx, head("s1", 3, "paused"), 2, []session.Event{ev(3)}); err != nil {
-			t.Fatal(err)
+		must(t, s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+	}
+	ids := func(hs []store.Head) string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.ID)
 		}
-		got, err := s.Events(ctx, "s1", 0)
+		return strings.Join(out, ",")
+	}
+	due, err := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(90 * time.Minute)})
+	if err != nil || ids(due) != "b" || !due[0].NextExpiry.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("due at +90m: %s %v", ids(due), err)
+	}
+	if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d,b" {
+		t.Fatalf("due at +3h: %s", ids(due))
+	}
+	// A decided session is no longer due.
+	h, _ := s.Head(ctx, "b")
+	h.Seq, h.Status, h.NextExpiry, h.UpdatedAt = 2, "completed", time.Time{}, t0.Add(time.Minute)
+	must(t, s.Append(ctx, h, 1, []session.Event{{Seq: 2, Type: "turn_completed", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+	if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d" {
+		t.Fatalf("due after b was decided: %s", ids(due))
+	}
+	// Pages of two, in List's order, none twice, none missed.
+	var pages []string
+	var after store.Position
+	for {
+		page, err := s.List(ctx, store.ListOptions{Limit: 2, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 || got[0].Seq != 1 || got[2].Seq != 3 || string(got[2].Data) != `{"text":"m3"}` || !got[1].Time.Equal(ev(2).Time) || got[0].Frame != "f1" || got[0].Agent != "main" {
-			t.Fatalf("events = %+v", got)
+		if len(page) == 0 {
+			break
 		}
-		after, _ := s.Events(ctx, "s1", 2)
-		if len(after) != 1 || after[0].Seq != 3 {
-			t.Fatalf("events after 2 = %+v", after)
-		}
-		h, err := s.Head(ctx, "s1")
-		if err != nil || h.Seq != 3 || h.Status != "paused" || string(h.Summary) != `{"seq":3}` || !h.CreatedAt.Equal(t0) {
-			t.Fatalf("head = %+v, %v", h, err)
-		}
-	})
+		pages = append(pages, ids(page))
+		after = page[len(page)-1].Position()
+	}
+	if got := strings.Join(pages, "|"); got != "b,f|e,d|c,a" {
+		t.Fatalf("pages %s, want b,f|e,d|c,a", got)
+	}
+}
 
-	t.Run("StaleSeqConflictsAndWritesNothing", func(t *testing.T) {
-		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
-		must(t, s.Append(ctx, head("s1", 2, "paused"), 1, []session.Event{ev(2)}))
-		err := s.Append(ctx, head("s1", 2, "completed"), 1, []session.Event{ev(2)})
-		if !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("stale append: err = %v, want ErrConflict", err)
-		}
-		if err := s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("re-create: err = %v, want ErrConflict", err)
-		}
-		h, _ := s.Head(ctx, "s1")
-		got, _ := s.Events(ctx, "s1", 0)
-		if h.Status != "paused" || h.Seq != 2 || len(got) != 2 {
-			t.Fatalf("after conflicts: head %+v, %d events", h, len(got))
-		}
-	})
-
-	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) {
-		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "paused"), 0, []session.Event{ev(1)}))
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		wins, conflicts := 0, 0
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := s.Append(ctx, head("s1", 2, "running"), 1, []session.Event{ev(2)})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					wins++
-				case errors.Is(err, store.ErrConflict):
-					conflicts++
-				default:
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-		if wins != 1 || conflicts != 7 {
-			t.Fatalf("wins %d conflicts %d, want 1 and 7", wins, conflicts)
-		}
-	})
-
-	t.Run("NotFound", func(t *testing.T) {
-		s := open(t)
-		if _, err := s.Head(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("Head: %v", err)
-		}
-		if _, err := s.Events(ctx, "nope", 0); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("Events: %v", err)
-		}
-		if err := s.Append(ctx, head("nope", 2, "x"), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("Append to unknown: %v", err)
-		}
-	})
-
-	t.Run("NilSummaryKeepsThePrevious", func(t *testing.T) {
-		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
-		h := head("s1", 2, "paused")
-		h.Summary = nil
-		must(t, s.Append(ctx, h, 1, []session.Event{ev(2)}))
-		got, err := s.Head(ctx, "s1")
-		if err != nil || string(got.Summary) != `{"seq":1}` || got.Seq != 2 || got.Status != "paused" {
-			t.Fatalf("head = %+v %s, %v", got, got.Summary, err)
-		}
-	})
-
-	t.Run("Snapshots", func(t *testing.T) {
-		s := open(t)
-		must(t, s.Append(ctx, head("s1", 1, "running"), 0, []session.Event{ev(1)}))
-		if _, _, err := s.LatestSnapshot(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("no snapshot yet: %v", err)
-		}
-		h := head("s1", 2, "running")
-		h.Snapshot = []byte(`{"at":2}`)
-		must(t, s.Append(ctx, h, 1, []session.Event{ev(2)}))
-		must(t, s.Append(ctx, head("s1", 3, "paused"), 2, []session.Event{ev(3)}))
-		seq, data, err := s.LatestSnapshot(ctx, "s1")
-		if err != nil || seq != 2 || string(data) != `{"at":2}` {
-			t.Fatalf("snapshot = %d %q %v", seq, data, err)
-		}
-		if got, _ := s.Head(ctx, "s1"); got.Snapshot != nil {
-			t.Fatal("Head returned the snapshot")
-		}
-		// A conflicting append writes no snapshot either.
-		h = head("s1", 3, "x")
-		h.Snapshot = []byte(`{"at":"stale"}`)
-		if err := s.Append(ctx, h, 2, []session.Event{ev(3)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("stale append: %v", err)
-		}
-		if _, data, _ := s.LatestSnapshot(ctx, "s1"); string(data) != `{"at":2}` {
-			t.Fatalf("a refused append replaced the snapshot: %s", data)
-		}
-	})
-
-	t.Run("SecretFirstWriterWins", func(t *testing.T) {
-		s, ok := open(t).(store.Secrets)
-		if !ok {
-			t.Skip("the store does not implement store.Secrets")
-		}
-		a, err := s.Secret(ctx, "hmac", []byte("first"))
-		if err != nil || string(a) != "first" {
-			t.Fatalf("first: %q %v", a, err)
-		}
-		b, err := s.Secret(ctx, "hmac", []byte("second"))
-		if err != nil || string(b) != "first" {
-			t.Fatalf("second: %q %v", b, err)
-		}
-	})
-
-	t.Run("LedgerSpendsOnce", func(t *testing.T) {
-		l, ok := open(t).(store.Ledger)
-		if !ok {
-			t.Skip("the store does not implement store.Ledger")
-		}
-		if _, err := l.Outcome(ctx, "tok_1"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
-		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		wins := 0
-		for range 6 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := l.MarkUsed(ctx, "tok_1")
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					wins++
-				} else if !errors.Is(err, store.ErrConflict) {
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-		if wins != 1 {
-			t.Fatalf("wins = %d, want 1", wins)
-		}
-		if out, err := l.Outcome(ctx, "tok_1"); err != nil || out != nil {
-			t.Fatalf("outcome while being spent = %q, %v; want nil, nil", out, err)
-		}
-		must(t, l.SetOutcome(ctx, "tok_1", []byte(`{"status":"paused"}`)))
-		if out, err := l.Outcome(ctx, "tok_1"); err != nil || string(out) != `{"status":"paused"}` {
-			t.Fatalf("outcome = %q, %v", out, err)
-		}
-		if err := l.MarkUsed(ctx, "tok_1"); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("spending a settled token again: %v, want ErrConflict", err)
-		}
-		if err := l.SetOutcome(ctx, "tok_never", []byte("x")); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("outcome of an unused token: %v, want ErrNotFound", err)
-		}
-		must(t, l.MarkUsed(ctx, "tok_2"))
-	})
-
-	t.Run("ListExpiredAndPaged", func(t *testing.T) {
-		s := open(t)
-		t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		// Six paused sessions, updated a second apart; b and d have approvals
-		// due at t0+1h and t0+2h.
-		for i, id := range []string{"a", "b", "c", "d", "e", "f"} {
-			h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(i) * time.Second), Summary: json.RawMessage(`{}`)}
-			switch id {
-			case "b":
-				h.NextExpiry = t0.Add(time.Hour)
-			case "d":
-				h.NextExpiry = t0.Add(2 * time.Hour)
-			}
-			must(t, s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
-		}
-		ids := func(hs []store.Head) string {
-			var out []string
-			for _, h := range hs {
-				out = append(out, h.ID)
-			}
-			return strings.Join(out, ",")
-		}
-		due, err := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(90 * time.Minute)})
-		if err != nil || ids(due) != "b" || !due[0].NextExpiry.Equal(t0.Add(time.Hour)) {
-			t.Fatalf("due at +90m: %s %v", ids(due), err)
-		}
-		if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d,b" {
-			t.Fatalf("due at +3h: %s", ids(due))
-		}
-		// A decided session is no longer due.
-		h, _ := s.Head(ctx, "b")
-		h.Seq, h.Status, h.NextExpiry, h.UpdatedAt = 2, "completed", time.Time{}, t0.Add(time.Minute)
-		must(t, s.Append(ctx, h, 1, []session.Event{{Seq: 2, Type: "turn_completed", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
-		if due, _ := s.List(ctx, store.ListOptions{ExpiredAt: t0.Add(3 * time.Hour)}); ids(due) != "d" {
-			t.Fatalf("due after b was decided: %s", ids(due))
-		}
-		// Pages of two, in List's order, none twice, none missed.
-		var pages []string
-		var after store.Position
-		for {
-			page, err := s.List(ctx, store.ListOptions{Limit: 2, After: after})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			pages = append(pages, ids(page))
-			after = page[len(page)-1].Position()
-		}
-		if got := strings.Join(pages, "|"); got != "b,f|e,d|c,a" {
-			t.Fatalf("pages %s, want b,f|e,d|c,a", got)
-		}
-	})
-
-	t.Run("ListByStatus", func(t *testing.T) {
-		s := open(t)
-		must(t, s.Append(ctx, head("a", 1, "paused"), 0, []session.Event{ev(1)}))
-		must(t, s.Append(ctx, head("b", 2, "completed"), 0, []session.Event{ev(1), ev(2)}))
-		must(t, s.Append(ctx, head("c", 3, "paused"), 0, []session.Event{ev(1), ev(2), ev(3)}))
-		paused, err := s.List(ctx, store.ListOptions{Status: "paused"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(paused) != 2 || paused[0].ID != "c" || paused[1].ID != "a" {
-			t.Fatalf("paused = %+v", paused)
-		}
-		all, _ := s.List(ctx, store.ListOptions{})
-		if len(all) != 3 {
-			t.Fatalf("all = %d", len(all))
-		}
-	})
+func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	must(t, s.Append(ctx, headAt("a", 1, "paused"), 0, []session.Event{event(1)}))
+	must(t, s.Append(ctx, headAt("b", 2, "completed"), 0, []session.Event{event(1), event(2)}))
+	must(t, s.Append(ctx, headAt("c", 3, "paused"), 0, []session.Event{event(1), event(2), event(3)}))
+	paused, err := s.List(ctx, store.ListOptions{Status: "paused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paused) != 2 || paused[0].ID != "c" || paused[1].ID != "a" {
+		t.Fatalf("paused = %+v", paused)
+	}
+	all, _ := s.List(ctx, store.ListOptions{})
+	if len(all) != 3 {
+		t.Fatalf("all = %d", len(all))
+	}
 }
 
 // RunShared runs the tests of several processes sharing one store: open
@@ -290,147 +303,146 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 // pools, as two processes would have). Leases hold across handles, and
 // each handle's Watch sees the other's commits and cancel requests.
 func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	t.Run("TokenSpentOnceAcrossProcesses", func(t *testing.T) { testTokenSpentOnceAcrossProcesses(t, open) })
+	t.Run("LeaseKeepsOthersOut", func(t *testing.T) { testLeaseKeepsOthersOut(t, open) })
+	t.Run("CancelRequestReachesTheOwner", func(t *testing.T) { testCancelRequestReachesTheOwner(t, open) })
+	t.Run("WatchSeesTheOtherProcess", func(t *testing.T) { testWatchSeesTheOtherProcess(t, open) })
+}
+
+func testTokenSpentOnceAcrossProcesses(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := func(seq int64) session.Event {
-		return session.Event{Seq: seq, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}
+	a, b := open(t)
+	la, okA := a.(store.Ledger)
+	lb, okB := b.(store.Ledger)
+	if !okA || !okB {
+		t.Skip("the store does not implement store.Ledger")
 	}
-	running := func(id string, seq int64, owner string, at time.Time, lease time.Duration) store.Head {
-		h := store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: t0, UpdatedAt: at, Summary: json.RawMessage(`{}`)}
-		if owner != "" {
-			h.Lease = store.Lease{Owner: owner, Until: at.Add(lease)}
-		}
-		return h
+	must(t, la.MarkUsed(ctx, "tok_shared"))
+	if err := lb.MarkUsed(ctx, "tok_shared"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the other process spent the token again: %v", err)
 	}
+	must(t, la.SetOutcome(ctx, "tok_shared", []byte("done")))
+	if out, err := lb.Outcome(ctx, "tok_shared"); err != nil || string(out) != "done" {
+		t.Fatalf("outcome seen by the other process = %q, %v", out, err)
+	}
+}
 
-	t.Run("TokenSpentOnceAcrossProcesses", func(t *testing.T) {
-		a, b := open(t)
-		la, okA := a.(store.Ledger)
-		lb, okB := b.(store.Ledger)
-		if !okA || !okB {
-			t.Skip("the store does not implement store.Ledger")
-		}
-		must(t, la.MarkUsed(ctx, "tok_shared"))
-		if err := lb.MarkUsed(ctx, "tok_shared"); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("the other process spent the token again: %v", err)
-		}
-		must(t, la.SetOutcome(ctx, "tok_shared", []byte("done")))
-		if out, err := lb.Outcome(ctx, "tok_shared"); err != nil || string(out) != "done" {
-			t.Fatalf("outcome seen by the other process = %q, %v", out, err)
-		}
-	})
+func testLeaseKeepsOthersOut(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	ctx := context.Background()
+	t0 := epoch()
+	a, b := open(t)
+	must(t, a.Append(ctx, runningHead("s", 1, "node-a", t0, 15*time.Second), 0, []session.Event{sharedEvent(1)}))
+	h, err := b.Head(ctx, "s")
+	if err != nil || h.Lease.Owner != "node-a" || !h.Lease.Until.Equal(t0.Add(15*time.Second)) {
+		t.Fatalf("head %+v, %v", h.Lease, err)
+	}
+	// Another process, before the lease expires: refused, nothing written.
+	if err := b.Append(ctx, runningHead("s", 2, "node-b", t0.Add(time.Second), 15*time.Second), 1, []session.Event{sharedEvent(2)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("append under another's lease: %v", err)
+	}
+	if got, _ := a.Events(ctx, "s", 0); len(got) != 1 {
+		t.Fatalf("%d events after a refused append", len(got))
+	}
+	if expired, _ := b.List(ctx, store.ListOptions{LeaseExpiredAt: t0.Add(time.Second)}); len(expired) != 0 {
+		t.Fatalf("a live lease listed as expired: %+v", expired)
+	}
+	// The owner renews; the other process cannot.
+	if _, err := b.RenewLease(ctx, "s", store.Lease{Owner: "node-b", Until: t0.Add(time.Hour)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("renew by a non-owner: %v", err)
+	}
+	if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}); err != nil || cancel {
+		t.Fatalf("renew by the owner: %v %v", cancel, err)
+	}
+	if err := b.Append(ctx, runningHead("s", 2, "node-b", t0.Add(20*time.Second), 15*time.Second), 1, []session.Event{sharedEvent(2)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("append before the renewed lease expired: %v", err)
+	}
+	// Expired: listed for takeover, and the takeover append wins.
+	at := t0.Add(31 * time.Second)
+	expired, err := b.List(ctx, store.ListOptions{LeaseExpiredAt: at})
+	if err != nil || len(expired) != 1 || expired[0].ID != "s" {
+		t.Fatalf("expired = %+v, %v", expired, err)
+	}
+	must(t, b.Append(ctx, runningHead("s", 2, "node-b", at, 15*time.Second), 1, []session.Event{sharedEvent(2)}))
+	// The old owner lost it: renew and append both fail.
+	if _, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: at.Add(time.Minute)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("renew after takeover: %v", err)
+	}
+	if err := a.Append(ctx, runningHead("s", 2, "node-a", at, 15*time.Second), 1, []session.Event{sharedEvent(2)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("append after takeover: %v", err)
+	}
+	// Released (the turn paused): anyone appends.
+	paused := runningHead("s", 3, "node-b", at, 0)
+	paused.Status = "paused"
+	must(t, b.Append(ctx, paused, 2, []session.Event{sharedEvent(3)}))
+	if h, _ := a.Head(ctx, "s"); h.Lease.HeldBy("node-a", at) {
+		t.Fatalf("released lease = %+v", h.Lease)
+	}
+	must(t, a.Append(ctx, runningHead("s", 4, "node-a", at, 15*time.Second), 3, []session.Event{sharedEvent(4)}))
+}
 
-	t.Run("LeaseKeepsOthersOut", func(t *testing.T) {
-		a, b := open(t)
-		must(t, a.Append(ctx, running("s", 1, "node-a", t0, 15*time.Second), 0, []session.Event{ev(1)}))
-		h, err := b.Head(ctx, "s")
-		if err != nil || h.Lease.Owner != "node-a" || !h.Lease.Until.Equal(t0.Add(15*time.Second)) {
-			t.Fatalf("head %+v, %v", h.Lease, err)
-		}
-		// Another process, before the lease expires: refused, nothing written.
-		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(time.Second), 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("append under another's lease: %v", err)
-		}
-		if got, _ := a.Events(ctx, "s", 0); len(got) != 1 {
-			t.Fatalf("%d events after a refused append", len(got))
-		}
-		if expired, _ := b.List(ctx, store.ListOptions{LeaseExpiredAt: t0.Add(time.Second)}); len(expired) != 0 {
-			t.Fatalf("a live lease listed as expired: %+v", expired)
-		}
-		// The owner renews; the other process cannot.
-		if _, err := b.RenewLease(ctx, "s", store.Lease{Owner: "node-b", Until: t0.Add(time.Hour)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("renew by a non-owner: %v", err)
-		}
-		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}); err != nil || cancel {
-			t.Fatalf("renew by the owner: %v %v", cancel, err)
-		}
-		if err := b.Append(ctx, running("s", 2, "node-b", t0.Add(20*time.Second), 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("append before the renewed lease expired: %v", err)
-		}
-		// Expired: listed for takeover, and the takeover append wins.
-		at := t0.Add(31 * time.Second)
-		expired, err := b.List(ctx, store.ListOptions{LeaseExpiredAt: at})
-		if err != nil || len(expired) != 1 || expired[0].ID != "s" {
-			t.Fatalf("expired = %+v, %v", expired, err)
-		}
-		must(t, b.Append(ctx, running("s", 2, "node-b", at, 15*time.Second), 1, []session.Event{ev(2)}))
-		// The old owner lost it: renew and append both fail.
-		if _, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: at.Add(time.Minute)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("renew after takeover: %v", err)
-		}
-		if err := a.Append(ctx, running("s", 2, "node-a", at, 15*time.Second), 1, []session.Event{ev(2)}); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("append after takeover: %v", err)
-		}
-		// Released (the turn paused): anyone appends.
-		paused := running("s", 3, "node-b", at, 0)
-		paused.Status = "paused"
-		must(t, b.Append(ctx, paused, 2, []session.Event{ev(3)}))
-		if h, _ := a.Head(ctx, "s"); h.Lease.HeldBy("node-a", at) {
-			t.Fatalf("released lease = %+v", h.Lease)
-		}
-		must(t, a.Append(ctx, running("s", 4, "node-a", at, 15*time.Second), 3, []session.Event{ev(4)}))
-	})
+func testCancelRequestReachesTheOwner(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	ctx := context.Background()
+	t0 := epoch()
+	a, b := open(t)
+	must(t, a.Append(ctx, runningHead("s", 1, "node-a", t0, time.Minute), 0, []session.Event{sharedEvent(1)}))
+	if err := b.RequestCancel(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	must(t, b.RequestCancel(ctx, "s"))
+	if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(time.Minute)}); err != nil || !cancel {
+		t.Fatalf("renew after a cancel request: %v %v", cancel, err)
+	}
+	must(t, a.Append(ctx, runningHead("s", 2, "node-a", t0, time.Minute), 1, []session.Event{sharedEvent(2)}))
+	if h, _ := b.Head(ctx, "s"); !h.CancelRequested {
+		t.Fatal("a running step cleared the cancel request")
+	}
+	done := runningHead("s", 3, "node-a", t0, 0)
+	done.Status = "cancelled"
+	must(t, a.Append(ctx, done, 2, []session.Event{sharedEvent(3)}))
+	if h, _ := b.Head(ctx, "s"); h.CancelRequested {
+		t.Fatal("the request outlived the turn")
+	}
+	if err := b.RequestCancel(ctx, "s"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("cancel of a session that is not running: %v", err)
+	}
+}
 
-	t.Run("CancelRequestReachesTheOwner", func(t *testing.T) {
-		a, b := open(t)
-		must(t, a.Append(ctx, running("s", 1, "node-a", t0, time.Minute), 0, []session.Event{ev(1)}))
-		if err := b.RequestCancel(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("cancel unknown: %v", err)
+func testWatchSeesTheOtherProcess(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	ctx := context.Background()
+	t0 := epoch()
+	a, b := open(t)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	changes, err := a.Watch(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, b.Append(ctx, runningHead("w", 1, "node-b", t0, time.Minute), 0, []session.Event{sharedEvent(1)}))
+	must(t, b.Append(ctx, runningHead("w", 3, "node-b", t0, time.Minute), 1, []session.Event{sharedEvent(2), sharedEvent(3)}))
+	must(t, b.RequestCancel(ctx, "w"))
+	var seen []store.Change
+	deadline := time.After(10 * time.Second)
+	for len(seen) == 0 || seen[len(seen)-1].SessionID != "w" || !seen[len(seen)-1].CancelRequested {
+		select {
+		case c := <-changes:
+			seen = append(seen, c)
+		case <-deadline:
+			t.Fatalf("changes seen: %+v", seen)
 		}
-		must(t, b.RequestCancel(ctx, "s"))
-		if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(time.Minute)}); err != nil || !cancel {
-			t.Fatalf("renew after a cancel request: %v %v", cancel, err)
+	}
+	last := int64(0)
+	for _, c := range seen {
+		if c.SessionID == "" {
+			continue // resync
 		}
-		must(t, a.Append(ctx, running("s", 2, "node-a", t0, time.Minute), 1, []session.Event{ev(2)}))
-		if h, _ := b.Head(ctx, "s"); !h.CancelRequested {
-			t.Fatal("a running step cleared the cancel request")
+		if c.SessionID != "w" || c.Seq < last {
+			t.Fatalf("changes out of order: %+v", seen)
 		}
-		done := running("s", 3, "node-a", t0, 0)
-		done.Status = "cancelled"
-		must(t, a.Append(ctx, done, 2, []session.Event{ev(3)}))
-		if h, _ := b.Head(ctx, "s"); h.CancelRequested {
-			t.Fatal("the request outlived the turn")
-		}
-		if err := b.RequestCancel(ctx, "s"); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("cancel of a session that is not running: %v", err)
-		}
-	})
-
-	t.Run("WatchSeesTheOtherProcess", func(t *testing.T) {
-		a, b := open(t)
-		wctx, stop := context.WithCancel(ctx)
-		defer stop()
-		changes, err := a.Watch(wctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		must(t, b.Append(ctx, running("w", 1, "node-b", t0, time.Minute), 0, []session.Event{ev(1)}))
-		must(t, b.Append(ctx, running("w", 3, "node-b", t0, time.Minute), 1, []session.Event{ev(2), ev(3)}))
-		must(t, b.RequestCancel(ctx, "w"))
-		var seen []store.Change
-		deadline := time.After(10 * time.Second)
-		for len(seen) == 0 || seen[len(seen)-1].SessionID != "w" || !seen[len(seen)-1].CancelRequested {
-			select {
-			case c := <-changes:
-				seen = append(seen, c)
-			case <-deadline:
-				t.Fatalf("changes seen: %+v", seen)
-			}
-		}
-		last := int64(0)
-		for _, c := range seen {
-			if c.SessionID == "" {
-				continue // resync
-			}
-			if c.SessionID != "w" || c.Seq < last {
-				t.Fatalf("changes out of order: %+v", seen)
-			}
-			last = c.Seq
-		}
-		if last != 3 {
-			t.Fatalf("last seq seen %d, want 3: %+v", last, seen)
-		}
-	})
+		last = c.Seq
+	}
+	if last != 3 {
+		t.Fatalf("last seq seen %d, want 3: %+v", last, seen)
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -438,4 +450,31 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// epoch is the time the suite's events start at.
+func epoch() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+
+// event is event seq of a session's log, at epoch + seq ms.
+func event(seq int64) session.Event {
+	return session.Event{Seq: seq, Type: "user_message", Time: epoch().Add(time.Duration(seq) * time.Millisecond), Frame: "f1", Agent: "main", Data: json.RawMessage(fmt.Sprintf(`{"text":"m%d"}`, seq))}
+}
+
+// headAt is a head at seq, updated at epoch + seq s.
+func headAt(id string, seq int64, status session.Status) store.Head {
+	return store.Head{ID: id, Agent: "main", Status: status, Seq: seq, CreatedAt: epoch(), UpdatedAt: epoch().Add(time.Duration(seq) * time.Second), Summary: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))}
+}
+
+// sharedEvent is a minimal event at epoch.
+func sharedEvent(seq int64) session.Event {
+	return session.Event{Seq: seq, Type: "user_message", Time: epoch(), Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}
+}
+
+// runningHead is a running session's head, leased by owner at at for lease.
+func runningHead(id string, seq int64, owner string, at time.Time, lease time.Duration) store.Head {
+	h := store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: epoch(), UpdatedAt: at, Summary: json.RawMessage(`{}`)}
+	if owner != "" {
+		h.Lease = store.Lease{Owner: owner, Until: at.Add(lease)}
+	}
+	return h
 }
