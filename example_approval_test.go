@@ -77,7 +77,8 @@ func Example_reject() {
 }
 
 // Approving with new arguments: they are validated against the tool's
-// schema (here an enum), then the call runs with them.
+// schema (here an enum), then the call runs with them, and the model is told
+// which arguments ran.
 func Example_modify() {
 	ctx := context.Background()
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
@@ -98,6 +99,7 @@ func Example_modify() {
 	fmt.Println(s.Output)
 	// Output:
 	// invalid_arguments
+	// [A person approved this call with other arguments than you asked for. You asked for {"env":"production"}; it ran with {"env":"staging"}.]
 	// deployed to staging
 }
 

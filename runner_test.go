@@ -177,8 +177,10 @@ func TestSeed003ApproveWithModifiedArguments(t *testing.T) {
 	if got := runs.runs(); len(got) != 1 || got[0] != "other.txt" {
 		t.Fatalf("runs = %v, want [other.txt]", got)
 	}
-	if s.Output != "Result: Deleted other.txt" {
-		t.Fatalf("output %q", s.Output)
+	// The model is told which arguments ran: its own call and the result
+	// of another one would mislead its next step.
+	if want := `Result: [A person approved this call with other arguments than you asked for. You asked for {"filename":"test.txt"}; it ran with {"filename":"other.txt"}.]` + "\nDeleted other.txt"; s.Output != want {
+		t.Fatalf("output %q\nwant   %q", s.Output, want)
 	}
 	evs, _ := r.Events(ctx, s.ID, 0)
 	var found bool

@@ -98,6 +98,9 @@ func Handoff(agent string, spec *Tool) *Tool {
 	if spec == nil || spec.Description == "" {
 		t.Description = fmt.Sprintf("Hand the conversation over to the %s agent.", agent)
 	}
+	if t.Approval != nil && t.Confirmation == "" {
+		t.Confirmation = fmt.Sprintf("Hand the conversation over to the %s agent?", agent)
+	}
 	t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
 	return t
 }

@@ -133,6 +133,14 @@ func (h *HandoffConfig) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		return n.Decode(&h.Agent)
 	}
+	if n.Kind == yaml.MappingNode {
+		known := yamlFields(reflect.TypeFor[HandoffConfig]())
+		for i := 0; i < len(n.Content); i += 2 {
+			if _, ok := known[n.Content[i].Value]; !ok {
+				return fmt.Errorf("line %d: unknown field %q", n.Content[i].Line, n.Content[i].Value) // explained by explain
+			}
+		}
+	}
 	type plain HandoffConfig
 	return n.Decode((*plain)(h))
 }

@@ -205,6 +205,40 @@ func TestNestingConfig(t *testing.T) {
 	}
 }
 
+// A handoff may need approval, like a sub-agent: {agent, approval,
+// confirmation} besides the plain name.
+func TestHandoffApprovalConfig(t *testing.T) {
+	gated := strings.Replace(nested, "handoffs: [billing]", `handoffs: [{agent: billing, approval: always, confirmation: "Move this chat to billing?"}]`, 1)
+	cfg, err := config.Parse("/x/cairn.yaml", []byte(gated), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, a := range cfg.Agents {
+		for _, tl := range a.Tools {
+			if a.Name == "main" && tl.Name == "transfer_to_billing" {
+				found = true
+				if tl.Approval == nil || tl.Confirmation != "Move this chat to billing?" {
+					t.Fatalf("transfer_to_billing: approval %v, confirmation %q", tl.Approval != nil, tl.Confirmation)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no transfer_to_billing tool")
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{`handoffs: [{agent: billing, approval: "args.x >"}]`, `agents.main.handoffs: handoffs[0].approval:`},
+		{`handoffs: [{agent: biling}]`, `handoffs[0]: unknown agent "biling"; defined agents: analyst, billing, main, research; did you mean "billing"?`},
+		{`handoffs: [{agnet: billing}]`, `agents.main.handoffs[0].agnet: unknown key "agnet" (known here: agent, approval, confirmation); did you mean "agent"?`},
+	} {
+		_, err := config.Parse("/x/cairn.yaml", []byte(strings.Replace(nested, "handoffs: [billing]", c.yaml, 1)), noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
 func TestAuthTokens(t *testing.T) {
 	base := "auth:\n  tokens:\n    - {name: ops-lead, token_env: APPROVER_TOKEN, role: approver}\n    - {token_env: USER_TOKEN, role: user}\n" + valid
 	env := func(k string) (string, bool) {

@@ -13,7 +13,8 @@ const (
 )
 
 // RememberSession is the Decision.Remember value that applies an approval
-// to the same tool of the same agent for the rest of the session.
+// or a rejection to the same tool of the same agent for the rest of the
+// session.
 const RememberSession = "session"
 
 // Decision answers one interrupt.
@@ -29,9 +30,11 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 	// Text, on answer, is the answer to an input interrupt's question; required.
 	Text string `json:"text,omitempty"`
-	// Remember, set to RememberSession on approve, auto-approves the tool
-	// for the rest of the session (recorded in the decision event; listed
-	// in Session.Remembered).
+	// Remember, set to RememberSession on approve or reject, applies the
+	// decision to every later call of the same tool by the same agent for
+	// the rest of the session: approved calls run without asking, rejected
+	// ones are refused with the same Reason (recorded in the decision
+	// event; listed in Session.Remembered).
 	Remember string `json:"remember,omitempty"`
 }
 
@@ -41,9 +44,15 @@ type Actor struct {
 	Role string `json:"role,omitempty"`
 }
 
-// Remembered is a tool of an agent that a decision approved for the rest
-// of the session.
+// Remembered is a tool of an agent that a decision approved, or rejected,
+// for the rest of the session (Decision.Remember).
 type Remembered struct {
 	Agent string `json:"agent"`
 	Tool  string `json:"tool"`
+	// Action is ActionApprove (later calls run without asking) or
+	// ActionReject (later calls are refused with Reason, without asking).
+	// Empty, in sessions recorded before rejections could be remembered,
+	// means ActionApprove.
+	Action string `json:"action,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }

@@ -99,15 +99,11 @@ func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, o
 			for _, it := range s.Interrupts {
 				switch it.Kind {
 				case cairn.KindApproval:
-					ans, ok := read(fmt.Sprintf("approve? %s [y/N or a reason] ", it.Message))
+					ans, ok := read(fmt.Sprintf("approve? %s [y = yes, a = always, N or a reason = no, never[: reason] = never] ", it.Message))
 					if !ok {
 						return nil
 					}
-					if ans == "y" || ans == "yes" {
-						ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove})
-					} else {
-						ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: ans})
-					}
+					ds = append(ds, approvalAnswer(it.ID, ans))
 				case cairn.KindInput:
 					ans, ok := read(fmt.Sprintf("%s asks: %s > ", it.Tool, it.Question))
 					if !ok {
@@ -129,6 +125,24 @@ func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, o
 		}
 		fmt.Fprintf(out, "%s> %s\n", who, s.Output)
 	}
+}
+
+// approvalAnswer reads the answer to an approval prompt: y approves, a
+// approves the tool for the rest of the session, "never" (or "never: why")
+// refuses it for the rest of the session, anything else rejects, the text
+// being the reason the model sees.
+func approvalAnswer(id, ans string) cairn.Decision {
+	switch low := strings.ToLower(ans); {
+	case low == "y" || low == "yes":
+		return cairn.Decision{InterruptID: id, Action: cairn.ActionApprove}
+	case low == "a" || low == "always":
+		return cairn.Decision{InterruptID: id, Action: cairn.ActionApprove, Remember: cairn.RememberSession}
+	case low == "never" || strings.HasPrefix(low, "never:"):
+		reason := strings.TrimSpace(ans[len("never"):])
+		reason = strings.TrimSpace(strings.TrimPrefix(reason, ":"))
+		return cairn.Decision{InterruptID: id, Action: cairn.ActionReject, Reason: reason, Remember: cairn.RememberSession}
+	}
+	return cairn.Decision{InterruptID: id, Action: cairn.ActionReject, Reason: ans}
 }
 
 func hasDecisions(s *cairn.Session) bool {

@@ -404,14 +404,25 @@ func TestSessionsCommands(t *testing.T) {
 	if out := run("list", "--status", "paused"); !strings.Contains(out, id) || !strings.Contains(out, "approve deploy_code? Deploy to production?") {
 		t.Fatalf("list:\n%s", out)
 	}
-	if out := run("approve", id, "--args", `{"environment":"staging"}`); !strings.Contains(out, id+": completed") || !strings.Contains(out, "Deployed build 1042 to staging") {
+	if out := run("approve", id, "--args", `{"environment":"staging"}`); !strings.Contains(out, id+": completed") {
 		t.Fatalf("approve:\n%s", out)
+	}
+	if out, _ := getJSON(t, base+"/v1/sessions/"+id)["output"].(string); !strings.Contains(out, `it ran with {"environment":"staging"}`) || !strings.Contains(out, "Deployed build 1042 to staging") {
+		t.Fatalf("output after an approval with other arguments: %q", out)
 	}
 	out := run("show", id)
 	for _, want := range []string{"status completed", "approval_requested", "decision", "approve deploy_code by", "args sha256:", `{"environment":"staging"}`, "tool_started", "turn_completed"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("show lacks %q:\n%s", want, out)
 		}
+	}
+	_, s2 := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy the latest build to production."}`)
+	id2 := s2["id"].(string)
+	if out := run("reject", id2, "--reason", "freeze week", "--remember"); !strings.Contains(out, id2+": completed") {
+		t.Fatalf("reject --remember:\n%s", out)
+	}
+	if got := getJSON(t, base+"/v1/sessions/"+id2); !strings.Contains(fmt.Sprint(got["remembered"]), "reason:freeze week") {
+		t.Fatalf("remembered: %v", got["remembered"])
 	}
 	bad, err := exec.Command(binary, "sessions", "--server", base, "approve", id).CombinedOutput()
 	if err == nil || !strings.Contains(string(bad), "no pending decision") {
@@ -440,6 +451,12 @@ func TestChat(t *testing.T) {
 	out = chat("Deploy to production please\nnot today\n")
 	if !strings.Contains(out, "main> I did not deploy. The user rejected this tool call: not today") {
 		t.Fatalf("reject:\n%s", out)
+	}
+	// "never" refuses the tool for the rest of the session: the next
+	// deploy is refused without asking, with the same reason.
+	out = chat("Deploy to production please\nnever: not from this terminal\nDeploy again\n")
+	if strings.Count(out, "approve?") != 1 || strings.Count(out, "main> I did not deploy. The user rejected this tool call: not from this terminal") != 2 {
+		t.Fatalf("never:\n%s", out)
 	}
 	out = chat("Deploy to production please\n", "--yes")
 	if strings.Contains(out, "approve?") || !strings.Contains(out, "main> Deployed build 1042 to production.") || !strings.Contains(out, "--yes: every approval") {

@@ -155,6 +155,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			d.Flags().BoolVar(&remember, "remember", false, "approve this tool for the rest of the session")
 		case cairn.ActionReject:
 			d.Flags().StringVar(&reason, "reason", "", "why (the model sees it)")
+			d.Flags().BoolVar(&remember, "remember", false, "refuse this tool, with this reason, for the rest of the session")
 		case cairn.ActionAnswer:
 			d.Flags().StringVar(&text, "text", "", "the answer")
 			_ = d.MarkFlagRequired("text")

@@ -34,6 +34,16 @@ type ToolResult struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
+// told is the result of c as the model sees it: when a person replaced the
+// arguments, the result first says so, with both, so that the model's next
+// step reasons about what really ran.
+func (c *Call) told(result string) string {
+	if c.Requested == "" {
+		return result
+	}
+	return fmt.Sprintf("[A person approved this call with other arguments than you asked for. You asked for %s; it ran with %s.]\n%s", c.Requested, c.Args, result)
+}
+
 // flushResults moves the results into the history, in the model's call order,
 // once every call of the assistant message has one.
 func flushResults(f *Frame) {
@@ -129,7 +139,7 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 			continue
 		}
-		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: r.Content, IsError: r.IsError})
+		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: c.told(r.Content), IsError: r.IsError})
 	}
 	s.advance()
 	return nil
@@ -138,18 +148,30 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 // advanceCalls moves the calls of one frame's assistant message.
 func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 	// A handoff or complete ends the frame's work on this message, so they
-	// are carried out before anything else of it runs.
+	// are carried out before anything else of it runs. A handoff that needs
+	// approval holds the message until it is decided.
 	for _, c := range f.Calls {
+		if t := agent.Tools[c.Tool]; t != nil && t.Kind == ToolHandoff {
+			switch c.State {
+			case CallNew:
+				if ok, _ := s.classify(agent, f, c); ok {
+					s.handoff(f, c, t.Target)
+				}
+				return nil, true
+			case CallApproved:
+				s.handoff(f, c, t.Target)
+				return nil, true
+			case CallAwaiting:
+				return nil, false
+			}
+			continue
+		}
 		if c.State != CallNew {
 			continue
 		}
-		if t := agent.Tools[c.Tool]; t != nil && t.Kind == ToolHandoff {
-			s.handoff(f, c, t.Target)
-			return nil, true
-		}
 		if c.Tool == CompleteTool && f.Mode == ModeInteractive {
 			if result, ok := s.completeResult(f, c); ok {
-				s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: result})
+				s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: s.parentCall(f).told(result)})
 			}
 			return nil, true
 		}
@@ -213,8 +235,12 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		}
 	}
 	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
+	memo := s.st.remembered(f.Agent, c.Tool)
+	if memo != nil && memo.Action == session.ActionReject {
+		return fail(rejection(memo.Reason) + " (the user refuses this tool for the rest of the session)")
+	}
 	need, note := false, ""
-	if tool.NeedsApproval != nil && !s.st.remembered(f.Agent, c.Tool) {
+	if tool.NeedsApproval != nil && memo == nil {
 		need, err = guarded("the approval policy", func() (bool, error) { return tool.NeedsApproval(args) })
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated asks a person.
@@ -333,7 +359,10 @@ type Call struct {
 	ID   string
 	Tool string
 	// Args is the argument JSON that will run: the model's, or the approver's replacement.
-	Args string
+	// Requested, when an approver replaced them, is what the model asked
+	// for: its result then tells the model which arguments ran.
+	Args      string
+	Requested string
 	// Origin is the seq of the model_response event that asked for the call;
 	// with the frame id it makes interrupt ids and idempotency keys unique even
 	// when a model reuses call ids across turns.

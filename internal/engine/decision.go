@@ -118,12 +118,30 @@ func checkRemember(i int, d session.Decision) error {
 	case "":
 		return nil
 	case session.RememberSession:
-		if d.Action != session.ActionApprove {
-			return errorf(session.CodeInvalidRequest, "decisions[%d].remember: only an approval can be remembered", i)
+		if d.Action != session.ActionApprove && d.Action != session.ActionReject {
+			return errorf(session.CodeInvalidRequest, "decisions[%d].remember: only an approval or a rejection can be remembered", i)
 		}
 		return nil
 	}
 	return errorf(session.CodeInvalidRequest, "decisions[%d].remember: %q is not \"session\"", i, d.Remember)
+}
+
+// remember records r for the rest of the session, replacing an earlier
+// decision on the same tool.
+func (s *State) remember(r session.Remembered) {
+	if old := s.remembered(r.Agent, r.Tool); old != nil {
+		*old = r
+		return
+	}
+	s.Remembered = append(s.Remembered, r)
+}
+
+// rejection is the result the model sees for a rejected call.
+func rejection(reason string) string {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return "The user rejected this tool call: " + reason
 }
 
 // record emits a checked decision, and for a rejection the error result the
@@ -139,12 +157,8 @@ func (s *stepper) record(p decided, actor session.Actor) {
 	}
 	s.emit(session.EventDecision, p.f, ev)
 	if p.d.Action == session.ActionReject {
-		reason := p.d.Reason
-		if reason == "" {
-			reason = "no reason given"
-		}
 		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
-			Content: "The user rejected this tool call: " + reason})
+			Content: rejection(p.d.Reason)})
 	}
 }
 
@@ -179,13 +193,14 @@ func (p *DecisionMade) project(st *State, ev *session.Event, frame *Frame) error
 		c.State = CallApproved
 		if len(p.NewArgs) > 0 {
 			c.Args = string(p.NewArgs)
-		}
-		if p.Remember == session.RememberSession && !st.remembered(frame.Agent, c.Tool) {
-			st.Remembered = append(st.Remembered, session.Remembered{Agent: frame.Agent, Tool: c.Tool})
+			c.Requested = string(p.Arguments) // the model asked for these; it is told
 		}
 	case session.ActionAnswer:
 		c.State = CallApproved
 		c.Answers = append(c.Answers, p.Text)
+	}
+	if p.Remember == session.RememberSession {
+		st.remember(session.Remembered{Agent: frame.Agent, Tool: c.Tool, Action: p.Action, Reason: p.Reason})
 	}
 	// A rejection is followed by the tool_result the model sees.
 	return nil

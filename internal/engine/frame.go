@@ -150,7 +150,7 @@ func (s *stepper) finishFrame(f *Frame, text string) {
 	case ModeMain:
 		s.emit(session.EventTurnCompleted, f, &TurnCompleted{Output: text})
 	case ModeTool:
-		s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: text})
+		s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: s.parentCall(f).told(text)})
 	case ModeInteractive:
 		s.emit(session.EventAgentMessage, f, &AgentMessage{Text: text})
 	}
@@ -163,7 +163,17 @@ func (s *stepper) failFrame(f *Frame, why session.Failure) {
 		s.emit(session.EventTurnFailed, f, &TurnFailed{Error: why})
 		return
 	}
-	s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopFailed, Result: why.Message, IsError: true})
+	s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopFailed, Result: s.parentCall(f).told(why.Message), IsError: true})
+}
+
+// parentCall is the call a child frame answers (a zero Call if it is gone).
+func (s *stepper) parentCall(f *Frame) *Call {
+	if p := s.st.frame(f.Parent); p != nil {
+		if c := p.call(f.ParentCall); c != nil {
+			return c
+		}
+	}
+	return &Call{}
 }
 
 // interactiveBusy reports whether an interactive frame other than f and its

@@ -59,6 +59,7 @@ func fuzzMachine() *Machine {
 		"ask_mid":           {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: ModeTool},
 		"use_chat":          {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: ModeInteractive},
 		"transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"},
+		"transfer_gated":    {Definition: model.ToolDefinition{Name: "transfer_gated"}, Validate: obj, Kind: ToolHandoff, Target: "other", NeedsApproval: always},
 	}
 	agent := func(name string, names ...string) *Agent {
 		a := &Agent{Name: name, MaxIterations: 4, Tools: map[string]*Tool{}}
@@ -70,15 +71,15 @@ func fuzzMachine() *Machine {
 	}
 	return New(map[string]*Agent{
 		"main":  agent("main", "deploy", "lookup", "charge", "wobbly", "picky", "ask_mid", "use_chat"),
-		"mid":   agent("mid", "deploy", "lookup", "transfer_to_other"),
+		"mid":   agent("mid", "deploy", "lookup", "transfer_to_other", "transfer_gated"),
 		"other": agent("other", "charge", "deploy"),
-		"chat":  agent("chat", "deploy", "lookup"),
+		"chat":  agent("chat", "deploy", "lookup", "transfer_gated"),
 	}, nil)
 }
 
 var (
 	fuzzIDs   = []string{"", "a", "a", "b", "call_1", "call_2"}
-	fuzzNames = []string{"deploy", "lookup", "charge", "wobbly", "picky", "ask_mid", "use_chat", "transfer_to_other", CompleteTool, "nope", ""}
+	fuzzNames = []string{"deploy", "lookup", "charge", "wobbly", "picky", "ask_mid", "use_chat", "transfer_to_other", "transfer_gated", CompleteTool, "nope", ""}
 	fuzzArgs  = []string{"", " ", "{}", `{"env":"prod"}`, `{ "env" : "dev" }`, `{"input":"x"}`, `{"result":"r"}`, "not json", "[]", "null", `{"a":`}
 )
 

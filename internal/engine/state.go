@@ -46,11 +46,12 @@ type LogStats struct {
 	TailBytes     int // bytes of events appended after it
 }
 
-func (s *State) remembered(agent, tool string) bool {
-	for _, r := range s.Remembered {
-		if r.Agent == agent && r.Tool == tool {
-			return true
+// remembered returns the decision remembered for agent's tool, if any.
+func (s *State) remembered(agent, tool string) *session.Remembered {
+	for i := range s.Remembered {
+		if r := &s.Remembered[i]; r.Agent == agent && r.Tool == tool {
+			return r
 		}
 	}
-	return false
+	return nil
 }
