@@ -265,7 +265,7 @@ func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *Turn
 	if err != nil {
 		return nil, storeError(err, sessionID)
 	}
-	if h.Status != StatusRunning || scope != engine.CancelAll || !h.Lease.HeldBy("", r.now()) {
+	if h.Status != StatusRunning || scope != session.CancelAll || !h.Lease.HeldBy("", r.now()) {
 		return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
 	}
 	// A live owner runs the turn: ask it to stop, and wait for the outcome.

@@ -635,7 +635,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		var in engine.Input
 		switch {
 		case owned && t.cancelRequested.Load():
-			in = engine.Cancel{Scope: engine.CancelAll}
+			in = engine.Cancel{Scope: session.CancelAll}
 		case ctx.Err() != nil:
 			return r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
 		case owned && r.halt.Load():
@@ -687,7 +687,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		// Nothing of this effect is recorded: a started tool stays in doubt.
 		return nil, r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
 	case in == nil && t.cancelRequested.Load():
-		return engine.Cancel{Scope: engine.CancelAll}, nil
+		return engine.Cancel{Scope: session.CancelAll}, nil
 	case in == nil:
 		return nil, r.interrupt(ctx, to, st, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
 	}

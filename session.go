@@ -31,8 +31,8 @@ type (
 	Error = session.Error
 )
 
-// Statuses, interrupt kinds, decision actions and the streamed event type;
-// see package session.
+// Statuses, interrupt kinds, decision actions, frame modes, cancel scopes
+// and the streamed event type; see package session.
 const (
 	StatusRunning   = session.StatusRunning
 	StatusPaused    = session.StatusPaused
@@ -48,6 +48,13 @@ const (
 	ActionReject    = session.ActionReject
 	ActionAnswer    = session.ActionAnswer
 	RememberSession = session.RememberSession
+
+	ModeMain        = session.ModeMain
+	ModeTool        = session.ModeTool
+	ModeInteractive = session.ModeInteractive
+
+	CancelTop = session.CancelTop
+	CancelAll = session.CancelAll
 
 	EventModelDelta = session.EventModelDelta
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairnhq/cairn/session"
 	"reflect"
 	"strings"
 	"text/template"
@@ -55,16 +56,6 @@ type Tool struct {
 	mode   string
 }
 
-// Frame modes of sub-agents.
-const (
-	// ModeTool runs the sub-agent to completion; its final text is the
-	// tool's result. Its pauses bubble up with their full path.
-	ModeTool = engine.ModeTool
-	// ModeInteractive lets the sub-agent take over the conversation until it
-	// calls the tool "complete"; its result is the tool's result.
-	ModeInteractive = engine.ModeInteractive
-)
-
 var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
 
 // AgentTool offers agent as a tool: a call {"input": "…"} runs the agent in
@@ -74,7 +65,7 @@ var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"
 // (default: the agent's name), Description and approval settings as for any
 // tool (Approval asks before the child starts); it may be nil.
 func AgentTool(agent string, spec *Tool) *Tool {
-	return subAgentTool(agent, spec, engine.ToolAgent, engine.ModeTool)
+	return subAgentTool(agent, spec, engine.ToolAgent, session.ModeTool)
 }
 
 // InteractiveAgentTool offers agent as a tool that takes over the
@@ -83,7 +74,7 @@ func AgentTool(agent string, spec *Tool) *Tool {
 // the tool "complete" with its result, which answers the call. spec is as
 // for AgentTool.
 func InteractiveAgentTool(agent string, spec *Tool) *Tool {
-	return subAgentTool(agent, spec, engine.ToolAgent, engine.ModeInteractive)
+	return subAgentTool(agent, spec, engine.ToolAgent, session.ModeInteractive)
 }
 
 // Handoff offers the tool transfer_to_<agent>: calling it replaces the

@@ -34,11 +34,31 @@ type Session struct {
 	UpdatedAt      time.Time   `json:"updated_at"`
 }
 
+// Frame modes: how an agent's frame relates to the one that started it.
+const (
+	// ModeMain is the session's root agent.
+	ModeMain = "main"
+	// ModeTool is an agent used as a tool: it runs to completion and its
+	// final text is the tool's result; its pauses bubble up with their path.
+	ModeTool = "tool"
+	// ModeInteractive is an agent that takes over the conversation until it
+	// calls the tool "complete"; its result is the tool's result.
+	ModeInteractive = "interactive"
+)
+
+// Cancel scopes.
+const (
+	// CancelTop pops the top interactive agent; its parent's turn goes on.
+	CancelTop = "top"
+	// CancelAll unwinds the whole stack and ends the turn as cancelled.
+	CancelAll = "all"
+)
+
 // StackFrame is one frame of the chain from the root agent to the agent that
 // receives the user's messages.
 type StackFrame struct {
 	Agent string `json:"agent"`
-	// Mode is "main" for the root agent, "interactive" for a sub-agent
+	// Mode is ModeMain for the root agent, ModeInteractive for a sub-agent
 	// that took over the conversation.
 	Mode string `json:"mode"`
 }

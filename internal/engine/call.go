@@ -169,7 +169,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		if c.State != CallNew {
 			continue
 		}
-		if c.Tool == CompleteTool && f.Mode == ModeInteractive {
+		if c.Tool == CompleteTool && f.Mode == session.ModeInteractive {
 			if result, ok := s.completeResult(f, c); ok {
 				s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: s.parentCall(f).told(result)})
 			}
@@ -290,7 +290,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 	if tool.Kind != ToolAgent {
 		return s.startCall(f, c), true, false
 	}
-	if tool.Mode == ModeInteractive && s.interactiveBusy(f) {
+	if tool.Mode == session.ModeInteractive && s.interactiveBusy(f) {
 		return ToolRun{}, false, false
 	}
 	m, _ := args.(map[string]any)

@@ -116,7 +116,8 @@ func TestApprovalFlowIsPure(t *testing.T) {
 	log = append(log, s.Events...)
 	cm = s.Effects[0].(CallModel)
 	msgs := cm.Request.Messages
-	if len(msgs) != 5 || msgs[2].ToolCallID != "c1" || msgs[3].ToolCallID != "c2" || msgs[4].ToolCallID != "c3" || msgs[2].Content != "deployed staging" {
+	if len(msgs) != 5 || msgs[2].ToolCallID != "c1" || msgs[3].ToolCallID != "c2" || msgs[4].ToolCallID != "c3" ||
+		msgs[2].Content != `[A person approved this call with other arguments than you asked for. You asked for {"env":"prod"}; it ran with {"env":"staging"}.]`+"\ndeployed staging" {
 		t.Fatalf("results not in call order: %+v", msgs)
 	}
 
@@ -310,8 +311,8 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 	gated := &Tool{Definition: model.ToolDefinition{Name: "wipe"}, Validate: obj, NeedsApproval: func(ToolArgs) (bool, error) { return true, nil }}
 	m := New(map[string]*Agent{
 		"top": {Name: "top", MaxIterations: 5, Tools: map[string]*Tool{
-			"ask_mid":  {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: ModeTool},
-			"use_chat": {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: ModeInteractive},
+			"ask_mid":  {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: session.ModeTool},
+			"use_chat": {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: session.ModeInteractive},
 		}},
 		"mid":   {Name: "mid", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated, "transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"}}},
 		"other": {Name: "other", MaxIterations: 5, Tools: map[string]*Tool{"wipe": gated}},

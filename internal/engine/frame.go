@@ -147,11 +147,11 @@ func (s *stepper) newFrameID() string { return "f" + strconv.Itoa(s.st.frames+1)
 // speaks to the user and waits.
 func (s *stepper) finishFrame(f *Frame, text string) {
 	switch f.Mode {
-	case ModeMain:
+	case session.ModeMain:
 		s.emit(session.EventTurnCompleted, f, &TurnCompleted{Output: text})
-	case ModeTool:
+	case session.ModeTool:
 		s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: s.parentCall(f).told(text)})
-	case ModeInteractive:
+	case session.ModeInteractive:
 		s.emit(session.EventAgentMessage, f, &AgentMessage{Text: text})
 	}
 }
@@ -188,7 +188,7 @@ func (s *stepper) interactiveBusy(f *Frame) bool {
 		}
 	}
 	for _, g := range s.st.Frames {
-		if g.Mode == ModeInteractive && !ancestors[g.ID] {
+		if g.Mode == session.ModeInteractive && !ancestors[g.ID] {
 			return true
 		}
 	}
@@ -224,13 +224,6 @@ func (s *stepper) completeResult(f *Frame, c *Call) (string, bool) {
 	}
 	return *args.Result, true
 }
-
-// Frame modes.
-const (
-	ModeMain        = "main"        // the session's root agent
-	ModeTool        = "tool"        // an agent used as a tool: runs to completion, its text is its result
-	ModeInteractive = "interactive" // takes over the conversation until it calls complete
-)
 
 // Frame is one agent's execution inside a session.
 type Frame struct {
@@ -292,7 +285,7 @@ func (s *State) Ordered() []*Frame {
 func (s *State) Stack() []*Frame {
 	var out []*Frame
 	for _, f := range s.Ordered() {
-		if f.Mode != ModeTool {
+		if f.Mode != session.ModeTool {
 			out = append(out, f)
 		}
 	}

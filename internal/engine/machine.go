@@ -39,12 +39,6 @@ type Decide struct {
 	Actor     session.Actor
 }
 
-// Cancel scopes.
-const (
-	CancelTop = "top"
-	CancelAll = "all"
-)
-
 // Cancel pops the top interactive frame (its parent sees "cancelled by the
 // user") or unwinds the whole stack and ends the turn as cancelled.
 type Cancel struct {

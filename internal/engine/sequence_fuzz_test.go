@@ -56,8 +56,8 @@ func fuzzMachine() *Machine {
 			},
 			Confirm: func(ToolArgs) (string, error) { panic("template bug") }},
 		"picky":             {Definition: model.ToolDefinition{Name: "picky"}, Validate: func(any) error { panic("validator bug") }},
-		"ask_mid":           {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: ModeTool},
-		"use_chat":          {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: ModeInteractive},
+		"ask_mid":           {Definition: model.ToolDefinition{Name: "ask_mid"}, Validate: obj, Kind: ToolAgent, Target: "mid", Mode: session.ModeTool},
+		"use_chat":          {Definition: model.ToolDefinition{Name: "use_chat"}, Validate: obj, Kind: ToolAgent, Target: "chat", Mode: session.ModeInteractive},
 		"transfer_to_other": {Definition: model.ToolDefinition{Name: "transfer_to_other"}, Validate: obj, Kind: ToolHandoff, Target: "other"},
 		"transfer_gated":    {Definition: model.ToolDefinition{Name: "transfer_gated"}, Validate: obj, Kind: ToolHandoff, Target: "other", NeedsApproval: always},
 	}
@@ -149,7 +149,7 @@ func (p *program) next(st *State, pending Effect) Input {
 	case 2:
 		return Message{Text: "more"}
 	case 3:
-		return Cancel{Scope: []string{CancelTop, CancelAll}[p.pick(2)]}
+		return Cancel{Scope: []string{session.CancelTop, session.CancelAll}[p.pick(2)]}
 	case 4:
 		return Expire{}
 	case 5:

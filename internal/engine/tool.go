@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"github.com/cairnhq/cairn/session"
 	"sort"
 	"time"
 
@@ -13,7 +14,7 @@ func (a *Agent) toolNames(mode string) []string {
 	for _, d := range a.Definitions {
 		names = append(names, d.Name)
 	}
-	if mode == ModeInteractive {
+	if mode == session.ModeInteractive {
 		names = append(names, CompleteTool)
 	}
 	if len(names) == 0 {
@@ -58,7 +59,7 @@ type Tool struct {
 	Kind ToolKind
 	// Target is the agent a ToolAgent or ToolHandoff tool runs.
 	Target string
-	// Mode is ModeTool or ModeInteractive for a ToolAgent tool.
+	// Mode is session.ModeTool or session.ModeInteractive for a ToolAgent tool.
 	Mode string
 }
 

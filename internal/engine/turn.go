@@ -58,7 +58,7 @@ func (p *SessionStarted) project(st *State, ev *session.Event, frame *Frame) err
 	st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
 	st.Status = session.StatusRunning
 	st.frames++
-	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: ModeMain}}
+	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: session.ModeMain}}
 	return nil
 }
 
@@ -159,19 +159,19 @@ func (s *stepper) cancel(in Cancel) error {
 	if !running && st.Status != session.StatusPaused {
 		return errorf(session.CodeConflict, "session %s is %s: only a paused or running session can be cancelled", st.SessionID, st.Status)
 	}
-	if running && in.Scope == CancelTop {
+	if running && in.Scope == session.CancelTop {
 		return errorf(session.CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
 	}
 	switch in.Scope {
-	case CancelTop:
+	case session.CancelTop:
 		top := st.Top()
-		if top == nil || top.Mode != ModeInteractive {
+		if top == nil || top.Mode != session.ModeInteractive {
 			return errorf(session.CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
 		}
 		s.emit(session.EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
 			Result: fmt.Sprintf("agent %q was cancelled by the user", top.Agent)})
 		s.advance()
-	case CancelAll:
+	case session.CancelAll:
 		root := st.Root()
 		for _, c := range root.Calls {
 			switch c.State {
@@ -329,7 +329,7 @@ func (s *stepper) pass() (Effect, bool) {
 				return nil, true
 			}
 			tools := agent.Definitions
-			if f.Mode == ModeInteractive {
+			if f.Mode == session.ModeInteractive {
 				tools = append(tools[:len(tools):len(tools)], completeDefinition)
 			}
 			return CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
