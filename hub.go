@@ -223,10 +223,14 @@ func (r *Runner) startFeed() error {
 	if err != nil {
 		return err
 	}
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
 		r.hub.run(r.background)
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.feed.run(r.background, r.Session)
 	}()
 	go func() {
 		defer r.wg.Done()
@@ -237,6 +241,7 @@ func (r *Runner) startFeed() error {
 				}
 			}
 			r.hub.changed(c)
+			r.feed.changed(c)
 		}
 	}()
 	return nil

@@ -101,6 +101,7 @@ type RunnerOptions struct {
 type Runner struct {
 	machine     *engine.Machine
 	agents      map[string]*Agent
+	order       []string                            // agent names as NewRunner got them
 	tools       map[string]map[string]*compiledTool // agent → tool
 	store       store.Store
 	log         *slog.Logger
@@ -108,6 +109,7 @@ type Runner struct {
 	now         func() time.Time
 	newID       func() string
 	hub         hub
+	feed        sessionFeed
 	background  context.Context
 	stop        context.CancelFunc
 	wg          sync.WaitGroup
@@ -142,6 +144,7 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove})
 	r.background, r.stop = context.WithCancel(context.Background())
 	r.hub.store = r.store
+	r.feed.init(r.background.Done())
 	if err := r.startFeed(); err != nil {
 		return nil, err
 	}
@@ -220,6 +223,7 @@ func (r *Runner) compile(agents []*Agent) (map[string]*engine.Agent, error) {
 			return nil, err
 		}
 		r.agents[a.Name], r.tools[a.Name], specs[a.Name] = a, tools, spec
+		r.order = append(r.order, a.Name)
 	}
 	for _, a := range agents {
 		for _, t := range a.Tools {

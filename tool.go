@@ -37,6 +37,10 @@ type Tool struct {
 	Handler func(ctx context.Context, args json.RawMessage) (string, error)
 	// Approval decides whether a call waits for a person. Nil means never.
 	Approval ApprovalPolicy
+	// ApprovalRule says in words when Approval asks, for people and clients
+	// (Runner.Agents, GET /v1/agents): "always", a CEL expression, "amount
+	// over 100". Empty: "always" for Always(), "policy" for another one.
+	ApprovalRule string
 	// Confirmation is a text/template over the decoded arguments, shown to
 	// the approver: "Delete file '{{.filename}}'? This cannot be undone."
 	Confirmation string
@@ -118,7 +122,9 @@ func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode string) *
 type ApprovalPolicy func(args json.RawMessage) (bool, error)
 
 // Always is the policy that asks a person before every call.
-func Always() ApprovalPolicy { return func(json.RawMessage) (bool, error) { return true, nil } }
+func Always() ApprovalPolicy { return always }
+
+func always(json.RawMessage) (bool, error) { return true, nil }
 
 // ApprovalIf is the policy that asks a person when pred returns true for
 // the call's arguments, decoded into Args.

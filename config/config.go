@@ -430,7 +430,7 @@ func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bo
 	if err != nil {
 		return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
 	}
-	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
+	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, ApprovalRule: approvalRule(sa.Approval), Confirmation: sa.Confirmation}
 	switch sa.Mode {
 	case "", "tool":
 		return cairn.AgentTool(sa.Agent, spec), nil
@@ -449,7 +449,7 @@ func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string
 	if err != nil {
 		return nil, l.errf(p+".handoffs", "handoffs[%d].approval: %v", i, err)
 	}
-	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, Confirmation: h.Confirmation})
+	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, ApprovalRule: approvalRule(h.Approval), Confirmation: h.Confirmation})
 	if seen[t.Name] {
 		return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, h.Agent)
 	}
@@ -704,6 +704,7 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 			return nil, l.errf(p+".confirmation", "not a valid Go template: %v", err)
 		}
 	}
+	t.ApprovalRule = approvalRule(tc.Approval)
 	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
@@ -712,6 +713,14 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 }
 
 // approvalPolicy parses never (or empty), always, or a CEL expression.
+// approvalRule is the approval key's text as clients see it.
+func approvalRule(s string) string {
+	if s = strings.TrimSpace(s); s == "" {
+		return "never"
+	}
+	return s
+}
+
 func approvalPolicy(s string) (cairn.ApprovalPolicy, error) {
 	switch a := strings.TrimSpace(s); a {
 	case "", "never":

@@ -218,7 +218,7 @@ func TestHandoffApprovalConfig(t *testing.T) {
 		for _, tl := range a.Tools {
 			if a.Name == "main" && tl.Name == "transfer_to_billing" {
 				found = true
-				if tl.Approval == nil || tl.Confirmation != "Move this chat to billing?" {
+				if tl.Approval == nil || tl.ApprovalRule != "always" || tl.Confirmation != "Move this chat to billing?" {
 					t.Fatalf("transfer_to_billing: approval %v, confirmation %q", tl.Approval != nil, tl.Confirmation)
 				}
 			}

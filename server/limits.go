@@ -54,7 +54,8 @@ type streams struct {
 	maxTotal   int
 }
 
-// acquire reserves a stream on session id; ok is false when a limit is
+// acquire reserves a stream on session id ("" for the cross-session feed,
+// which only the server's total bounds); ok is false when a limit is
 // reached, with the reason.
 func (l *streams) acquire(id string) (release func(), reason string, ok bool) {
 	l.mu.Lock()
@@ -62,7 +63,7 @@ func (l *streams) acquire(id string) (release func(), reason string, ok bool) {
 	switch {
 	case l.total >= l.maxTotal:
 		return nil, "this server has as many event streams open as it allows; retry later or read GET …/events?after=SEQ", false
-	case l.perSession[id] >= l.maxPer:
+	case id != "" && l.perSession[id] >= l.maxPer: // "": the cross-session feed
 		return nil, "this session has as many event streams open as the server allows; close one or read GET …/events?after=SEQ", false
 	}
 	if l.perSession == nil {

@@ -27,6 +27,7 @@ type operation struct {
 	request      any // a value of the body's type; nil: no body
 	responses    map[int]reply
 	sse          bool // also answers text/event-stream
+	sseOnly      bool // answers text/event-stream only
 }
 
 type param struct{ name, description, typ string }
@@ -65,6 +66,9 @@ type (
 	}
 	healthBody struct {
 		Status string `json:"status"`
+	}
+	agentsBody struct {
+		Agents []cairn.AgentInfo `json:"agents"`
 	}
 )
 
@@ -130,6 +134,13 @@ func operations() []operation {
 				401: unauthorized, 403: {description: "resuming with decisions needs the approver role"},
 				409: {"the token was already spent; result carries the answer of the resume that spent it", spentBody{}},
 				413: tooLarge}},
+		{method: "GET", path: "/v1/agents", id: "listAgents",
+			summary:   "The configured agents: their tools, argument schemas and when each call waits for a person.",
+			responses: map[int]reply{200: {"the agents", agentsBody{}}, 401: unauthorized}},
+		{method: "GET", path: "/v1/events", id: "streamChanges", sseOnly: true,
+			summary: "Follow every session (SSE): event session (data: the Session) each time its status or pending interrupts may have changed, on any process; event resync when changes may have been missed. Subscribe, then read the listings.",
+			responses: map[int]reply{200: {description: "a Server-Sent Events stream"}, 401: unauthorized,
+				429: {description: "too many event streams are open on the server"}}},
 		{method: "GET", path: "/v1/openapi.json", id: "openapi", summary: "This document.",
 			responses: map[int]reply{200: {"the OpenAPI 3.1 document", map[string]any{}}}},
 		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
@@ -180,18 +191,21 @@ func openAPIDocument() ([]byte, error) {
 		}
 		responses := map[string]any{}
 		for status, rp := range op.responses {
-			body := rp.body
-			if body == nil {
-				body = errorBody{}
+			content := map[string]any{}
+			if !(op.sseOnly && status == http.StatusOK) {
+				body := rp.body
+				if body == nil {
+					body = errorBody{}
+				}
+				s, err := ref(body)
+				if err != nil {
+					return nil, err
+				}
+				content["application/json"] = map[string]any{"schema": s}
 			}
-			s, err := ref(body)
-			if err != nil {
-				return nil, err
-			}
-			content := map[string]any{"application/json": map[string]any{"schema": s}}
-			if op.sse && status == http.StatusOK {
+			if (op.sse || op.sseOnly) && status == http.StatusOK {
 				content["text/event-stream"] = map[string]any{"schema": map[string]any{"type": "string",
-					"description": "Server-Sent Events: id is the seq, event the type, data the Event; see docs/http-api.md"}}
+					"description": "Server-Sent Events; see docs/http-api.md"}}
 			}
 			responses[fmt.Sprint(status)] = map[string]any{"description": rp.description, "content": content}
 		}

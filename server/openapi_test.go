@@ -131,7 +131,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runner.Close()
-	srv := New(runner, &Options{MaxStreamsPerSession: 1, Tokens: []Token{
+	srv := New(runner, &Options{MaxStreamsPerSession: 1, MaxStreams: 2, Tokens: []Token{
 		{Name: "root", Secret: "admin-token-0123456789", Role: RoleAdmin},
 		{Name: "ana", Secret: "approver-token-0123456789", Role: RoleApprover},
 		{Name: "uma", Secret: "user-token-uma-0123456789", Role: RoleUser},
@@ -334,8 +334,30 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("second stream: %v %v", err, second)
 	}
 	second.Body.Close()
+	// The cross-session feed counts towards the server's total (2 here).
+	openFeed := func(want int) *http.Response {
+		req, _ := http.NewRequestWithContext(sctx, "GET", api.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+approver)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("feed: %v %v, want %d", err, resp, want)
+		}
+		return resp
+	}
+	feed := openFeed(200)
+	if !strings.HasPrefix(feed.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("feed content type %q", feed.Header.Get("Content-Type"))
+	}
+	openFeed(429).Body.Close()
 	stop()
+	feed.Body.Close()
 	stream.Body.Close()
+	do("GET", "/v1/events", nobody, "", 401)
+	agents := do("GET", "/v1/agents", uma, "", 200)
+	if list, _ := agents["agents"].([]any); len(list) != 2 {
+		t.Fatalf("agents: %v", agents)
+	}
+	do("GET", "/v1/agents", nobody, "", 401)
 
 	// Stateless: invoke, resume (approvers only), resume again (spent).
 	res := do("POST", "/v1/agents/ops/invoke", uma, `{"input":"ship"}`, 200)
