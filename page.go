@@ -114,7 +114,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []Pe
 				if len(interrupts) == limit {
 					return interrupts, encodeCursor(prev, i), nil
 				}
-				interrupts = append(interrupts, PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Seq: s.Seq})
+				interrupts = append(interrupts, PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Seq: s.Seq, PausedAt: s.UpdatedAt})
 			}
 			prev, skip = h.Position(), 0
 		}

@@ -137,6 +137,8 @@ func operations() []operation {
 		{method: "GET", path: "/v1/agents", id: "listAgents",
 			summary:   "The configured agents: their tools, argument schemas and when each call waits for a person.",
 			responses: map[int]reply{200: {"the agents", agentsBody{}}, 401: unauthorized}},
+		{method: "GET", path: "/v1/me", id: "me", summary: "Who the token is: its name and role (what a client may offer).",
+			responses: map[int]reply{200: {"the caller", meBody{}}, 401: unauthorized}},
 		{method: "GET", path: "/v1/events", id: "streamChanges", sseOnly: true,
 			summary: "Follow every session (SSE): event session (data: the Session) each time its status or pending interrupts may have changed, on any process; event resync when changes may have been missed. Subscribe, then read the listings.",
 			responses: map[int]reply{200: {description: "a Server-Sent Events stream"}, 401: unauthorized,

@@ -358,6 +358,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("agents: %v", agents)
 	}
 	do("GET", "/v1/agents", nobody, "", 401)
+	if me := do("GET", "/v1/me", uma, "", 200); me["name"] != "uma" || me["role"] != "user" || me["auth"] != true {
+		t.Fatalf("me: %v", me)
+	}
+	do("GET", "/v1/me", nobody, "", 401)
 
 	// Stateless: invoke, resume (approvers only), resume again (spent).
 	res := do("POST", "/v1/agents/ops/invoke", uma, `{"input":"ship"}`, 200)

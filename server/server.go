@@ -88,6 +88,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
 	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
+	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -34,8 +34,10 @@ type Interrupt struct {
 	// Text is what the interactive agent said (message).
 	Text string `json:"text,omitempty"`
 	// InDoubt marks a call that was running when the process stopped: it
-	// may or may not have taken effect.
-	InDoubt bool `json:"in_doubt"`
+	// may or may not have taken effect. IdempotencyKey is then the key it
+	// ran with (see cairn.IdempotencyKey), to look it up downstream.
+	InDoubt        bool   `json:"in_doubt"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// ExpiresAt is when an approval counts as rejected without a decision.
 	ExpiresAt *time.Time `json:"expires_at"`
 }
@@ -54,4 +56,6 @@ type PendingInterrupt struct {
 	SessionID string `json:"session_id"`
 	// Seq is the seq a decision on this interrupt must name.
 	Seq int64 `json:"seq"`
+	// PausedAt is when the session paused (its last update).
+	PausedAt time.Time `json:"paused_at"`
 }

@@ -34,6 +34,12 @@ type ToolResult struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
+// idempotencyKey is the key of call c: unique in the session, the same
+// each time the call runs.
+func idempotencyKey(st *State, f *Frame, c *Call) string {
+	return st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
+}
+
 // told is the result of c as the model sees it: when a person replaced the
 // arguments, the result first says so, with both, so that the model's next
 // step reasons about what really ran.
@@ -300,7 +306,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 }
 
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
-	key := s.st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
+	key := idempotencyKey(s.st, f, c)
 	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
 	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
 }

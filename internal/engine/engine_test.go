@@ -294,8 +294,8 @@ func TestRecoverInDoubt(t *testing.T) {
 				t.Fatalf("interrupt = %+v", in)
 			}
 			s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: in.ID, Action: session.ActionApprove}}})
-			if run := s.Effects[0].(RunTools); run.Calls[0].CallID != "c1" {
-				t.Fatalf("approve did not re-run: %+v", run)
+			if run := s.Effects[0].(RunTools); run.Calls[0].CallID != "c1" || run.Calls[0].IdempotencyKey != in.IdempotencyKey || in.IdempotencyKey == "" {
+				t.Fatalf("approve did not re-run with the key the interrupt shows (%q): %+v", in.IdempotencyKey, run)
 			}
 		})
 	}

@@ -262,7 +262,7 @@ func (s *stepper) recover() error {
 			in := session.Interrupt{
 				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
 				Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
-				Tool: c.Tool, Arguments: json.RawMessage(c.Args),
+				Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: idempotencyKey(st, f, c),
 				Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
 			}
 			s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
