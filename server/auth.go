@@ -53,7 +53,7 @@ type principalKey struct{}
 // caller is an anonymous admin (the CLI then listens on loopback only).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(s.tokens) == 0 || r.URL.Path == "/healthz" || r.URL.Path == "/v1/openapi.json" {
+		if len(s.tokens) == 0 || public(r.URL.Path) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin})))
 			return
 		}
@@ -72,6 +72,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// public reports whether path needs no token: liveness, the API's
+// description and the web page's files (the page asks for a token and
+// sends it with each API call).
+func public(path string) bool {
+	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/")
 }
 
 // lookup compares the presented secret with every token in constant time

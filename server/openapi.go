@@ -27,7 +27,8 @@ type operation struct {
 	request      any // a value of the body's type; nil: no body
 	responses    map[int]reply
 	sse          bool // also answers text/event-stream
-	sseOnly      bool // answers text/event-stream only
+	sseOnly      bool   // answers text/event-stream only
+	media        string // the 200 answer's media type when not JSON
 }
 
 type param struct{ name, description, typ string }
@@ -145,6 +146,10 @@ func operations() []operation {
 				429: {description: "too many event streams are open on the server"}}},
 		{method: "GET", path: "/v1/openapi.json", id: "openapi", summary: "This document.",
 			responses: map[int]reply{200: {"the OpenAPI 3.1 document", map[string]any{}}}},
+		{method: "GET", path: "/", id: "page", summary: "The web page: approval inbox, sessions, a new session (no token needed to load it; it asks for one).",
+			media: "text/html", responses: map[int]reply{200: {description: "the page"}}},
+		{method: "GET", path: "/ui/{file}", id: "pageAsset", summary: "The web page's script and styles.",
+			media: "text/javascript, text/css", responses: map[int]reply{200: {description: "the file"}, 404: {description: "no such file"}}},
 		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
 			responses: map[int]reply{200: {"the server is up", healthBody{}}}},
 	}
@@ -194,7 +199,11 @@ func openAPIDocument() ([]byte, error) {
 		responses := map[string]any{}
 		for status, rp := range op.responses {
 			content := map[string]any{}
-			if !(op.sseOnly && status == http.StatusOK) {
+			if op.media != "" && status == http.StatusOK {
+				for _, m := range strings.Split(op.media, ", ") {
+					content[m] = map[string]any{"schema": map[string]any{"type": "string"}}
+				}
+			} else if !(op.sseOnly && status == http.StatusOK) {
 				body := rp.body
 				if body == nil {
 					body = errorBody{}

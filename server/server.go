@@ -91,6 +91,8 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
+	s.mux.HandleFunc("GET /{$}", s.serveIndex)
+	s.mux.HandleFunc("GET /ui/{file}", s.serveUI)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

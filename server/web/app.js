@@ -1,0 +1,605 @@
+// Cairn's web page: the approval inbox, sessions and their timelines. It is
+// served by `cairn serve` and talks to the HTTP API (docs/http-api.md) with
+// the token the person gives, kept for the tab (sessionStorage). No build
+// step and no dependency: this file is the page.
+'use strict';
+
+const state = {
+  token: sessionStorage.getItem('cairn.token') || '',
+  me: null,
+  agents: [],
+  inbox: new Map(), // session id → paused session summary
+  filters: { kind: '', agent: '', tool: '' },
+  view: '',
+  stop: null, // aborts the current view's live stream
+};
+
+// ---------- small helpers ----------
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else if (k === 'dataset') Object.assign(e.dataset, v);
+    else if (v === true) e.setAttribute(k, '');
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const main = () => document.getElementById('main');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pretty = (v) => JSON.stringify(v, null, 2);
+const canDecide = () => state.me && state.me.role !== 'user';
+
+function ago(t) {
+  const s = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
+  if (s < 60) return Math.floor(s) + ' s ago';
+  if (s < 3600) return Math.floor(s / 60) + ' min ago';
+  if (s < 86400) return Math.floor(s / 3600) + ' h ago';
+  return Math.floor(s / 86400) + ' d ago';
+}
+
+function countdown(t) {
+  const s = Math.floor((new Date(t).getTime() - Date.now()) / 1000);
+  if (s <= 0) return 'expired';
+  const m = Math.floor(s / 60);
+  return 'expires in ' + (m > 0 ? m + ' min ' : '') + (s % 60) + ' s';
+}
+
+function headers(extra) {
+  const h = Object.assign({ Accept: 'application/json' }, extra);
+  if (state.token) h.Authorization = 'Bearer ' + state.token;
+  return h;
+}
+
+class APIError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || 'HTTP ' + status);
+    this.status = status;
+    this.code = body && body.error && body.error.code;
+  }
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { /* no body */ }
+  if (res.status === 401) { signOut(); }
+  if (!res.ok) throw new APIError(res.status, data);
+  return data;
+}
+
+// follow reads a Server-Sent Events stream with fetch (EventSource cannot
+// send the Authorization header) and reconnects until signal aborts.
+async function follow(url, onEvent, signal) {
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(url(), { headers: headers({ Accept: 'text/event-stream' }), signal });
+      if (res.status === 401) { signOut(); return; }
+      if (res.ok) {
+        onEvent('open', null);
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            let type = 'message', data = '';
+            for (const line of block.split('\n')) {
+              if (line.startsWith('event: ')) type = line.slice(7);
+              else if (line.startsWith('data: ')) data += line.slice(6);
+            }
+            if (data) onEvent(type, JSON.parse(data));
+          }
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+    }
+    await sleep(1000);
+  }
+}
+
+// ---------- sign in ----------
+
+function signOut() {
+  state.token = '';
+  state.me = null;
+  sessionStorage.removeItem('cairn.token');
+  showLogin('Your token was refused or has been removed. Paste a token to go on.');
+}
+
+function showLogin(message) {
+  if (state.stop) state.stop.abort();
+  document.getElementById('whoami').textContent = '';
+  const input = el('input', { type: 'password', id: 'token', placeholder: 'bearer token', size: 40, autocomplete: 'off' });
+  const form = el('form', { class: 'panel', id: 'login', onsubmit: async (e) => {
+    e.preventDefault();
+    state.token = input.value.trim();
+    sessionStorage.setItem('cairn.token', state.token);
+    await start();
+  } },
+  el('h2', {}, 'Sign in'),
+  el('p', { class: 'muted' }, message || 'This server asks for a bearer token (the one you use with the API). It is kept for this tab only.'),
+  el('div', { class: 'actions' }, input, el('button', { class: 'primary', type: 'submit' }, 'Use token')));
+  main().replaceChildren(form);
+  input.focus();
+}
+
+// ---------- agents and schemas ----------
+
+function toolOf(agent, name) {
+  const a = state.agents.find((x) => x.name === agent);
+  return a && a.tools.find((t) => t.name === name);
+}
+
+// interruptAgent is the agent whose call an interrupt is about.
+function interruptAgent(s, it) {
+  return it.path && it.path.length ? it.path[it.path.length - 1].agent : s.agent;
+}
+
+// ---------- inbox ----------
+
+function inboxItems() {
+  const items = [];
+  for (const s of state.inbox.values()) {
+    for (const it of s.interrupts) items.push({ s, it, agent: interruptAgent(s, it) });
+  }
+  items.sort((a, b) => new Date(b.s.updated_at) - new Date(a.s.updated_at) || a.it.id.localeCompare(b.it.id));
+  return items;
+}
+
+function updateCount() {
+  const n = inboxItems().length;
+  document.getElementById('inbox-count').textContent = n;
+  document.title = (n ? '(' + n + ') ' : '') + 'Cairn' + (state.view === 'inbox' ? ' inbox' : '');
+}
+
+function sessionChanged(s) {
+  if (s.status === 'paused' && s.interrupts && s.interrupts.length) state.inbox.set(s.id, s);
+  else state.inbox.delete(s.id);
+  updateCount();
+  if (state.view === 'inbox') renderInbox();
+}
+
+async function loadInbox() {
+  const fresh = new Map();
+  let cursor = '';
+  do {
+    const page = await api('GET', '/v1/sessions?status=paused&limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    for (const s of page.sessions) if (s.interrupts.length) fresh.set(s.id, s);
+    cursor = page.next_cursor;
+  } while (cursor);
+  state.inbox = fresh;
+  updateCount();
+  if (state.view === 'inbox') renderInbox();
+}
+
+// The cross-session feed keeps the inbox live, whichever process records.
+let feedStarted = false;
+function startFeed() {
+  if (feedStarted) return;
+  feedStarted = true;
+  const ctl = new AbortController();
+  follow(() => '/v1/events', (type, data) => {
+    if (type === 'open' || type === 'resync') loadInbox().catch(() => {});
+    else if (type === 'session') sessionChanged(data);
+  }, ctl.signal).finally(() => { feedStarted = false; });
+}
+
+function renderInbox() {
+  const f = state.filters;
+  const all = inboxItems();
+  const shown = all.filter(({ it, agent }) => (!f.kind || it.kind === f.kind) && (!f.agent || agent === f.agent) && (!f.tool || it.tool === f.tool));
+  const focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.key;
+  const select = (name, values, label) => el('select', { id: 'filter-' + name, onchange: (e) => { f[name] = e.target.value; renderInbox(); } },
+    el('option', { value: '' }, label), ...[...new Set(values)].filter(Boolean).sort().map((v) => el('option', { value: v, selected: f[name] === v }, v)));
+  const list = shown.map(({ s, it, agent }) => interruptCard(s, it, agent));
+  main().replaceChildren(
+    el('h2', {}, 'Inbox'),
+    el('div', { class: 'filters' },
+      select('kind', ['approval', 'input', 'message'], 'every kind'),
+      select('agent', all.map((x) => x.agent), 'every agent'),
+      select('tool', all.map((x) => x.it.tool), 'every tool'),
+      el('span', { class: 'keys' }, el('kbd', {}, 'j'), '/', el('kbd', {}, 'k'), ' move, ', el('kbd', {}, 'a'), ' approve, ',
+        el('kbd', {}, 'r'), ' reject, ', el('kbd', {}, 'e'), ' edit')),
+    list.length ? el('div', { id: 'inbox' }, list) : el('p', { class: 'muted', id: 'inbox-empty' }, all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.'));
+  if (focused) {
+    const again = main().querySelector('[data-key="' + CSS.escape(focused) + '"]');
+    if (again) again.focus();
+  }
+}
+
+function breadcrumb(s, it) {
+  const parts = [];
+  for (const step of it.path || []) parts.push(step.agent, step.tool);
+  return parts.length ? parts.join(' › ') : s.agent;
+}
+
+function interruptCard(s, it, agent) {
+  const key = s.id + '/' + it.id;
+  const error = el('div', { class: 'error', role: 'alert' });
+  const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
+  const title = { approval: 'approval', input: 'question', message: 'waits for you' }[it.kind] || it.kind;
+  card.append(
+    el('div', { class: 'crumbs' }, breadcrumb(s, it)),
+    el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' ? agent : it.tool),
+    it.kind === 'approval' && el('p', { class: 'msg' }, it.message),
+    it.kind === 'input' && el('p', { class: 'msg' }, it.question),
+    it.kind === 'message' && el('p', { class: 'msg' }, it.text),
+    it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, pretty(it.arguments)),
+    it.in_doubt && el('div', { class: 'warning' }, 'This call was running when Cairn stopped: it may already have taken effect. Check before approving it again' +
+      (it.idempotency_key ? ' (idempotency key ' + it.idempotency_key + ').' : '.')),
+    el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
+      it.expires_at ? ' · ' : '', it.expires_at ? el('span', { class: 'expiry', dataset: { at: it.expires_at } }, countdown(it.expires_at)) : ''),
+    actions(s, it, agent, card, error),
+    error);
+  return card;
+}
+
+function actions(s, it, agent, card, error) {
+  const box = el('div', { class: 'actions' });
+  if (it.kind === 'message') {
+    const text = el('input', { type: 'text', class: 'reply', placeholder: 'your reply', size: 40 });
+    box.append(text, el('button', { class: 'primary', onclick: () => reply(s, text.value, error) }, 'Reply'));
+    return box;
+  }
+  if (!canDecide()) {
+    box.append(el('span', { class: 'muted' }, 'An approver decides this.'));
+    return box;
+  }
+  const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason (the model sees it)', size: 28 });
+  const remember = el('input', { type: 'checkbox', class: 'remember' });
+  const rejectBtn = el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value, remember: remember.checked ? 'session' : undefined }, error) }, 'Reject');
+  if (it.kind === 'input') {
+    const answer = el('input', { type: 'text', class: 'answer', placeholder: 'your answer', size: 30 });
+    box.append(answer, el('button', { class: 'primary', onclick: () => decide(s, { interrupt_id: it.id, action: 'answer', text: answer.value }, error) }, 'Answer'), reason, rejectBtn);
+    return box;
+  }
+  box.append(
+    el('button', { class: 'primary approve', onclick: () => decide(s, { interrupt_id: it.id, action: 'approve', remember: remember.checked ? 'session' : undefined }, error) }, 'Approve'),
+    el('button', { class: 'edit', onclick: () => openEditor(s, it, agent, card, error, remember) }, 'Edit arguments'),
+    reason, rejectBtn,
+    el('label', { class: 'muted' }, remember, ' remember for this session'));
+  return box;
+}
+
+async function decide(s, decision, error, fieldErrors) {
+  error.textContent = '';
+  for (const k of Object.keys(decision)) if (decision[k] === undefined) delete decision[k];
+  try {
+    const after = await api('POST', '/v1/sessions/' + encodeURIComponent(s.id) + '/decisions', { seq: s.seq, decisions: [decision] });
+    sessionChanged(after);
+    return after;
+  } catch (e) {
+    if (e.status === 409) {
+      error.textContent = 'Someone else decided first, or the session moved on; the inbox is refreshed.';
+      await loadInbox().catch(() => {});
+      return null;
+    }
+    if (e.status === 400 && fieldErrors && fieldErrors(e.message)) return null;
+    error.textContent = e.message;
+    return null;
+  }
+}
+
+async function reply(s, text, error) {
+  error.textContent = '';
+  if (!text.trim()) { error.textContent = 'Write a reply first.'; return; }
+  try {
+    sessionChanged(await api('POST', '/v1/sessions/' + encodeURIComponent(s.id) + '/messages', { text, seq: s.seq }));
+  } catch (e) {
+    error.textContent = e.status === 409 ? 'The session moved on; refreshed.' : e.message;
+    if (e.status === 409) loadInbox().catch(() => {});
+  }
+}
+
+// ---------- the arguments editor, generated from the tool's JSON Schema ----------
+
+function openEditor(s, it, agent, card, error, remember) {
+  const old = card.querySelector('form.edit');
+  if (old) { old.remove(); return; }
+  const tool = toolOf(agent, it.tool);
+  const schema = (tool && tool.parameters) || {};
+  const props = schema.properties || {};
+  const required = new Set(schema.required || []);
+  const args = it.arguments || {};
+  const fields = [];
+  const form = el('form', { class: 'edit', novalidate: true });
+  for (const [name, p] of Object.entries(props)) {
+    const current = args[name];
+    let input;
+    const type = Array.isArray(p.type) ? p.type.find((t) => t !== 'null') : p.type;
+    if (Array.isArray(p.enum)) {
+      input = el('select', { name }, !required.has(name) && el('option', { value: '' }, '—'),
+        ...p.enum.map((v) => el('option', { value: JSON.stringify(v), selected: JSON.stringify(v) === JSON.stringify(current) }, String(v))));
+    } else if (type === 'boolean') {
+      input = el('input', { type: 'checkbox', name, checked: current === true });
+    } else if (type === 'integer' || type === 'number') {
+      input = el('input', { type: 'number', name, step: type === 'integer' ? '1' : 'any', value: current === undefined ? '' : current });
+    } else if (type === 'string') {
+      input = el('input', { type: 'text', name, size: 40, value: current === undefined ? '' : current });
+    } else {
+      input = el('textarea', { name }, current === undefined ? '' : pretty(current));
+    }
+    const msg = el('span', { class: 'error field-error', dataset: { field: name } });
+    fields.push({ name, p, type, input, msg });
+    form.append(el('label', {}, el('span', {}, name, required.has(name) ? el('span', { class: 'req', title: 'required' }, ' *') : '',
+      p.description ? el('span', { class: 'muted' }, ' — ' + p.description) : ''), input, msg));
+  }
+  const raw = fields.length ? null : el('textarea', { name: '(arguments)' }, pretty(args));
+  if (raw) form.append(el('label', {}, 'arguments (JSON)', raw));
+  const formError = el('div', { class: 'error form-error' });
+  form.append(formError, el('div', { class: 'actions' }, el('button', { class: 'primary', type: 'submit' }, 'Approve with these arguments'),
+    el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')));
+
+  const collect = () => {
+    let ok = true;
+    const out = {};
+    for (const f of fields) {
+      f.msg.textContent = '';
+      const v = f.input.type === 'checkbox' ? f.input.checked : f.input.value;
+      if (f.input.type !== 'checkbox' && v === '') {
+        if (required.has(f.name)) { f.msg.textContent = 'required'; ok = false; }
+        continue;
+      }
+      try {
+        if (f.input.tagName === 'SELECT') out[f.name] = JSON.parse(v);
+        else if (f.type === 'integer') {
+          if (!/^-?\d+$/.test(v)) throw new Error('a whole number');
+          out[f.name] = Number(v);
+        } else if (f.type === 'number') {
+          if (Number.isNaN(Number(v))) throw new Error('a number');
+          out[f.name] = Number(v);
+        } else if (f.type === 'boolean' || f.type === 'string') out[f.name] = v;
+        else out[f.name] = JSON.parse(v);
+      } catch (e) {
+        f.msg.textContent = 'expected ' + (e.message.startsWith('a ') ? e.message : 'JSON');
+        ok = false;
+      }
+    }
+    if (raw) {
+      try { return JSON.parse(raw.value); } catch (e) { formError.textContent = 'not valid JSON: ' + e.message; return null; }
+    }
+    return ok ? out : null;
+  };
+  // A 400 names the field: "… at /env: value must be one of …".
+  const fieldErrors = (message) => {
+    const m = /at \/([^:\s/]+)/.exec(message);
+    const f = m && fields.find((x) => x.name === m[1]);
+    if (f) { f.msg.textContent = message; f.input.focus(); return true; }
+    formError.textContent = message;
+    return true;
+  };
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    formError.textContent = '';
+    const value = collect();
+    if (!value) return;
+    await decide(s, { interrupt_id: it.id, action: 'approve', arguments: value, remember: remember.checked ? 'session' : undefined }, error, fieldErrors);
+  });
+  card.append(form);
+  const first = form.querySelector('input, select, textarea');
+  if (first) first.focus();
+}
+
+// Keyboard: j/k move between items, a approves, r rejects (reason first
+// if typed), e edits the focused item.
+document.addEventListener('keydown', (e) => {
+  if (state.view !== 'inbox' && !state.view.startsWith('session/')) return;
+  const t = e.target;
+  if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT')) return;
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const cards = [...main().querySelectorAll('.item')];
+  if (!cards.length) return;
+  const card = t && t.classList && t.classList.contains('item') ? t : null;
+  const i = card ? cards.indexOf(card) : -1;
+  const click = (sel) => { const b = card && card.querySelector(sel); if (b) { e.preventDefault(); b.click(); } };
+  switch (e.key) {
+    case 'j': e.preventDefault(); cards[Math.min(cards.length - 1, i + 1)].focus(); break;
+    case 'k': e.preventDefault(); cards[Math.max(0, i - 1)].focus(); break;
+    case 'a': click('button.approve'); break;
+    case 'r': click('button.reject'); break;
+    case 'e': click('button.edit'); break;
+  }
+});
+
+// ---------- sessions ----------
+
+async function renderSessions(params) {
+  const status = params.get('status') || '';
+  const agent = params.get('agent') || '';
+  const cursor = params.get('cursor') || '';
+  let q = '/v1/sessions?limit=50' + (status ? '&status=' + status : '') + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+  const page = await api('GET', q);
+  const rows = page.sessions.filter((s) => !agent || s.agent === agent);
+  const nav = (k, v) => { const p = new URLSearchParams(params); if (v) p.set(k, v); else p.delete(k); if (k !== 'cursor') p.delete('cursor'); location.hash = '#/sessions?' + p; };
+  main().replaceChildren(
+    el('h2', {}, 'Sessions'),
+    el('div', { class: 'filters' },
+      el('select', { id: 'filter-status', onchange: (e) => nav('status', e.target.value) }, el('option', { value: '' }, 'every status'),
+        ...['running', 'paused', 'completed', 'failed', 'cancelled'].map((v) => el('option', { value: v, selected: v === status }, v))),
+      el('select', { id: 'filter-session-agent', onchange: (e) => nav('agent', e.target.value) }, el('option', { value: '' }, 'every agent'),
+        ...state.agents.map((a) => el('option', { value: a.name, selected: a.name === agent }, a.name)))),
+    el('table', { id: 'sessions' }, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'agent'), el('th', {}, 'status'), el('th', {}, 'last activity'), el('th', {}, 'output')),
+      ...rows.map((s) => el('tr', {}, el('td', {}, el('a', { href: '#/sessions/' + s.id }, s.id)), el('td', {}, s.agent),
+        el('td', { class: 'status status-' + s.status }, s.status), el('td', {}, ago(s.updated_at)), el('td', {}, (s.output || '').slice(0, 80))))),
+    rows.length ? '' : el('p', { class: 'muted' }, 'No sessions here.'),
+    el('div', { class: 'actions' }, cursor && el('button', { onclick: () => nav('cursor', '') }, 'First page'),
+      page.next_cursor && el('button', { id: 'next-page', onclick: () => nav('cursor', page.next_cursor) }, 'Next page')));
+}
+
+// ---------- one session ----------
+
+function eventLine(ev, depth) {
+  const d = ev.data || {};
+  const row = (who, ...body) => el('div', { class: 'row', dataset: { frame: ev.frame || '', seq: ev.seq }, style: 'padding-left:' + (depth * 1.4) + 'rem' },
+    el('span', { class: 'who' }, who), ...body);
+  switch (ev.type) {
+    case 'user_message': return row('user', d.text);
+    case 'model_response': {
+      const m = d.message || {};
+      return row(ev.agent, m.content || '', ...(m.tool_calls || []).map((c) => el('pre', {}, '→ ' + c.name + ' ' + c.arguments)));
+    }
+    case 'tool_result': return row(d.tool + ' result', el('span', { class: d.is_error ? 'error' : '' }, d.content));
+    case 'frame_pushed': return row('', el('button', { class: 'toggle', title: 'collapse', dataset: { child: d.frame }, onclick: (e) => toggleFrame(e.target) }, '▾'),
+      el('span', { class: 'frame' }, ev.agent + ' started ' + d.agent + ' (' + d.mode + ')'));
+    case 'frame_popped': return row('', el('span', { class: 'frame' }, 'frame ' + d.frame + ' ' + d.reason + ': ' + (d.result || '')));
+    case 'handoff': return row('', el('span', { class: 'frame' }, ev.agent + ' handed the conversation to ' + d.agent));
+    case 'agent_message': return row(ev.agent, d.text);
+    case 'approval_requested': return row('', el('span', { class: 'frame' }, 'waits for approval: ' + (d.interrupt && d.interrupt.message)));
+    case 'input_requested': return row('', el('span', { class: 'frame' }, 'asks: ' + (d.interrupt && d.interrupt.question)));
+    case 'decision': return row('', el('span', { class: 'frame' }, (d.actor && d.actor.name || 'someone') + ' ' + d.action + (d.tool ? ' ' + d.tool : '')));
+    case 'turn_completed': return row('', el('span', { class: 'frame' }, 'turn completed'));
+    case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)));
+    case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'));
+    default: return null;
+  }
+}
+
+function toggleFrame(btn) {
+  const child = btn.dataset.child;
+  const hide = btn.textContent === '▾';
+  btn.textContent = hide ? '▸' : '▾';
+  const frames = new Set([child]);
+  for (const row of document.querySelectorAll('#timeline .row')) {
+    if (frames.has(row.dataset.frame)) {
+      row.classList.toggle('collapsed', hide);
+      const inner = row.querySelector('.toggle');
+      if (inner) frames.add(inner.dataset.child);
+    }
+  }
+}
+
+function auditRow(ev) {
+  const d = ev.data;
+  const who = d.actor ? (d.actor.name || 'anonymous') + (d.actor.role ? ' (' + d.actor.role + ')' : '') : '';
+  return el('tr', {}, el('td', {}, new Date(ev.time).toLocaleTimeString()), el('td', {}, who), el('td', {}, d.action + ' ' + (d.tool || '') + (d.remember ? ' [remember ' + d.remember + ']' : '')),
+    el('td', {}, d.arguments !== undefined ? el('pre', {}, pretty(d.arguments)) : '', d.new_arguments !== undefined ? el('pre', { class: 'edited' }, '→ ' + pretty(d.new_arguments)) : ''),
+    el('td', {}, d.reason || d.text || ''));
+}
+
+async function renderSession(id, signal) {
+  let s = await api('GET', '/v1/sessions/' + encodeURIComponent(id));
+  const timeline = el('div', { class: 'timeline panel', id: 'timeline' });
+  const audit = el('table', { id: 'audit' }, el('tr', {}, el('th', {}, 'time'), el('th', {}, 'who'), el('th', {}, 'decision'), el('th', {}, 'arguments'), el('th', {}, 'reason / answer')));
+  const head = el('div', { class: 'panel', id: 'session-head' });
+  const pending = el('div', { id: 'pending' });
+  const error = el('div', { class: 'error' });
+  const text = el('textarea', { id: 'message', placeholder: 'your next message' });
+  const depth = new Map();
+  let last = 0;
+
+  const paint = () => {
+    head.replaceChildren(
+      el('h2', {}, s.id), el('p', {}, 'agent ', el('b', {}, s.agent), ' · ', el('span', { class: 'status status-' + s.status, id: 'session-status' }, s.status), ' · updated ', ago(s.updated_at)),
+      el('p', { class: 'stack' }, 'stack: ', ...s.stack.map((f) => el('span', {}, f.agent + ' (' + f.mode + ')'))),
+      s.error ? el('p', { class: 'error' }, s.error.message) : '',
+      el('div', { class: 'actions' },
+        el('button', { id: 'cancel-top', disabled: s.stack.length < 2, onclick: () => cancel('top') }, 'Cancel top'),
+        el('button', { class: 'danger', id: 'cancel-all', disabled: s.status === 'completed' || s.status === 'cancelled' || s.status === 'failed', onclick: () => cancel('all') }, 'Cancel all')));
+    pending.replaceChildren(...(s.status === 'paused' ? s.interrupts.map((it) => interruptCard(s, it, interruptAgent(s, it))) : []));
+  };
+  const add = (ev) => {
+    if (ev.seq && ev.seq <= last) return;
+    if (ev.seq) last = ev.seq;
+    if (ev.type === 'frame_pushed') depth.set(ev.data.frame, (depth.get(ev.frame) || 0) + 1);
+    if (ev.type === 'handoff') depth.set(ev.data.to, depth.get(ev.data.from) || 0);
+    const line = eventLine(ev, depth.get(ev.frame) || 0);
+    if (line) timeline.append(line);
+    if (ev.type === 'decision') audit.append(auditRow(ev));
+  };
+  const cancel = async (scope) => {
+    error.textContent = '';
+    try { s = await api('POST', '/v1/sessions/' + encodeURIComponent(id) + '/cancel', { scope }); paint(); } catch (e) { error.textContent = e.message; }
+  };
+  const send = async () => {
+    error.textContent = '';
+    if (!text.value.trim()) return;
+    try { s = await api('POST', '/v1/sessions/' + encodeURIComponent(id) + '/messages', { text: text.value }); text.value = ''; paint(); } catch (e) { error.textContent = e.message; }
+  };
+  const evs = await api('GET', '/v1/sessions/' + encodeURIComponent(id) + '/events');
+  evs.events.forEach(add);
+  paint();
+  main().replaceChildren(head, pending, el('div', { class: 'grid2' },
+    el('section', {}, el('h3', {}, 'Conversation'), timeline,
+      el('div', { class: 'panel' }, text, el('div', { class: 'actions' }, el('button', { class: 'primary', id: 'send', onclick: send }, 'Send'), error))),
+    el('section', {}, el('h3', {}, 'Audit trail'), audit)));
+  let refresh = null;
+  follow(() => '/v1/sessions/' + encodeURIComponent(id) + '/events?after=' + last, (type, ev) => {
+    if (type === 'open' || !ev || !ev.seq) return;
+    add(ev);
+    clearTimeout(refresh);
+    refresh = setTimeout(async () => { try { s = await api('GET', '/v1/sessions/' + encodeURIComponent(id)); paint(); } catch (e) { /* next event */ } }, 50);
+  }, signal);
+}
+
+async function renderNew() {
+  const agent = el('select', { id: 'new-agent' }, ...state.agents.map((a) => el('option', { value: a.name }, a.name)));
+  const input = el('textarea', { id: 'new-input', placeholder: 'the first message' });
+  const error = el('div', { class: 'error' });
+  main().replaceChildren(el('h2', {}, 'New session'), el('div', { class: 'panel' }, el('label', {}, 'agent ', agent), input,
+    el('div', { class: 'actions' }, el('button', { class: 'primary', id: 'start', onclick: async () => {
+      error.textContent = '';
+      try {
+        const s = await api('POST', '/v1/sessions', { agent: agent.value, input: input.value, wait: false });
+        location.hash = '#/sessions/' + s.id;
+      } catch (e) { error.textContent = e.message; }
+    } }, 'Start'), error)));
+  input.focus();
+}
+
+// ---------- routing ----------
+
+async function route() {
+  if (!state.me) return;
+  if (state.stop) state.stop.abort();
+  state.stop = new AbortController();
+  const [path, query] = (location.hash.slice(1) || '/inbox').split('?');
+  const params = new URLSearchParams(query || '');
+  const parts = path.split('/').filter(Boolean);
+  for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.getAttribute('href') === '#/' + parts[0]);
+  try {
+    if (parts[0] === 'sessions' && parts[1]) { state.view = 'session/' + parts[1]; await renderSession(parts[1], state.stop.signal); }
+    else if (parts[0] === 'sessions') { state.view = 'sessions'; await renderSessions(params); }
+    else if (parts[0] === 'new') { state.view = 'new'; await renderNew(); }
+    else { state.view = 'inbox'; renderInbox(); }
+  } catch (e) {
+    if (e.status !== 401) main().replaceChildren(el('p', { class: 'error' }, e.message));
+  }
+  updateCount();
+}
+
+async function start() {
+  try {
+    state.me = await api('GET', '/v1/me');
+  } catch (e) {
+    showLogin(state.token ? 'That token was refused. Paste another one.' : undefined);
+    return;
+  }
+  document.getElementById('whoami').replaceChildren(state.me.auth ? state.me.name + ' (' + state.me.role + ') ' : 'no auth (loopback) ',
+    state.me.auth ? el('button', { onclick: signOut }, 'Sign out') : '');
+  document.getElementById('nav-new').hidden = false;
+  state.agents = (await api('GET', '/v1/agents')).agents;
+  startFeed();
+  await route();
+}
+
+window.addEventListener('hashchange', route);
+setInterval(() => {
+  for (const x of document.querySelectorAll('.expiry')) x.textContent = countdown(x.dataset.at);
+}, 1000);
+start();
