@@ -26,7 +26,7 @@ type operation struct {
 	query        []param
 	request      any // a value of the body's type; nil: no body
 	responses    map[int]reply
-	sse          bool // also answers text/event-stream
+	sse          bool   // also answers text/event-stream
 	sseOnly      bool   // answers text/event-stream only
 	media        string // the 200 answer's media type when not JSON
 }
