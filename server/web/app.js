@@ -9,6 +9,7 @@ const state = {
   me: null,
   agents: [],
   inbox: new Map(), // session id → paused session summary
+  cards: new Map(), // the inbox cards shown, by session, interrupt and seq
   filters: { kind: '', agent: '', tool: '' },
   view: '',
   stop: null, // aborts the current view's live stream
@@ -172,7 +173,7 @@ function sessionChanged(s) {
   if (s.status === 'paused' && s.interrupts && s.interrupts.length) state.inbox.set(s.id, s);
   else state.inbox.delete(s.id);
   updateCount();
-  if (state.view === 'inbox') renderInbox();
+  updateInboxList();
 }
 
 async function loadInbox() {
@@ -185,7 +186,7 @@ async function loadInbox() {
   } while (cursor);
   state.inbox = fresh;
   updateCount();
-  if (state.view === 'inbox') renderInbox();
+  updateInboxList();
 }
 
 // The cross-session feed keeps the inbox live, whichever process records.
@@ -200,27 +201,57 @@ function startFeed() {
   }, ctl.signal).finally(() => { feedStarted = false; });
 }
 
+// renderInbox draws the inbox view; later changes go through
+// updateInboxList, which keeps the cards it already shows (with what the
+// person typed or opened in them) and only adds, removes and reorders.
 function renderInbox() {
   const f = state.filters;
-  const all = inboxItems();
-  const shown = all.filter(({ it, agent }) => (!f.kind || it.kind === f.kind) && (!f.agent || agent === f.agent) && (!f.tool || it.tool === f.tool));
-  const focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.key;
-  const select = (name, values, label) => el('select', { id: 'filter-' + name, onchange: (e) => { f[name] = e.target.value; renderInbox(); } },
-    el('option', { value: '' }, label), ...[...new Set(values)].filter(Boolean).sort().map((v) => el('option', { value: v, selected: f[name] === v }, v)));
-  const list = shown.map(({ s, it, agent }) => interruptCard(s, it, agent));
+  const select = (name, label) => el('select', { id: 'filter-' + name, onchange: (e) => { f[name] = e.target.value; updateInboxList(); } },
+    el('option', { value: '' }, label));
   main().replaceChildren(
     el('h2', {}, 'Inbox'),
     el('div', { class: 'filters' },
-      select('kind', ['approval', 'input', 'message'], 'every kind'),
-      select('agent', all.map((x) => x.agent), 'every agent'),
-      select('tool', all.map((x) => x.it.tool), 'every tool'),
+      select('kind', 'every kind'), select('agent', 'every agent'), select('tool', 'every tool'),
       el('span', { class: 'keys' }, el('kbd', {}, 'j'), '/', el('kbd', {}, 'k'), ' move, ', el('kbd', {}, 'a'), ' approve, ',
         el('kbd', {}, 'r'), ' reject, ', el('kbd', {}, 'e'), ' edit')),
-    list.length ? el('div', { id: 'inbox' }, list) : el('p', { class: 'muted', id: 'inbox-empty' }, all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.'));
-  if (focused) {
-    const again = main().querySelector('[data-key="' + CSS.escape(focused) + '"]');
-    if (again) again.focus();
-  }
+    el('div', { id: 'inbox' }),
+    el('p', { class: 'muted', id: 'inbox-empty' }));
+  state.cards = new Map();
+  updateInboxList();
+}
+
+function fillSelect(id, values) {
+  const sel = document.getElementById(id);
+  if (!sel) return;
+  const want = ['', ...[...new Set(values)].filter(Boolean).sort()];
+  const have = [...sel.options].map((o) => o.value);
+  if (want.join('\n') === have.join('\n')) return;
+  const current = sel.value;
+  sel.replaceChildren(sel.options[0], ...want.slice(1).map((v) => el('option', { value: v, selected: v === current }, v)));
+}
+
+function updateInboxList() {
+  const list = document.getElementById('inbox');
+  if (state.view !== 'inbox' || !list) return;
+  const f = state.filters;
+  const all = inboxItems();
+  fillSelect('filter-kind', ['approval', 'input', 'message']);
+  fillSelect('filter-agent', all.map((x) => x.agent));
+  fillSelect('filter-tool', all.map((x) => x.it.tool));
+  const shown = all.filter(({ it, agent }) => (!f.kind || it.kind === f.kind) && (!f.agent || agent === f.agent) && (!f.tool || it.tool === f.tool));
+  const keep = new Map();
+  const cards = shown.map(({ s, it, agent }) => {
+    const key = s.id + '/' + it.id + '/' + s.seq;
+    const card = state.cards.get(key) || interruptCard(s, it, agent);
+    keep.set(key, card);
+    return card;
+  });
+  state.cards = keep;
+  cards.forEach((card, i) => { if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null); });
+  while (list.children.length > cards.length) list.lastChild.remove();
+  const empty = document.getElementById('inbox-empty');
+  empty.textContent = cards.length ? '' : (all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.');
+  empty.hidden = cards.length > 0;
 }
 
 function breadcrumb(s, it) {
@@ -234,7 +265,7 @@ function interruptCard(s, it, agent) {
   const error = el('div', { class: 'error', role: 'alert' });
   const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
   const title = { approval: 'approval', input: 'question', message: 'waits for you' }[it.kind] || it.kind;
-  card.append(
+  card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' ? agent : it.tool),
     it.kind === 'approval' && el('p', { class: 'msg' }, it.message),
@@ -246,7 +277,7 @@ function interruptCard(s, it, agent) {
     el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
       it.expires_at ? ' · ' : '', it.expires_at ? el('span', { class: 'expiry', dataset: { at: it.expires_at } }, countdown(it.expires_at)) : ''),
     actions(s, it, agent, card, error),
-    error);
+    error].filter(Boolean));
   return card;
 }
 

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browserConfig: a deploy tool whose replicas the server bounds (so an
+// edit can be refused by the server, not the page), a question, an
+// interactive sub-agent and a handoff, all on the scripted model; tokens
+// for an approver and a user. The deploy tool appends its arguments to
+// runs.log, so the test sees what ran and how often.
+const browserConfig = `
+store: sqlite:./cairn.db
+auth:
+  tokens:
+    - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
+    - {name: uma, token_env: CAIRN_TEST_USER, role: user}
+models:
+  demo:
+    provider: scripted
+    scripts:
+      ops:
+        - tool_calls: [{name: deploy, arguments: {environment: production, replicas: 2}}]
+        - text: "{{.LastResult}}"
+        - tool_calls: [{name: deploy, arguments: {environment: production, replicas: 2}}]
+        - text: "{{.LastResult}}"
+      asker:
+        - tool_calls: [{name: ask_user, arguments: {question: "Which environment?"}}]
+        - text: "You said {{.LastResult}}."
+      concierge:
+        - tool_calls: [{name: use_writer, arguments: {input: "release notes"}}]
+        - text: "Notes: {{.LastResult}}"
+      writer:
+        - text: "Who are the notes for?"
+        - tool_calls: [{name: complete, arguments: {result: "notes for customers"}}]
+tools:
+  deploy:
+    description: Deploy the build.
+    parameters:
+      type: object
+      properties:
+        environment: {type: string, enum: [staging, production], description: where to}
+        replicas: {type: integer, minimum: 1, maximum: 10}
+      required: [environment, replicas]
+    command: ["sh", "-c", "cat >> runs.log; echo >> runs.log; echo deployed"]
+    approval: always
+    confirmation: "Deploy {{.replicas}} replicas to {{.environment}}?"
+  ask_user: {builtin: ask_user}
+agents:
+  ops: {model: demo, tools: [deploy]}
+  asker: {model: demo, tools: [ask_user]}
+  concierge:
+    model: demo
+    subagents: [{agent: writer, tool: use_writer, mode: interactive}]
+  writer: {model: demo}
+`
+
+const (
+	approverToken = "approver-token-0123456789abcdef"
+	userToken     = "user-token-0123456789abcdef"
+)
+
+// browser starts headless Chromium, or skips the test when it is missing.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+			t.Skip("headless Chromium is not installed: apt-get install chromium (Debian's chromium package); .ci/run installs it")
+		}
+		path = "/usr/bin/chromium"
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 900))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel3)
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+func apiCall(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v map[string]any
+	json.Unmarshal(b, &v)
+	return resp.StatusCode, v
+}
+
+// waitSession polls the API until the session reaches status.
+func waitSession(t *testing.T, base, id, status string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, s := apiCall(t, "GET", base+"/v1/sessions/"+id, approverToken, "")
+		if s["status"] == status {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: %v, want %s", id, s["status"], status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// item is the inbox card of session id.
+func item(id string) string { return `article.item[data-session="` + id + `"]` }
+
+// The whole human flow in a real browser against a real `cairn serve`.
+func TestBrowserInbox(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	t.Setenv("CAIRN_TEST_USER", userToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	runs := func() []string {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs.log"))
+		return strings.Fields(string(b))
+	}
+	shots := os.Getenv("CAIRN_SCREENSHOTS") // a directory: write the docs' screenshots there
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			if shots == "" {
+				return nil
+			}
+			var b []byte
+			if err := chromedp.FullScreenshot(&b, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name), b, 0o644)
+		})
+	}
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			var html string
+			chromedp.Run(ctx, chromedp.OuterHTML("main", &html))
+			t.Fatalf("%s: %v\npage: %s", what, err, html)
+		}
+	}
+
+	// Sign in; the inbox is empty.
+	run("sign in", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible("#inbox-empty", chromedp.ByID))
+
+	// A pause appears without a reload.
+	_, s := apiCall(t, "POST", base+"/v1/sessions", userToken, `{"agent":"ops","input":"ship it"}`)
+	ops := s["id"].(string)
+	var title string
+	run("pause appears", chromedp.WaitVisible(item(ops), chromedp.ByQuery), chromedp.Title(&title))
+	if !strings.HasPrefix(title, "(1) Cairn") {
+		t.Fatalf("title %q", title)
+	}
+	var text string
+	run("item text", chromedp.Text(item(ops), &text, chromedp.ByQuery))
+	for _, want := range []string{"Deploy 2 replicas to production?", `"replicas": 2`, "ops", "deploy"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("inbox item lacks %q:\n%s", want, text)
+		}
+	}
+	run("shot inbox", shot("inbox.png"))
+
+	// Edit: the server refuses 50 replicas, next to the field; nothing runs.
+	run("open editor", chromedp.Click(item(ops)+" button.edit", chromedp.ByQuery), chromedp.WaitVisible(item(ops)+" form.edit", chromedp.ByQuery),
+		chromedp.SetValue(item(ops)+` select[name="environment"]`, `"staging"`, chromedp.ByQuery),
+		chromedp.SetValue(item(ops)+` input[name="replicas"]`, "50", chromedp.ByQuery),
+		chromedp.Click(item(ops)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(item(ops)+` .field-error[data-field="replicas"]:not(:empty)`, chromedp.ByQuery),
+		chromedp.Text(item(ops)+` .field-error[data-field="replicas"]`, &text, chromedp.ByQuery))
+	if !strings.Contains(text, "replicas") || len(runs()) != 0 {
+		t.Fatalf("server error at the field: %q; runs %v", text, runs())
+	}
+	run("shot editor", shot("edit-form.png"))
+	// Fix it; approve; the session completes with the edited arguments, once.
+	run("fix and approve", chromedp.SetValue(item(ops)+` input[name="replicas"]`, "3", chromedp.ByQuery),
+		chromedp.Click(item(ops)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent(item(ops), chromedp.ByQuery))
+	done := waitSession(t, base, ops, "completed")
+	if got := runs(); len(got) != 1 || got[0] != `{"environment":"staging","replicas":3}` {
+		t.Fatalf("runs = %v", got)
+	}
+	if !strings.Contains(done["output"].(string), `it ran with {"environment":"staging","replicas":3}`) {
+		t.Fatalf("output %q", done["output"])
+	}
+
+	// Reject with a reason the model sees (next turn of the same script).
+	apiCall(t, "POST", base+"/v1/sessions/"+ops+"/messages", approverToken, `{"text":"again"}`)
+	run("reject", chromedp.WaitVisible(item(ops), chromedp.ByQuery),
+		chromedp.SendKeys(item(ops)+" input.reason", "not on a Friday", chromedp.ByQuery),
+		chromedp.Click(item(ops)+" button.reject", chromedp.ByQuery), chromedp.WaitNotPresent(item(ops), chromedp.ByQuery))
+	if out := waitSession(t, base, ops, "completed")["output"]; out != "The user rejected this tool call: not on a Friday" || len(runs()) != 1 {
+		t.Fatalf("after reject: %q, runs %v", out, runs())
+	}
+
+	// Answer a question.
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"asker","input":"deploy"}`)
+	asker := s["id"].(string)
+	run("answer", chromedp.WaitVisible(item(asker)+` input.answer`, chromedp.ByQuery),
+		chromedp.SendKeys(item(asker)+" input.answer", "staging", chromedp.ByQuery),
+		chromedp.Click(item(asker)+" button.primary", chromedp.ByQuery), chromedp.WaitNotPresent(item(asker), chromedp.ByQuery))
+	if out := waitSession(t, base, asker, "completed")["output"]; out != "You said staging." {
+		t.Fatalf("answer: %q", out)
+	}
+
+	// Talk to an interactive sub-agent until it completes.
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"concierge","input":"write notes"}`)
+	conc := s["id"].(string)
+	run("reply", chromedp.WaitVisible(item(conc)+` input.reply`, chromedp.ByQuery),
+		chromedp.Text(item(conc), &text, chromedp.ByQuery),
+		chromedp.SendKeys(item(conc)+" input.reply", "customers", chromedp.ByQuery),
+		chromedp.Click(item(conc)+" button.primary", chromedp.ByQuery), chromedp.WaitNotPresent(item(conc), chromedp.ByQuery))
+	if !strings.Contains(text, "Who are the notes for?") || !strings.Contains(text, "concierge › use_writer") {
+		t.Fatalf("message item: %q", text)
+	}
+	if out := waitSession(t, base, conc, "completed")["output"]; out != "Notes: notes for customers" {
+		t.Fatalf("interactive: %q", out)
+	}
+
+	// A decision made elsewhere removes the item live.
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship"}`)
+	other := s["id"].(string)
+	run("another pause", chromedp.WaitVisible(item(other), chromedp.ByQuery))
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	code, _ := apiCall(t, "POST", base+"/v1/sessions/"+other+"/decisions", approverToken,
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"decided by curl"}]}`, s["seq"], in["id"]))
+	if code != 200 {
+		t.Fatalf("decide over the API: %d", code)
+	}
+	run("removed live", chromedp.WaitNotPresent(item(other), chromedp.ByQuery))
+
+	// The session page: conversation, audit trail with the edited arguments.
+	run("session page", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible("#audit tr:nth-child(2)", chromedp.ByQuery),
+		chromedp.Text("#audit", &text, chromedp.ByQuery))
+	for _, want := range []string{"ana (approver)", "approve deploy", `"replicas": 3`, "not on a Friday"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("audit trail lacks %q:\n%s", want, text)
+		}
+	}
+	run("shot session", shot("session.png"))
+
+	// A user token sees no decide buttons.
+	_, s = apiCall(t, "POST", base+"/v1/sessions", userToken, `{"agent":"ops","input":"ship"}`)
+	mine := s["id"].(string)
+	var buttons int
+	run("user view", chromedp.Evaluate(`sessionStorage.setItem('cairn.token', '`+userToken+`')`, nil),
+		chromedp.Navigate(base+"/#/inbox"), chromedp.Reload(), chromedp.WaitVisible(item(mine), chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('button.approve, button.reject, button.edit').length`, &buttons),
+		chromedp.Text(item(mine), &text, chromedp.ByQuery))
+	if buttons != 0 || !strings.Contains(text, "An approver decides this.") {
+		t.Fatalf("user view: %d decide buttons; %q", buttons, text)
+	}
+}
