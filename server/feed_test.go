@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -153,5 +156,38 @@ func TestAgentsEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(string(body.Agents[0].Tools[0].Parameters), `"enum":["staging","production"]`) {
 		t.Errorf("deploy's schema: %s", body.Agents[0].Tools[0].Parameters)
+	}
+}
+
+// Large listings are gzipped for clients that accept it, and only then.
+func TestListingsAreCompressed(t *testing.T) {
+	base := feedServer(t)
+	for range 40 {
+		authPost(t, base+"/v1/sessions", "approver-token-0123456789", `{"agent":"main","input":"deploy"}`)
+	}
+	get := func(encoding string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", base+"/v1/sessions?status=paused", nil)
+		req.Header.Set("Authorization", "Bearer approver-token-0123456789")
+		req.Header.Set("Accept-Encoding", encoding)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	plain, raw := get("identity")
+	zipped, packed := get("gzip, deflate")
+	if plain.Header.Get("Content-Encoding") != "" || zipped.Header.Get("Content-Encoding") != "gzip" || len(packed) >= len(raw)/4 {
+		t.Fatalf("plain %q (%d bytes), gzip %q (%d bytes)", plain.Header.Get("Content-Encoding"), len(raw), zipped.Header.Get("Content-Encoding"), len(packed))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpacked, _ := io.ReadAll(zr)
+	if !bytes.Equal(unpacked, raw) {
+		t.Fatal("the gzipped listing differs from the plain one")
 	}
 }

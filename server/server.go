@@ -5,6 +5,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,7 +187,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, sess)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": visible, "next_cursor": nextCursor(next)})
+	writeListing(w, r, map[string]any{"sessions": visible, "next_cursor": nextCursor(next)})
 }
 
 type messageRequest struct {
@@ -335,7 +336,7 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
+	writeListing(w, r, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
 }
 
 // pageParams reads ?limit=N&cursor=C.
@@ -382,7 +383,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	if evs == nil {
 		evs = []cairn.Event{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+	writeListing(w, r, map[string]any{"events": evs})
 }
 
 func afterParam(w http.ResponseWriter, r *http.Request) (int64, bool) {
@@ -565,6 +566,42 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// writeListing answers a listing (200), gzipped when it is large and the
+// client accepts gzip: a page of 1,000 sessions is about 600 KB of JSON and
+// 40 KB compressed.
+func writeListing(w http.ResponseWriter, r *http.Request, v any) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeJSON(w, http.StatusOK, v) // reports the encode error
+		return
+	}
+	extendWrite(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Add("Vary", "Accept-Encoding")
+	if body.Len() < gzipAbove || !acceptsGzip(r) {
+		w.Write(body.Bytes())
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw := gzip.NewWriter(w)
+	zw.Write(body.Bytes())
+	zw.Close()
+}
+
+// gzipAbove is the size from which a listing is compressed.
+const gzipAbove = 8 << 10
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if enc, q, _ := strings.Cut(strings.TrimSpace(part), ";"); enc == "gzip" && strings.TrimSpace(q) != "q=0" {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

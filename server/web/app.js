@@ -10,6 +10,7 @@ const state = {
   agents: [],
   inbox: new Map(), // session id → paused session summary
   cards: new Map(), // the inbox cards shown, by session, interrupt and seq
+  inboxGen: 0, // the inbox update under way (a newer one stops an older one)
   filters: { kind: '', agent: '', tool: '' },
   view: '',
   stop: null, // aborts the current view's live stream
@@ -239,19 +240,38 @@ function updateInboxList() {
   fillSelect('filter-agent', all.map((x) => x.agent));
   fillSelect('filter-tool', all.map((x) => x.it.tool));
   const shown = all.filter(({ it, agent }) => (!f.kind || it.kind === f.kind) && (!f.agent || agent === f.agent) && (!f.tool || it.tool === f.tool));
+  // The first screenful at once, the rest in chunks: a long inbox is usable
+  // before every card exists.
+  const gen = ++state.inboxGen;
   const keep = new Map();
-  const cards = shown.map(({ s, it, agent }) => {
-    const key = s.id + '/' + it.id + '/' + s.seq;
-    const card = state.cards.get(key) || interruptCard(s, it, agent);
-    keep.set(key, card);
-    return card;
-  });
-  state.cards = keep;
-  cards.forEach((card, i) => { if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null); });
-  while (list.children.length > cards.length) list.lastChild.remove();
+  const place = (from, to) => {
+    for (let i = from; i < to; i++) {
+      const { s, it, agent } = shown[i];
+      const key = s.id + '/' + it.id + '/' + s.seq;
+      const card = state.cards.get(key) || interruptCard(s, it, agent);
+      keep.set(key, card);
+      if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null);
+    }
+  };
+  const finish = () => {
+    while (list.children.length > shown.length) list.lastChild.remove();
+    state.cards = keep;
+  };
+  let done = Math.min(shown.length, 30);
+  place(0, done);
+  const more = () => {
+    if (gen !== state.inboxGen) return;
+    const to = Math.min(shown.length, done + 250);
+    place(done, to);
+    done = to;
+    if (done < shown.length) setTimeout(more, 0);
+    else finish();
+  };
+  if (done < shown.length) setTimeout(more, 0);
+  else finish();
   const empty = document.getElementById('inbox-empty');
-  empty.textContent = cards.length ? '' : (all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.');
-  empty.hidden = cards.length > 0;
+  empty.textContent = shown.length ? '' : (all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.');
+  empty.hidden = shown.length > 0;
 }
 
 function breadcrumb(s, it) {
