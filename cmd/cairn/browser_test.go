@@ -179,7 +179,7 @@ func TestBrowserInbox(t *testing.T) {
 		t.Fatalf("title %q", title)
 	}
 	var text string
-	run("item text", chromedp.Text(item(ops), &text, chromedp.ByQuery))
+	run("item text", chromedp.TextContent(item(ops), &text, chromedp.ByQuery))
 	for _, want := range []string{"Deploy 2 replicas to production?", `"replicas": 2`, "ops", "deploy"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("inbox item lacks %q:\n%s", want, text)
@@ -193,7 +193,7 @@ func TestBrowserInbox(t *testing.T) {
 		chromedp.SetValue(item(ops)+` input[name="replicas"]`, "50", chromedp.ByQuery),
 		chromedp.Click(item(ops)+" form.edit button[type=submit]", chromedp.ByQuery),
 		chromedp.WaitVisible(item(ops)+` .field-error[data-field="replicas"]:not(:empty)`, chromedp.ByQuery),
-		chromedp.Text(item(ops)+` .field-error[data-field="replicas"]`, &text, chromedp.ByQuery))
+		chromedp.TextContent(item(ops)+` .field-error[data-field="replicas"]`, &text, chromedp.ByQuery))
 	if !strings.Contains(text, "replicas") || len(runs()) != 0 {
 		t.Fatalf("server error at the field: %q; runs %v", text, runs())
 	}
@@ -233,7 +233,7 @@ func TestBrowserInbox(t *testing.T) {
 	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"concierge","input":"write notes"}`)
 	conc := s["id"].(string)
 	run("reply", chromedp.WaitVisible(item(conc)+` input.reply`, chromedp.ByQuery),
-		chromedp.Text(item(conc), &text, chromedp.ByQuery),
+		chromedp.TextContent(item(conc), &text, chromedp.ByQuery),
 		chromedp.SendKeys(item(conc)+" input.reply", "customers", chromedp.ByQuery),
 		chromedp.Click(item(conc)+" button.primary", chromedp.ByQuery), chromedp.WaitNotPresent(item(conc), chromedp.ByQuery))
 	if !strings.Contains(text, "Who are the notes for?") || !strings.Contains(text, "concierge › use_writer") {
@@ -272,7 +272,7 @@ func TestBrowserInbox(t *testing.T) {
 	run("user view", chromedp.Evaluate(`sessionStorage.setItem('cairn.token', '`+userToken+`')`, nil),
 		chromedp.Navigate(base+"/#/inbox"), chromedp.Reload(), chromedp.WaitVisible(item(mine), chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelectorAll('button.approve, button.reject, button.edit').length`, &buttons),
-		chromedp.Text(item(mine), &text, chromedp.ByQuery))
+		chromedp.TextContent(item(mine), &text, chromedp.ByQuery))
 	if buttons != 0 || !strings.Contains(text, "An approver decides this.") {
 		t.Fatalf("user view: %d decide buttons; %q", buttons, text)
 	}

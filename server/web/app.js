@@ -552,6 +552,7 @@ async function renderSession(id, signal) {
   const error = el('div', { class: 'error' });
   const text = el('textarea', { id: 'message', placeholder: 'your next message' });
   const depth = new Map();
+  let cards = new Map();
   let last = 0;
 
   const paint = () => {
@@ -562,7 +563,15 @@ async function renderSession(id, signal) {
       el('div', { class: 'actions' },
         el('button', { id: 'cancel-top', disabled: s.stack.length < 2, onclick: () => cancel('top') }, 'Cancel top'),
         el('button', { class: 'danger', id: 'cancel-all', disabled: s.status === 'completed' || s.status === 'cancelled' || s.status === 'failed', onclick: () => cancel('all') }, 'Cancel all')));
-    pending.replaceChildren(...(s.status === 'paused' ? s.interrupts.map((it) => interruptCard(s, it, interruptAgent(s, it))) : []));
+    // Keep the cards already shown (with what was typed in them).
+    const keep = new Map();
+    pending.replaceChildren(...(s.status === 'paused' ? s.interrupts.map((it) => {
+      const key = it.id + '/' + s.seq;
+      const card = cards.get(key) || interruptCard(s, it, interruptAgent(s, it));
+      keep.set(key, card);
+      return card;
+    }) : []));
+    cards = keep;
   };
   const add = (ev) => {
     if (ev.seq && ev.seq <= last) return;
