@@ -3,19 +3,25 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
+	"github.com/cairnhq/cairn/internal/suggest"
 )
 
 func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	var cfgPath, agent string
+	var cfgPath, agent, sessionID string
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "chat",
@@ -24,6 +30,9 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
+				return err
+			}
+			if agent, err = pickAgent(cfg, agent); err != nil {
 				return err
 			}
 			st, err := openStore(cmd.Context(), cfg.Store)
@@ -36,94 +45,338 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer runner.Close()
-			if agent == "" {
-				agent = cfg.Agents[0].Name
-				for _, a := range cfg.Agents {
-					if a.Name == "main" {
-						agent = "main"
-					}
-				}
-			}
 			if len(cfg.Scripted) > 0 {
 				fmt.Fprintf(stdout, "(model(s) %s are SCRIPTED: replies come from the config file)\n", strings.Join(cfg.Scripted, ", "))
 			}
 			if yes {
 				fmt.Fprintln(stdout, "(--yes: every approval is granted automatically and recorded as such)")
 			}
-			return chat(cmd.Context(), runner, agent, stdin, stdout)
+			c := &chatter{r: runner, in: bufio.NewScanner(stdin), out: stdout, agent: agent, editor: os.Getenv("EDITOR")}
+			return c.run(cmd.Context(), sessionID)
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML)")
 	cmd.Flags().StringVar(&agent, "agent", "", "agent to talk to (default: main, or the first)")
+	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (also one paused elsewhere) instead of starting one")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve every gated tool call (each recorded as auto-approved)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
 
-// chat runs the conversation: the user's lines, the agents' answers, and a
-// prompt for each approval or question.
-func chat(ctx context.Context, r *cairn.Runner, agent string, stdin io.Reader, out io.Writer) error {
-	in := bufio.NewScanner(stdin)
-	read := func(prompt string) (string, bool) {
-		fmt.Fprint(out, prompt)
-		if !in.Scan() {
-			return "", false
+// pickAgent checks --agent against the config, or picks main (or the first).
+func pickAgent(cfg *config.Config, agent string) (string, error) {
+	var names []string
+	for _, a := range cfg.Agents {
+		names = append(names, a.Name)
+		if agent == "" && a.Name == "main" {
+			agent = "main"
 		}
-		return strings.TrimSpace(in.Text()), true
 	}
-	var s *cairn.Session
-	for {
-		top := agent
-		if s != nil {
-			top = s.Stack[len(s.Stack)-1].Agent
+	if agent == "" {
+		return names[0], nil
+	}
+	for _, n := range names {
+		if n == agent {
+			return agent, nil
 		}
-		text, ok := read(fmt.Sprintf("you → %s> ", top))
-		if !ok {
-			fmt.Fprintln(out)
+	}
+	hint := ""
+	if s := suggest.Closest(agent, names); s != "" {
+		hint = fmt.Sprintf("; did you mean %q?", s)
+	}
+	return "", fmt.Errorf("--agent: unknown agent %q; the agents of %s are: %s%s", agent, cfg.Path, strings.Join(names, ", "), hint)
+}
+
+const chatHelp = `Type a message for the agent shown in the prompt. Commands:
+  /help          this list
+  /session       the session's id (continue it later with --session ID)
+  /cancel        end the interactive agent on top of the stack
+  /cancel all    cancel the whole turn
+  /quit          leave (the session stays where it is)
+When a call waits for approval: y approves, n rejects (then asks why),
+a approves the tool for the rest of the session, e edits the arguments
+($EDITOR, or JSON typed inline), "never[: reason]" refuses the tool for the
+rest of the session, and any other text rejects with that text as the reason.
+`
+
+// chatter is one terminal conversation.
+type chatter struct {
+	r      *cairn.Runner
+	in     *bufio.Scanner
+	out    io.Writer
+	agent  string
+	editor string
+	s      *cairn.Session
+	// started is when each running tool call started, for "done (0.2 s)".
+	started map[string]time.Time
+	// streamed is the text the model streamed in its last reply; a final
+	// answer already shown that way is not printed again.
+	streamed strings.Builder
+}
+
+func (c *chatter) read(prompt string) (string, bool) {
+	fmt.Fprint(c.out, prompt)
+	if !c.in.Scan() {
+		fmt.Fprintln(c.out)
+		return "", false
+	}
+	return strings.TrimSpace(c.in.Text()), true
+}
+
+func (c *chatter) run(ctx context.Context, sessionID string) error {
+	if sessionID != "" {
+		s, err := c.r.Session(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("--session %s: %w", sessionID, err)
+		}
+		c.s, c.agent = s, s.Agent
+		fmt.Fprintf(c.out, "continuing session %s (agent %s, %s)\n", s.ID, s.Agent, s.Status)
+		if !c.settle(ctx, nil) {
 			return nil
 		}
-		if text == "" {
-			continue
+	}
+	for {
+		text, ok := c.read(fmt.Sprintf("you → %s> ", c.top()))
+		if !ok {
+			return nil
 		}
 		var err error
 		switch {
-		case s == nil:
-			s, err = r.Start(ctx, agent, text, nil)
-		case text == "/cancel":
-			s, err = r.Cancel(ctx, s.ID, "top", nil)
-		default:
-			s, err = r.Send(ctx, s.ID, text, 0, nil)
-		}
-		for err == nil && s.Status == cairn.StatusPaused && hasDecisions(s) {
-			var ds []cairn.Decision
-			for _, it := range s.Interrupts {
-				switch it.Kind {
-				case cairn.KindApproval:
-					ans, ok := read(fmt.Sprintf("approve? %s [y = yes, a = always, N or a reason = no, never[: reason] = never] ", it.Message))
-					if !ok {
-						return nil
-					}
-					ds = append(ds, approvalAnswer(it.ID, ans))
-				case cairn.KindInput:
-					ans, ok := read(fmt.Sprintf("%s asks: %s > ", it.Tool, it.Question))
-					if !ok {
-						return nil
-					}
-					ds = append(ds, cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans})
-				}
+		case text == "":
+			continue
+		case text == "/help":
+			fmt.Fprint(c.out, chatHelp)
+			continue
+		case text == "/quit":
+			return nil
+		case text == "/session":
+			if c.s == nil {
+				fmt.Fprintln(c.out, "no session yet: your first message starts one")
+			} else {
+				fmt.Fprintln(c.out, c.s.ID)
 			}
-			s, err = r.Resume(ctx, s.ID, s.Seq, ds, nil)
+			continue
+		case strings.HasPrefix(text, "/cancel") && c.s != nil:
+			scope := cairn.CancelTop
+			if strings.TrimSpace(strings.TrimPrefix(text, "/cancel")) == "all" {
+				scope = cairn.CancelAll
+			}
+			c.s, err = c.r.Cancel(ctx, c.s.ID, scope, c.opts())
+		case strings.HasPrefix(text, "/"):
+			fmt.Fprintf(c.out, "unknown command %s; /help lists them\n", text)
+			continue
+		case c.s == nil:
+			c.s, err = c.r.Start(ctx, c.agent, text, &cairn.StartOptions{Observe: c.observe})
+		default:
+			c.s, err = c.r.Send(ctx, c.s.ID, text, 0, c.opts())
 		}
-		if err != nil {
-			fmt.Fprintln(out, "error:", err)
+		if !c.settle(ctx, err) {
+			return nil
+		}
+	}
+}
+
+// top is the agent that gets the next message.
+func (c *chatter) top() string {
+	if c.s == nil || len(c.s.Stack) == 0 {
+		return c.agent
+	}
+	return c.s.Stack[len(c.s.Stack)-1].Agent
+}
+
+func (c *chatter) opts() *cairn.TurnOptions { return &cairn.TurnOptions{Observe: c.observe} }
+
+// settle asks for every decision the session waits for, then prints where
+// it ended; false when the input ended.
+func (c *chatter) settle(ctx context.Context, err error) bool {
+	for err == nil && c.s.Status == cairn.StatusPaused && hasDecisions(c.s) {
+		var ds []cairn.Decision
+		for _, it := range c.s.Interrupts {
+			d, ok := c.ask(it)
+			if !ok {
+				return false
+			}
+			if d != nil {
+				ds = append(ds, *d)
+			}
+		}
+		var s *cairn.Session
+		s, err = c.r.Resume(ctx, c.s.ID, c.s.Seq, ds, c.opts())
+		if errors.Is(err, cairn.ErrInvalidArguments) {
+			fmt.Fprintln(c.out, "refused:", err)
+			err = nil // the session is unchanged: ask again
 			continue
 		}
-		who := s.Stack[len(s.Stack)-1].Agent
-		if s.Error != nil {
-			fmt.Fprintf(out, "%s failed: %s\n", who, s.Error.Message)
-			continue
+		if err == nil {
+			c.s = s
 		}
-		fmt.Fprintf(out, "%s> %s\n", who, s.Output)
+	}
+	if err != nil {
+		fmt.Fprintln(c.out, "error:", err)
+		return true
+	}
+	who := c.top()
+	switch {
+	case c.s.Error != nil:
+		fmt.Fprintf(c.out, "%s failed: %s\n", who, c.s.Error.Message)
+	case c.s.Status == cairn.StatusRunning:
+		fmt.Fprintf(c.out, "(%s is still running elsewhere; /session gives its id)\n", c.s.ID)
+	case c.streamed.Len() > 0 && c.streamed.String() == c.s.Output:
+		// shown as it streamed
+	default:
+		fmt.Fprintf(c.out, "%s> %s\n", who, c.s.Output)
+	}
+	return true
+}
+
+// ask prompts for one interrupt; nil for a message interrupt (the next
+// line answers it).
+func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
+	where := ""
+	if len(it.Path) > 1 {
+		var parts []string
+		for _, p := range it.Path {
+			parts = append(parts, p.Agent)
+		}
+		where = "[" + strings.Join(parts, " › ") + "] "
+	}
+	switch it.Kind {
+	case cairn.KindInput:
+		ans, ok := c.read(fmt.Sprintf("%s%s asks: %s > ", where, it.Tool, it.Question))
+		if !ok {
+			return nil, false
+		}
+		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans}, true
+	case cairn.KindApproval:
+	default:
+		return nil, true
+	}
+	if it.InDoubt {
+		fmt.Fprintf(c.out, "%swarning: %s was running when Cairn stopped and may already have taken effect (idempotency key %s)\n", where, it.Tool, it.IdempotencyKey)
+	}
+	for {
+		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, or a reason: ", where, it.Message))
+		if !ok {
+			return nil, false
+		}
+		switch strings.ToLower(ans) {
+		case "n", "no":
+			reason, ok := c.read("reason (optional, the model sees it): ")
+			if !ok {
+				return nil, false
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: reason}, true
+		case "e", "edit":
+			args, ok := c.edit(it.Arguments)
+			if !ok {
+				return nil, false
+			}
+			if args == nil {
+				continue // not JSON: ask again
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove, Arguments: args}, true
+		}
+		d := approvalAnswer(it.ID, ans)
+		return &d, true
+	}
+}
+
+// edit returns new arguments from $EDITOR or typed inline; nil when they
+// are not JSON (said so), false when the input ended.
+func (c *chatter) edit(current json.RawMessage) (json.RawMessage, bool) {
+	var text string
+	if c.editor != "" {
+		var err error
+		if text, err = runEditor(c.editor, current); err != nil {
+			fmt.Fprintln(c.out, "editor:", err)
+			return nil, true
+		}
+	} else {
+		var ok bool
+		fmt.Fprintf(c.out, "arguments now: %s\n", current)
+		if text, ok = c.read("new arguments (JSON): "); !ok {
+			return nil, false
+		}
+	}
+	if !json.Valid([]byte(text)) {
+		fmt.Fprintln(c.out, "not valid JSON; try again (the tool's schema is checked next)")
+		return nil, true
+	}
+	return json.RawMessage(text), true
+}
+
+// runEditor opens the arguments, pretty-printed, in the user's editor.
+func runEditor(editor string, current json.RawMessage) (string, error) {
+	f, err := os.CreateTemp("", "cairn-args-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	var pretty []byte
+	if v := any(nil); json.Unmarshal(current, &v) == nil {
+		pretty, _ = json.MarshalIndent(v, "", "  ")
+	}
+	f.Write(append(pretty, '\n'))
+	f.Close()
+	fields := strings.Fields(editor)
+	cmd := exec.Command(fields[0], append(fields[1:], f.Name())...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w", editor, err)
+	}
+	b, err := os.ReadFile(f.Name())
+	return strings.TrimSpace(string(b)), err
+}
+
+// observe shows the turn as it happens: streamed text, tools running and
+// done, and which agent speaks when sub-agents are at work.
+func (c *chatter) observe(ev cairn.Event) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	str := func(k string) string { v, _ := d[k].(string); return v }
+	switch ev.Type {
+	case "session_started":
+		fmt.Fprintf(c.out, "(session %s: continue it later with --session %s)\n", str("session_id"), str("session_id"))
+	case cairn.EventModelDelta:
+		if c.streamed.Len() == 0 {
+			fmt.Fprintf(c.out, "%s> ", ev.Agent)
+		}
+		c.streamed.WriteString(str("text"))
+		fmt.Fprint(c.out, str("text"))
+	case "model_response":
+		if c.streamed.Len() > 0 {
+			fmt.Fprintln(c.out)
+		}
+	case "user_message":
+		c.streamed.Reset()
+	case "tool_started":
+		if c.started == nil {
+			c.started = map[string]time.Time{}
+		}
+		c.started[str("call_id")] = time.Now()
+		fmt.Fprintf(c.out, "  running %s…\n", str("tool"))
+		c.streamed.Reset()
+	case "tool_result":
+		at, ok := c.started[str("call_id")]
+		if !ok {
+			return // a refused or rejected call: it never ran
+		}
+		delete(c.started, str("call_id"))
+		took := time.Since(at).Round(100 * time.Millisecond).Seconds()
+		if d["is_error"] == true {
+			fmt.Fprintf(c.out, "  %s failed (%.1f s): %s\n", str("tool"), took, oneLine(str("content"), 80))
+		} else {
+			fmt.Fprintf(c.out, "  %s done (%.1f s)\n", str("tool"), took)
+		}
+	case "frame_pushed":
+		fmt.Fprintf(c.out, "  → %s (%s) for %s\n", str("agent"), str("mode"), ev.Agent)
+		c.streamed.Reset()
+	case "frame_popped":
+		fmt.Fprintf(c.out, "  ← %s %s\n", ev.Agent, str("reason"))
+		c.streamed.Reset()
+	case "handoff":
+		fmt.Fprintf(c.out, "  → %s hands the conversation to %s\n", ev.Agent, str("agent"))
+		c.streamed.Reset()
 	}
 }
 

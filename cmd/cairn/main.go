@@ -66,7 +66,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve, newSessionsCmd(stdout), newChatCmd(stdin, stdout, stderr))
+	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr))
 	return root
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -496,5 +497,104 @@ func TestDemoNestingAndHandoff(t *testing.T) {
 			t.Fatalf("the conversation lacks %q (in order):\n%s", w, out)
 		}
 		rest = rest[i+len(w):]
+	}
+}
+
+// chat --session continues a session paused earlier (by this or another
+// process); --agent is checked at start.
+func TestChatContinuesASession(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	chat := func(input string, args ...string) (string, error) {
+		cmd := exec.Command(binary, append([]string{"chat", "--config", filepath.Join(dir, "cairn.yaml")}, args...)...)
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := chat("Deploy to production please\n") // the input ends at the approval prompt
+	m := regexp.MustCompile(`\(session (ses_[0-9a-f]+)`).FindStringSubmatch(out)
+	if err != nil || m == nil || !strings.Contains(out, "running check_build…") || !strings.Contains(out, "check_build done (") {
+		t.Fatalf("first chat: %v\n%s", err, out)
+	}
+	out, err = chat("y\n", "--session", m[1])
+	if err != nil || !strings.Contains(out, "continuing session "+m[1]+" (agent main, paused)") || !strings.Contains(out, "main> Deployed build 1042 to production.") {
+		t.Fatalf("continue: %v\n%s", err, out)
+	}
+	out, err = chat("/help\n/quit\n", "--agent", "mian")
+	if err == nil || !strings.Contains(out, `unknown agent "mian"`) || !strings.Contains(out, `did you mean "main"?`) {
+		t.Fatalf("--agent mian: %v\n%s", err, out)
+	}
+	out, _ = chat("/help\nDeploy to production please\nn\nfreeze week\n/session\n")
+	if !strings.Contains(out, "/cancel all") || !strings.Contains(out, "main> I did not deploy. The user rejected this tool call: freeze week") {
+		t.Fatalf("/help and n:\n%s", out)
+	}
+}
+
+// The CLI does what the page does: start, send, cancel, tail, agents.
+func TestCLIClientCommands(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, append(args[:1:1], append([]string{"--server", base}, args[1:]...)...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cairn %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run("agents", "list"); !strings.Contains(out, "use_writer") || !strings.Contains(out, "interactive_agent → writer") || !strings.Contains(out, `args.environment == "production"`) {
+		t.Fatalf("agents list:\n%s", out)
+	}
+	out := run("sessions", "start", "concierge", "Please write the release notes.")
+	id := strings.SplitN(out, ":", 2)[0]
+	if !strings.Contains(out, ": paused") || !strings.Contains(out, "Writer here.") {
+		t.Fatalf("start:\n%s", out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tail := exec.CommandContext(ctx, binary, "sessions", "--server", base, "tail", id)
+	stdout, _ := tail.StdoutPipe()
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	if out := run("sessions", "send", id, "For customers."); !strings.Contains(out, id+": completed") || !strings.Contains(out, "Here are your release notes") {
+		t.Fatalf("send:\n%s", out)
+	}
+	var seen []string
+	for l := range lines {
+		seen = append(seen, l)
+		if strings.Contains(l, "turn_completed") {
+			break
+		}
+	}
+	all := strings.Join(seen, "\n")
+	if !strings.Contains(all, "session_started") || !strings.Contains(all, "frame_popped") || !strings.Contains(all, "turn_completed") {
+		t.Fatalf("tail:\n%s", all)
+	}
+	cancel()
+	tail.Wait()
+
+	out = run("sessions", "start", "main", "Deploy the latest build to production.")
+	id2 := strings.SplitN(out, ":", 2)[0]
+	if out := run("sessions", "cancel", id2); !strings.Contains(out, id2+": cancelled") {
+		t.Fatalf("cancel:\n%s", out)
+	}
+	if out := run("sessions", "show", id2); strings.Contains(out, "<nil>") || !strings.Contains(out, "turn_cancelled") {
+		t.Fatalf("show:\n%s", out)
 	}
 }

@@ -162,7 +162,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		}
 		return d
 	}
-	cmd.AddCommand(list, show,
+	cmd.AddCommand(list, show, c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.tailCmd(stdout),
 		decide("approve SESSION [INTERRUPT]", "Approve a pending call (the only one if INTERRUPT is omitted)", cairn.ActionApprove),
 		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
@@ -253,6 +253,23 @@ func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {
 	tw.Flush()
 }
 
+// actorOf names who made a decision: "ana (approver)", or "anonymous"
+// when the server had no auth.
+func actorOf(d map[string]any) string {
+	actor, _ := d["actor"].(map[string]any)
+	name, _ := actor["name"].(string)
+	role, _ := actor["role"].(string)
+	switch {
+	case name == "" && role == "":
+		return "anonymous"
+	case role == "":
+		return name
+	case name == "":
+		return "(" + role + ")"
+	}
+	return name + " (" + role + ")"
+}
+
 // describe summarises an event's data for the timeline.
 func describe(ev cairn.Event) string {
 	var d map[string]any
@@ -276,10 +293,19 @@ func describe(ev cairn.Event) string {
 		return oneLine(content, 80)
 	case "approval_requested", "input_requested":
 		in, _ := d["interrupt"].(map[string]any)
-		return fmt.Sprintf("%v %v", in["id"], oneLine(fmt.Sprint(in["message"], in["question"]), 80))
+		text, _ := in["message"].(string)
+		if q, _ := in["question"].(string); q != "" {
+			text = q
+		}
+		return fmt.Sprintf("%v %s", in["id"], oneLine(text, 80))
 	case "decision":
-		actor, _ := d["actor"].(map[string]any)
-		out := fmt.Sprintf("%s %s by %v (%v) args sha256:%.12s", str("action"), str("tool"), actor["name"], actor["role"], str("arguments_sha256"))
+		out := fmt.Sprintf("%s %s by %s", str("action"), str("tool"), actorOf(d))
+		if str("arguments_sha256") != "" {
+			out += fmt.Sprintf(" args sha256:%.12s", str("arguments_sha256"))
+		}
+		if str("text") != "" {
+			out += fmt.Sprintf(" answer %q", str("text"))
+		}
 		if str("new_arguments_sha256") != "" {
 			out += fmt.Sprintf(" → %.12s %s", str("new_arguments_sha256"), raw("new_arguments"))
 		}

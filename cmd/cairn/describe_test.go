@@ -1,0 +1,28 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+)
+
+// The audit trail names the actor (or says anonymous), shows an answer's
+// text and never prints <nil>.
+func TestDescribeDecisions(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{`{"action":"answer","tool":"deploy","text":"staging","actor":{}}`, `answer deploy by anonymous answer "staging"`},
+		{`{"action":"approve","tool":"deploy","arguments_sha256":"abcdef0123456789","actor":{"name":"ana","role":"approver"}}`, "approve deploy by ana (approver) args sha256:abcdef012345"},
+		{`{"action":"reject","tool":"deploy","reason":"no","remember":"session","actor":{"name":"ci"}}`, "reject deploy by ci: no [remember session]"},
+	} {
+		got := describe(cairn.Event{Type: "decision", Data: json.RawMessage(c.data)})
+		if got != c.want || strings.Contains(got, "<nil>") {
+			t.Errorf("describe(%s) = %q, want %q", c.data, got, c.want)
+		}
+	}
+	got := describe(cairn.Event{Type: "input_requested", Data: json.RawMessage(`{"interrupt":{"id":"int_1","question":"Which environment?"}}`)})
+	if got != "int_1 Which environment?" {
+		t.Errorf("input_requested: %q", got)
+	}
+}
