@@ -277,3 +277,68 @@ func TestBrowserInbox(t *testing.T) {
 		t.Fatalf("user view: %d decide buttons; %q", buttons, text)
 	}
 }
+
+// The page, the CLI and the API make the same decision: three sessions
+// approved with the same edited arguments, one per way (the page by
+// keyboard: e opens the editor), record the same decision event, actor
+// and digests included.
+func TestPageCLIAndAPIAgree(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	t.Setenv("CAIRN_TEST_USER", userToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	start := func() (string, map[string]any) {
+		_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
+		return s["id"].(string), s["interrupts"].([]any)[0].(map[string]any)
+	}
+	edited := `{"environment":"staging","replicas":3}`
+
+	viaPage, _ := start()
+	err := chromedp.Run(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(item(viaPage), chromedp.ByQuery),
+		chromedp.Focus(item(viaPage), chromedp.ByQuery), chromedp.KeyEvent("e"),
+		chromedp.WaitVisible(item(viaPage)+" form.edit", chromedp.ByQuery),
+		chromedp.SetValue(item(viaPage)+` select[name="environment"]`, `"staging"`, chromedp.ByQuery),
+		chromedp.SetValue(item(viaPage)+` input[name="replicas"]`, "3", chromedp.ByQuery),
+		chromedp.Click(item(viaPage)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent(item(viaPage), chromedp.ByQuery))
+	if err != nil {
+		t.Fatalf("page: %v", err)
+	}
+
+	viaCLI, _ := start()
+	if out, err := exec.Command(binary, "sessions", "--server", base, "--token", approverToken, "approve", viaCLI, "--args", edited).CombinedOutput(); err != nil {
+		t.Fatalf("cli: %v\n%s", err, out)
+	}
+
+	viaAPI, in := start()
+	_, s := apiCall(t, "GET", base+"/v1/sessions/"+viaAPI, approverToken, "")
+	if code, _ := apiCall(t, "POST", base+"/v1/sessions/"+viaAPI+"/decisions", approverToken,
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","arguments":%s}]}`, s["seq"], in["id"], edited)); code != 200 {
+		t.Fatalf("api: %d", code)
+	}
+
+	decision := func(id string) string {
+		t.Helper()
+		waitSession(t, base, id, "completed")
+		_, evs := apiCall(t, "GET", base+"/v1/sessions/"+id+"/events", approverToken, "")
+		for _, e := range evs["events"].([]any) {
+			ev := e.(map[string]any)
+			if ev["type"] == "decision" {
+				d := ev["data"].(map[string]any)
+				delete(d, "interrupt_id") // derived from the session id
+				b, _ := json.Marshal(d)
+				return string(b)
+			}
+		}
+		t.Fatalf("session %s has no decision", id)
+		return ""
+	}
+	page, cli, api := decision(viaPage), decision(viaCLI), decision(viaAPI)
+	if page != cli || cli != api || !strings.Contains(page, `"name":"ana","role":"approver"`) || !strings.Contains(page, `"new_arguments":`+edited) {
+		t.Fatalf("the three ways disagree:\npage %s\ncli  %s\napi  %s", page, cli, api)
+	}
+}
