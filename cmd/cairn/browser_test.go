@@ -342,3 +342,36 @@ func TestPageCLIAndAPIAgree(t *testing.T) {
 		t.Fatalf("the three ways disagree:\npage %s\ncli  %s\napi  %s", page, cli, api)
 	}
 }
+
+// Filters narrow the inbox by kind, agent and tool; the title counts all.
+func TestBrowserFilters(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	t.Setenv("CAIRN_TEST_USER", userToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	_, ops := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
+	_, ask := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"asker","input":"deploy"}`)
+	_, conc := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"concierge","input":"notes"}`)
+	count := func(n *int) chromedp.Action {
+		return chromedp.Evaluate(`document.querySelectorAll('#inbox article.item').length`, n)
+	}
+	var all, questions, writer, deploys int
+	var title string
+	err := chromedp.Run(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(item(ops["id"].(string)), chromedp.ByQuery), chromedp.WaitVisible(item(ask["id"].(string)), chromedp.ByQuery),
+		chromedp.WaitVisible(item(conc["id"].(string)), chromedp.ByQuery), count(&all), chromedp.Title(&title),
+		chromedp.SetValue("#filter-kind", "input", chromedp.ByID), chromedp.Evaluate(`document.getElementById('filter-kind').dispatchEvent(new Event('change'))`, nil), count(&questions),
+		chromedp.SetValue("#filter-kind", "", chromedp.ByID), chromedp.SetValue("#filter-agent", "writer", chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById('filter-agent').dispatchEvent(new Event('change'))`, nil), count(&writer),
+		chromedp.SetValue("#filter-agent", "", chromedp.ByID), chromedp.SetValue("#filter-tool", "deploy", chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById('filter-tool').dispatchEvent(new Event('change'))`, nil), count(&deploys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all != 3 || questions != 1 || writer != 1 || deploys != 1 || !strings.HasPrefix(title, "(3) Cairn") {
+		t.Fatalf("all %d, questions %d, writer %d, deploys %d, title %q", all, questions, writer, deploys, title)
+	}
+}

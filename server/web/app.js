@@ -148,8 +148,12 @@ function toolOf(agent, name) {
   return a && a.tools.find((t) => t.name === name);
 }
 
-// interruptAgent is the agent whose call an interrupt is about.
+// interruptAgent is the agent an interrupt is about: the caller of the
+// tool (its path ends with that call), or, for a message, the interactive
+// agent that spoke (its path ends at the call that started it; it is the
+// top of the stack).
 function interruptAgent(s, it) {
+  if (it.kind === 'message') return s.stack && s.stack.length ? s.stack[s.stack.length - 1].agent : s.agent;
   return it.path && it.path.length ? it.path[it.path.length - 1].agent : s.agent;
 }
 
