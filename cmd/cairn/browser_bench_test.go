@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +26,7 @@ func BenchmarkInboxFirstRender(b *testing.B) {
 	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
 	b.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	b.Setenv("CAIRN_TEST_USER", userToken)
-	_, base := serveB(b, filepath.Join(dir, "cairn.yaml"))
+	_, base := serve(b, filepath.Join(dir, "cairn.yaml"))
 	const pending = 1000
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -115,25 +112,4 @@ func bodySize(b *testing.B, url, token string, encoding ...string) int {
 	defer resp.Body.Close()
 	n, _ := io.Copy(io.Discard, resp.Body)
 	return int(n)
-}
-
-// serveB is serve for benchmarks.
-func serveB(b *testing.B, cfg string) (*exec.Cmd, string) {
-	b.Helper()
-	cmd := exec.Command(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	re := regexp.MustCompile(`^listening on (http://\S+)$`)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
-			return cmd, m[1]
-		}
-	}
-	b.Fatalf("server exited before listening: %v", cmd.Wait())
-	return nil, ""
 }

@@ -128,17 +128,30 @@ func waitSession(t *testing.T, base, id, status string) map[string]any {
 	}
 }
 
+// browserServer runs cairn serve on browserConfig in a new directory.
+func browserServer(t *testing.T) (dir, base string) {
+	t.Helper()
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	t.Setenv("CAIRN_TEST_USER", userToken)
+	_, base = serve(t, filepath.Join(dir, "cairn.yaml"))
+	return dir, base
+}
+
+// signIn opens the page and signs in with token.
+func signIn(base, token string) chromedp.Tasks {
+	return chromedp.Tasks{chromedp.Navigate(base + "/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", token, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery)}
+}
+
 // item is the inbox card of session id.
 func item(id string) string { return `article.item[data-session="` + id + `"]` }
 
 // The whole human flow in a real browser against a real `cairn serve`.
 func TestBrowserInbox(t *testing.T) {
 	ctx := browser(t)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
-	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
-	t.Setenv("CAIRN_TEST_USER", userToken)
-	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	dir, base := browserServer(t)
 	runs := func() []string {
 		b, _ := os.ReadFile(filepath.Join(dir, "runs.log"))
 		return strings.Fields(string(b))
@@ -166,8 +179,7 @@ func TestBrowserInbox(t *testing.T) {
 	}
 
 	// Sign in; the inbox is empty.
-	run("sign in", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+	run("sign in", signIn(base, approverToken),
 		chromedp.WaitVisible("#inbox-empty", chromedp.ByID))
 
 	// A pause appears without a reload.
@@ -284,11 +296,7 @@ func TestBrowserInbox(t *testing.T) {
 // and digests included.
 func TestPageCLIAndAPIAgree(t *testing.T) {
 	ctx := browser(t)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
-	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
-	t.Setenv("CAIRN_TEST_USER", userToken)
-	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	_, base := browserServer(t)
 	start := func() (string, map[string]any) {
 		_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
 		return s["id"].(string), s["interrupts"].([]any)[0].(map[string]any)
@@ -296,8 +304,7 @@ func TestPageCLIAndAPIAgree(t *testing.T) {
 	edited := `{"environment":"staging","replicas":3}`
 
 	viaPage, _ := start()
-	err := chromedp.Run(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+	err := chromedp.Run(ctx, signIn(base, approverToken),
 		chromedp.WaitVisible(item(viaPage), chromedp.ByQuery),
 		chromedp.Focus(item(viaPage), chromedp.ByQuery), chromedp.KeyEvent("e"),
 		chromedp.WaitVisible(item(viaPage)+" form.edit", chromedp.ByQuery),
@@ -346,11 +353,7 @@ func TestPageCLIAndAPIAgree(t *testing.T) {
 // Filters narrow the inbox by kind, agent and tool; the title counts all.
 func TestBrowserFilters(t *testing.T) {
 	ctx := browser(t)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
-	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
-	t.Setenv("CAIRN_TEST_USER", userToken)
-	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	_, base := browserServer(t)
 	_, ops := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
 	_, ask := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"asker","input":"deploy"}`)
 	_, conc := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"concierge","input":"notes"}`)
@@ -359,8 +362,7 @@ func TestBrowserFilters(t *testing.T) {
 	}
 	var all, questions, writer, deploys int
 	var title string
-	err := chromedp.Run(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", approverToken, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery),
+	err := chromedp.Run(ctx, signIn(base, approverToken),
 		chromedp.WaitVisible(item(ops["id"].(string)), chromedp.ByQuery), chromedp.WaitVisible(item(ask["id"].(string)), chromedp.ByQuery),
 		chromedp.WaitVisible(item(conc["id"].(string)), chromedp.ByQuery), count(&all), chromedp.Title(&title),
 		chromedp.SetValue("#filter-kind", "input", chromedp.ByID), chromedp.Evaluate(`document.getElementById('filter-kind').dispatchEvent(new Event('change'))`, nil), count(&questions),

@@ -54,7 +54,7 @@ agents:
 `
 
 // serve starts `cairn serve` and returns its base URL once it listens.
-func serve(t *testing.T, cfg string) (*exec.Cmd, string) {
+func serve(t testing.TB, cfg string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 	stderr, _ := cmd.StderrPipe()
