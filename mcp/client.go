@@ -1,0 +1,388 @@
+// Package mcp connects Cairn to the Model Context Protocol: the tools of MCP
+// servers become Cairn tools, under approval policies taken from their
+// annotations (see docs/mcp.md). It uses the official Go SDK.
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Server says how to reach one MCP server: a command (stdio) or a URL
+// (streamable HTTP).
+type Server struct {
+	// Name prefixes its tools: server.tool (server__tool for the model).
+	Name string
+	// Command starts the server, speaking MCP on stdin and stdout; it runs
+	// in its own process group with Env added and Dir as working directory.
+	Command []string
+	Env     map[string]string
+	Dir     string
+	// URL is a streamable HTTP endpoint; Headers go with every request.
+	URL     string
+	Headers map[string]string
+}
+
+// Options are the optional settings of Connect; nil means the defaults.
+type Options struct {
+	// Logger receives the servers' stderr and the restarts; nil: slog.Default().
+	Logger *slog.Logger
+	// Timeout bounds one tool call when the tool sets none; 0 means 60s.
+	Timeout time.Duration
+}
+
+// Hub holds the connections to MCP servers and their tools as Cairn tools.
+type Hub struct {
+	servers map[string]*conn
+	order   []string
+	log     *slog.Logger
+	timeout time.Duration
+}
+
+// conn is one server's session, reconnected after a crash.
+type conn struct {
+	spec  Server
+	log   *slog.Logger
+	mu    sync.Mutex
+	sess  *sdk.ClientSession
+	cmd   *exec.Cmd
+	down  error     // why the session ended, while it is down
+	retry time.Time // no reconnect before
+	wait  time.Duration
+	tools []*sdk.Tool
+}
+
+// Connect starts or reaches every server and lists its tools. It fails if
+// one cannot be reached: a config that names a server expects it.
+func Connect(ctx context.Context, servers []Server, opts *Options) (*Hub, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	h := &Hub{servers: map[string]*conn{}, log: opts.Logger, timeout: opts.Timeout}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.timeout <= 0 {
+		h.timeout = 60 * time.Second
+	}
+	for _, s := range servers {
+		c := &conn{spec: s, log: h.log.With("mcp_server", s.Name)}
+		if err := c.connect(ctx); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("mcp server %s: %w", s.Name, err)
+		}
+		res, err := c.sess.ListTools(ctx, nil)
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.Name, err)
+		}
+		c.tools = res.Tools
+		h.servers[s.Name] = c
+		h.order = append(h.order, s.Name)
+	}
+	return h, nil
+}
+
+// Close ends every session and stops the servers it started.
+func (h *Hub) Close() error {
+	for _, c := range h.servers {
+		c.close()
+	}
+	return nil
+}
+
+// ToolNames lists a server's tools by their MCP names, in its order.
+func (h *Hub) ToolNames(server string) []string {
+	c := h.servers[server]
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range c.tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// Tool is the server's tool as a Cairn tool named server__tool, with the
+// approval its annotations imply (see Approval); spec, when not nil,
+// overrides Approval, ApprovalRule, Confirmation, Timeout, Idempotent and
+// ApprovalTTL. Nil when there is no such tool.
+func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
+	c := h.servers[server]
+	if c == nil {
+		return nil
+	}
+	for _, t := range c.tools {
+		if t.Name == name {
+			return h.tool(c, t, spec)
+		}
+	}
+	return nil
+}
+
+// ModelName is the provider-safe name the model sees for server.tool.
+func ModelName(server, tool string) string {
+	safe := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return safe(server) + "__" + safe(tool)
+}
+
+// Approval is what a tool's annotations say about asking a person, per the
+// MCP spec's defaults: read-only tools never ask; others ask when
+// destructiveHint is true or absent. The rule is the text clients show.
+func Approval(a *sdk.ToolAnnotations) (ask bool, rule string) {
+	switch {
+	case a == nil:
+		return true, "always (no annotations: MCP assumes destructive)"
+	case a.ReadOnlyHint:
+		return false, "never (annotations: read-only)"
+	case a.DestructiveHint == nil:
+		return true, "always (annotations: destructiveHint absent, so destructive)"
+	case *a.DestructiveHint:
+		return true, "always (annotations: destructive)"
+	}
+	return false, "never (annotations: not destructive)"
+}
+
+func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
+	ask, rule := Approval(t.Annotations)
+	out := &cairn.Tool{Name: ModelName(c.spec.Name, t.Name), Description: t.Description, ApprovalRule: rule, Timeout: h.timeout}
+	if ask {
+		out.Approval = cairn.Always()
+	}
+	if t.Annotations != nil {
+		out.Idempotent = t.Annotations.IdempotentHint
+	}
+	if schema, err := json.Marshal(t.InputSchema); err == nil && t.InputSchema != nil {
+		out.Parameters = schema
+	}
+	if spec != nil {
+		if spec.ApprovalRule != "" {
+			out.Approval, out.ApprovalRule = spec.Approval, spec.ApprovalRule
+		}
+		if spec.Confirmation != "" {
+			out.Confirmation = spec.Confirmation
+		}
+		if spec.Timeout > 0 {
+			out.Timeout = spec.Timeout
+		}
+		if spec.ApprovalTTL > 0 {
+			out.ApprovalTTL = spec.ApprovalTTL
+		}
+		out.Idempotent = out.Idempotent || spec.Idempotent
+	}
+	name := t.Name
+	out.Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
+		return c.call(ctx, name, args)
+	}
+	return out
+}
+
+// call runs one tool call; a server that is down is restarted first (with
+// backoff), and one that fails mid-call gives an error result.
+func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	sess, err := c.session(ctx)
+	if err != nil {
+		return "", err
+	}
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.lost(sess, err)
+		}
+		return "", fmt.Errorf("mcp server %s: %s: %w", c.spec.Name, name, err)
+	}
+	text := resultText(res)
+	if res.IsError {
+		return "", errors.New(text)
+	}
+	return text, nil
+}
+
+// resultText is what the model sees of a result: text joined, structured
+// content as JSON, other content summarised.
+func resultText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, ct := range res.Content {
+		switch x := ct.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, x.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", x.MIMEType, len(x.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", x.MIMEType, len(x.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s %s]", x.Name, x.URI))
+		case *sdk.EmbeddedResource:
+			if x.Resource != nil && x.Resource.Text != "" {
+				parts = append(parts, x.Resource.Text)
+			} else if x.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s, %d bytes]", x.Resource.URI, len(x.Resource.Blob)))
+			}
+		}
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			structured := string(b)
+			if len(parts) == 0 || strings.Join(parts, "\n") != structured {
+				parts = append(parts, structured)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// session returns a live session, reconnecting a server that went down
+// once its backoff has passed.
+func (c *conn) session(ctx context.Context) (*sdk.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil {
+		return c.sess, nil
+	}
+	if now := time.Now(); now.Before(c.retry) {
+		return nil, fmt.Errorf("mcp server %s is down (%v); restarting in %s", c.spec.Name, c.down, c.retry.Sub(now).Round(time.Millisecond))
+	}
+	c.log.Warn("restarting mcp server", "after", c.down)
+	if err := c.connectLocked(ctx); err != nil {
+		c.wait = min(max(2*c.wait, 500*time.Millisecond), 30*time.Second)
+		c.retry = time.Now().Add(c.wait)
+		c.down = err
+		return nil, fmt.Errorf("mcp server %s is down: restart failed: %w", c.spec.Name, err)
+	}
+	c.wait, c.down = 0, nil
+	return c.sess, nil
+}
+
+// lost marks the session gone after a failed call, so that the next call
+// restarts the server.
+func (c *conn) lost(sess *sdk.ClientSession, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != sess {
+		return
+	}
+	c.log.Warn("mcp server failed", "err", err)
+	c.stopLocked()
+	c.down = err
+}
+
+func (c *conn) connect(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connectLocked(ctx)
+}
+
+func (c *conn) connectLocked(ctx context.Context) error {
+	client := sdk.NewClient(&sdk.Implementation{Name: "cairn", Version: "1"}, nil)
+	var transport sdk.Transport
+	switch {
+	case len(c.spec.Command) > 0:
+		cmd := exec.Command(c.spec.Command[0], c.spec.Command[1:]...)
+		cmd.Dir = c.spec.Dir
+		cmd.Env = os.Environ()
+		for k, v := range c.spec.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: stopped with its children
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return err
+		}
+		go c.logLines(stderr)
+		c.cmd = cmd
+		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case c.spec.URL != "":
+		transport = &sdk.StreamableClientTransport{Endpoint: c.spec.URL, HTTPClient: &http.Client{Transport: headers{c.spec.Headers}}}
+	default:
+		return errors.New("neither a command nor a url")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, err := client.Connect(cctx, transport, nil)
+	if err != nil {
+		c.killLocked()
+		return err
+	}
+	c.sess = sess
+	return nil
+}
+
+// logLines passes a server's stderr to the log, a line at a time.
+func (c *conn) logLines(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		c.log.Info("mcp server stderr", "line", sc.Text())
+	}
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopLocked()
+}
+
+func (c *conn) stopLocked() {
+	if c.sess != nil {
+		c.sess.Close()
+		c.sess = nil
+	}
+	c.killLocked()
+}
+
+// killLocked stops the server's process group, if it started one.
+func (c *conn) killLocked() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	c.cmd = nil
+}
+
+// Pid is the process id of a command server, for tests and operators; 0
+// when it is not running.
+func (h *Hub) Pid(server string) int {
+	c := h.servers[server]
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// headers adds fixed headers to every request.
+type headers struct{ h map[string]string }
+
+func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
