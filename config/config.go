@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/mcp"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
@@ -43,12 +44,25 @@ type File struct {
 	Models      map[string]ModelConfig `yaml:"models"`
 	Tools       map[string]ToolConfig  `yaml:"tools"`
 	Agents      map[string]AgentConfig `yaml:"agents"`
+	// MCPServers are MCP servers whose tools agents may use (server.tool,
+	// or server.* for all of them); see docs/mcp.md.
+	MCPServers map[string]MCPServerConfig `yaml:"mcp_servers"`
 	// Lease is how long a process owns a running turn without renewing it
 	// (default 15s); other processes sharing the store take over after it.
 	Lease string `yaml:"lease"`
 	// ShutdownGrace is how long SIGTERM lets running turns finish before
 	// they are handed over to another process (default 30s).
 	ShutdownGrace string `yaml:"shutdown_grace"`
+}
+
+// MCPServerConfig is one MCP server: a command speaking MCP on stdio, or
+// the URL of a streamable HTTP endpoint. ${VAR} in env and headers values
+// is replaced by the environment variable.
+type MCPServerConfig struct {
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
 }
 
 // AuthConfig lists the bearer tokens the server accepts.
@@ -178,6 +192,17 @@ type Config struct {
 	Lease time.Duration
 	// ShutdownGrace is how long a stop lets running turns finish.
 	ShutdownGrace time.Duration
+	// MCP holds the connections to the file's MCP servers (nil: none);
+	// Close ends them.
+	MCP *mcp.Hub
+}
+
+// Close stops what the config started: the MCP servers.
+func (c *Config) Close() error {
+	if c.MCP != nil {
+		return c.MCP.Close()
+	}
+	return nil
 }
 
 // Error is a configuration error at a key path.
@@ -249,6 +274,9 @@ type loader struct {
 	env  Env
 	// agents are the file's agents, for checking references to them.
 	agents map[string]AgentConfig
+	// hub holds the file's MCP servers, and mcpTools their tools' overrides.
+	hub      *mcp.Hub
+	mcpTools map[string]ToolConfig
 }
 
 func (l *loader) errf(keyPath, format string, args ...any) error {
@@ -285,7 +313,7 @@ func (l *loader) line(keyPath string) int {
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func (l *loader) load(f *File) (*Config, error) {
+func (l *loader) load(f *File) (_ *Config, err error) {
 	cfg := &Config{Path: l.path, Dir: l.dir}
 	if err := l.server(f, cfg); err != nil {
 		return nil, err
@@ -307,12 +335,24 @@ func (l *loader) load(f *File) (*Config, error) {
 	}
 	tools := map[string]*cairn.Tool{}
 	for _, name := range sortedKeys(f.Tools) {
+		if strings.Contains(name, ".") {
+			continue // an MCP tool's overrides: read with its server
+		}
 		t, err := l.tool(name, f.Tools[name])
 		if err != nil {
 			return nil, err
 		}
 		tools[name] = t
 	}
+	if cfg.MCP, err = l.mcpServers(f); err != nil {
+		return nil, err
+	}
+	l.hub = cfg.MCP
+	defer func() {
+		if err != nil {
+			cfg.Close()
+		}
+	}()
 	for _, name := range sortedKeys(f.Agents) {
 		agent, err := l.agent(name, f, models, tools)
 		if err != nil {
@@ -386,6 +426,20 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
 	seen := map[string]bool{}
 	for i, tn := range a.Tools {
+		if strings.Contains(tn, ".") {
+			ts, err := l.mcpRef(p+".tools", i, tn, f)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				if seen[t.Name] {
+					return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+				}
+				seen[t.Name] = true
+				agent.Tools = append(agent.Tools, t)
+			}
+			continue
+		}
 		t := tools[tn]
 		if t == nil {
 			return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))

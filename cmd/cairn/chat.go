@@ -32,6 +32,7 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer cfg.Close()
 			if agent, err = pickAgent(cfg, agent); err != nil {
 				return err
 			}

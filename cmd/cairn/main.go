@@ -76,6 +76,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	defer cfg.Close() // stops the MCP servers it started
 	if len(cfg.Tokens) == 0 {
 		if err := checkLoopback(addr); err != nil {
 			return err

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/mcp"
+)
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expand replaces ${VAR} in v; a variable that is not set is an error.
+func (l *loader) expand(key, v string) (string, error) {
+	var missing string
+	out := envRef.ReplaceAllStringFunc(v, func(ref string) string {
+		name := envRef.FindStringSubmatch(ref)[1]
+		val, ok := l.env(name)
+		if !ok && missing == "" {
+			missing = name
+		}
+		return val
+	})
+	if missing != "" {
+		return "", l.errf(key, "environment variable %s is not set (it is used as ${%s})", missing, missing)
+	}
+	return out, nil
+}
+
+// mcpServers connects to the file's MCP servers and checks the overrides
+// under tools: (server.tool keys); nil without servers.
+func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
+	l.mcpTools = map[string]ToolConfig{}
+	for name, tc := range f.Tools {
+		if strings.Contains(name, ".") {
+			l.mcpTools[name] = tc
+		}
+	}
+	if len(f.MCPServers) == 0 {
+		for name := range l.mcpTools {
+			return nil, l.errf("tools."+name, "%q names an MCP tool (server.tool), but no mcp_servers are configured", name)
+		}
+		return nil, nil
+	}
+	var servers []mcp.Server
+	for _, name := range sortedKeys(f.MCPServers) {
+		sc, p := f.MCPServers[name], "mcp_servers."+name
+		if !toolName.MatchString(name) || strings.Contains(name, "__") {
+			return nil, l.errf(p, "server names are 1–64 letters, digits, _ or - (no __)")
+		}
+		s := mcp.Server{Name: name, Command: sc.Command, URL: sc.URL, Dir: l.dir, Env: map[string]string{}, Headers: map[string]string{}}
+		if (len(sc.Command) > 0) == (sc.URL != "") {
+			return nil, l.errf(p, "give either command (a stdio server) or url (streamable HTTP)")
+		}
+		for k, v := range sc.Env {
+			var err error
+			if s.Env[k], err = l.expand(p+".env."+k, v); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range sc.Headers {
+			var err error
+			if s.Headers[k], err = l.expand(p+".headers."+k, v); err != nil {
+				return nil, err
+			}
+		}
+		servers = append(servers, s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hub, err := mcp.Connect(ctx, servers, nil)
+	if err != nil {
+		return nil, &Error{File: l.path, Line: l.line("mcp_servers"), Path: "mcp_servers", Msg: err.Error()}
+	}
+	for name := range l.mcpTools {
+		server, tool, _ := strings.Cut(name, ".")
+		if _, ok := f.MCPServers[server]; !ok {
+			hub.Close()
+			return nil, l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), didYouMean(server, sortedKeys(f.MCPServers)))
+		}
+		if names := hub.ToolNames(server); !contains(names, tool) {
+			hub.Close()
+			return nil, l.errf("tools."+name, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), didYouMean(tool, names))
+		}
+	}
+	return hub, nil
+}
+
+// mcpRef resolves an agent's server.tool or server.* reference.
+func (l *loader) mcpRef(key string, i int, ref string, f *File) ([]*cairn.Tool, error) {
+	server, tool, _ := strings.Cut(ref, ".")
+	if _, ok := f.MCPServers[server]; !ok || l.hub == nil {
+		names := sortedKeys(f.MCPServers)
+		return nil, l.errf(key, "tools[%d]: %q: no MCP server %q; configured: %s%s", i, ref, server, strings.Join(names, ", "), didYouMean(server, names))
+	}
+	names := []string{tool}
+	if tool == "*" {
+		names = l.hub.ToolNames(server)
+	}
+	var out []*cairn.Tool
+	for _, n := range names {
+		spec, err := l.mcpOverride(server + "." + n)
+		if err != nil {
+			return nil, err
+		}
+		t := l.hub.Tool(server, n, spec)
+		if t == nil {
+			all := l.hub.ToolNames(server)
+			return nil, l.errf(key, "tools[%d]: MCP server %s has no tool %q; its tools: %s%s", i, server, n, strings.Join(all, ", "), didYouMean(n, all))
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// mcpOverride reads tools: server.tool, the overrides of an MCP tool: the
+// keys of a command tool that are not the tool's own (its description,
+// schema and command come from the server).
+func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
+	tc, ok := l.mcpTools[name]
+	if !ok {
+		return nil, nil
+	}
+	p := "tools." + name
+	switch {
+	case tc.Description != "" || tc.Parameters != nil || len(tc.Command) > 0 || tc.Builtin != "":
+		return nil, l.errf(p, "an MCP tool takes only approval, confirmation, timeout, approval_ttl and idempotent here; its description, parameters and command come from the server")
+	}
+	spec := &cairn.Tool{Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
+	if tc.Approval != "" {
+		pol, err := approvalPolicy(tc.Approval)
+		if err != nil {
+			return nil, l.errf(p+".approval", "%v", err)
+		}
+		spec.Approval, spec.ApprovalRule = pol, approvalRule(tc.Approval)
+	}
+	for key, v := range map[string]string{"timeout": tc.Timeout, "approval_ttl": tc.ApprovalTTL} {
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, l.errf(p+"."+key, "%q is not a positive duration like 30s or 15m", v)
+		}
+		if key == "timeout" {
+			spec.Timeout = d
+		} else {
+			spec.ApprovalTTL = d
+		}
+	}
+	return spec, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
