@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
 		}
 	}
 	if len(f.MCPServers) == 0 {
-		for name := range l.mcpTools {
+		for _, name := range sortedKeys(l.mcpTools) {
 			return nil, l.errf("tools."+name, "%q names an MCP tool (server.tool), but no mcp_servers are configured", name)
 		}
 		return nil, nil
@@ -74,13 +75,13 @@ func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
 	if err != nil {
 		return nil, &Error{File: l.path, Line: l.line("mcp_servers"), Path: "mcp_servers", Msg: err.Error()}
 	}
-	for name := range l.mcpTools {
+	for _, name := range sortedKeys(l.mcpTools) {
 		server, tool, _ := strings.Cut(name, ".")
 		if _, ok := f.MCPServers[server]; !ok {
 			hub.Close()
 			return nil, l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), didYouMean(server, sortedKeys(f.MCPServers)))
 		}
-		if names := hub.ToolNames(server); !contains(names, tool) {
+		if names := hub.ToolNames(server); !slices.Contains(names, tool) {
 			hub.Close()
 			return nil, l.errf("tools."+name, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), didYouMean(tool, names))
 		}
@@ -151,13 +152,4 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 		}
 	}
 	return spec, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,28 +2,19 @@ package config_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn/config"
+	"github.com/cairnhq/cairn/internal/mcptest"
 )
-
-func filesystemServer(t *testing.T) string {
-	t.Helper()
-	path, _ := filepath.Abs(filepath.Join("..", "mcp", "testdata", "servers", "node_modules", ".bin", "mcp-server-filesystem"))
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("the MCP test servers are not installed: (cd mcp/testdata/servers && npm ci) with Node 20; .ci/run does it")
-	}
-	return path
-}
 
 // MCP tools in the config: server.* takes every tool, server.tool one; a
 // tools: server.tool entry overrides the annotations' approval; mistakes
 // name the key and suggest.
 func TestMCPConfig(t *testing.T) {
-	bin, dir := filesystemServer(t), t.TempDir()
+	bin, dir := mcptest.Server(t, "mcp-server-filesystem"), t.TempDir()
 	base := fmt.Sprintf(`
 mcp_servers:
   fs: {command: [%q, %q]}

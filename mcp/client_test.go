@@ -10,23 +10,10 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/mcptest"
 	"github.com/cairnhq/cairn/mcp"
 	"github.com/cairnhq/cairn/model/scripted"
 )
-
-// npmServer is the path of an MCP server installed from
-// testdata/servers/package.json, or skips the test.
-func npmServer(t *testing.T, bin string) string {
-	t.Helper()
-	path, err := filepath.Abs(filepath.Join("testdata", "servers", "node_modules", ".bin", bin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("the MCP test servers are not installed: (cd mcp/testdata/servers && npm ci) with Node 20; .ci/run does it (%s missing)", bin)
-	}
-	return path
-}
 
 func connect(t *testing.T, servers ...mcp.Server) *mcp.Hub {
 	t.Helper()
@@ -57,7 +44,7 @@ func runner(t *testing.T, m *scripted.Model, tools ...*cairn.Tool) *cairn.Runner
 func TestFilesystemServerApprovals(t *testing.T) {
 	ctx := context.Background()
 	sandbox := t.TempDir()
-	h := connect(t, mcp.Server{Name: "fs", Command: []string{npmServer(t, "mcp-server-filesystem"), sandbox}})
+	h := connect(t, mcp.Server{Name: "fs", Command: []string{mcptest.Server(t, "mcp-server-filesystem"), sandbox}})
 	write, read := h.Tool("fs", "write_file", nil), h.Tool("fs", "read_file", nil)
 	if write == nil || read == nil || write.Name != "fs__write_file" || write.Approval == nil || read.Approval != nil || !write.Idempotent {
 		t.Fatalf("tools: write %+v, read %+v", write, read)
@@ -110,7 +97,7 @@ func TestFilesystemServerApprovals(t *testing.T) {
 // create_entities (destructiveHint false) does not.
 func TestMemoryServerApprovals(t *testing.T) {
 	ctx := context.Background()
-	h := connect(t, mcp.Server{Name: "memory", Command: []string{npmServer(t, "mcp-server-memory")},
+	h := connect(t, mcp.Server{Name: "memory", Command: []string{mcptest.Server(t, "mcp-server-memory")},
 		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}})
 	create, del := h.Tool("memory", "create_entities", nil), h.Tool("memory", "delete_entities", nil)
 	m := &scripted.Model{Replies: []scripted.Reply{
@@ -133,7 +120,7 @@ func TestMemoryServerApprovals(t *testing.T) {
 // call restarts it and works.
 func TestKilledServerRestarts(t *testing.T) {
 	ctx := context.Background()
-	h := connect(t, mcp.Server{Name: "everything", Command: []string{npmServer(t, "mcp-server-everything")}})
+	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
 	slow, echo := h.Tool("everything", "trigger-long-running-operation", nil), h.Tool("everything", "echo", nil)
 	if slow == nil || echo == nil {
 		t.Fatalf("tools: %v", h.ToolNames("everything"))

@@ -36,25 +36,13 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 // Subscribe first, then read the listings: nothing falls between.
 func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	release, reason, ok := s.streams.acquire("")
+	release, flush, ok := s.openStream(w, "")
 	if !ok {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusTooManyRequests, "too_many_streams", reason)
 		return
 	}
 	defer release()
 	changes := s.runner.WatchSessions(ctx)
 	p := callerOf(r)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, ": following every session\n\n")
 	flush()
 	tick := time.NewTicker(s.heartbeat)

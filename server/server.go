@@ -40,6 +40,9 @@ type Server struct {
 	openapiOnce sync.Once
 	openapi     []byte
 	openapiErr  error
+	// web holds the page's files, read once.
+	webOnce sync.Once
+	web     map[string]asset
 }
 
 // Options configures a Server.
@@ -410,34 +413,15 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		s.fail(w, r, err)
 		return
 	}
-	release, reason, ok := s.streams.acquire(id)
+	release, flush, ok := s.openStream(w, id)
 	if !ok {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusTooManyRequests, "too_many_streams", reason)
 		return
 	}
 	defer release()
 	live, cancel := s.runner.Subscribe(id, after)
 	defer cancel()
-	// The stream lives as long as its client reads it: each write gets
-	// WriteGrace (extendWrite) instead of one deadline for the whole
-	// response. (The read deadline needs nothing: net/http clears it once
-	// the request is read.)
 	idle := time.NewTimer(s.streamIdle)
 	defer idle.Stop()
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
 	var b bytes.Buffer
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
@@ -476,6 +460,33 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			}
 		}
 	}
+}
+
+// openStream reserves one of the server's event streams (on session id;
+// "" for the cross-session feed) and starts the SSE answer; false when a
+// limit refused it, with a 429 sent. The stream lives as long as its client
+// reads it: each write gets WriteGrace (extendWrite) instead of one deadline
+// for the whole response (net/http clears the read deadline once the
+// request is read).
+func (s *Server) openStream(w http.ResponseWriter, id string) (release, flush func(), ok bool) {
+	release, reason, ok := s.streams.acquire(id)
+	if !ok {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "too_many_streams", reason)
+		return nil, nil, false
+	}
+	flusher, _ := w.(http.Flusher)
+	flush = func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flush()
+	return release, flush, true
 }
 
 // maxBody bounds a request body; the stateless endpoint takes a whole
@@ -572,23 +583,18 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // client accepts gzip: a page of 1,000 sessions is about 600 KB of JSON and
 // 40 KB compressed.
 func writeListing(w http.ResponseWriter, r *http.Request, v any) {
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		writeJSON(w, http.StatusOK, v) // reports the encode error
+	body, ok := encodeJSON(w, v)
+	if !ok {
 		return
 	}
-	extendWrite(w)
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Add("Vary", "Accept-Encoding")
-	if body.Len() < gzipAbove || !acceptsGzip(r) {
-		w.Write(body.Bytes())
+	if len(body) < gzipAbove || !acceptsGzip(r) {
+		w.Write(body)
 		return
 	}
 	w.Header().Set("Content-Encoding", "gzip")
 	zw := gzip.NewWriter(w)
-	zw.Write(body.Bytes())
+	zw.Write(body)
 	zw.Close()
 }
 
@@ -605,19 +611,28 @@ func acceptsGzip(r *http.Request) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	extendWrite(w)
-	w.Header().Set("Content-Type", "application/json")
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// A value the server built cannot be encoded: a bug, reported as
-		// one rather than as a truncated 200.
-		w.WriteHeader(http.StatusInternalServerError)
-		msg, _ := json.Marshal("encode response: " + err.Error())
-		fmt.Fprintf(w, `{"error":{"code":"internal","message":%s}}`+"\n", msg)
+	body, ok := encodeJSON(w, v)
+	if !ok {
 		return
 	}
 	w.WriteHeader(status)
-	w.Write(body.Bytes()) // a client that hung up is not an error of ours
+	w.Write(body) // a client that hung up is not an error of ours
+}
+
+// encodeJSON encodes an answer before anything is sent and sets its
+// content type; a value that cannot be encoded is a bug of the server,
+// answered as a 500 (ok false) rather than as a truncated 200.
+func encodeJSON(w http.ResponseWriter, v any) (body []byte, ok bool) {
+	extendWrite(w)
+	w.Header().Set("Content-Type", "application/json")
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		msg, _ := json.Marshal("encode response: " + err.Error())
+		fmt.Fprintf(w, `{"error":{"code":"internal","message":%s}}`+"\n", msg)
+		return nil, false
+	}
+	return b.Bytes(), true
 }

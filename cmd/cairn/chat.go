@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -313,11 +314,12 @@ func runEditor(editor string, current json.RawMessage) (string, error) {
 		return "", err
 	}
 	defer os.Remove(f.Name())
-	var pretty []byte
-	if v := any(nil); json.Unmarshal(current, &v) == nil {
-		pretty, _ = json.MarshalIndent(v, "", "  ")
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, current, "", "  ") != nil {
+		pretty.Write(current)
 	}
-	f.Write(append(pretty, '\n'))
+	pretty.WriteByte('\n')
+	f.Write(pretty.Bytes())
 	f.Close()
 	fields := strings.Fields(editor)
 	cmd := exec.Command(fields[0], append(fields[1:], f.Name())...)

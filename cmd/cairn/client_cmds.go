@@ -26,6 +26,16 @@ func printOutcome(w io.Writer, s *cairn.Session) {
 	}
 }
 
+// post sends body to path and prints the session it answers.
+func (c *client) post(ctx context.Context, w io.Writer, path string, body any) error {
+	var s cairn.Session
+	if err := c.do(ctx, "POST", path, body, &s); err != nil {
+		return err
+	}
+	printOutcome(w, &s)
+	return nil
+}
+
 func (c *client) startCmd(stdout io.Writer) *cobra.Command {
 	var detach bool
 	cmd := &cobra.Command{
@@ -33,13 +43,7 @@ func (c *client) startCmd(stdout io.Writer) *cobra.Command {
 		Short: "Start a session with the user's first message",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var s cairn.Session
-			body := map[string]any{"agent": args[0], "input": args[1], "wait": !detach}
-			if err := c.do(cmd.Context(), "POST", "/v1/sessions", body, &s); err != nil {
-				return err
-			}
-			printOutcome(stdout, &s)
-			return nil
+			return c.post(cmd.Context(), stdout, "/v1/sessions", map[string]any{"agent": args[0], "input": args[1], "wait": !detach})
 		},
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "answer at once, while the first turn runs")
@@ -52,12 +56,7 @@ func (c *client) sendCmd(stdout io.Writer) *cobra.Command {
 		Short: "Send the user's next message (to an interactive agent waiting for it, or the next turn)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var s cairn.Session
-			if err := c.do(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/messages", map[string]any{"text": args[1]}, &s); err != nil {
-				return err
-			}
-			printOutcome(stdout, &s)
-			return nil
+			return c.post(cmd.Context(), stdout, "/v1/sessions/"+url.PathEscape(args[0])+"/messages", map[string]any{"text": args[1]})
 		},
 	}
 }
@@ -69,12 +68,7 @@ func (c *client) cancelCmd(stdout io.Writer) *cobra.Command {
 		Short: "Cancel the top interactive agent (--scope top) or the whole turn (--scope all)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var s cairn.Session
-			if err := c.do(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/cancel", map[string]any{"scope": scope}, &s); err != nil {
-				return err
-			}
-			printOutcome(stdout, &s)
-			return nil
+			return c.post(cmd.Context(), stdout, "/v1/sessions/"+url.PathEscape(args[0])+"/cancel", map[string]any{"scope": scope})
 		},
 	}
 	cmd.Flags().StringVar(&scope, "scope", "all", "top or all")

@@ -7,17 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// mcpServerBin is an MCP server of mcp/testdata/servers, or skips.
-func mcpServerBin(t *testing.T, bin string) string {
-	t.Helper()
-	path, _ := filepath.Abs(filepath.Join("..", "..", "mcp", "testdata", "servers", "node_modules", ".bin", bin))
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("the MCP test servers are not installed: (cd mcp/testdata/servers && npm ci) with Node 20; .ci/run does it")
-	}
-	return path
-}
+	"github.com/cairnhq/cairn/internal/mcptest"
+)
 
 const mcpConfig = `
 store: sqlite:./cairn.db
@@ -40,7 +32,7 @@ agents:
 // runs at once (read-only), write_file waits for approval (destructive)
 // and, approved, writes once.
 func TestMCPFilesystemThroughChatAndServe(t *testing.T) {
-	bin := mcpServerBin(t, "mcp-server-filesystem")
+	bin := mcptest.Server(t, "mcp-server-filesystem")
 	dir := t.TempDir()
 	sandbox := filepath.Join(dir, "sandbox")
 	os.Mkdir(sandbox, 0o755)

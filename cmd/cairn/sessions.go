@@ -137,16 +137,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 				if remember {
 					dec.Remember = cairn.RememberSession
 				}
-				var after cairn.Session
-				body := map[string]any{"seq": s.Seq, "decisions": []cairn.Decision{dec}}
-				if err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(s.ID)+"/decisions", body, &after); err != nil {
-					return err
-				}
-				fmt.Fprintf(stdout, "%s: %s\n", after.ID, after.Status)
-				if b := brief(&after); b != "" {
-					fmt.Fprintln(stdout, b)
-				}
-				return nil
+				return c.post(ctx, stdout, "/v1/sessions/"+url.PathEscape(s.ID)+"/decisions", map[string]any{"seq": s.Seq, "decisions": []cairn.Decision{dec}})
 			},
 		}
 		switch action {
