@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 )
@@ -16,9 +17,37 @@ import (
 //
 // Because the tool is called again, do side effects after the questions.
 func Ask(ctx context.Context, question string) (string, error) {
+	a, err := AskFor(ctx, Question{Text: question})
+	return a.Text, err
+}
+
+// Question is a question a tool asks the user (AskFor): text, and
+// optionally a form or a page.
+type Question struct {
+	// Text is the question, or what the form or the page is for.
+	Text string
+	// Schema, when set, is a JSON Schema for an object: the user answers
+	// with Decision.Content, validated against it before the tool runs again.
+	Schema json.RawMessage
+	// URL, when set, is a page where the user does what is asked; the user
+	// answers once it is done.
+	URL string
+	// Held says the tool keeps work in flight in this process across the
+	// pause (an MCP tool call waiting for its elicitation). A rejection then
+	// runs the tool again with a declined Answer instead of ending the call,
+	// so that the held work hears it; and a run that finds its held work gone
+	// (the process restarted) must return ErrInDoubt, never start it afresh.
+	Held bool
+}
+
+// AskFor is Ask for a question with a schema, a URL or held work. The
+// first time it returns an error the handler must return; when the tool
+// runs again after the answer, it returns the Answer. A declined Answer
+// (Answer.Declined) reaches only tools whose Question is Held.
+func AskFor(ctx context.Context, q Question) (Answer, error) {
 	tc := toolCallFrom(ctx)
 	if tc == nil {
-		return "", errors.New("cairn.Ask: called outside a tool run by a cairn.Runner")
+		return Answer{}, errors.New("cairn.AskFor: called outside a tool run by a cairn.Runner")
 	}
 	st := &tc.ask
 	st.mu.Lock()
@@ -28,18 +57,35 @@ func Ask(ctx context.Context, question string) (string, error) {
 		st.next++
 		return a, nil
 	}
-	return "", &askError{question: question}
+	return Answer{}, &askError{q: q}
 }
+
+// Answers returns the answers the user gave to the questions this tool call
+// asked so far, in order: what a tool holding work in flight (Question.Held)
+// needs to hand over the latest one.
+func Answers(ctx context.Context) []Answer {
+	tc := toolCallFrom(ctx)
+	if tc == nil {
+		return nil
+	}
+	return tc.ask.answers
+}
+
+// ErrInDoubt is what a tool returns (wrapped or not) when it cannot tell
+// whether its work took effect, such as a held MCP call lost in a restart.
+// The call then pauses as an in-doubt approval: a person decides whether it
+// runs again, as after a crash.
+var ErrInDoubt = errors.New("cairn: the tool cannot tell whether its work took effect")
 
 type askState struct {
 	mu      sync.Mutex
-	answers []string
+	answers []Answer
 	next    int
 }
 
-// askError is what Ask returns to pause; the Runner recognises it.
-type askError struct{ question string }
+// askError is what AskFor returns to pause; the Runner recognises it.
+type askError struct{ q Question }
 
 func (e *askError) Error() string {
-	return "cairn: the tool asked the user a question and waits for the answer: " + e.question
+	return "cairn: the tool asked the user a question and waits for the answer: " + e.q.Text
 }

@@ -141,7 +141,7 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove})
+	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: checkAnswer})
 	r.background, r.stop = context.WithCancel(context.Background())
 	r.hub.store = r.store
 	r.feed.init(r.background.Done())
@@ -820,7 +820,15 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 	var q *askError
 	switch {
 	case errors.As(res.err, &q):
-		outcome.Question = q.question
+		outcome.Question, outcome.Schema, outcome.URL, outcome.Held = q.q.Text, q.q.Schema, q.q.URL, q.q.Held
+		if len(q.q.Schema) > 0 {
+			if _, err := compileSchema(q.q.Schema); err != nil {
+				outcome = engine.ToolOutcome{CallID: call.CallID, IsError: true,
+					Content: fmt.Sprintf("tool %q asked a question with a schema Cairn cannot use: %v", call.Tool, err)}
+			}
+		}
+	case errors.Is(res.err, ErrInDoubt):
+		outcome.InDoubt = true
 	case res.err == nil:
 		outcome.Content = res.out
 	case errors.Is(res.err, context.DeadlineExceeded) && t.Timeout > 0:

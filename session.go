@@ -23,6 +23,8 @@ type (
 	Decision = session.Decision
 	// Actor is who decides.
 	Actor = session.Actor
+	// Answer is the user's reply to a question a tool asked (AskFor).
+	Answer = session.Answer
 	// Remembered is a tool approved for the rest of the session.
 	Remembered = session.Remembered
 	// Event is one immutable entry of a session's log.

@@ -319,6 +319,18 @@ func compileSchema(doc json.RawMessage) (*validator.Schema, error) {
 	return c.Compile("tool.json")
 }
 
+// checkAnswer validates the content of an answer against its question's schema.
+func checkAnswer(schema json.RawMessage, content any) error {
+	s, err := compileSchema(schema)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(content); err != nil {
+		return schemaError(err)
+	}
+	return nil
+}
+
 func (t *compiledTool) engineTool() *engine.Tool {
 	et := &engine.Tool{
 		Definition:  toolDefinition(t.Tool),

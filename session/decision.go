@@ -28,8 +28,12 @@ type Decision struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Reason, on reject, is shown to the model.
 	Reason string `json:"reason,omitempty"`
-	// Text, on answer, is the answer to an input interrupt's question; required.
+	// Text, on answer, is the answer to an input interrupt's question;
+	// required unless the question has a Schema or a URL.
 	Text string `json:"text,omitempty"`
+	// Content, on answer, is the answer to a question with a Schema: a JSON
+	// object valid under it; required for those, refused for the others.
+	Content json.RawMessage `json:"content,omitempty"`
 	// Remember, set to RememberSession on approve or reject, applies the
 	// decision to every later call of the same tool by the same agent for
 	// the rest of the session: approved calls run without asking, rejected
@@ -55,4 +59,30 @@ type Remembered struct {
 	// means ActionApprove.
 	Action string `json:"action,omitempty"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// Answer is the user's reply to a question a tool asked, as the tool gets
+// it when it runs again (see cairn.AskFor).
+type Answer struct {
+	// Text answers a plain question.
+	Text string `json:"text,omitempty"`
+	// Content answers a question with a schema: an object valid under it.
+	Content json.RawMessage `json:"content,omitempty"`
+	// Declined: the user rejected the question, with Reason. A tool sees a
+	// declined answer only when it holds its work across the pause (an MCP
+	// elicitation, answered "decline"); otherwise a rejection ends the call.
+	Declined bool   `json:"declined,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// UnmarshalJSON reads an answer, or a plain string: the form logs written
+// before questions had schemas hold.
+func (a *Answer) UnmarshalJSON(b []byte) error {
+	var text string
+	if err := json.Unmarshal(b, &text); err == nil {
+		*a = Answer{Text: text}
+		return nil
+	}
+	type plain Answer
+	return json.Unmarshal(b, (*plain)(a))
 }

@@ -43,3 +43,14 @@ func TestErrorMatchesByCodeAndKeepsItsCause(t *testing.T) {
 		t.Fatal("the cause is lost")
 	}
 }
+
+// Logs written before questions had schemas hold answers as strings.
+func TestAnswerReadsOldStrings(t *testing.T) {
+	var got []session.Answer
+	if err := json.Unmarshal([]byte(`["staging",{"content":{"a":1}},{"declined":true,"reason":"no"}]`), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Text != "staging" || string(got[1].Content) != `{"a":1}` || !got[2].Declined || got[2].Reason != "no" {
+		t.Fatalf("%+v", got)
+	}
+}

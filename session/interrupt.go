@@ -31,6 +31,13 @@ type Interrupt struct {
 	Message string `json:"message,omitempty"`
 	// Question is what the tool asked (input).
 	Question string `json:"question,omitempty"`
+	// Schema, on a question, is the JSON Schema the answer must satisfy:
+	// answer with Decision.Content, an object valid under it (an MCP
+	// server's elicitation form).
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// URL, on a question, is a page the user opens to do what is asked
+	// (an MCP URL elicitation); answer when it is done.
+	URL string `json:"url,omitempty"`
 	// Text is what the interactive agent said (message).
 	Text string `json:"text,omitempty"`
 	// InDoubt marks a call that was running when the process stopped: it

@@ -19,11 +19,11 @@ type ModelResponse struct {
 
 // ToolStarted is recorded durably before a tool runs.
 type ToolStarted struct {
-	CallID         string          `json:"call_id"`
-	Tool           string          `json:"tool"`
-	Arguments      json.RawMessage `json:"arguments"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Answers        []string        `json:"answers,omitempty"`
+	CallID         string           `json:"call_id"`
+	Tool           string           `json:"tool"`
+	Arguments      json.RawMessage  `json:"arguments"`
+	IdempotencyKey string           `json:"idempotency_key"`
+	Answers        []session.Answer `json:"answers,omitempty"`
 }
 
 // ToolResult is the result of one call, as the model will see it.
@@ -138,11 +138,16 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 	}
 	for _, r := range in.Results {
 		c := f.call(r.CallID)
-		if r.Question != "" {
+		switch {
+		case r.InDoubt:
+			s.inDoubt(f, c, fmt.Sprintf("Tool %s lost the work it held while it waited for an answer (the process stopped); it may or may not have taken effect. Approve to run it again from the start; reject to tell the model it did not complete.", c.Tool))
+			continue
+		case r.asks():
 			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
 			in := session.Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
-				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question}
-			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question,
+				Schema: compactJSON(r.Schema), URL: r.URL}
+			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held})
 			continue
 		}
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: c.told(r.Content), IsError: r.IsError})
@@ -378,7 +383,10 @@ type Call struct {
 	// Child is the frame working on a delegated call.
 	Child string
 	// Answers are the user's answers to the questions the tool asked, in order.
-	Answers []string
+	Answers []session.Answer
+	// Held: the tool holds its work in flight while the call waits for an
+	// answer (ToolOutcome.Held).
+	Held    bool
 	Result  string
 	IsError bool
 }

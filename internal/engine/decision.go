@@ -16,6 +16,7 @@ type decided struct {
 	f       *Frame
 	c       *Call
 	newArgs json.RawMessage // compact replacement arguments, if any
+	content json.RawMessage // compact answer content, if any
 }
 
 // decide checks every decision of a request before recording any: a
@@ -80,9 +81,11 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 		}
 		p.newArgs = newArgs
 	case d.Action == session.ActionAnswer && kind == session.KindInput:
-		if d.Text == "" {
-			return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
+		content, err := s.answerContent(i, d, c.Interrupt)
+		if err != nil {
+			return decided{}, err
 		}
+		p.content = content
 	case d.Action == session.ActionReject:
 	case kind == session.KindInput:
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
@@ -90,6 +93,35 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
 	}
 	return p, checkRemember(i, d)
+}
+
+// answerContent checks an answer against its question: a question with a
+// schema takes content valid under it, a URL question takes anything, and a
+// plain question takes text. It returns the content, compacted.
+func (s *stepper) answerContent(i int, d session.Decision, in *session.Interrupt) (json.RawMessage, error) {
+	hasContent := len(d.Content) > 0 && string(d.Content) != "null"
+	switch {
+	case len(in.Schema) > 0:
+		if !hasContent {
+			return nil, &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d].content is required: this question asks for an object under the interrupt's schema (or reject it, with a reason)", i)}
+		}
+		v, err := decodeArgs(d.Content)
+		if err == nil && s.m.opts.CheckAnswer != nil {
+			_, err = guarded("the answer validator", func() (struct{}, error) { return struct{}{}, s.m.opts.CheckAnswer(in.Schema, v) })
+		}
+		if err != nil {
+			return nil, &session.Error{Code: session.CodeInvalidArguments, Interrupt: d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d].content does not match the question's schema: %v", i, err)}
+		}
+		return compactJSON(d.Content), nil
+	case hasContent:
+		return nil, &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
+			Message: fmt.Sprintf("decisions[%d].content: this question has no schema; answer with text", i)}
+	case in.URL == "" && d.Text == "":
+		return nil, errorf(session.CodeInvalidRequest, "decisions[%d].text is required: the answer to the question (or reject it, with a reason)", i)
+	}
+	return nil, nil
 }
 
 // replacementArgs validates an approval's new arguments against the tool's
@@ -150,13 +182,13 @@ func (s *stepper) record(p decided, actor session.Actor) {
 	ev := &DecisionMade{
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
-		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor,
+		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content,
 	}
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))
 	}
 	s.emit(session.EventDecision, p.f, ev)
-	if p.d.Action == session.ActionReject {
+	if p.d.Action == session.ActionReject && !(p.c.Held && ev.Kind == session.KindInput) {
 		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
 			Content: rejection(p.d.Reason)})
 	}
@@ -171,6 +203,7 @@ type DecisionMade struct {
 	Action      string          `json:"action"`
 	Reason      string          `json:"reason,omitempty"`
 	Text        string          `json:"text,omitempty"`          // answer
+	Content     json.RawMessage `json:"content,omitempty"`       // answer to a question with a schema
 	Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
 	NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
 	// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
@@ -186,18 +219,27 @@ func (p *DecisionMade) project(st *State, ev *session.Event, frame *Frame) error
 	if err != nil {
 		return err
 	}
+	inDoubt := c.Interrupt != nil && c.Interrupt.InDoubt
 	c.Interrupt = nil
 	st.Status = session.StatusRunning
 	switch p.Action {
 	case session.ActionApprove:
 		c.State = CallApproved
+		if inDoubt && c.Held { // the held work is gone: the call starts afresh
+			c.Answers, c.Held = nil, false
+		}
 		if len(p.NewArgs) > 0 {
 			c.Args = string(p.NewArgs)
 			c.Requested = string(p.Arguments) // the model asked for these; it is told
 		}
 	case session.ActionAnswer:
 		c.State = CallApproved
-		c.Answers = append(c.Answers, p.Text)
+		c.Answers = append(c.Answers, session.Answer{Text: p.Text, Content: p.Content})
+	case session.ActionReject:
+		if c.Held && p.Kind == session.KindInput { // the held work hears "declined"
+			c.State = CallApproved
+			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason})
+		}
 	}
 	if p.Remember == session.RememberSession {
 		st.remember(session.Remembered{Agent: frame.Agent, Tool: c.Tool, Action: p.Action, Reason: p.Reason})

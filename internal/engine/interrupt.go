@@ -13,6 +13,8 @@ import (
 type InterruptRequested struct {
 	CallID    string            `json:"call_id"`
 	Interrupt session.Interrupt `json:"interrupt"`
+	// Held: the tool holds its work in flight across this question.
+	Held bool `json:"held,omitempty"`
 }
 
 func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame) error {
@@ -22,6 +24,7 @@ func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame)
 	}
 	in := p.Interrupt
 	c.State, c.Interrupt = CallAwaiting, &in
+	c.Held = c.Held || p.Held
 	return nil
 }
 

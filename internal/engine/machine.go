@@ -59,14 +59,27 @@ type ToolsDone struct {
 	Results []ToolOutcome
 }
 
-// ToolOutcome is the result of running one tool call: content, or a
-// question the tool asked (the call is re-run with the answer).
+// ToolOutcome is the result of running one tool call: content, a question
+// the tool asked (the call is re-run with the answer), or word that the
+// tool cannot tell whether its work took effect.
 type ToolOutcome struct {
-	CallID   string
-	Content  string
-	IsError  bool
+	CallID  string
+	Content string
+	IsError bool
+	// Question, Schema and URL: the tool asked the user (see
+	// session.Interrupt); the session pauses with an input interrupt.
 	Question string
+	Schema   json.RawMessage
+	URL      string
+	// Held: the tool keeps its work in flight across the pause, so a
+	// rejection runs it again with a declined answer instead of ending it.
+	Held bool
+	// InDoubt: the tool's work may or may not have taken effect (it lost
+	// work it held); the call pauses as an in-doubt approval.
+	InDoubt bool
 }
+
+func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" }
 
 // Expire rejects, with the reason "approval expired", every approval whose
 // ExpiresAt has passed, and lets the session go on. Conflict when none is due.
@@ -120,7 +133,7 @@ type ToolRun struct {
 	Args           json.RawMessage
 	IdempotencyKey string
 	// Answers are the user's answers to the questions this call asked so far.
-	Answers []string
+	Answers []session.Answer
 }
 
 func (CallModel) isEffect() {}
@@ -146,6 +159,9 @@ type Options struct {
 	// recorded as a decision by {"name":"cairn","role":"auto-approve"}. For
 	// tests and trusted runs.
 	AutoApprove bool
+	// CheckAnswer validates an answer's content against the JSON Schema of
+	// the question it answers; nil checks only that it is an object.
+	CheckAnswer func(schema json.RawMessage, content any) error
 }
 
 // New returns a machine for agents, keyed by name. opts may be nil.

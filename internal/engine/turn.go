@@ -259,17 +259,23 @@ func (s *stepper) recover() error {
 					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
 				continue
 			}
-			in := session.Interrupt{
-				ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
-				Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
-				Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: idempotencyKey(st, f, c),
-				Message: fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args),
-			}
-			s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
+			s.inDoubt(f, c, fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args))
 		}
 	}
 	s.advance()
 	return nil
+}
+
+// inDoubt pauses call c, which may or may not have taken effect, for a
+// person to decide whether it runs again.
+func (s *stepper) inDoubt(f *Frame, c *Call, message string) {
+	st := s.st
+	in := session.Interrupt{
+		ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
+		Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+		Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: idempotencyKey(st, f, c), Message: message,
+	}
+	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 }
 
 // advance moves the session as far as it goes without I/O (DESIGN.md §3):
