@@ -41,8 +41,9 @@ func (r *Runner) Agents() []AgentInfo {
 	out := make([]AgentInfo, 0, len(r.order))
 	for _, name := range r.order {
 		info := AgentInfo{Name: name, Tools: []ToolInfo{}}
-		for _, t := range r.agents[name].Tools {
-			info.Tools = append(info.Tools, toolInfo(r.tools[name][t.Name]))
+		c := r.compiled.Load()
+		for _, t := range c.order[name] {
+			info.Tools = append(info.Tools, toolInfo(c.tools[name][t]))
 		}
 		out = append(out, info)
 	}

@@ -37,6 +37,8 @@ type Question struct {
 	// runs the tool again with a declined Answer instead of ending the call,
 	// so that the held work hears it; and a run that finds its held work gone
 	// (the process restarted) must return ErrInDoubt, never start it afresh.
+	// AskFor with Held always pauses: the tool reads the answers with
+	// Answers when it runs again.
 	Held bool
 }
 
@@ -52,7 +54,7 @@ func AskFor(ctx context.Context, q Question) (Answer, error) {
 	st := &tc.ask
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.next < len(st.answers) {
+	if !q.Held && st.next < len(st.answers) {
 		a := st.answers[st.next]
 		st.next++
 		return a, nil

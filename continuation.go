@@ -216,7 +216,7 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 	ctx, _ = opts.apply(ctx)
 	scratch := store.NewMemory()
 	st := &engine.State{}
-	step, err := r.machine.Step(st, engine.Start{SessionID: r.newID(), Agent: agent, Text: input}, r.now())
+	step, err := r.compiled.Load().machine.Step(st, engine.Start{SessionID: r.newID(), Agent: agent, Text: input}, r.now())
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 		return nil, invalid("its events do not replay: %w", err)
 	}
 	in := engine.Decide{Seq: st.Seq, Actor: actor, Decisions: decisions}
-	step, err := r.machine.Step(st, in, r.now())
+	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
 	}

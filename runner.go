@@ -33,6 +33,10 @@ type Agent struct {
 	Instructions string
 	Model        model.Model
 	Tools        []*Tool
+	// Toolsets are sources of more tools that may change while the runner
+	// runs, such as an MCP server's (mcp.Hub.Toolset): the runner re-reads
+	// them when they say they changed.
+	Toolsets []Toolset
 	// MaxIterations is the number of model calls allowed in one turn; the
 	// next one fails the turn. 0 means DefaultMaxIterations.
 	MaxIterations int
@@ -99,10 +103,11 @@ type RunnerOptions struct {
 // and appends each step's events to the Store in one commit. A Runner is
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
-	machine     *engine.Machine
 	agents      map[string]*Agent
-	order       []string                            // agent names as NewRunner got them
-	tools       map[string]map[string]*compiledTool // agent → tool
+	order       []string // agent names as NewRunner got them
+	compiled    atomic.Pointer[compiled]
+	compileMu   sync.Mutex // one recompile at a time
+	engineOpts  engine.Options
 	store       store.Store
 	log         *slog.Logger
 	maxParallel int
@@ -137,11 +142,10 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs, err := r.compile(agents)
-	if err != nil {
+	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: checkAnswer}
+	if err := r.compile(agents); err != nil {
 		return nil, err
 	}
-	r.machine = engine.New(specs, &engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: checkAnswer})
 	r.background, r.stop = context.WithCancel(context.Background())
 	r.hub.store = r.store
 	r.feed.init(r.background.Done())
@@ -160,8 +164,8 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 // newRunner is a Runner with opts and their defaults, before its agents.
 func newRunner(opts *RunnerOptions) (*Runner, error) {
 	r := &Runner{
-		agents: map[string]*Agent{}, tools: map[string]map[string]*compiledTool{},
-		store: opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
+		agents: map[string]*Agent{},
+		store:  opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
 		node: opts.Node, leaseFor: opts.Lease, draining: make(chan struct{}),
 		tracer: newTracer(opts.TracerProvider), ledger: opts.Ledger,
@@ -203,62 +207,36 @@ func newRunner(opts *RunnerOptions) (*Runner, error) {
 
 // compile checks the agents and their tools once and returns what the
 // engine needs to know of them.
-func (r *Runner) compile(agents []*Agent) (map[string]*engine.Agent, error) {
+func (r *Runner) compile(agents []*Agent) error {
 	if len(agents) == 0 {
-		return nil, errors.New("cairn: NewRunner needs at least one agent")
+		return errors.New("cairn: NewRunner needs at least one agent")
 	}
-	specs := map[string]*engine.Agent{}
 	for _, a := range agents {
 		if a == nil || a.Name == "" {
-			return nil, errors.New("cairn: an agent has no name")
+			return errors.New("cairn: an agent has no name")
 		}
 		if r.agents[a.Name] != nil {
-			return nil, fmt.Errorf("cairn: agent %q is defined twice", a.Name)
+			return fmt.Errorf("cairn: agent %q is defined twice", a.Name)
 		}
 		if a.Model == nil {
-			return nil, fmt.Errorf("cairn: agent %q has no model", a.Name)
+			return fmt.Errorf("cairn: agent %q has no model", a.Name)
 		}
-		spec, tools, err := compileAgent(a)
-		if err != nil {
-			return nil, err
-		}
-		r.agents[a.Name], r.tools[a.Name], specs[a.Name] = a, tools, spec
+		r.agents[a.Name] = a
 		r.order = append(r.order, a.Name)
 	}
+	c, err := r.compileAll()
+	if err != nil {
+		return err
+	}
+	r.compiled.Store(c)
 	for _, a := range agents {
-		for _, t := range a.Tools {
-			if t.kind != engine.ToolFunction && r.agents[t.target] == nil {
-				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, t.Name, t.target)
-			}
+		for _, ts := range a.Toolsets {
+			ts.Notify(r.toolsetChanged)
 		}
 	}
-	return specs, nil
+	return nil
 }
 
-// compileAgent compiles one agent's tools.
-func compileAgent(a *Agent) (*engine.Agent, map[string]*compiledTool, error) {
-	spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations}
-	if spec.MaxIterations <= 0 {
-		spec.MaxIterations = DefaultMaxIterations
-	}
-	tools := map[string]*compiledTool{}
-	for _, t := range a.Tools {
-		ct, err := compileTool(t)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
-		}
-		if tools[t.Name] != nil {
-			return nil, nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, t.Name)
-		}
-		tools[t.Name] = ct
-		et := ct.engineTool()
-		spec.Tools[t.Name] = et
-		spec.Definitions = append(spec.Definitions, et.Definition)
-	}
-	return spec, tools, nil
-}
-
-// every runs loop in the background with period (def when 0).
 func (r *Runner) every(period, def time.Duration, loop func(time.Duration)) {
 	if period == 0 {
 		period = def
@@ -269,6 +247,9 @@ func (r *Runner) every(period, def time.Duration, loop func(time.Duration)) {
 
 func hasTTL(agents []*Agent) bool {
 	for _, a := range agents {
+		if len(a.Toolsets) > 0 {
+			return true // their tools may come to have one
+		}
 		for _, t := range a.Tools {
 			if t.ApprovalTTL > 0 {
 				return true
@@ -382,7 +363,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	ctx = withObserver(ctx, opts.Observe)
 	st := &engine.State{}
 	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
-	step, err := r.machine.Step(st, in, r.now())
+	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +510,7 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	step, err := r.machine.Step(st, in, r.now())
+	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		if ErrorCode(err) != string(session.CodeInternal) {
 			r.cache.put(st) // a refused input leaves the state as it was
@@ -651,7 +632,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			}
 		}
 		var err error
-		if step, err = r.machine.Step(st, in, r.now()); err != nil {
+		if step, err = r.compiled.Load().machine.Step(st, in, r.now()); err != nil {
 			return err
 		}
 	}
@@ -700,7 +681,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 
 // interrupt records that the turn stopped early and releases the session.
 func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State, reason string, cause error) error {
-	step, err := r.machine.Step(st, engine.Interrupted{Reason: reason}, r.now())
+	step, err := r.compiled.Load().machine.Step(st, engine.Interrupted{Reason: reason}, r.now())
 	if err != nil {
 		return errors.Join(cause, err)
 	}
@@ -754,7 +735,7 @@ func generate(ctx context.Context, m model.Model, req *model.Request) (resp *mod
 func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
 	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
-		out[0] = r.runTool(ctx, r.tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		out[0] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
 		return out
 	}
 	sem := make(chan struct{}, r.maxParallel)
@@ -765,7 +746,7 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = r.runTool(ctx, r.tools[eff.Agent][call.Tool], call)
+			out[i] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][call.Tool], call)
 		}()
 	}
 	wg.Wait()
@@ -789,6 +770,10 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 		}()
 	}
 	outcome = engine.ToolOutcome{CallID: call.CallID}
+	if t == nil { // its toolset dropped it since the engine started the call
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q is no longer available; the call did not run", call.Tool), true
+		return outcome
+	}
 	ctx = context.WithValue(ctx, toolCallKey{}, &toolCall{key: call.IdempotencyKey, ask: askState{answers: call.Answers}})
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -427,9 +427,21 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 	seen := map[string]bool{}
 	for i, tn := range a.Tools {
 		if strings.Contains(tn, ".") {
-			ts, err := l.mcpRef(p+".tools", i, tn, f)
+			ts, set, err := l.mcpRef(p+".tools", i, tn, f)
 			if err != nil {
 				return nil, err
+			}
+			if set != nil {
+				server, _, _ := strings.Cut(tn, ".")
+				if seen[server+".*"] {
+					return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+				}
+				seen[server+".*"] = true
+				agent.Toolsets = append(agent.Toolsets, set)
+				for _, t := range set.Tools() {
+					seen[t.Name] = true
+				}
+				continue
 			}
 			for _, t := range ts {
 				if seen[t.Name] {

@@ -89,31 +89,37 @@ func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
 	return hub, nil
 }
 
-// mcpRef resolves an agent's server.tool or server.* reference.
-func (l *loader) mcpRef(key string, i int, ref string, f *File) ([]*cairn.Tool, error) {
+// mcpRef resolves an agent's server.tool reference, or server.* (every
+// tool of the server, as a toolset that follows its list_changed).
+func (l *loader) mcpRef(key string, i int, ref string, f *File) ([]*cairn.Tool, cairn.Toolset, error) {
 	server, tool, _ := strings.Cut(ref, ".")
 	if _, ok := f.MCPServers[server]; !ok || l.hub == nil {
 		names := sortedKeys(f.MCPServers)
-		return nil, l.errf(key, "tools[%d]: %q: no MCP server %q; configured: %s%s", i, ref, server, strings.Join(names, ", "), didYouMean(server, names))
+		return nil, nil, l.errf(key, "tools[%d]: %q: no MCP server %q; configured: %s%s", i, ref, server, strings.Join(names, ", "), didYouMean(server, names))
 	}
-	names := []string{tool}
 	if tool == "*" {
-		names = l.hub.ToolNames(server)
-	}
-	var out []*cairn.Tool
-	for _, n := range names {
-		spec, err := l.mcpOverride(server + "." + n)
-		if err != nil {
-			return nil, err
+		specs := map[string]*cairn.Tool{}
+		for name := range l.mcpTools {
+			if s, t, _ := strings.Cut(name, "."); s == server {
+				spec, err := l.mcpOverride(name)
+				if err != nil {
+					return nil, nil, err
+				}
+				specs[t] = spec
+			}
 		}
-		t := l.hub.Tool(server, n, spec)
-		if t == nil {
-			all := l.hub.ToolNames(server)
-			return nil, l.errf(key, "tools[%d]: MCP server %s has no tool %q; its tools: %s%s", i, server, n, strings.Join(all, ", "), didYouMean(n, all))
-		}
-		out = append(out, t)
+		return nil, l.hub.Toolset(server, func(tool string) *cairn.Tool { return specs[tool] }), nil
 	}
-	return out, nil
+	spec, err := l.mcpOverride(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := l.hub.Tool(server, tool, spec)
+	if t == nil {
+		all := l.hub.ToolNames(server)
+		return nil, nil, l.errf(key, "tools[%d]: MCP server %s has no tool %q; its tools: %s%s", i, server, tool, strings.Join(all, ", "), didYouMean(tool, all))
+	}
+	return []*cairn.Tool{t}, nil, nil
 }
 
 // mcpOverride reads tools: server.tool, the overrides of an MCP tool: the

@@ -37,8 +37,13 @@ agents:
 		for _, tl := range a.Tools {
 			tools[a.Name][tl.Name] = tl.ApprovalRule
 		}
+		for _, set := range a.Toolsets { // fs.*: the server's tools as they are listed
+			for _, tl := range set.Tools() {
+				tools[a.Name][tl.Name] = tl.ApprovalRule
+			}
+		}
 	}
-	if len(tools["main"]) < 10 || tools["main"]["fs__write_file"] != "always (annotations: destructive)" ||
+	if len(tools["main"]) < 10 || tools["main"]["fs__write_file"] != "always (annotations: destructive)" || tools["main"]["fs__read_file"] != "always" ||
 		tools["main"]["fs__list_directory"] != "never (annotations: read-only)" || tools["reader"]["fs__read_file"] != "always" || len(tools["reader"]) != 1 {
 		t.Fatalf("tools: %v", tools)
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,7 +45,13 @@ type Options struct {
 	// Logger receives the servers' stderr and the restarts; nil: slog.Default().
 	Logger *slog.Logger
 	// Timeout bounds one tool call when the tool sets none; 0 means 60s.
+	// Time spent waiting for the user's answer to a server's question is
+	// not counted.
 	Timeout time.Duration
+	// HoldFor bounds how long a call that asked the user a question
+	// (elicitation) is held for the answer; 0 means one hour. After that
+	// the call is cancelled, and the answer, if it comes, finds it gone.
+	HoldFor time.Duration
 }
 
 // Hub holds the connections to MCP servers and their tools as Cairn tools.
@@ -53,6 +60,8 @@ type Hub struct {
 	order   []string
 	log     *slog.Logger
 	timeout time.Duration
+	holdFor time.Duration
+	held    held
 }
 
 // conn is one server's session, reconnected after a crash.
@@ -61,11 +70,17 @@ type conn struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	sess  *sdk.ClientSession
+	gone  chan struct{} // closed when sess stops
 	cmd   *exec.Cmd
 	down  error     // why the session ended, while it is down
 	retry time.Time // no reconnect before
 	wait  time.Duration
-	tools []*sdk.Tool
+	tools []*sdk.Tool // every tool listed so far, in the server's order
+	// listeners hear that tools changed (Toolset.Notify).
+	listeners []func()
+
+	callsMu sync.Mutex
+	calls   []*heldCall // in flight
 }
 
 // Connect starts or reaches every server and lists its tools. It fails if
@@ -74,12 +89,15 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Hub, error)
 	if opts == nil {
 		opts = &Options{}
 	}
-	h := &Hub{servers: map[string]*conn{}, log: opts.Logger, timeout: opts.Timeout}
+	h := &Hub{servers: map[string]*conn{}, log: opts.Logger, timeout: opts.Timeout, holdFor: opts.HoldFor}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	if h.timeout <= 0 {
 		h.timeout = 60 * time.Second
+	}
+	if h.holdFor <= 0 {
+		h.holdFor = time.Hour
 	}
 	for _, s := range servers {
 		c := &conn{spec: s, log: h.log.With("mcp_server", s.Name)}
@@ -87,12 +105,12 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Hub, error)
 			h.Close()
 			return nil, fmt.Errorf("mcp server %s: %w", s.Name, err)
 		}
-		res, err := c.sess.ListTools(ctx, nil)
+		tools, err := listTools(ctx, c.sess)
 		if err != nil {
 			h.Close()
 			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.Name, err)
 		}
-		c.tools = res.Tools
+		c.merge(tools)
 		h.servers[s.Name] = c
 		h.order = append(h.order, s.Name)
 	}
@@ -114,10 +132,96 @@ func (h *Hub) ToolNames(server string) []string {
 		return nil
 	}
 	var out []string
-	for _, t := range c.tools {
+	for _, t := range c.listed() {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+func (c *conn) listed() []*sdk.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools
+}
+
+func listTools(ctx context.Context, sess *sdk.ClientSession) ([]*sdk.Tool, error) {
+	var out []*sdk.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// relist lists the server's tools again (it said they changed, or it was
+// restarted) and tells the listeners. A tool that is no longer listed is
+// kept: a session may have called it, and its next call gets the
+// server's error rather than a tool that silently vanished.
+func (c *conn) relist(sess *sdk.ClientSession) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := listTools(ctx, sess)
+	if err != nil {
+		c.log.Warn("listing tools again failed; keeping the ones listed", "err", err)
+		return
+	}
+	for _, fn := range c.merge(tools) {
+		fn()
+	}
+}
+
+// merge adds newly listed tools to the ones listed before (updating those
+// listed again) and returns the listeners to tell.
+func (c *conn) merge(tools []*sdk.Tool) []func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	merged := slices.Clone(c.tools)
+	for _, t := range tools {
+		if i := slices.IndexFunc(merged, func(x *sdk.Tool) bool { return x.Name == t.Name }); i >= 0 {
+			merged[i] = t
+		} else {
+			merged = append(merged, t)
+		}
+	}
+	c.tools = merged
+	return slices.Clone(c.listeners)
+}
+
+// Toolset is the server's tools as a cairn.Toolset, for Agent.Toolsets: it
+// follows the server's notifications/tools/list_changed. spec, when not
+// nil, gives a tool's overrides (see Tool) by its MCP name.
+func (h *Hub) Toolset(server string, spec func(tool string) *cairn.Tool) cairn.Toolset {
+	c := h.servers[server]
+	if c == nil {
+		return nil
+	}
+	return &toolset{h: h, c: c, spec: spec}
+}
+
+type toolset struct {
+	h    *Hub
+	c    *conn
+	spec func(string) *cairn.Tool
+}
+
+func (ts *toolset) Tools() []*cairn.Tool {
+	var out []*cairn.Tool
+	for _, t := range ts.c.listed() {
+		var spec *cairn.Tool
+		if ts.spec != nil {
+			spec = ts.spec(t.Name)
+		}
+		out = append(out, ts.h.tool(ts.c, t, spec))
+	}
+	return out
+}
+
+func (ts *toolset) Notify(fn func()) {
+	ts.c.mu.Lock()
+	defer ts.c.mu.Unlock()
+	ts.c.listeners = append(ts.c.listeners, fn)
 }
 
 // Tool is the server's tool as a Cairn tool named server__tool, with the
@@ -129,7 +233,7 @@ func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
 	if c == nil {
 		return nil
 	}
-	for _, t := range c.tools {
+	for _, t := range c.listed() {
 		if t.Name == name {
 			return h.tool(c, t, spec)
 		}
@@ -196,30 +300,27 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 	}
 	name := t.Name
 	out.Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
-		return c.call(ctx, name, args)
+		return h.call(ctx, c, name, args)
 	}
 	return out
 }
 
 // call runs one tool call; a server that is down is restarted first (with
-// backoff), and one that fails mid-call gives an error result.
-func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
+// backoff), and one that fails mid-call gives an error result. A call that
+// asked the user a question and was held is taken up again (see elicit.go).
+func (h *Hub) call(ctx context.Context, c *conn, name string, args json.RawMessage) (string, error) {
+	key := cairn.IdempotencyKey(ctx)
+	if hc := h.held.take(key); hc != nil {
+		return h.resume(ctx, c, name, hc)
+	}
+	if len(cairn.Answers(ctx)) > 0 {
+		return "", fmt.Errorf("mcp server %s: %s asked the user a question and waited for the answer, but this process no longer holds the call (it restarted, or the answer reached another process): %w", c.spec.Name, name, cairn.ErrInDoubt)
+	}
 	sess, err := c.session(ctx)
 	if err != nil {
 		return "", err
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		if ctx.Err() == nil {
-			c.lost(sess, err)
-		}
-		return "", fmt.Errorf("mcp server %s: %s: %w", c.spec.Name, name, err)
-	}
-	text := resultText(res)
-	if res.IsError {
-		return "", errors.New(text)
-	}
-	return text, nil
+	return h.wait(ctx, c, name, c.startCall(sess, key, name, args, h.holdFor))
 }
 
 // resultText is what the model sees of a result: text joined, structured
@@ -274,6 +375,7 @@ func (c *conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		return nil, fmt.Errorf("mcp server %s is down: restart failed: %w", c.spec.Name, err)
 	}
 	c.wait, c.down = 0, nil
+	go c.relist(c.sess) // the restarted server may list other tools
 	return c.sess, nil
 }
 
@@ -297,7 +399,17 @@ func (c *conn) connect(ctx context.Context) error {
 }
 
 func (c *conn) connectLocked(ctx context.Context) error {
-	client := sdk.NewClient(&sdk.Implementation{Name: "cairn", Version: "1"}, nil)
+	gone := make(chan struct{}) // closed when this session stops: questions end
+	client := sdk.NewClient(&sdk.Implementation{Name: "cairn", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return c.elicit(ctx, req, gone)
+		},
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			go c.relist(req.Session)
+		},
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{
+			Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+	})
 	var transport sdk.Transport
 	switch {
 	case len(c.spec.Command) > 0:
@@ -327,7 +439,7 @@ func (c *conn) connectLocked(ctx context.Context) error {
 		c.killLocked()
 		return err
 	}
-	c.sess = sess
+	c.sess, c.gone = sess, gone
 	return nil
 }
 
@@ -346,8 +458,19 @@ func (c *conn) close() {
 }
 
 func (c *conn) stopLocked() {
+	if c.gone != nil {
+		close(c.gone) // before Close, which waits for the questions' handlers
+		c.gone = nil
+	}
 	if c.sess != nil {
-		c.sess.Close()
+		// A server that does not exit when its stdin closes (a request of
+		// its own still pending) is stopped after a grace period.
+		closed := make(chan struct{})
+		go func(sess *sdk.ClientSession) { sess.Close(); close(closed) }(c.sess)
+		select {
+		case <-closed:
+		case <-time.After(3 * time.Second):
+		}
 		c.sess = nil
 	}
 	c.killLocked()

@@ -1,0 +1,128 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+)
+
+const elicitTool = "everything__trigger-elicitation-request"
+
+// everythingRunner runs an agent with every tool of server-everything (a
+// Toolset: its elicitation tools are registered only after the client said
+// it can answer, and announced with notifications/tools/list_changed).
+func everythingRunner(t *testing.T, st store.Store) (*cairn.Runner, *mcp.Hub) {
+	t.Helper()
+	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
+	m := &scripted.Model{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: elicitTool, Arguments: `{}`}}},
+		{Text: "{{.LastResult}}"},
+	}}
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Toolsets: []cairn.Toolset{h.Toolset("everything", nil)}}}, &cairn.RunnerOptions{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == elicitTool }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the elicitation tool never reached the agent: %v", h.ToolNames("everything"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r, h
+}
+
+// server-everything's elicitation tool: the server's form becomes an input
+// interrupt with its schema; an answer that does not fit is refused; the
+// answer goes back as accept and reaches the tool's result; a rejection
+// goes back as decline. The call runs once either way.
+func TestElicitationBecomesAQuestion(t *testing.T) {
+	ctx := context.Background()
+	r, _ := everythingRunner(t, nil)
+
+	s, err := r.Start(ctx, "main", "ask me", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("start: %v %+v", err, s)
+	}
+	in := s.Interrupts[0]
+	var schema struct {
+		Required   []string       `json:"required"`
+		Properties map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(in.Schema, &schema); err != nil || in.Kind != cairn.KindInput || !strings.Contains(in.Question, "Please provide inputs") ||
+		!slices.Equal(schema.Required, []string{"name"}) || schema.Properties["email"] == nil {
+		t.Fatalf("interrupt: %v %+v (schema %s)", err, in, in.Schema)
+	}
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{"integer":500}`)}}, nil); err == nil || !strings.Contains(err.Error(), "name") {
+		t.Fatalf("an answer without the required name: %v", err)
+	}
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{"name":"Ada Lovelace","check":true,"integer":7}`)}}, nil)
+	if err != nil || s.Status != cairn.StatusCompleted {
+		t.Fatalf("answer: %v %+v", err, s)
+	}
+	for _, want := range []string{"User provided the requested information", "Name: Ada Lovelace", "Agreed to terms: true", "Favorite Integer: 7"} {
+		if !strings.Contains(s.Output, want) {
+			t.Fatalf("the tool's result lacks %q:\n%s", want, s.Output)
+		}
+	}
+	assertRanOnce(t, r, s.ID)
+
+	s, _ = r.Start(ctx, "main", "ask me", nil)
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "private"}}, nil)
+	if err != nil || s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "User declined") || !strings.Contains(s.Output, `"action": "decline"`) {
+		t.Fatalf("reject: %v %+v", err, s)
+	}
+}
+
+// assertRanOnce: the MCP call was sent once (one tool_started without
+// answers; the later one hands over the answer to the held call).
+func assertRanOnce(t *testing.T, r *cairn.Runner, id string) {
+	t.Helper()
+	evs, _ := r.Events(context.Background(), id, 0)
+	fresh := 0
+	for _, ev := range evs {
+		if ev.Type == session.EventToolStarted && !strings.Contains(string(ev.Data), `"answers"`) {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("the tool started afresh %d times", fresh)
+	}
+}
+
+// A process that restarts while a server's question waits loses the MCP
+// request: the answer finds no held call, and the call becomes an in-doubt
+// approval instead of running again silently.
+func TestElicitationLostInARestartIsInDoubt(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	first, hub := everythingRunner(t, st)
+	s, err := first.Start(ctx, "main", "ask me", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("start: %v %+v", err, s)
+	}
+	first.Close()
+	hub.Close() // the process and its MCP sessions are gone
+
+	second, _ := everythingRunner(t, st)
+	s, err = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{"name":"Ada"}`)}}, nil)
+	if err != nil || s.Status != cairn.StatusPaused || !s.Interrupts[0].InDoubt || s.Interrupts[0].Tool != elicitTool {
+		t.Fatalf("after the restart: %v %+v", err, s)
+	}
+	// Approved, it runs afresh: the server asks again.
+	s, err = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil || s.Status != cairn.StatusPaused || s.Interrupts[0].Kind != cairn.KindInput {
+		t.Fatalf("approved in doubt: %v %+v", err, s)
+	}
+}
