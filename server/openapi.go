@@ -150,6 +150,12 @@ func operations() []operation {
 			media: "text/html", responses: map[int]reply{200: {description: "the page"}}},
 		{method: "GET", path: "/ui/{file}", id: "pageAsset", summary: "The web page's script and styles.",
 			media: "text/javascript, text/css", responses: map[int]reply{200: {description: "the file"}, 404: {description: "no such file"}}},
+		{method: "POST", path: "/mcp", id: "mcp", summary: "MCP (streamable HTTP): the agents as tools, pauses asked by elicitation, cairn_resume; see docs/mcp.md. The same tokens; deciding needs approver.",
+			media: "application/json, text/event-stream", responses: map[int]reply{200: {description: "an MCP message or stream"}, 202: {description: "a notification or response, accepted"}, 401: unauthorized}},
+		{method: "GET", path: "/mcp", id: "mcpStream", summary: "MCP (streamable HTTP): the server's stream of an MCP session.",
+			media: "text/event-stream", responses: map[int]reply{200: {description: "an MCP stream"}, 401: unauthorized}},
+		{method: "DELETE", path: "/mcp", id: "mcpEnd", summary: "MCP (streamable HTTP): ends an MCP session.",
+			responses: map[int]reply{204: {description: "ended"}, 401: unauthorized}},
 		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
 			responses: map[int]reply{200: {"the server is up", healthBody{}}}},
 	}

@@ -22,6 +22,8 @@ import (
 
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -375,6 +377,22 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/agents/ops/invoke", approver, resumeTok, 200)
 	do("POST", "/v1/agents/ops/invoke", approver, resumeTok, 409)
 
+	// MCP over streamable HTTP, with the same tokens: a user's run that
+	// pauses gets the paused result (only approvers decide).
+	for _, m := range []string{"POST", "GET", "DELETE"} {
+		do(m, "/mcp", nobody, "", 401)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: api.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer(uma)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpRes, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ops", Arguments: map[string]any{"input": "ship it"}})
+	if err != nil || len(mcpRes.Content) == 0 || !strings.Contains(mcpRes.Content[0].(*sdk.TextContent).Text, "The run is paused") {
+		t.Fatalf("MCP call: %v %+v", err, mcpRes)
+	}
+	cs.Close()
+
 	do("GET", "/healthz", nobody, "", 200)
 	for path, want := range map[string]int{"/": 200, "/ui/app.js": 200, "/ui/app.css": 200, "/ui/nope.js": 404} {
 		resp, err := http.Get(api.URL + path)
@@ -406,4 +424,13 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	if os.Getenv("CAIRN_WRITE_OPENAPI") != "" {
 		os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644)
 	}
+}
+
+// bearer sends a bearer token with every request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -43,6 +43,7 @@ type Server struct {
 	// web holds the page's files, read once.
 	webOnce sync.Once
 	web     map[string]asset
+	baseURL string
 }
 
 // Options configures a Server.
@@ -60,6 +61,9 @@ type Options struct {
 	// (heartbeats do not count; the client reconnects with Last-Event-ID).
 	// 0 means DefaultStreamIdle.
 	StreamIdle time.Duration
+	// BaseURL is where people reach this server (http://host:port), for
+	// the inbox links it hands out (over MCP); empty: no links.
+	BaseURL string
 }
 
 // New returns a server for runner. opts may be nil.
@@ -68,7 +72,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
-		readTimeout: ReadTimeout, writeTimeout: WriteTimeout}
+		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -97,6 +101,10 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	s.mux.HandleFunc("GET /{$}", s.serveIndex)
 	s.mux.HandleFunc("GET /ui/{file}", s.serveUI)
+	mcpHandler := s.mcpHandler()
+	s.mux.Handle("POST /mcp", mcpHandler)
+	s.mux.Handle("GET /mcp", mcpHandler)
+	s.mux.Handle("DELETE /mcp", mcpHandler)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -103,7 +103,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens}).HTTPServer()
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: "http://" + ln.Addr().String()}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/mcp"
+)
+
+// mcpHandler serves the agents as MCP tools over streamable HTTP at /mcp,
+// with the API's tokens: a token's name owns the sessions it starts, and
+// only approvers and admins decide (see docs/mcp.md).
+func (s *Server) mcpHandler() http.Handler {
+	opts := &mcp.ServerOptions{Logger: s.log, Caller: s.mcpCaller}
+	if s.baseURL != "" {
+		opts.Inbox = func(id string) string { return strings.TrimSuffix(s.baseURL, "/") + "/#/sessions/" + id }
+	}
+	srv := mcp.NewServer(s.runner, opts)
+	h := http.Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	if len(s.tokens) > 0 {
+		// authenticate already refused unknown tokens; this hands the
+		// caller to the MCP server as the SDK's TokenInfo.
+		h = auth.RequireBearerToken(func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			p, ok := s.lookup(token)
+			if !ok {
+				return nil, auth.ErrInvalidToken
+			}
+			return &auth.TokenInfo{UserID: p.name, Scopes: []string{p.role}, Expiration: time.Now().Add(24 * time.Hour)}, nil
+		}, nil)(h)
+	}
+	return h
+}
+
+// mcpCaller is who calls a tool over /mcp.
+func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcp.Caller {
+	p := principal{role: RoleAdmin} // no tokens configured: loopback only
+	if len(s.tokens) > 0 {
+		p = principal{}
+		if extra != nil && extra.TokenInfo != nil && len(extra.TokenInfo.Scopes) == 1 {
+			p = principal{name: extra.TokenInfo.UserID, role: extra.TokenInfo.Scopes[0]}
+		}
+	}
+	return mcp.Caller{Name: p.name, Role: p.role, MayDecide: p.atLeast(RoleApprover),
+		MaySee: func(sess *cairn.Session) bool { return canSee(p, sess) }}
+}
