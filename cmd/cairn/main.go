@@ -2,6 +2,7 @@
 // approval and resume exactly once.
 //
 //	cairn serve --config cairn.yaml [--addr 127.0.0.1:8080]
+//	cairn mcp --config cairn.yaml   (the agents as MCP tools on stdio)
 //	cairn version
 package main
 
@@ -66,7 +67,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr))
+	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr), newMCPCmd(stdin, stdout, stderr))
 	return root
 }
 
