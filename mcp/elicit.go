@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,4 +199,42 @@ func (c *conn) elicit(ctx context.Context, req *sdk.ElicitRequest, gone <-chan s
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Follow answers "cancel" to the questions held for sessions of r that
+// end without their answer (cancelled, failed, or completed elsewhere) and
+// ends those calls, instead of holding them for HoldFor. It returns when
+// ctx ends or the runner closes; run it in a goroutine.
+func (h *Hub) Follow(ctx context.Context, r *cairn.Runner) {
+	for ch := range r.WatchSessions(ctx) {
+		if ch.Session == nil {
+			continue
+		}
+		switch ch.Session.Status {
+		case cairn.StatusCancelled, cairn.StatusFailed, cairn.StatusCompleted:
+			for _, hc := range h.held.release(ch.Session.ID + "/") {
+				select {
+				case hc.replies <- &sdk.ElicitResult{Action: "cancel"}:
+				default:
+				}
+				// The server hears "cancel" and ends the call; one that does
+				// not is stopped after a grace period.
+				time.AfterFunc(10*time.Second, hc.cancel)
+			}
+		}
+	}
+}
+
+// release takes the held calls whose keys start with prefix.
+func (h *held) release(prefix string) []*heldCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*heldCall
+	for key, hc := range h.calls {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, hc)
+			delete(h.calls, key)
+		}
+	}
+	return out
 }

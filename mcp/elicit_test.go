@@ -3,10 +3,14 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/mcptest"
@@ -124,5 +128,58 @@ func TestElicitationLostInARestartIsInDoubt(t *testing.T) {
 	s, err = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil || s.Status != cairn.StatusPaused || s.Interrupts[0].Kind != cairn.KindInput {
 		t.Fatalf("approved in doubt: %v %+v", err, s)
+	}
+}
+
+// A session cancelled while a server's question waits: the server hears
+// "cancel" (Follow), instead of waiting for HoldFor. The server here is a
+// Go SDK server over streamable HTTP, on protocol 2026-07-28 (its question
+// is a multi round-trip input request), that reports what it heard.
+func TestCancelledSessionCancelsTheQuestion(t *testing.T) {
+	ctx := context.Background()
+	heard := make(chan string, 1)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asker", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "confirm", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			// Protocol 2026-07-28: the question is an input request; the
+			// client calls again with the answer (multi round-trip).
+			res, _ := req.Params.InputResponses["sure"].(*sdk.ElicitResult)
+			if res == nil {
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"sure": &sdk.ElicitParams{Message: "Sure?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil, nil
+			}
+			heard <- res.Action
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Action}}}, nil, nil
+		})
+	api := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(api.Close) // after the client's connection closes (cleanups run last first)
+	h := connect(t, mcp.Server{Name: "asker", URL: api.URL})
+	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "asker__confirm", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
+	r := runner(t, m, h.Tool("asker", "confirm", nil))
+	followCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go h.Follow(followCtx, r)
+
+	s, err := r.Start(ctx, "main", "go", nil)
+	if err != nil || s.Status != cairn.StatusPaused || len(s.Interrupts[0].Schema) == 0 {
+		t.Fatalf("start: %v %+v", err, s)
+	}
+	if _, err := r.Cancel(ctx, s.ID, cairn.CancelAll, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-heard:
+		if got != "cancel" {
+			t.Fatalf("the server heard %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's question was still held after the session was cancelled")
+	}
+
+	// Answered, the same server hears accept (over HTTP this time).
+	s, _ = r.Start(ctx, "main", "go", nil)
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{"ok":true}`)}}, nil)
+	if err != nil || s.Output != "accept" || <-heard != "accept" {
+		t.Fatalf("answer: %v %+v", err, s)
 	}
 }

@@ -47,6 +47,9 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer runner.Close()
+			if cfg.MCP != nil {
+				go cfg.MCP.Follow(cmd.Context(), runner) // a cancelled session's held MCP question hears "cancel"
+			}
 			if len(cfg.Scripted) > 0 {
 				fmt.Fprintf(stdout, "(model(s) %s are SCRIPTED: replies come from the config file)\n", strings.Join(cfg.Scripted, ", "))
 			}

@@ -100,6 +100,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	defer runner.Close()
+	if cfg.MCP != nil {
+		go cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

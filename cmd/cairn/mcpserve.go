@@ -54,6 +54,9 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	defer runner.Close()
+	if cfg.MCP != nil {
+		go cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
+	}
 	srv := mcp.NewServer(runner, &mcp.ServerOptions{Logger: log})
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
