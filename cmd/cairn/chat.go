@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -247,6 +250,20 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	}
 	switch it.Kind {
 	case cairn.KindInput:
+		switch {
+		case len(it.Schema) > 0:
+			return c.form(where, it)
+		case it.URL != "":
+			fmt.Fprintf(c.out, "%s%s asks: %s\n  open %s\n", where, it.Tool, it.Question, it.URL)
+			ans, ok := c.read("press Enter when done, or n to decline: ")
+			if !ok {
+				return nil, false
+			}
+			if strings.EqualFold(ans, "n") || strings.EqualFold(ans, "no") {
+				return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: "declined"}, true
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer}, true
+		}
 		ans, ok := c.read(fmt.Sprintf("%s%s asks: %s > ", where, it.Tool, it.Question))
 		if !ok {
 			return nil, false
@@ -411,4 +428,150 @@ func hasDecisions(s *cairn.Session) bool {
 		}
 	}
 	return false
+}
+
+// form asks for each field of a question's schema (an MCP server's form),
+// required ones first, and answers with the object; /decline rejects it.
+func (c *chatter) form(where string, it cairn.Interrupt) (*cairn.Decision, bool) {
+	fmt.Fprintf(c.out, "%s%s asks: %s\n  (an empty line keeps the default or leaves the field out; /decline rejects the question)\n", where, it.Tool, it.Question)
+	fields, err := formFields(it.Schema)
+	if err != nil {
+		fmt.Fprintln(c.out, "  the form cannot be shown:", err)
+		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: "the form could not be shown"}, true
+	}
+	content := map[string]any{}
+	for _, f := range fields {
+		for {
+			ans, ok := c.read("  " + f.prompt())
+			if !ok {
+				return nil, false
+			}
+			if ans == "/decline" {
+				return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: "declined"}, true
+			}
+			v, set, err := f.value(ans)
+			if err != nil {
+				fmt.Fprintln(c.out, "  ", err)
+				continue
+			}
+			if set {
+				content[f.Name] = v
+			}
+			break
+		}
+	}
+	b, _ := json.Marshal(content)
+	return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Content: b}, true
+}
+
+// formField is one property of a flat form schema, in the schema's order.
+type formField struct {
+	Name        string
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Enum        []any  `json:"enum"`
+	Default     any    `json:"default"`
+	Required    bool
+}
+
+func formFields(schema json.RawMessage) ([]formField, error) {
+	var doc struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if err := json.Unmarshal(schema, &doc); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc.Properties))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, nil
+	}
+	var out []formField
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var f formField
+		if err := dec.Decode(&f); err != nil {
+			return nil, err
+		}
+		f.Name, _ = key.(string)
+		f.Required = slices.Contains(doc.Required, f.Name)
+		out = append(out, f)
+	}
+	// Required fields first; the rest in the schema's order.
+	slices.SortStableFunc(out, func(a, b formField) int {
+		switch {
+		case a.Required == b.Required:
+			return 0
+		case a.Required:
+			return -1
+		}
+		return 1
+	})
+	return out, nil
+}
+
+func (f formField) prompt() string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(f.Title, f.Name))
+	if f.Description != "" {
+		fmt.Fprintf(&b, " — %s", f.Description)
+	}
+	fmt.Fprintf(&b, " (%s", cmp.Or(f.Type, "string"))
+	if len(f.Enum) > 0 {
+		fmt.Fprintf(&b, ", one of %v", f.Enum)
+	}
+	if f.Type == "array" {
+		b.WriteString(", comma-separated")
+	}
+	if f.Required {
+		b.WriteString(", required")
+	}
+	b.WriteString(")")
+	if f.Default != nil {
+		fmt.Fprintf(&b, " [%v]", f.Default)
+	}
+	b.WriteString(": ")
+	return b.String()
+}
+
+// value converts what was typed to the field's type; set is false for an
+// empty line without a default.
+func (f formField) value(typed string) (v any, set bool, err error) {
+	typed = strings.TrimSpace(typed)
+	if typed == "" {
+		return f.Default, f.Default != nil, nil
+	}
+	switch f.Type {
+	case "boolean":
+		switch strings.ToLower(typed) {
+		case "y", "yes", "true":
+			return true, true, nil
+		case "n", "no", "false":
+			return false, true, nil
+		}
+		return nil, false, fmt.Errorf("%q: answer y or n", typed)
+	case "integer":
+		n, err := strconv.ParseInt(typed, 10, 64)
+		if err != nil {
+			return nil, false, fmt.Errorf("%q is not a whole number", typed)
+		}
+		return n, true, nil
+	case "number":
+		n, err := strconv.ParseFloat(typed, 64)
+		if err != nil {
+			return nil, false, fmt.Errorf("%q is not a number", typed)
+		}
+		return n, true, nil
+	case "array":
+		var items []any
+		for _, p := range strings.Split(typed, ",") {
+			items = append(items, strings.TrimSpace(p))
+		}
+		return items, true, nil
+	}
+	return typed, true, nil
 }

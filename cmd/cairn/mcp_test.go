@@ -74,3 +74,78 @@ func TestMCPFilesystemThroughChatAndServe(t *testing.T) {
 		t.Fatalf("agents: %v", agents)
 	}
 }
+
+const twoServersConfig = `
+store: sqlite:./cairn.db
+mcp_servers:
+  memory: {command: [%q], env: {MEMORY_FILE_PATH: %q}}
+  everything: {command: [%q]}
+models:
+  demo:
+    provider: scripted
+    scripts:
+      keeper:
+        - tool_calls: [{name: memory__create_entities, arguments: {entities: [{name: ana, entityType: person, observations: [approves deploys]}]}}]
+        - tool_calls: [{name: memory__delete_entities, arguments: {entityNames: [ana]}}]
+        - text: "{{.LastResult}}"
+      asker:
+        - tool_calls: [{name: everything__trigger-elicitation-request, arguments: {}}]
+        - text: "{{.LastResult}}"
+agents:
+  keeper: {model: demo, tools: [memory.*]}
+  asker: {model: demo, tools: [everything.*]}
+`
+
+// server-memory and server-everything through cairn chat and cairn serve:
+// create_entities runs at once and delete_entities waits for approval (its
+// annotations); everything's elicitation form becomes a question, filled
+// in field by field in chat and as content over HTTP, and the answer
+// reaches the tool's result.
+func TestMCPMemoryAndEverythingThroughChatAndServe(t *testing.T) {
+	memory, everything := mcptest.Server(t, "mcp-server-memory"), mcptest.Server(t, "mcp-server-everything")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(twoServersConfig, memory, filepath.Join(dir, "memory.jsonl"), everything)), 0o600)
+
+	chat := func(agent, input string) string {
+		t.Helper()
+		cmd := exec.Command(binary, "chat", "--config", cfg, "--agent", agent)
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("chat %s: %v\n%s", agent, err, out)
+		}
+		return string(out)
+	}
+	out := chat("keeper", "remember ana, then forget her\ny\n")
+	if strings.Count(out, "approve?") != 1 || !strings.Contains(out, "memory__delete_entities") || !strings.Contains(strings.ToLower(out), "deleted") {
+		t.Fatalf("keeper in chat:\n%s", out)
+	}
+	out = chat("asker", "ask me\nAda Lovelace\n"+strings.Repeat("\n", 12))
+	if !strings.Contains(out, "Your full, legal name") || !strings.Contains(out, "Name: Ada Lovelace") || !strings.Contains(out, "Favorite Integer: 42") {
+		t.Fatalf("asker in chat:\n%s", out)
+	}
+
+	_, base := serve(t, cfg)
+	code, s := post(t, base+"/v1/sessions", `{"agent":"keeper","input":"remember ana, then forget her"}`)
+	ins, _ := s["interrupts"].([]any)
+	if code != 201 || len(ins) != 1 || ins[0].(map[string]any)["tool"] != "memory__delete_entities" {
+		t.Fatalf("keeper over HTTP: %d %v", code, s)
+	}
+	code, s = post(t, base+"/v1/sessions", `{"agent":"asker","input":"ask me"}`)
+	ins, _ = s["interrupts"].([]any)
+	if code != 201 || len(ins) != 1 || ins[0].(map[string]any)["schema"] == nil {
+		t.Fatalf("asker over HTTP: %d %v", code, s)
+	}
+	decide := func(content string) (int, map[string]any) {
+		return post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions",
+			fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"answer","content":%s}]}`, s["seq"], ins[0].(map[string]any)["id"], content))
+	}
+	if code, bad := decide(`{"integer":"many"}`); code != 400 || bad["error"].(map[string]any)["code"] != "invalid_arguments" {
+		t.Fatalf("an answer that does not fit the form: %d %v", code, bad)
+	}
+	code, done := decide(`{"name":"Grace Hopper","check":true}`)
+	if code != 200 || done["status"] != "completed" || !strings.Contains(done["output"].(string), "Name: Grace Hopper") {
+		t.Fatalf("answer over HTTP: %d %v", code, done)
+	}
+}
