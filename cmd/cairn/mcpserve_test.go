@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn/internal/mcptest"
 )
@@ -80,4 +84,61 @@ func TestMCPStdioWithTypeScriptClient(t *testing.T) {
 	if runs, _ := os.ReadFile(filepath.Join(dir, "runs.txt")); string(runs) != "run\n" {
 		t.Fatalf("the tool ran %q", runs)
 	}
+}
+
+// /mcp on a real cairn serve, with its tokens: an approver's client answers
+// the nested pause by elicitation and the run completes with the tool run
+// once; a user's run stays paused for an approver (the paused result).
+func TestMCPOverHTTPOnServe(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(servedConfig+`
+auth:
+  tokens:
+    - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
+    - {name: uma, token_env: CAIRN_TEST_USER, role: user}
+`), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", "approver-token-0123456789")
+	t.Setenv("CAIRN_TEST_USER", "user-token-uma-0123456789")
+	_, base := serve(t, cfg)
+	call := func(token string, handler func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.CallToolResult {
+		t.Helper()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: handler}).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var asked []string
+	approve := func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}
+	res := call("approver-token-0123456789", approve)
+	if text := res.Content[0].(*sdk.TextContent).Text; text != "lead: ops: deployed" || len(asked) != 1 || !strings.Contains(asked[0], "lead › ops › Deploy to production?") || !strings.Contains(asked[0], base+"/#/sessions/ses_") {
+		t.Fatalf("approver: %q, asked %q", text, asked)
+	}
+	res = call("user-token-uma-0123456789", approve)
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "The run is paused") || !strings.Contains(text, base+"/#/sessions/ses_") || len(asked) != 1 {
+		t.Fatalf("user: %q, asked %d times", text, len(asked))
+	}
+	if runs, _ := os.ReadFile(filepath.Join(dir, "runs.txt")); string(runs) != "run\n" {
+		t.Fatalf("the tool ran %q", runs)
+	}
+}
+
+// bearer sends a bearer token with every request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
