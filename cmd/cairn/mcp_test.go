@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/cairnhq/cairn/internal/mcptest"
 )
 
@@ -147,5 +149,55 @@ func TestMCPMemoryAndEverythingThroughChatAndServe(t *testing.T) {
 	code, done := decide(`{"name":"Grace Hopper","check":true}`)
 	if code != 200 || done["status"] != "completed" || !strings.Contains(done["output"].(string), "Name: Grace Hopper") {
 		t.Fatalf("answer over HTTP: %d %v", code, done)
+	}
+}
+
+// server-everything's elicitation form in the web page: the question shows
+// its own form (defaults filled in), a missing required field is refused
+// at the field, and the answer completes the run.
+func TestBrowserAnswersAnMCPForm(t *testing.T) {
+	everything := mcptest.Server(t, "mcp-server-everything")
+	ctx := browser(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+store: sqlite:./cairn.db
+auth:
+  tokens:
+    - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
+mcp_servers:
+  everything: {command: [%q]}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: everything__trigger-elicitation-request, arguments: {}}]
+      - text: "{{.LastResult}}"
+agents:
+  asker: {model: demo, tools: [everything.*]}
+`, everything)), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	_, base := serve(t, cfg)
+	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"asker","input":"ask me"}`)
+	id, _ := s["id"].(string)
+	if s["status"] != "paused" {
+		t.Fatalf("start: %v", s)
+	}
+	form := item(id) + " form.edit"
+	var integer string
+	err := chromedp.Run(ctx, signIn(base, approverToken),
+		chromedp.WaitVisible(form+` input[name="name"]`, chromedp.ByQuery),
+		chromedp.Value(form+` input[name="integer"]`, &integer, chromedp.ByQuery),
+		chromedp.Click(form+" button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(form+` .field-error[data-field="name"]:not(:empty)`, chromedp.ByQuery),
+		chromedp.SendKeys(form+` input[name="name"]`, "Ada Lovelace", chromedp.ByQuery),
+		chromedp.Click(form+" button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitSession(t, base, id, "completed")
+	if integer != "42" || !strings.Contains(done["output"].(string), "Name: Ada Lovelace") || !strings.Contains(done["output"].(string), "Favorite Integer: 42") {
+		t.Fatalf("default %q; output %v", integer, done["output"])
 	}
 }

@@ -319,6 +319,18 @@ function actions(s, it, agent, card, error) {
   const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason (the model sees it)', size: 28 });
   const remember = el('input', { type: 'checkbox', class: 'remember' });
   const rejectBtn = el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value, remember: remember.checked ? 'session' : undefined }, error) }, 'Reject');
+  if (it.kind === 'input' && it.schema) {
+    // The question's own form (an MCP server's elicitation).
+    box.append(reason, rejectBtn);
+    queueMicrotask(() => schemaForm(card, it.schema, {}, true, 'Answer',
+      (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'answer', content: value }, error, fieldErrors)));
+    return box;
+  }
+  if (it.kind === 'input' && it.url) {
+    box.append(el('a', { class: 'url', href: it.url, target: '_blank', rel: 'noopener noreferrer' }, 'Open ' + it.url),
+      el('button', { class: 'primary', onclick: () => decide(s, { interrupt_id: it.id, action: 'answer' }, error) }, 'Done'), reason, rejectBtn);
+    return box;
+  }
   if (it.kind === 'input') {
     const answer = el('input', { type: 'text', class: 'answer', placeholder: 'your answer', size: 30 });
     box.append(answer, el('button', { class: 'primary', onclick: () => decide(s, { interrupt_id: it.id, action: 'answer', text: answer.value }, error) }, 'Answer'), reason, rejectBtn);
@@ -368,14 +380,21 @@ function openEditor(s, it, agent, card, error, remember) {
   const old = card.querySelector('form.edit');
   if (old) { old.remove(); return; }
   const tool = toolOf(agent, it.tool);
-  const schema = (tool && tool.parameters) || {};
+  schemaForm(card, (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments',
+    (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'approve', arguments: value, remember: remember.checked ? 'session' : undefined }, error, fieldErrors));
+}
+
+// schemaForm adds to card a form generated from a JSON Schema, filled with
+// values (and the schema's defaults when useDefaults), that calls submit
+// with the object and a function that shows a 400's message at its field.
+function schemaForm(card, schema, values, useDefaults, label, submit) {
   const props = schema.properties || {};
   const required = new Set(schema.required || []);
-  const args = it.arguments || {};
+  const args = values;
   const fields = [];
   const form = el('form', { class: 'edit', novalidate: true });
   for (const [name, p] of Object.entries(props)) {
-    const current = args[name];
+    const current = name in args ? args[name] : (useDefaults ? p.default : undefined);
     let input;
     const type = Array.isArray(p.type) ? p.type.find((t) => t !== 'null') : p.type;
     if (Array.isArray(p.enum)) {
@@ -394,12 +413,13 @@ function openEditor(s, it, agent, card, error, remember) {
     fields.push({ name, p, type, input, msg });
     form.append(el('label', {}, el('span', {}, name, required.has(name) ? el('span', { class: 'req', title: 'required' }, ' *') : '',
       p.description ? el('span', { class: 'muted' }, ' — ' + p.description) : ''), input, msg));
+    if (p.title) form.lastChild.firstChild.prepend(p.title + ' · ');
   }
   const raw = fields.length ? null : el('textarea', { name: '(arguments)' }, pretty(args));
   if (raw) form.append(el('label', {}, 'arguments (JSON)', raw));
   const formError = el('div', { class: 'error form-error' });
-  form.append(formError, el('div', { class: 'actions' }, el('button', { class: 'primary', type: 'submit' }, 'Approve with these arguments'),
-    el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')));
+  form.append(formError, el('div', { class: 'actions' }, el('button', { class: 'primary', type: 'submit' }, label),
+    !useDefaults && el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')));
 
   const collect = () => {
     let ok = true;
@@ -444,7 +464,7 @@ function openEditor(s, it, agent, card, error, remember) {
     formError.textContent = '';
     const value = collect();
     if (!value) return;
-    await decide(s, { interrupt_id: it.id, action: 'approve', arguments: value, remember: remember.checked ? 'session' : undefined }, error, fieldErrors);
+    await submit(value, fieldErrors);
   });
   card.append(form);
   const first = form.querySelector('input, select, textarea');
