@@ -150,6 +150,21 @@ func TestMCPMemoryAndEverythingThroughChatAndServe(t *testing.T) {
 	if code != 200 || done["status"] != "completed" || !strings.Contains(done["output"].(string), "Name: Grace Hopper") {
 		t.Fatalf("answer over HTTP: %d %v", code, done)
 	}
+
+	// And from the CLI: show says how to answer; answer --content does.
+	_, s = post(t, base+"/v1/sessions", `{"agent":"asker","input":"ask me"}`)
+	id := s["id"].(string)
+	show, _ := exec.Command(binary, "sessions", "--server", base, "show", id).CombinedOutput()
+	if !strings.Contains(string(show), "answer with --content") {
+		t.Fatalf("show:\n%s", show)
+	}
+	if out, err := exec.Command(binary, "sessions", "--server", base, "answer", id).CombinedOutput(); err == nil || !strings.Contains(string(out), "--content") {
+		t.Fatalf("answer without content: %v\n%s", err, out)
+	}
+	answered, err := exec.Command(binary, "sessions", "--server", base, "answer", id, "--content", `{"name":"Ada"}`).CombinedOutput()
+	if err != nil || !strings.Contains(string(answered), "Name: Ada") {
+		t.Fatalf("answer --content: %v\n%s", err, answered)
+	}
 }
 
 // server-everything's elicitation form in the web page: the question shows

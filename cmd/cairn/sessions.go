@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,7 +112,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 	}
 
 	decide := func(use, short, action string) *cobra.Command {
-		var reason, text, arguments string
+		var reason, text, arguments, content string
 		var remember bool
 		d := &cobra.Command{
 			Use:   use,
@@ -134,6 +135,15 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 					}
 					dec.Arguments = json.RawMessage(arguments)
 				}
+				if content != "" {
+					if !json.Valid([]byte(content)) {
+						return fmt.Errorf("--content is not valid JSON: %s", content)
+					}
+					dec.Content = json.RawMessage(content)
+				}
+				if action == cairn.ActionAnswer && text == "" && content == "" && !urlQuestion(&s, id) {
+					return errors.New("give --text (the answer), or --content (a JSON object) for a question with a schema")
+				}
 				if remember {
 					dec.Remember = cairn.RememberSession
 				}
@@ -149,7 +159,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			d.Flags().BoolVar(&remember, "remember", false, "refuse this tool, with this reason, for the rest of the session")
 		case cairn.ActionAnswer:
 			d.Flags().StringVar(&text, "text", "", "the answer")
-			_ = d.MarkFlagRequired("text")
+			d.Flags().StringVar(&content, "content", "", "the answer to a question with a schema: a JSON object valid under it")
 		}
 		return d
 	}
@@ -199,6 +209,12 @@ func brief(s *cairn.Session) string {
 		case cairn.KindApproval:
 			return fmt.Sprintf("approve %s? %s%s", in.Tool, in.Message, more)
 		case cairn.KindInput:
+			switch {
+			case in.URL != "":
+				return fmt.Sprintf("question: %s (open %s, then answer)%s", in.Question, in.URL, more)
+			case len(in.Schema) > 0:
+				return fmt.Sprintf("question: %s (answer with --content, a JSON object under %s)%s", in.Question, in.Schema, more)
+			}
 			return fmt.Sprintf("question: %s%s", in.Question, more)
 		default:
 			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
@@ -328,4 +344,15 @@ func describe(ev cairn.Event) string {
 		return fmt.Sprintf("%v", e["message"])
 	}
 	return ""
+}
+
+// urlQuestion reports whether interrupt id asks the user to visit a URL
+// (answered without text once done).
+func urlQuestion(s *cairn.Session, id string) bool {
+	for _, in := range s.Interrupts {
+		if in.ID == id {
+			return in.URL != ""
+		}
+	}
+	return false
 }
