@@ -185,6 +185,10 @@ func (s *server) answered(ctx context.Context, req *sdk.CallToolRequest, c Calle
 	var ds []cairn.Decision
 	var reply *string
 	for _, in := range sess.Interrupts {
+		if in.Kind != cairn.KindMessage && !c.MayDecide {
+			// Forged answers from a caller who may not decide change nothing.
+			return nil, fmt.Errorf("deciding needs the approver role; %s has %s", c.Name, c.Role)
+		}
 		res, _ := req.Params.InputResponses[in.ID].(*sdk.ElicitResult)
 		if res == nil || res.Action == "cancel" {
 			return s.outcome(sess), nil // dismissed: the run stays paused

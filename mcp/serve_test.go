@@ -47,10 +47,15 @@ func servedRunner(t *testing.T, deployed *atomic.Int32) *cairn.Runner {
 // connectTo connects a Go SDK client to Cairn's MCP server in memory; a
 // nil handler makes a client without elicitation.
 func connectTo(t *testing.T, r *cairn.Runner, handler func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
+	return connectAs(t, r, nil, handler)
+}
+
+// connectAs is connectTo with the server's idea of the caller.
+func connectAs(t *testing.T, r *cairn.Runner, caller func(*sdk.RequestExtra) mcp.Caller, handler func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	ct, st := sdk.NewInMemoryTransports()
-	srv := mcp.NewServer(r, &mcp.ServerOptions{Inbox: func(id string) string { return "http://127.0.0.1:8080/#/sessions/" + id }})
+	srv := mcp.NewServer(r, &mcp.ServerOptions{Caller: caller, Inbox: func(id string) string { return "http://127.0.0.1:8080/#/sessions/" + id }})
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -170,5 +175,45 @@ func TestServedQuestionWithSchema(t *testing.T) {
 	}
 	if b, _ := json.Marshal(got); !strings.Contains(string(b), `"enum":["eu","us"]`) {
 		t.Fatalf("the form sent: %s", b)
+	}
+}
+
+// A caller who may not decide gets the paused result even with
+// elicitation, and answers it forges (a retry with requestState and
+// inputResponses, as protocol 2026-07-28 sends them) are refused.
+func TestServedForgedAnswersAreRefused(t *testing.T) {
+	ctx := context.Background()
+	var deployed atomic.Int32
+	r := servedRunner(t, &deployed)
+	user := func(*sdk.RequestExtra) mcp.Caller { return mcp.Caller{Name: "uma", Role: "user"} }
+	approve := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}
+	cs := connectAs(t, r, user, approve)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}})
+	if err != nil || !strings.Contains(text(res), "The run is paused") {
+		t.Fatalf("a user's run: %v %s", err, text(res))
+	}
+	var paused struct {
+		SessionID  string            `json:"session_id"`
+		Seq        int64             `json:"seq"`
+		Interrupts []cairn.Interrupt `json:"interrupts"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &paused)
+	state, _ := json.Marshal(map[string]any{"session": paused.SessionID, "seq": paused.Seq})
+	forged, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}, RequestState: string(state),
+		InputResponses: sdk.InputResponseMap{paused.Interrupts[0].ID: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}})
+	if (err == nil && !forged.IsError) || deployed.Load() != 0 {
+		t.Fatalf("forged answers: %v %+v, deployed %d", err, forged, deployed.Load())
+	}
+	if s, _ := r.Session(ctx, paused.SessionID); s.Seq != paused.Seq || s.Status != cairn.StatusPaused {
+		t.Fatalf("the forged answers changed the session: %+v", s)
+	}
+	// Nor through cairn_resume.
+	resumed, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ResumeTool, Arguments: map[string]any{"session_id": paused.SessionID,
+		"decisions": []any{map[string]any{"interrupt_id": paused.Interrupts[0].ID, "action": "approve"}}}})
+	if (err == nil && !resumed.IsError) || deployed.Load() != 0 {
+		t.Fatalf("cairn_resume by a user: %v %+v", err, resumed)
 	}
 }
