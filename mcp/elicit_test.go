@@ -183,3 +183,47 @@ func TestCancelledSessionCancelsTheQuestion(t *testing.T) {
 		t.Fatalf("answer: %v %+v", err, s)
 	}
 }
+
+// A server that adds a tool while Cairn is connected announces it with
+// notifications/tools/list_changed: server.* (a Toolset) lists it, the
+// runner's agent gets it, and the tools listed before stay.
+func TestToolListChanged(t *testing.T) {
+	ctx := context.Background()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "grower", Version: "1"}, nil)
+	echo := func(name string) sdk.ToolHandlerFor[struct{}, any] {
+		return func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name + " ran"}}}, nil, nil
+		}
+	}
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	sdk.AddTool(srv, &sdk.Tool{Name: "first", Annotations: readOnly}, echo("first"))
+	api := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(api.Close)
+	h := connect(t, mcp.Server{Name: "grower", URL: api.URL})
+	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "grower__second", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Toolsets: []cairn.Toolset{h.Toolset("grower", nil)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := len(r.Agents()[0].Tools); got != 1 {
+		t.Fatalf("tools at start: %d", got)
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "second", Annotations: readOnly}, echo("second"))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.Agents()[0].Tools) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new tool never arrived: %v", h.ToolNames("grower"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.RemoveTools("first")
+	s, err := r.Start(ctx, "main", "go", nil)
+	if err != nil || s.Output != "second ran" {
+		t.Fatalf("%v %+v", err, s)
+	}
+	time.Sleep(200 * time.Millisecond) // the removal's list_changed
+	if names := h.ToolNames("grower"); len(names) != 2 {
+		t.Fatalf("a tool the server stopped listing was dropped: %v", names)
+	}
+}
