@@ -227,3 +227,37 @@ func TestToolListChanged(t *testing.T) {
 		t.Fatalf("a tool the server stopped listing was dropped: %v", names)
 	}
 }
+
+// server-everything's URL elicitation: the interrupt shows the URL; the
+// answer (no text, once done) goes back as accept.
+func TestURLElicitation(t *testing.T) {
+	ctx := context.Background()
+	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
+	const tool = "everything__trigger-url-elicitation"
+	m := &scripted.Model{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: tool, Arguments: `{"url":"https://id.example/authorize?state=7","message":"Sign in to the example"}`}}},
+		{Text: "{{.LastResult}}"},
+	}}
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Toolsets: []cairn.Toolset{h.Toolset("everything", nil)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for deadline := time.Now().Add(10 * time.Second); len(r.Agents()[0].Tools) == 0 || !slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == tool }); {
+		if time.Now().After(deadline) {
+			t.Fatalf("tools: %v", h.ToolNames("everything"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s, err := r.Start(ctx, "main", "sign me in", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("start: %v %+v", err, s)
+	}
+	if in := s.Interrupts[0]; in.URL != "https://id.example/authorize?state=7" || in.Question != "Sign in to the example" || len(in.Schema) != 0 {
+		t.Fatalf("interrupt: %+v", in)
+	}
+	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}, nil)
+	if err != nil || !strings.Contains(s.Output, "User completed the URL elicitation flow") {
+		t.Fatalf("done: %v %+v", err, s)
+	}
+}
