@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -349,7 +350,14 @@ type StartOptions struct {
 	// Observe, when set, sees the turn's events as they are recorded; see
 	// TurnOptions.Observe.
 	Observe func(Event)
+	// ID, when set, is the new session's id instead of a generated one: a
+	// client-chosen id such as a chat's or a chat platform's conversation
+	// (telegram_123_456); 1–128 letters, digits and . _ - :. A session that
+	// already has it is ErrConflict.
+	ID string
 }
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // Start opens a session on the named agent with the user's first message and
 // runs the first turn until it ends or pauses.
@@ -361,8 +369,14 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		opts = &StartOptions{}
 	}
 	ctx = withObserver(ctx, opts.Observe)
+	id := opts.ID
+	if id == "" {
+		id = r.newID()
+	} else if !sessionIDPattern.MatchString(id) {
+		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("session id %q: use 1–128 letters, digits and . _ - :", id)}
+	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: r.newID(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
+	in := engine.Start{SessionID: id, Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err

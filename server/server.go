@@ -96,6 +96,8 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
 	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/chat", s.chat)
+	s.mux.HandleFunc("GET /v1/agents/{agent}/chat/{id}/stream", s.chatStream)
 	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
@@ -512,6 +514,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // body must be valid UTF-8: encoding/json would quietly replace bad bytes
 // with U+FFFD and the stored text would differ from what was sent.
 func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	return decodeBodyWith(w, r, v, limit, true)
+}
+
+// decodeLenient is decodeBodyLimit for bodies whose other fields belong to
+// a client library (the AI SDK's messages): unknown fields are ignored.
+func decodeLenient(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	return decodeBodyWith(w, r, v, limit, false)
+}
+
+func decodeBodyWith(w http.ResponseWriter, r *http.Request, v any, limit int64, strict bool) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -527,7 +539,9 @@ func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		msg := explainJSONError(err, body, v)
 		if errors.Is(err, io.EOF) {

@@ -55,6 +55,9 @@ func seedModel(r fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Reply{Content: "I could not deploy: " + last.Text()}
 	case strings.Contains(last.Text(), "capital"):
 		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_123", Name: "search_web", Arguments: `{"query":"capital of France"}`}}}
+	case strings.Contains(last.Text(), "Deploy both"):
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_s", Name: "deploy_code", Arguments: `{"environment":"staging"}`},
+			{ID: "call_p", Name: "deploy_code", Arguments: `{"environment":"production"}`}}}
 	case strings.Contains(last.Text(), "Deploy"):
 		return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_abc", Name: "deploy_code", Arguments: `{"environment":"production"}`}}}
 	}

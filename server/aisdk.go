@@ -1,0 +1,526 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
+)
+
+// The Vercel AI SDK's UI message stream (protocol v1), so that a front end
+// built with useChat / DefaultChatTransport works against Cairn unchanged.
+// See docs/protocols.md.
+//
+// The client re-posts its whole message history each time; Cairn trusts
+// none of it but the last user message's text and the approval responses,
+// and those only where they answer a pending interrupt of this session.
+
+// chatRequest is what DefaultChatTransport sends.
+type chatRequest struct {
+	ID        string      `json:"id"`
+	Messages  []uiMessage `json:"messages"`
+	Trigger   string      `json:"trigger"`
+	MessageID string      `json:"messageId"`
+	// EditedArguments is Cairn's addition (the SDK has no slot for it):
+	// replacement arguments by approval id, sent as a body field with the
+	// re-post (sendMessage's or the transport's body option).
+	EditedArguments map[string]json.RawMessage `json:"editedArguments"`
+}
+
+type uiMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Parts []uiPart `json:"parts"`
+}
+
+type uiPart struct {
+	Type       string      `json:"type"`
+	Text       string      `json:"text"`
+	ToolCallID string      `json:"toolCallId"`
+	State      string      `json:"state"`
+	Approval   *uiApproval `json:"approval"`
+}
+
+type uiApproval struct {
+	ID       string `json:"id"`
+	Approved *bool  `json:"approved"`
+	Reason   string `json:"reason"`
+}
+
+// The chunks Cairn sends, with exactly the fields the protocol documents:
+// ai 6.0.0–6.0.230 and 7.0.0–7.0.31 reject unknown ones.
+type (
+	chunkStart struct {
+		Type      string `json:"type"`
+		MessageID string `json:"messageId,omitempty"`
+	}
+	chunkType struct {
+		Type string `json:"type"`
+	}
+	chunkText struct {
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Delta string `json:"delta,omitempty"`
+	}
+	chunkToolInput struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		ToolName   string `json:"toolName"`
+		Input      any    `json:"input"`
+	}
+	chunkApproval struct {
+		Type       string `json:"type"`
+		ApprovalID string `json:"approvalId"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	chunkToolOutput struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		Output     any    `json:"output"`
+	}
+	chunkToolError struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		ErrorText  string `json:"errorText"`
+	}
+	chunkToolDenied struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	chunkFinish struct {
+		Type         string `json:"type"`
+		FinishReason string `json:"finishReason,omitempty"`
+	}
+	chunkError struct {
+		Type      string `json:"type"`
+		ErrorText string `json:"errorText"`
+	}
+)
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	var req chatRequest
+	if !decodeLenient(w, r, &req, maxBody) {
+		return
+	}
+	if req.ID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"id" is required: the chat's id, which is the session's id`)
+		return
+	}
+	p := callerOf(r)
+	sess, err := s.runner.Session(r.Context(), req.ID)
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		sess = nil
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	case sess.Agent != agent:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("chat %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
+		return
+	case !canSee(p, sess):
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		return
+	}
+	decisions, err := chatDecisions(sess, &req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "unknown_interrupt", err.Error())
+		return
+	}
+	if len(decisions) > 0 && !p.atLeast(RoleApprover) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
+		return
+	}
+	text := lastUserText(req.Messages)
+	if len(decisions) == 0 && text == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the last message is neither a user message with text nor approval responses for this chat's pending tool calls")
+		return
+	}
+
+	release, flush, ok := s.openStream(w, req.ID)
+	if !ok {
+		return
+	}
+	defer release()
+	st := newUIStream(w, flush)
+	if sess != nil {
+		evs, err := s.runner.Events(r.Context(), sess.ID, 0)
+		if err == nil {
+			st.learn(evs)
+		}
+		st.answering(decisions)
+	}
+	// The re-post after an approval continues the last assistant message:
+	// the same id, or the SDK shows a second one.
+	msgID := "msg_" + strings.TrimPrefix(req.ID, "ses_") + "_" + fmt.Sprint(len(req.Messages))
+	if len(decisions) > 0 {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "assistant" && last.ID != "" {
+			msgID = last.ID
+		}
+	}
+	st.send(chunkStart{Type: "start", MessageID: msgID})
+	ctx := turnContext(r)
+	observe := st.observe
+	var out *cairn.Session
+	switch {
+	case len(decisions) > 0:
+		out, err = s.runner.Resume(ctx, sess.ID, sess.Seq, decisions, &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: observe})
+	case sess == nil:
+		out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: req.ID, Owner: p.name, Observe: observe})
+	default:
+		out, err = s.runner.Send(ctx, sess.ID, text, 0, &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: observe})
+	}
+	st.end(out, err)
+}
+
+// chatDecisions reads the approval responses of the last assistant
+// message: each must answer a pending approval of this session.
+func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, error) {
+	if len(req.Messages) == 0 {
+		return nil, nil
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != "assistant" {
+		return nil, nil
+	}
+	pending := map[string]bool{}
+	if sess != nil {
+		for _, in := range sess.Interrupts {
+			if in.Kind == cairn.KindApproval {
+				pending[in.ID] = true
+			}
+		}
+	}
+	var out []cairn.Decision
+	seen := map[string]bool{}
+	for _, part := range last.Parts {
+		if part.State != "approval-responded" || part.Approval == nil || part.Approval.Approved == nil {
+			continue
+		}
+		id := part.Approval.ID
+		if !pending[id] {
+			return nil, fmt.Errorf("approval %q does not answer a pending tool call of chat %s (already decided, or another chat's)", id, req.ID)
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		d := cairn.Decision{InterruptID: id, Action: cairn.ActionReject, Reason: part.Approval.Reason}
+		if *part.Approval.Approved {
+			d = cairn.Decision{InterruptID: id, Action: cairn.ActionApprove, Arguments: req.EditedArguments[id]}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// lastUserText is the text of the last message when it is the user's.
+func lastUserText(ms []uiMessage) string {
+	if len(ms) == 0 || ms[len(ms)-1].Role != "user" {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range ms[len(ms)-1].Parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// uiStream turns a turn's events into UI message chunks. Only the root
+// agent's text is the assistant's; tool calls of sub-agents appear when
+// they need a person, so that the front end can show the approval.
+type uiStream struct {
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	flush    func()
+	buf      bytes.Buffer
+	internal map[string]bool // frames of sub-agents run as tools: not the user's conversation
+	inStep   bool
+	answered bool   // the open step has its model response
+	textID   string // the open text part
+	parts    int
+	shown    map[string]bool // tool calls the front end knows
+	asked    map[string]string // interrupt id → tool call id, of approvals
+	denied   map[string]bool
+}
+
+func newUIStream(w http.ResponseWriter, flush func()) *uiStream {
+	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
+	return &uiStream{w: w, flush: flush, internal: map[string]bool{}, shown: map[string]bool{}, denied: map[string]bool{}, asked: map[string]string{}}
+}
+
+// learn reads, from a session's log, which frames are sub-agents run as
+// tools, for a turn that goes on in them.
+func (u *uiStream) learn(evs []cairn.Event) {
+	for _, ev := range evs {
+		u.noteFrame(ev)
+		if ev.Type == session.EventApprovalRequested {
+			var d struct {
+				CallID    string `json:"call_id"`
+				Interrupt struct {
+					ID string `json:"id"`
+				} `json:"interrupt"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				u.asked[d.Interrupt.ID] = u.toolCallID(ev.Frame, d.CallID)
+			}
+		}
+	}
+}
+
+// answering marks the calls these decisions answer as known to the front
+// end: their results continue the tool parts it shows.
+func (u *uiStream) answering(ds []cairn.Decision) {
+	for _, d := range ds {
+		if id, ok := u.asked[d.InterruptID]; ok {
+			u.shown[id] = true
+		}
+	}
+}
+
+func (u *uiStream) noteFrame(ev cairn.Event) {
+	if ev.Type != session.EventFramePushed {
+		return
+	}
+	var d struct {
+		Frame string `json:"frame"`
+		Mode  string `json:"mode"`
+	}
+	if json.Unmarshal(ev.Data, &d) == nil && d.Mode == session.ModeTool {
+		u.internal[d.Frame] = true
+	}
+}
+
+func (u *uiStream) send(chunk any) {
+	b, err := json.Marshal(chunk)
+	if err != nil {
+		return
+	}
+	u.buf.Reset()
+	u.buf.WriteString("data: ")
+	u.buf.Write(b)
+	u.buf.WriteString("\n\n")
+	extendWrite(u.w)
+	_, _ = u.w.Write(u.buf.Bytes())
+	u.flush()
+}
+
+// toolCallID names a call for the front end: the model's id for calls of
+// the agents the user talks with, frame-qualified inside sub-agents run as
+// tools (model ids repeat across agents).
+func (u *uiStream) toolCallID(frame, callID string) string {
+	if !u.internal[frame] {
+		return callID
+	}
+	return frame + ":" + callID
+}
+
+func (u *uiStream) step() {
+	if u.inStep && u.answered {
+		u.closeText()
+		u.send(chunkType{Type: "finish-step"})
+		u.inStep, u.answered = false, false
+	}
+	if !u.inStep {
+		u.send(chunkType{Type: "start-step"})
+		u.inStep = true
+	}
+}
+
+func (u *uiStream) closeText() {
+	if u.textID != "" {
+		u.send(chunkText{Type: "text-end", ID: u.textID})
+		u.textID = ""
+	}
+}
+
+func (u *uiStream) text(delta string) {
+	if u.textID == "" {
+		u.parts++
+		u.textID = fmt.Sprintf("txt_%d", u.parts)
+		u.send(chunkText{Type: "text-start", ID: u.textID})
+	}
+	u.send(chunkText{Type: "text-delta", ID: u.textID, Delta: delta})
+}
+
+func (u *uiStream) observe(ev cairn.Event) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.noteFrame(ev)
+	root := !u.internal[ev.Frame]
+	switch ev.Type {
+	case cairn.EventModelDelta:
+		if !root {
+			return
+		}
+		var d struct{ Text string }
+		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+			u.step()
+			u.text(d.Text)
+		}
+	case session.EventModelResponse:
+		if !root {
+			return
+		}
+		var d struct {
+			Message struct {
+				Content   string `json:"content"`
+				ToolCalls []struct {
+					ID        string `json:"id"`
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		streamed := u.textID != ""
+		u.step()
+		if !streamed && d.Message.Content != "" {
+			u.text(d.Message.Content)
+		}
+		u.closeText()
+		for _, c := range d.Message.ToolCalls {
+			id := u.toolCallID(ev.Frame, c.ID)
+			u.shown[id] = true
+			u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: id, ToolName: c.Name, Input: rawOrEmpty(json.RawMessage(c.Arguments))})
+		}
+		u.answered = true
+	case session.EventApprovalRequested:
+		var d struct {
+			CallID    string          `json:"call_id"`
+			Interrupt cairn.Interrupt `json:"interrupt"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		id := u.toolCallID(ev.Frame, d.CallID)
+		if !u.shown[id] {
+			u.step()
+			u.shown[id] = true
+			u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: id, ToolName: d.Interrupt.Tool, Input: rawOrEmpty(d.Interrupt.Arguments)})
+		}
+		u.send(chunkApproval{Type: "tool-approval-request", ApprovalID: d.Interrupt.ID, ToolCallID: id})
+	case session.EventDecision:
+		var d struct {
+			CallID string `json:"call_id"`
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Action == cairn.ActionReject {
+			u.denied[u.toolCallID(ev.Frame, d.CallID)] = true
+		}
+	case session.EventToolResult:
+		var d struct {
+			CallID  string `json:"call_id"`
+			Content string `json:"content"`
+			IsError bool   `json:"is_error"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		id := u.toolCallID(ev.Frame, d.CallID)
+		if !u.shown[id] {
+			return
+		}
+		switch {
+		case u.denied[id]:
+			u.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: id})
+		case d.IsError:
+			u.send(chunkToolError{Type: "tool-output-error", ToolCallID: id, ErrorText: d.Content})
+		default:
+			u.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: id, Output: d.Content})
+		}
+	}
+}
+
+// end closes the message: the turn's outcome, then [DONE].
+func (u *uiStream) end(sess *cairn.Session, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closeText()
+	if u.inStep {
+		u.send(chunkType{Type: "finish-step"})
+	}
+	switch {
+	case err != nil:
+		u.send(chunkError{Type: "error", ErrorText: err.Error()})
+	case sess.Status == cairn.StatusFailed && sess.Error != nil:
+		u.send(chunkError{Type: "error", ErrorText: sess.Error.Message})
+	case sess.Status == cairn.StatusPaused:
+		u.send(chunkFinish{Type: "finish", FinishReason: "tool-calls"})
+	default:
+		u.send(chunkFinish{Type: "finish", FinishReason: "stop"})
+	}
+	extendWrite(u.w)
+	_, _ = u.w.Write([]byte("data: [DONE]\n\n"))
+	u.flush()
+}
+
+// rawOrEmpty is a call's arguments for the front end: JSON as it is, text
+// that is not JSON (a model's malformed arguments) as a string.
+func rawOrEmpty(raw json.RawMessage) any {
+	switch {
+	case len(raw) == 0:
+		return map[string]any{}
+	case !json.Valid(raw):
+		return string(raw)
+	}
+	return raw
+}
+
+// chatStream resumes the stream of a turn in progress: 204 when none runs.
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.ownSession(w, r)
+	if !ok {
+		return
+	}
+	if sess.Agent != r.PathValue("agent") {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("chat %s belongs to agent %s", sess.ID, sess.Agent))
+		return
+	}
+	if sess.Status != cairn.StatusRunning {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	release, flush, ok := s.openStream(w, sess.ID)
+	if !ok {
+		return
+	}
+	defer release()
+	st := newUIStream(w, flush)
+	if evs, err := s.runner.Events(r.Context(), sess.ID, 0); err == nil {
+		st.learn(evs)
+	}
+	st.send(chunkStart{Type: "start"})
+	events, cancel := s.runner.Subscribe(sess.ID, sess.Seq)
+	defer cancel()
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, open := <-events:
+			if !open {
+				return
+			}
+			st.observe(ev)
+			switch ev.Type {
+			case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled:
+				now, err := s.runner.Session(context.WithoutCancel(ctx), sess.ID)
+				st.end(now, err)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// uiMessages is what the AI SDK's chat client ends with.
+type uiMessages struct {
+	Status   string   `json:"status"`
+	Errors   []string `json:"errors"`
+	Messages []struct {
+		ID    string `json:"id"`
+		Role  string `json:"role"`
+		Parts []struct {
+			Type     string          `json:"type"`
+			Text     string          `json:"text"`
+			State    string          `json:"state"`
+			Input    json.RawMessage `json:"input"`
+			Output   json.RawMessage `json:"output"`
+			Approval *struct {
+				ID       string `json:"id"`
+				Approved bool   `json:"approved"`
+			} `json:"approval"`
+		} `json:"parts"`
+	} `json:"messages"`
+}
+
+// aiChat runs the AI SDK's own chat client (server/testdata/clients) against
+// e, or skips saying how to install it.
+func aiChat(t *testing.T, e *env, token, chatID, text, decisions string) uiMessages {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (Node 20; .ci/run installs it)")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "testdata", "clients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil {
+		t.Skip("the AI SDK is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
+	}
+	out, err := exec.Command(node, filepath.Join(dir, "aisdk.mjs"), e.base, "main", token, chatID, text, decisions).Output()
+	if err != nil {
+		t.Fatalf("ai client: %v\n%s", err, out)
+	}
+	var got uiMessages
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return got
+}
+
+// toolStates lists the tool parts of the messages as "state:input".
+func (m uiMessages) toolStates() []string {
+	var out []string
+	for _, msg := range m.Messages {
+		for _, p := range msg.Parts {
+			if strings.HasPrefix(p.Type, "tool-") {
+				out = append(out, p.State+":"+string(p.Input))
+			}
+		}
+	}
+	return out
+}
+
+func (m uiMessages) text() string {
+	var b strings.Builder
+	for _, msg := range m.Messages {
+		for _, p := range msg.Parts {
+			if msg.Role == "assistant" && p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// The Vercel AI SDK's chat client (ai 6, unmodified) through pause →
+// approve → completed, pause → deny → the model sees the denial, and a
+// parallel batch with one approved and one denied. Each chat keeps one
+// assistant message across the approval's re-post.
+func TestAISDKChatApprovals(t *testing.T) {
+	e := newEnv(t, true)
+
+	got := aiChat(t, e, "", "chat_approve_1", "Deploy to production", `[[{"match":"production","approved":true}]]`)
+	if len(got.Errors) > 0 || got.Status != "ready" || len(got.Messages) != 2 || got.Messages[1].Role != "assistant" {
+		t.Fatalf("approve: %+v", got)
+	}
+	if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"production"}`}) || !strings.Contains(got.text(), "The deployment was successful.") {
+		t.Fatalf("approve: tools %v, text %q", st, got.text())
+	}
+	if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production"}) {
+		t.Fatalf("deploys: %v", runs)
+	}
+	_, s := e.do("GET", "/v1/sessions/chat_approve_1", "")
+	if s["status"] != "completed" {
+		t.Fatalf("the chat's session: %v", s)
+	}
+
+	got = aiChat(t, e, "", "chat_deny_1", "Deploy to production", `[[{"match":"production","approved":false,"reason":"change freeze"}]]`)
+	if st := got.toolStates(); !slices.Equal(st, []string{`output-denied:{"environment":"production"}`}) ||
+		!strings.Contains(got.text(), "I could not deploy: The user rejected this tool call: change freeze") || len(got.Errors) > 0 {
+		t.Fatalf("deny: tools %v, text %q, errors %v", st, got.text(), got.Errors)
+	}
+	if runs := e.runs("deploy_code"); len(runs) != 1 {
+		t.Fatalf("a denied call ran: %v", runs)
+	}
+
+	got = aiChat(t, e, "", "chat_batch_1", "Deploy both", `[[{"match":"staging","approved":true},{"match":"production","approved":false,"reason":"not prod"}]]`)
+	if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"staging"}`, `output-denied:{"environment":"production"}`}) || len(got.Errors) > 0 {
+		t.Fatalf("batch: tools %v, errors %v", st, got.Errors)
+	}
+	if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production", "staging"}) {
+		t.Fatalf("deploys after the batch: %v", runs)
+	}
+}
+
