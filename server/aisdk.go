@@ -144,6 +144,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
 	release, flush, ok := s.openStream(w, req.ID)
 	if !ok {
 		return
@@ -248,13 +249,12 @@ type uiStream struct {
 	answered bool   // the open step has its model response
 	textID   string // the open text part
 	parts    int
-	shown    map[string]bool // tool calls the front end knows
+	shown    map[string]bool   // tool calls the front end knows
 	asked    map[string]string // interrupt id → tool call id, of approvals
 	denied   map[string]bool
 }
 
 func newUIStream(w http.ResponseWriter, flush func()) *uiStream {
-	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
 	return &uiStream{w: w, flush: flush, internal: map[string]bool{}, shown: map[string]bool{}, denied: map[string]bool{}, asked: map[string]string{}}
 }
 
@@ -492,17 +492,40 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
 	release, flush, ok := s.openStream(w, sess.ID)
 	if !ok {
 		return
 	}
 	defer release()
 	st := newUIStream(w, flush)
-	if evs, err := s.runner.Events(r.Context(), sess.ID, 0); err == nil {
-		st.learn(evs)
-	}
 	st.send(chunkStart{Type: "start"})
-	events, cancel := s.runner.Subscribe(sess.ID, sess.Seq)
+	// Replay the running turn from its start, then follow it.
+	evs, err := s.runner.Events(r.Context(), sess.ID, 0)
+	if err != nil {
+		st.end(nil, err)
+		return
+	}
+	turnStart := 0
+	for i, ev := range evs {
+		if turnEnded(ev.Type) {
+			turnStart = i + 1
+		}
+	}
+	st.learn(evs[:turnStart])
+	if len(evs) > 0 && turnStart == len(evs) { // it ended since the status was read
+		now, err := s.runner.Session(r.Context(), sess.ID)
+		st.end(now, err)
+		return
+	}
+	after := int64(0)
+	for _, ev := range evs[turnStart:] {
+		st.observe(ev)
+	}
+	if len(evs) > 0 {
+		after = evs[len(evs)-1].Seq
+	}
+	events, cancel := s.runner.Subscribe(sess.ID, after)
 	defer cancel()
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
@@ -515,12 +538,20 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			st.observe(ev)
-			switch ev.Type {
-			case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled:
+			if turnEnded(ev.Type) {
 				now, err := s.runner.Session(context.WithoutCancel(ctx), sess.ID)
 				st.end(now, err)
 				return
 			}
 		}
 	}
+}
+
+// turnEnded reports whether an event of this type ends a turn.
+func turnEnded(typ string) bool {
+	switch typ {
+	case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled:
+		return true
+	}
+	return false
 }

@@ -120,4 +120,3 @@ func TestAISDKChatApprovals(t *testing.T) {
 		t.Fatalf("deploys after the batch: %v", runs)
 	}
 }
-

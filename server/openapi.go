@@ -71,6 +71,14 @@ type (
 	agentsBody struct {
 		Agents []cairn.AgentInfo `json:"agents"`
 	}
+	// chatDoc documents the fields of an AI SDK chat request Cairn reads.
+	chatDoc struct {
+		ID              string                     `json:"id" jsonschema:"the chat's id: the session's id (1–128 letters, digits, . _ - :)"`
+		Messages        []map[string]any           `json:"messages" jsonschema:"the UIMessages; Cairn reads the last user message's text and the last assistant message's approval-responded tool parts"`
+		Trigger         string                     `json:"trigger,omitempty"`
+		MessageID       string                     `json:"messageId,omitempty"`
+		EditedArguments map[string]json.RawMessage `json:"editedArguments,omitempty" jsonschema:"replacement arguments by approval id, for approved calls"`
+	}
 )
 
 // Replies most operations share.
@@ -150,6 +158,12 @@ func operations() []operation {
 			media: "text/html", responses: map[int]reply{200: {description: "the page"}}},
 		{method: "GET", path: "/ui/{file}", id: "pageAsset", summary: "The web page's script and styles.",
 			media: "text/javascript, text/css", responses: map[int]reply{200: {description: "the file"}, 404: {description: "no such file"}}},
+		{method: "POST", path: "/v1/agents/{agent}/chat", id: "chat", sseOnly: true, request: chatDoc{},
+			summary:   "The Vercel AI SDK UI message stream (v1) for useChat / DefaultChatTransport: id is the session id (created on first use); approvals from the re-posted messages' approval-responded tool parts; editedArguments by approval id. See docs/protocols.md.",
+			responses: map[int]reply{200: {description: "a UI message stream (x-vercel-ai-ui-message-stream: v1), ending with data: [DONE]"}, 400: badRequest, 401: unauthorized, 403: forbidden}},
+		{method: "GET", path: "/v1/agents/{agent}/chat/{id}/stream", id: "chatStream", sseOnly: true,
+			summary:   "Resume the UI message stream of the chat's running turn.",
+			responses: map[int]reply{200: {description: "a UI message stream"}, 204: {description: "no turn runs"}, 401: unauthorized, 403: forbidden, 404: notFound}},
 		{method: "POST", path: "/mcp", id: "mcp", summary: "MCP (streamable HTTP): the agents as tools, pauses asked by elicitation, cairn_resume; see docs/mcp.md. The same tokens; deciding needs approver.",
 			media: "application/json, text/event-stream", responses: map[int]reply{200: {description: "an MCP message or stream"}, 202: {description: "a notification or response, accepted"}, 401: unauthorized}},
 		{method: "GET", path: "/mcp", id: "mcpStream", summary: "MCP (streamable HTTP): the server's stream of an MCP session.",

@@ -125,9 +125,15 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	ops := scripted.New(
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"})
+	release := make(chan struct{}) // holds the slow agent's turn running
+	hold := cairn.NewTool(&cairn.Tool{Name: "hold", Description: "Waits."}, func(ctx context.Context, _ struct{}) (string, error) {
+		<-release
+		return "released", nil
+	})
 	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "ops", Model: ops, Tools: []*cairn.Tool{deploy}},
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
+		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
 	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)}})
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +363,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	stream.Body.Close()
 	do("GET", "/v1/events", nobody, "", 401)
 	agents := do("GET", "/v1/agents", uma, "", 200)
-	if list, _ := agents["agents"].([]any); len(list) != 2 {
+	if list, _ := agents["agents"].([]any); len(list) != 3 {
 		t.Fatalf("agents: %v", agents)
 	}
 	do("GET", "/v1/agents", nobody, "", 401)
@@ -392,6 +398,41 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("MCP call: %v %+v", err, mcpRes)
 	}
 	cs.Close()
+
+	// The AI SDK chat protocol: answers are event streams, so raw requests.
+	rawCall := func(method, path, tok, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	chatBody := `{"id":"ui_chat_1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`
+	do("POST", "/v1/agents/chat/chat", nobody, chatBody, 401)
+	do("POST", "/v1/agents/chat/chat", uma, `{"messages":[]}`, 400)
+	if resp, body := rawCall("POST", "/v1/agents/chat/chat", uma, chatBody); resp.StatusCode != 200 || resp.Header.Get("x-vercel-ai-ui-message-stream") != "v1" ||
+		!strings.Contains(body, `"type":"text-delta"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("chat: %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+	do("POST", "/v1/agents/chat/chat", ulf, strings.Replace(chatBody, `"u1"`, `"u2"`, 1), 403)
+	do("GET", "/v1/agents/chat/chat/ui_chat_1/stream", nobody, "", 401)
+	do("GET", "/v1/agents/chat/chat/ui_chat_1/stream", ulf, "", 403)
+	do("GET", "/v1/agents/chat/chat/nope/stream", uma, "", 404)
+	if resp, _ := rawCall("GET", "/v1/agents/chat/chat/ui_chat_1/stream", uma, ""); resp.StatusCode != 204 {
+		t.Fatalf("stream of a chat with no turn running: %d", resp.StatusCode)
+	}
+	running := do("POST", "/v1/sessions", admin, `{"agent":"slow","input":"go","wait":false}`, 201)
+	go func() { time.Sleep(200 * time.Millisecond); close(release) }()
+	if resp, body := rawCall("GET", "/v1/agents/slow/chat/"+running["id"].(string)+"/stream", admin, ""); resp.StatusCode != 200 || !strings.Contains(body, `"output":"released"`) {
+		t.Fatalf("stream of a running chat: %d\n%s", resp.StatusCode, body)
+	}
 
 	do("GET", "/healthz", nobody, "", 200)
 	for path, want := range map[string]int{"/": 200, "/ui/app.js": 200, "/ui/app.css": 200, "/ui/nope.js": 404} {
