@@ -144,13 +144,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
-	release, flush, ok := s.openStream(w, req.ID)
+	st, release, ok := s.openUIStream(w, req.ID)
 	if !ok {
 		return
 	}
 	defer release()
-	st := newUIStream(w, flush)
 	if sess != nil {
 		evs, err := s.runner.Events(r.Context(), sess.ID, 0)
 		if err == nil {
@@ -254,8 +252,15 @@ type uiStream struct {
 	denied   map[string]bool
 }
 
-func newUIStream(w http.ResponseWriter, flush func()) *uiStream {
-	return &uiStream{w: w, flush: flush, internal: map[string]bool{}, shown: map[string]bool{}, denied: map[string]bool{}, asked: map[string]string{}}
+// openUIStream opens a UI message stream on session id (counted like any
+// event stream).
+func (s *Server) openUIStream(w http.ResponseWriter, id string) (st *uiStream, release func(), ok bool) {
+	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
+	release, flush, ok := s.openStream(w, id)
+	if !ok {
+		return nil, nil, false
+	}
+	return &uiStream{w: w, flush: flush, internal: map[string]bool{}, shown: map[string]bool{}, denied: map[string]bool{}, asked: map[string]string{}}, release, true
 }
 
 // learn reads, from a session's log, which frames are sub-agents run as
@@ -492,13 +497,11 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	w.Header().Set("x-vercel-ai-ui-message-stream", "v1")
-	release, flush, ok := s.openStream(w, sess.ID)
+	st, release, ok := s.openUIStream(w, sess.ID)
 	if !ok {
 		return
 	}
 	defer release()
-	st := newUIStream(w, flush)
 	st.send(chunkStart{Type: "start"})
 	// Replay the running turn from its start, then follow it.
 	evs, err := s.runner.Events(r.Context(), sess.ID, 0)

@@ -224,7 +224,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		ulf      = "user-token-ulf-0123456789"
 		nobody   = ""
 	)
-	do := func(method, path, tok, body string, want int) map[string]any {
+	send := func(method, path, tok, body string) (*http.Request, *http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
 		if tok != "" {
@@ -236,6 +236,11 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
+		return req, resp, b
+	}
+	do := func(method, path, tok, body string, want int) map[string]any {
+		t.Helper()
+		req, resp, b := send(method, path, tok, body)
 		if resp.StatusCode != want {
 			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
 		}
@@ -402,16 +407,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	// The AI SDK chat protocol: answers are event streams, so raw requests.
 	rawCall := func(method, path, tok, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, resp, b := send(method, path, tok, body)
 		return resp, string(b)
 	}
 	chatBody := `{"id":"ui_chat_1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`
