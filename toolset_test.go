@@ -2,6 +2,7 @@ package cairn_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -69,5 +70,22 @@ func TestToolsetChanges(t *testing.T) {
 	set.add(echo("own")) // clashes with the agent's own tool: ignored
 	if got := r.Agents()[0].Tools; len(got) != 3 {
 		t.Fatalf("a clashing change was taken: %+v", got)
+	}
+}
+
+// A client-chosen session id: used as given, checked for its form, and
+// never given to a second session.
+func TestClientChosenSessionID(t *testing.T) {
+	ctx := context.Background()
+	r := mustRunner(t, &cairn.Agent{Name: "main", Model: newBrain(func(*model.Request) model.Message { return text("hi") })})
+	s, err := r.Start(ctx, "main", "hello", &cairn.StartOptions{ID: "telegram_123_456"})
+	if err != nil || s.ID != "telegram_123_456" {
+		t.Fatalf("%v %+v", err, s)
+	}
+	if _, err := r.Start(ctx, "main", "again", &cairn.StartOptions{ID: "telegram_123_456"}); !errors.Is(err, cairn.ErrConflict) {
+		t.Fatalf("the same id twice: %v", err)
+	}
+	if _, err := r.Start(ctx, "main", "hello", &cairn.StartOptions{ID: "no spaces please"}); !errors.Is(err, cairn.ErrInvalidRequest) {
+		t.Fatalf("a malformed id: %v", err)
 	}
 }
