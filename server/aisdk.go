@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/session"
@@ -234,22 +233,17 @@ func lastUserText(ms []uiMessage) string {
 	return b.String()
 }
 
-// uiStream turns a turn's events into UI message chunks. Only the root
-// agent's text is the assistant's; tool calls of sub-agents appear when
-// they need a person, so that the front end can show the approval.
+// uiStream writes a turn as UI message chunks (it is the turnReader's
+// sink). Steps open at the first text or response of a model call.
 type uiStream struct {
-	mu       sync.Mutex
+	*turnReader
 	w        http.ResponseWriter
 	flush    func()
 	buf      bytes.Buffer
-	internal map[string]bool // frames of sub-agents run as tools: not the user's conversation
 	inStep   bool
 	answered bool   // the open step has its model response
 	textID   string // the open text part
 	parts    int
-	shown    map[string]bool   // tool calls the front end knows
-	asked    map[string]string // interrupt id → tool call id, of approvals
-	denied   map[string]bool
 }
 
 // openUIStream opens a UI message stream on session id (counted like any
@@ -260,49 +254,9 @@ func (s *Server) openUIStream(w http.ResponseWriter, id string) (st *uiStream, r
 	if !ok {
 		return nil, nil, false
 	}
-	return &uiStream{w: w, flush: flush, internal: map[string]bool{}, shown: map[string]bool{}, denied: map[string]bool{}, asked: map[string]string{}}, release, true
-}
-
-// learn reads, from a session's log, which frames are sub-agents run as
-// tools, for a turn that goes on in them.
-func (u *uiStream) learn(evs []cairn.Event) {
-	for _, ev := range evs {
-		u.noteFrame(ev)
-		if ev.Type == session.EventApprovalRequested {
-			var d struct {
-				CallID    string `json:"call_id"`
-				Interrupt struct {
-					ID string `json:"id"`
-				} `json:"interrupt"`
-			}
-			if json.Unmarshal(ev.Data, &d) == nil {
-				u.asked[d.Interrupt.ID] = u.toolCallID(ev.Frame, d.CallID)
-			}
-		}
-	}
-}
-
-// answering marks the calls these decisions answer as known to the front
-// end: their results continue the tool parts it shows.
-func (u *uiStream) answering(ds []cairn.Decision) {
-	for _, d := range ds {
-		if id, ok := u.asked[d.InterruptID]; ok {
-			u.shown[id] = true
-		}
-	}
-}
-
-func (u *uiStream) noteFrame(ev cairn.Event) {
-	if ev.Type != session.EventFramePushed {
-		return
-	}
-	var d struct {
-		Frame string `json:"frame"`
-		Mode  string `json:"mode"`
-	}
-	if json.Unmarshal(ev.Data, &d) == nil && d.Mode == session.ModeTool {
-		u.internal[d.Frame] = true
-	}
+	u := &uiStream{w: w, flush: flush}
+	u.turnReader = newTurnReader(u)
+	return u, release, true
 }
 
 func (u *uiStream) send(chunk any) {
@@ -317,16 +271,6 @@ func (u *uiStream) send(chunk any) {
 	extendWrite(u.w)
 	_, _ = u.w.Write(u.buf.Bytes())
 	u.flush()
-}
-
-// toolCallID names a call for the front end: the model's id for calls of
-// the agents the user talks with, frame-qualified inside sub-agents run as
-// tools (model ids repeat across agents).
-func (u *uiStream) toolCallID(frame, callID string) string {
-	if !u.internal[frame] {
-		return callID
-	}
-	return frame + ":" + callID
 }
 
 func (u *uiStream) step() {
@@ -348,7 +292,8 @@ func (u *uiStream) closeText() {
 	}
 }
 
-func (u *uiStream) text(delta string) {
+func (u *uiStream) textDelta(delta string) {
+	u.step()
 	if u.textID == "" {
 		u.parts++
 		u.textID = fmt.Sprintf("txt_%d", u.parts)
@@ -357,101 +302,38 @@ func (u *uiStream) text(delta string) {
 	u.send(chunkText{Type: "text-delta", ID: u.textID, Delta: delta})
 }
 
-func (u *uiStream) observe(ev cairn.Event) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.noteFrame(ev)
-	root := !u.internal[ev.Frame]
-	switch ev.Type {
-	case cairn.EventModelDelta:
-		if !root {
-			return
-		}
-		var d struct{ Text string }
-		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
-			u.step()
-			u.text(d.Text)
-		}
-	case session.EventModelResponse:
-		if !root {
-			return
-		}
-		var d struct {
-			Message struct {
-				Content   string `json:"content"`
-				ToolCalls []struct {
-					ID        string `json:"id"`
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"tool_calls"`
-			} `json:"message"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil {
-			return
-		}
-		streamed := u.textID != ""
+func (u *uiStream) modelDone(calls []shownCall) {
+	u.step()
+	u.closeText()
+	for _, c := range calls {
+		u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: c.ID, ToolName: c.Name, Input: argsValue(c.Args)})
+	}
+	u.answered = true
+}
+
+func (u *uiStream) approval(callID string, in cairn.Interrupt, known bool) {
+	if !known {
 		u.step()
-		if !streamed && d.Message.Content != "" {
-			u.text(d.Message.Content)
-		}
-		u.closeText()
-		for _, c := range d.Message.ToolCalls {
-			id := u.toolCallID(ev.Frame, c.ID)
-			u.shown[id] = true
-			u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: id, ToolName: c.Name, Input: rawOrEmpty(json.RawMessage(c.Arguments))})
-		}
-		u.answered = true
-	case session.EventApprovalRequested:
-		var d struct {
-			CallID    string          `json:"call_id"`
-			Interrupt cairn.Interrupt `json:"interrupt"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil {
-			return
-		}
-		id := u.toolCallID(ev.Frame, d.CallID)
-		if !u.shown[id] {
-			u.step()
-			u.shown[id] = true
-			u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: id, ToolName: d.Interrupt.Tool, Input: rawOrEmpty(d.Interrupt.Arguments)})
-		}
-		u.send(chunkApproval{Type: "tool-approval-request", ApprovalID: d.Interrupt.ID, ToolCallID: id})
-	case session.EventDecision:
-		var d struct {
-			CallID string `json:"call_id"`
-			Action string `json:"action"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.Action == cairn.ActionReject {
-			u.denied[u.toolCallID(ev.Frame, d.CallID)] = true
-		}
-	case session.EventToolResult:
-		var d struct {
-			CallID  string `json:"call_id"`
-			Content string `json:"content"`
-			IsError bool   `json:"is_error"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil {
-			return
-		}
-		id := u.toolCallID(ev.Frame, d.CallID)
-		if !u.shown[id] {
-			return
-		}
-		switch {
-		case u.denied[id]:
-			u.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: id})
-		case d.IsError:
-			u.send(chunkToolError{Type: "tool-output-error", ToolCallID: id, ErrorText: d.Content})
-		default:
-			u.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: id, Output: d.Content})
-		}
+		u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: callID, ToolName: in.Tool, Input: argsValue(in.Arguments)})
+	}
+	u.send(chunkApproval{Type: "tool-approval-request", ApprovalID: in.ID, ToolCallID: callID})
+}
+
+func (u *uiStream) result(callID, content string, isError, denied bool) {
+	switch {
+	case denied:
+		u.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: callID})
+	case isError:
+		u.send(chunkToolError{Type: "tool-output-error", ToolCallID: callID, ErrorText: content})
+	default:
+		u.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: callID, Output: content})
 	}
 }
 
 // end closes the message: the turn's outcome, then [DONE].
 func (u *uiStream) end(sess *cairn.Session, err error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.lock()
+	defer u.unlock()
 	u.closeText()
 	if u.inStep {
 		u.send(chunkType{Type: "finish-step"})
@@ -469,18 +351,6 @@ func (u *uiStream) end(sess *cairn.Session, err error) {
 	extendWrite(u.w)
 	_, _ = u.w.Write([]byte("data: [DONE]\n\n"))
 	u.flush()
-}
-
-// rawOrEmpty is a call's arguments for the front end: JSON as it is, text
-// that is not JSON (a model's malformed arguments) as a string.
-func rawOrEmpty(raw json.RawMessage) any {
-	switch {
-	case len(raw) == 0:
-		return map[string]any{}
-	case !json.Valid(raw):
-		return string(raw)
-	}
-	return raw
 }
 
 // chatStream resumes the stream of a turn in progress: 204 when none runs.

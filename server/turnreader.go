@@ -1,0 +1,190 @@
+package server
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
+)
+
+// The protocol adapters (the AI SDK's chat, AG-UI) show a turn the same
+// way: the text of the agents the user talks with (the root agent, an
+// interactive sub-agent, a handoff target), their tool calls and results,
+// and the calls, at any depth, that wait for a person. A sub-agent run as a
+// tool works inside; its calls appear (as frame:callId, since model call
+// ids repeat across agents) only when they need a person.
+
+// turnSink is what an adapter does with a turn, in order.
+type turnSink interface {
+	// textDelta is the assistant's text, streamed or whole.
+	textDelta(delta string)
+	// modelDone ends a model call of the conversation: its text is
+	// complete, and these calls start.
+	modelDone(calls []shownCall)
+	// approval: a call waits for a person; known says the front end was
+	// shown the call already.
+	approval(callID string, in cairn.Interrupt, known bool)
+	// result is a shown call's result; denied: a person rejected it.
+	result(callID, content string, isError, denied bool)
+}
+
+// shownCall is a tool call as a front end sees it.
+type shownCall struct {
+	ID, Name string
+	Args     json.RawMessage
+}
+
+// turnReader reads a session's events and calls its sink.
+type turnReader struct {
+	mu       sync.Mutex
+	sink     turnSink
+	internal map[string]bool   // frames of sub-agents run as tools
+	shown    map[string]bool   // calls the front end knows
+	asked    map[string]string // interrupt id → call id, of approvals
+	denied   map[string]bool
+	streamed bool // the open model call streamed its text
+}
+
+func newTurnReader(sink turnSink) *turnReader {
+	return &turnReader{sink: sink, internal: map[string]bool{}, shown: map[string]bool{}, asked: map[string]string{}, denied: map[string]bool{}}
+}
+
+func (t *turnReader) lock()   { t.mu.Lock() }
+func (t *turnReader) unlock() { t.mu.Unlock() }
+
+// learn reads an earlier part of the log: which frames are internal, and
+// which call each approval is about, for a turn that goes on from there.
+func (t *turnReader) learn(evs []cairn.Event) {
+	for _, ev := range evs {
+		t.noteFrame(ev)
+		if ev.Type == session.EventApprovalRequested {
+			var d struct {
+				CallID    string `json:"call_id"`
+				Interrupt struct {
+					ID string `json:"id"`
+				} `json:"interrupt"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
+			}
+		}
+	}
+}
+
+// answering marks the calls these decisions answer as shown: their
+// results continue what the front end shows.
+func (t *turnReader) answering(ds []cairn.Decision) {
+	for _, d := range ds {
+		if id, ok := t.asked[d.InterruptID]; ok {
+			t.shown[id] = true
+		}
+	}
+}
+
+func (t *turnReader) noteFrame(ev cairn.Event) {
+	if ev.Type != session.EventFramePushed {
+		return
+	}
+	var d struct {
+		Frame string `json:"frame"`
+		Mode  string `json:"mode"`
+	}
+	if json.Unmarshal(ev.Data, &d) == nil && d.Mode == session.ModeTool {
+		t.internal[d.Frame] = true
+	}
+}
+
+// callID names a call for the front end.
+func (t *turnReader) callID(frame, callID string) string {
+	if !t.internal[frame] {
+		return callID
+	}
+	return frame + ":" + callID
+}
+
+// observe reads one event as it is recorded (TurnOptions.Observe).
+func (t *turnReader) observe(ev cairn.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.noteFrame(ev)
+	talking := !t.internal[ev.Frame]
+	switch ev.Type {
+	case cairn.EventModelDelta:
+		var d struct{ Text string }
+		if talking && json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+			t.streamed = true
+			t.sink.textDelta(d.Text)
+		}
+	case session.EventModelResponse:
+		var d struct {
+			Message struct {
+				Content   string `json:"content"`
+				ToolCalls []struct {
+					ID        string `json:"id"`
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		}
+		if !talking || json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		if !t.streamed && d.Message.Content != "" {
+			t.sink.textDelta(d.Message.Content)
+		}
+		t.streamed = false
+		calls := make([]shownCall, 0, len(d.Message.ToolCalls))
+		for _, c := range d.Message.ToolCalls {
+			id := t.callID(ev.Frame, c.ID)
+			t.shown[id] = true
+			calls = append(calls, shownCall{ID: id, Name: c.Name, Args: json.RawMessage(c.Arguments)})
+		}
+		t.sink.modelDone(calls)
+	case session.EventApprovalRequested:
+		var d struct {
+			CallID    string          `json:"call_id"`
+			Interrupt cairn.Interrupt `json:"interrupt"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		id := t.callID(ev.Frame, d.CallID)
+		known := t.shown[id]
+		t.shown[id] = true
+		t.asked[d.Interrupt.ID] = id
+		t.sink.approval(id, d.Interrupt, known)
+	case session.EventDecision:
+		var d struct {
+			CallID string `json:"call_id"`
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Action == cairn.ActionReject {
+			t.denied[t.callID(ev.Frame, d.CallID)] = true
+		}
+	case session.EventToolResult:
+		var d struct {
+			CallID  string `json:"call_id"`
+			Content string `json:"content"`
+			IsError bool   `json:"is_error"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		if id := t.callID(ev.Frame, d.CallID); t.shown[id] {
+			t.sink.result(id, d.Content, d.IsError, t.denied[id])
+		}
+	}
+}
+
+// argsValue is a call's arguments for a front end: JSON as it is, text
+// that is not JSON (a model's malformed arguments) as a string.
+func argsValue(raw json.RawMessage) any {
+	switch {
+	case len(raw) == 0:
+		return map[string]any{}
+	case !json.Valid(raw):
+		return string(raw)
+	}
+	return raw
+}
