@@ -71,6 +71,13 @@ type (
 	agentsBody struct {
 		Agents []cairn.AgentInfo `json:"agents"`
 	}
+	// aguiDoc documents the fields of RunAgentInput Cairn reads.
+	aguiDoc struct {
+		ThreadID string           `json:"threadId" jsonschema:"the session id (1–128 letters, digits, . _ - :)"`
+		RunID    string           `json:"runId"`
+		Messages []map[string]any `json:"messages" jsonschema:"Cairn reads the last user message's text"`
+		Resume   []map[string]any `json:"resume,omitempty" jsonschema:"answers to the interrupts of the previous run: {interruptId, status: resolved|cancelled, payload}"`
+	}
 	// chatDoc documents the fields of an AI SDK chat request Cairn reads.
 	chatDoc struct {
 		ID              string                     `json:"id" jsonschema:"the chat's id: the session's id (1–128 letters, digits, . _ - :)"`
@@ -164,6 +171,9 @@ func operations() []operation {
 		{method: "GET", path: "/v1/agents/{agent}/chat/{id}/stream", id: "chatStream", sseOnly: true,
 			summary:   "Resume the UI message stream of the chat's running turn.",
 			responses: map[int]reply{200: {description: "a UI message stream"}, 204: {description: "no turn runs"}, 401: unauthorized, 403: forbidden, 404: notFound}},
+		{method: "POST", path: "/v1/agents/{agent}/ag-ui", id: "agui", sseOnly: true, request: aguiDoc{},
+			summary:   "AG-UI: RunAgentInput → events; threadId is the session id; a pause ends the run with RUN_FINISHED outcome interrupt; resume entries answer it (payload {approved, editedArgs, reason}, or {text} / the form's object for questions). See docs/protocols.md.",
+			responses: map[int]reply{200: {description: "AG-UI events (SSE), from RUN_STARTED to RUN_FINISHED or RUN_ERROR"}, 400: badRequest, 401: unauthorized, 403: forbidden}},
 		{method: "POST", path: "/mcp", id: "mcp", summary: "MCP (streamable HTTP): the agents as tools, pauses asked by elicitation, cairn_resume; see docs/mcp.md. The same tokens; deciding needs approver.",
 			media: "application/json, text/event-stream", responses: map[int]reply{200: {description: "an MCP message or stream"}, 202: {description: "a notification or response, accepted"}, 401: unauthorized}},
 		{method: "GET", path: "/mcp", id: "mcpStream", summary: "MCP (streamable HTTP): the server's stream of an MCP session.",

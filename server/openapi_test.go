@@ -430,6 +430,20 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("stream of a running chat: %d\n%s", resp.StatusCode, body)
 	}
 
+	// AG-UI: a pause ends the run with an interrupt outcome; an expired
+	// interrupt is RUN_ERROR.
+	runInput := `{"threadId":"agui_ops","runId":"r1","messages":[{"id":"u1","role":"user","content":"ship it"}]}`
+	do("POST", "/v1/agents/ops/ag-ui", nobody, runInput, 401)
+	do("POST", "/v1/agents/ops/ag-ui", uma, `{"runId":"r1","messages":[]}`, 400)
+	if resp, body := rawCall("POST", "/v1/agents/ops/ag-ui", uma, runInput); resp.StatusCode != 200 || !strings.Contains(body, `"outcome":{"interrupts":[{"id":"int_`) {
+		t.Fatalf("ag-ui: %d\n%s", resp.StatusCode, body)
+	}
+	do("POST", "/v1/agents/ops/ag-ui", ulf, strings.Replace(runInput, "r1", "r2", 1), 403)
+	expired := fmt.Sprintf(`{"threadId":%q,"runId":"r3","messages":[],"resume":[{"interruptId":%q,"status":"resolved","payload":{"approved":true}}]}`, late["id"], lateIn)
+	if _, body := rawCall("POST", "/v1/agents/ops/ag-ui", approver, expired); !strings.Contains(body, `"type":"RUN_ERROR"`) || !strings.Contains(body, `"code":"expired"`) {
+		t.Fatalf("an expired interrupt: %s", body)
+	}
+
 	do("GET", "/healthz", nobody, "", 200)
 	for path, want := range map[string]int{"/": 200, "/ui/app.js": 200, "/ui/app.css": 200, "/ui/nope.js": 404} {
 		resp, err := http.Get(api.URL + path)

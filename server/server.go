@@ -98,6 +98,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/chat", s.chat)
 	s.mux.HandleFunc("GET /v1/agents/{agent}/chat/{id}/stream", s.chatStream)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/ag-ui", s.agui)
 	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)

@@ -41,7 +41,7 @@ type turnReader struct {
 	sink     turnSink
 	internal map[string]bool   // frames of sub-agents run as tools
 	shown    map[string]bool   // calls the front end knows
-	asked    map[string]string // interrupt id → call id, of approvals
+	asked    map[string]string // interrupt id → call id, of approvals and questions
 	denied   map[string]bool
 	streamed bool // the open model call streamed its text
 }
@@ -58,7 +58,7 @@ func (t *turnReader) unlock() { t.mu.Unlock() }
 func (t *turnReader) learn(evs []cairn.Event) {
 	for _, ev := range evs {
 		t.noteFrame(ev)
-		if ev.Type == session.EventApprovalRequested {
+		if ev.Type == session.EventApprovalRequested || ev.Type == session.EventInputRequested {
 			var d struct {
 				CallID    string `json:"call_id"`
 				Interrupt struct {
@@ -154,6 +154,16 @@ func (t *turnReader) observe(ev cairn.Event) {
 		t.shown[id] = true
 		t.asked[d.Interrupt.ID] = id
 		t.sink.approval(id, d.Interrupt, known)
+	case session.EventInputRequested:
+		var d struct {
+			CallID    string `json:"call_id"`
+			Interrupt struct {
+				ID string `json:"id"`
+			} `json:"interrupt"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil {
+			t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
+		}
 	case session.EventDecision:
 		var d struct {
 			CallID string `json:"call_id"`

@@ -1,0 +1,418 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
+)
+
+// AG-UI (the Agent–User Interaction protocol of CopilotKit and others): a
+// run is RunAgentInput in, events out; a pause ends the run with an
+// interrupt outcome, and a new run's resume entries answer it. See
+// docs/protocols.md.
+
+// aguiInput is the part of RunAgentInput Cairn reads.
+type aguiInput struct {
+	ThreadID string          `json:"threadId"`
+	RunID    string          `json:"runId"`
+	Messages []aguiMessage   `json:"messages"`
+	Resume   []aguiResume    `json:"resume"`
+	State    json.RawMessage `json:"state"`
+}
+
+type aguiMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type aguiResume struct {
+	InterruptID string          `json:"interruptId"`
+	Status      string          `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+// aguiPayload is what a resolved resume entry may carry: an approval
+// (approved, editedArgs, reason) or an answer (text, or content for a
+// question with a schema).
+type aguiPayload struct {
+	Approved   *bool           `json:"approved"`
+	EditedArgs json.RawMessage `json:"editedArgs"`
+	Reason     string          `json:"reason"`
+	Text       string          `json:"text"`
+	Content    json.RawMessage `json:"content"`
+}
+
+// aguiInterrupt is one interrupt of a RUN_FINISHED outcome.
+type aguiInterrupt struct {
+	ID             string          `json:"id"`
+	Reason         string          `json:"reason"`
+	Message        string          `json:"message,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
+	ExpiresAt      string          `json:"expiresAt,omitempty"`
+}
+
+func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	var in aguiInput
+	if !decodeLenient(w, r, &in, maxBody) {
+		return
+	}
+	if in.ThreadID == "" || in.RunID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"threadId" (the session id) and "runId" are required`)
+		return
+	}
+	p := callerOf(r)
+	sess, err := s.runner.Session(r.Context(), in.ThreadID)
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		sess = nil
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	case sess.Agent != agent:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("thread %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
+		return
+	case !canSee(p, sess):
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		return
+	}
+	release, flush, ok := s.openStream(w, in.ThreadID)
+	if !ok {
+		return
+	}
+	defer release()
+	st := &aguiStream{w: w, flush: flush, threadID: in.ThreadID, runID: in.RunID}
+	st.turnReader = newTurnReader(st)
+	st.send(map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID})
+	if sess != nil {
+		if evs, err := s.runner.Events(r.Context(), sess.ID, 0); err == nil {
+			st.learn(evs)
+		}
+	}
+	ctx := turnContext(r)
+	opts := &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: st.observe}
+	var out *cairn.Session
+	switch {
+	case len(in.Resume) > 0:
+		if sess == nil {
+			st.fail("unknown_interrupt", fmt.Sprintf("thread %s has no run to resume", in.ThreadID))
+			return
+		}
+		ds, reply, replay, err := s.aguiDecisions(ctx, sess, in.Resume)
+		switch {
+		case err != nil:
+			st.fail(cairn.ErrorCode(err), err.Error())
+			return
+		case replay: // every entry was applied before: answer as things are
+			out = sess
+		case len(ds) > 0 && !p.atLeast(RoleApprover):
+			st.fail("forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
+			return
+		case reply != nil:
+			out, err = s.runner.Send(ctx, sess.ID, *reply, sess.Seq, opts)
+		default:
+			st.answering(ds)
+			out, err = s.runner.Resume(ctx, sess.ID, sess.Seq, ds, opts)
+		}
+		if err != nil {
+			st.fail(cairn.ErrorCode(err), err.Error())
+			return
+		}
+	default:
+		text := aguiUserText(in.Messages)
+		if text == "" {
+			st.fail("invalid_request", "the last message is not a user message with text, and there is nothing to resume")
+			return
+		}
+		if sess == nil {
+			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Observe: st.observe})
+		} else {
+			out, err = s.runner.Send(ctx, sess.ID, text, 0, opts)
+		}
+		if err != nil {
+			st.fail(cairn.ErrorCode(err), err.Error())
+			return
+		}
+	}
+	st.finish(out, s.aguiInterrupts(out, st))
+}
+
+// aguiDecisions turns resume entries into decisions on the pending
+// interrupts (or the reply to an agent waiting for a message). An entry for
+// an interrupt decided before is skipped (resume is idempotent: replay is
+// true when all were); one the session never had is an error.
+func (s *Server) aguiDecisions(ctx context.Context, sess *cairn.Session, entries []aguiResume) (ds []cairn.Decision, reply *string, replay bool, err error) {
+	pending := map[string]cairn.Interrupt{}
+	for _, in := range sess.Interrupts {
+		pending[in.ID] = in
+	}
+	var decided map[string]bool
+	for i, e := range entries {
+		in, ok := pending[e.InterruptID]
+		if !ok {
+			if decided == nil {
+				decided = s.decidedInterrupts(ctx, sess.ID)
+			}
+			if decided[e.InterruptID] {
+				continue
+			}
+			return nil, nil, false, &session.Error{Code: session.CodeUnknownInterrupt, Interrupt: e.InterruptID,
+				Message: fmt.Sprintf("resume[%d]: no pending interrupt %q in thread %s", i, e.InterruptID, sess.ID)}
+		}
+		var pl aguiPayload
+		if len(e.Payload) > 0 && json.Unmarshal(e.Payload, &pl) != nil {
+			return nil, nil, false, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("resume[%d].payload is not an object", i)}
+		}
+		switch {
+		case e.Status == "cancelled":
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: cmp.Or(pl.Reason, "cancelled by the user")})
+		case e.Status != "resolved":
+			return nil, nil, false, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("resume[%d].status %q is not resolved or cancelled", i, e.Status)}
+		case in.Kind == cairn.KindMessage:
+			text := pl.Text
+			reply = &text
+		case in.Kind == cairn.KindInput && pl.Approved != nil && !*pl.Approved:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: pl.Reason})
+		case in.Kind == cairn.KindInput:
+			content := pl.Content
+			if len(in.Schema) > 0 && len(content) == 0 {
+				content = e.Payload // the payload is the form's object
+			}
+			d := cairn.Decision{InterruptID: in.ID, Action: cairn.ActionAnswer, Text: pl.Text}
+			if len(in.Schema) > 0 {
+				d.Content, d.Text = content, ""
+			}
+			ds = append(ds, d)
+		case pl.Approved != nil && !*pl.Approved:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: pl.Reason})
+		default:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove, Arguments: pl.EditedArgs})
+		}
+	}
+	return ds, reply, len(ds) == 0 && reply == nil, nil
+}
+
+// decidedInterrupts lists the interrupts a decision of the session's log
+// answered.
+func (s *Server) decidedInterrupts(ctx context.Context, id string) map[string]bool {
+	out := map[string]bool{}
+	evs, err := s.runner.Events(ctx, id, 0)
+	if err != nil {
+		return out
+	}
+	for _, ev := range evs {
+		if ev.Type != session.EventDecision {
+			continue
+		}
+		var d struct {
+			InterruptID string `json:"interrupt_id"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.InterruptID != "" {
+			out[d.InterruptID] = true
+		}
+	}
+	return out
+}
+
+// aguiInterrupts is a paused session's interrupts as AG-UI shows them.
+func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream) []aguiInterrupt {
+	if sess == nil || sess.Status != cairn.StatusPaused {
+		return nil
+	}
+	var out []aguiInterrupt
+	for _, in := range sess.Interrupts {
+		ai := aguiInterrupt{ID: in.ID, Reason: "input_required", ToolCallID: st.asked[in.ID]}
+		if in.ExpiresAt != nil {
+			ai.ExpiresAt = in.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		switch in.Kind {
+		case cairn.KindApproval:
+			ai.Reason, ai.Message = "tool_call", cmp.Or(in.Message, fmt.Sprintf("Run %s with %s?", in.Tool, in.Arguments))
+			args := s.toolParameters(in)
+			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":` + string(args) +
+				`,"reason":{"type":"string","description":"told to the model when not approved"}},"required":["approved"]}`)
+		case cairn.KindInput:
+			ai.Message = in.Question
+			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+			if len(in.Schema) > 0 {
+				ai.ResponseSchema = in.Schema
+			}
+		case cairn.KindMessage:
+			ai.Message = in.Text
+			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"your reply"}},"required":["text"]}`)
+		}
+		out = append(out, ai)
+	}
+	return out
+}
+
+// toolParameters is the JSON Schema of the arguments of the interrupt's
+// tool (what editedArgs must match).
+func (s *Server) toolParameters(in cairn.Interrupt) json.RawMessage {
+	agent := ""
+	if n := len(in.Path); n > 0 {
+		agent = in.Path[n-1].Agent
+	}
+	for _, a := range s.runner.Agents() {
+		if agent != "" && a.Name != agent {
+			continue
+		}
+		for _, t := range a.Tools {
+			if t.Name == in.Tool && len(t.Parameters) > 0 {
+				return t.Parameters
+			}
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// aguiUserText is the text of the last message when it is the user's.
+func aguiUserText(ms []aguiMessage) string {
+	if len(ms) == 0 || ms[len(ms)-1].Role != "user" {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(ms[len(ms)-1].Content, &text) == nil {
+		return text
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(ms[len(ms)-1].Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// aguiStream writes a run as AG-UI events (a turnReader sink).
+type aguiStream struct {
+	*turnReader
+	w               http.ResponseWriter
+	flush           func()
+	buf             bytes.Buffer
+	threadID, runID string
+	textID          string // the open text message
+	lastMsg         string // the last assistant message, parent of its calls
+	n               int
+}
+
+func (a *aguiStream) send(ev any) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	a.buf.Reset()
+	a.buf.WriteString("data: ")
+	a.buf.Write(b)
+	a.buf.WriteString("\n\n")
+	extendWrite(a.w)
+	_, _ = a.w.Write(a.buf.Bytes())
+	a.flush()
+}
+
+func (a *aguiStream) id(prefix string) string {
+	a.n++
+	return fmt.Sprintf("%s_%s_%d", prefix, a.runID, a.n)
+}
+
+func (a *aguiStream) textDelta(delta string) {
+	if a.textID == "" {
+		a.textID = a.id("msg")
+		a.lastMsg = a.textID
+		a.send(map[string]any{"type": "TEXT_MESSAGE_START", "messageId": a.textID, "role": "assistant"})
+	}
+	a.send(map[string]any{"type": "TEXT_MESSAGE_CONTENT", "messageId": a.textID, "delta": delta})
+}
+
+func (a *aguiStream) closeText() {
+	if a.textID != "" {
+		a.send(map[string]any{"type": "TEXT_MESSAGE_END", "messageId": a.textID})
+		a.textID = ""
+	}
+}
+
+func (a *aguiStream) toolCall(id, name string, args json.RawMessage) {
+	start := map[string]any{"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": name}
+	if a.lastMsg != "" {
+		start["parentMessageId"] = a.lastMsg
+	}
+	a.send(start)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	a.send(map[string]any{"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": string(args)})
+	a.send(map[string]any{"type": "TOOL_CALL_END", "toolCallId": id})
+}
+
+func (a *aguiStream) modelDone(calls []shownCall) {
+	a.closeText()
+	if len(calls) > 0 && a.lastMsg == "" {
+		a.lastMsg = a.id("msg")
+	}
+	for _, c := range calls {
+		a.toolCall(c.ID, c.Name, c.Args)
+	}
+	a.lastMsg = ""
+}
+
+func (a *aguiStream) approval(callID string, in cairn.Interrupt, known bool) {
+	if !known {
+		a.closeText()
+		a.toolCall(callID, in.Tool, in.Arguments)
+	}
+}
+
+func (a *aguiStream) result(callID, content string, isError, denied bool) {
+	a.send(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": a.id("tool"), "toolCallId": callID, "content": content, "role": "tool"})
+}
+
+// fail ends the run with RUN_ERROR.
+func (a *aguiStream) fail(code, message string) {
+	a.lock()
+	defer a.unlock()
+	a.closeText()
+	a.send(map[string]any{"type": "RUN_ERROR", "message": message, "code": code})
+}
+
+// finish ends the run with its outcome: the interrupts it waits for, or
+// success with the output.
+func (a *aguiStream) finish(sess *cairn.Session, interrupts []aguiInterrupt) {
+	a.lock()
+	defer a.unlock()
+	a.closeText()
+	ev := map[string]any{"type": "RUN_FINISHED", "threadId": a.threadID, "runId": a.runID}
+	switch {
+	case sess.Status == cairn.StatusFailed:
+		msg := "the run failed"
+		if sess.Error != nil {
+			msg = sess.Error.Message
+		}
+		a.send(map[string]any{"type": "RUN_ERROR", "message": msg, "code": "failed"})
+		return
+	case len(interrupts) > 0:
+		ev["outcome"] = map[string]any{"type": "interrupt", "interrupts": interrupts}
+	case sess.Status == cairn.StatusCancelled:
+		ev["outcome"] = map[string]any{"type": "cancelled"}
+	default:
+		ev["outcome"] = map[string]any{"type": "success"}
+		if sess.Output != "" {
+			ev["result"] = sess.Output
+		}
+	}
+	a.send(ev)
+}
