@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,18 +70,8 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := callerOf(r)
-	sess, err := s.runner.Session(r.Context(), in.ThreadID)
-	switch {
-	case errors.Is(err, cairn.ErrNotFound):
-		sess = nil
-	case err != nil:
-		s.fail(w, r, err)
-		return
-	case sess.Agent != agent:
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("thread %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
-		return
-	case !canSee(p, sess):
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+	sess, ok := s.threadSession(w, r, in.ThreadID, agent)
+	if !ok {
 		return
 	}
 	release, flush, ok := s.openStream(w, in.ThreadID)
@@ -91,17 +79,14 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	st := &aguiStream{w: w, flush: flush, threadID: in.ThreadID, runID: in.RunID}
+	st := &aguiStream{sseWriter: sseWriter{w: w, flush: flush}, threadID: in.ThreadID, runID: in.RunID}
 	st.turnReader = newTurnReader(st)
 	st.send(map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID})
-	if sess != nil {
-		if evs, err := s.runner.Events(r.Context(), sess.ID, 0); err == nil {
-			st.learn(evs)
-		}
-	}
+	s.learnSession(r, st.turnReader, sess)
 	ctx := turnContext(r)
 	opts := &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: st.observe}
 	var out *cairn.Session
+	var err error
 	switch {
 	case len(in.Resume) > 0:
 		if sess == nil {
@@ -302,27 +287,11 @@ func aguiUserText(ms []aguiMessage) string {
 // aguiStream writes a run as AG-UI events (a turnReader sink).
 type aguiStream struct {
 	*turnReader
-	w               http.ResponseWriter
-	flush           func()
-	buf             bytes.Buffer
+	sseWriter
 	threadID, runID string
 	textID          string // the open text message
 	lastMsg         string // the last assistant message, parent of its calls
 	n               int
-}
-
-func (a *aguiStream) send(ev any) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	a.buf.Reset()
-	a.buf.WriteString("data: ")
-	a.buf.Write(b)
-	a.buf.WriteString("\n\n")
-	extendWrite(a.w)
-	_, _ = a.w.Write(a.buf.Bytes())
-	a.flush()
 }
 
 func (a *aguiStream) id(prefix string) string {

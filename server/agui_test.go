@@ -4,10 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -30,25 +26,10 @@ type aguiRun struct {
 	Messages []map[string]any    `json:"messages"`
 }
 
-// aguiClient runs AG-UI's HttpAgent (server/testdata/clients/agui.mjs)
-// against e, or skips saying how to install it.
+// aguiClient runs AG-UI's HttpAgent (server/testdata/clients/agui.mjs) against e.
 func aguiClient(t *testing.T, e *env, thread, text, answers string) aguiRun {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed (Node 20; .ci/run installs it)")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "testdata", "clients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@ag-ui", "client")); err != nil {
-		t.Skip("the AG-UI client is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
-	}
-	cmd := exec.Command(node, filepath.Join(dir, "agui.mjs"), e.base+"/v1/agents/main/ag-ui", "", thread, text, answers)
-	cmd.Env = append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=true")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("ag-ui client: %v\n%s", err, out)
-	}
+	out := nodeClient(t, "agui.mjs", "@ag-ui/client", e.base+"/v1/agents/main/ag-ui", "", thread, text, answers)
 	var got aguiRun
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -114,18 +112,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := callerOf(r)
-	sess, err := s.runner.Session(r.Context(), req.ID)
-	switch {
-	case errors.Is(err, cairn.ErrNotFound):
-		sess = nil
-	case err != nil:
-		s.fail(w, r, err)
-		return
-	case sess.Agent != agent:
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("chat %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
-		return
-	case !canSee(p, sess):
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+	sess, ok := s.threadSession(w, r, req.ID, agent)
+	if !ok {
 		return
 	}
 	decisions, err := chatDecisions(sess, &req)
@@ -148,13 +136,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if sess != nil {
-		evs, err := s.runner.Events(r.Context(), sess.ID, 0)
-		if err == nil {
-			st.learn(evs)
-		}
-		st.answering(decisions)
-	}
+	s.learnSession(r, st.turnReader, sess)
+	st.answering(decisions)
 	// The re-post after an approval continues the last assistant message:
 	// the same id, or the SDK shows a second one.
 	msgID := "msg_" + strings.TrimPrefix(req.ID, "ses_") + "_" + fmt.Sprint(len(req.Messages))
@@ -237,9 +220,7 @@ func lastUserText(ms []uiMessage) string {
 // sink). Steps open at the first text or response of a model call.
 type uiStream struct {
 	*turnReader
-	w        http.ResponseWriter
-	flush    func()
-	buf      bytes.Buffer
+	sseWriter
 	inStep   bool
 	answered bool   // the open step has its model response
 	textID   string // the open text part
@@ -254,23 +235,9 @@ func (s *Server) openUIStream(w http.ResponseWriter, id string) (st *uiStream, r
 	if !ok {
 		return nil, nil, false
 	}
-	u := &uiStream{w: w, flush: flush}
+	u := &uiStream{sseWriter: sseWriter{w: w, flush: flush}}
 	u.turnReader = newTurnReader(u)
 	return u, release, true
-}
-
-func (u *uiStream) send(chunk any) {
-	b, err := json.Marshal(chunk)
-	if err != nil {
-		return
-	}
-	u.buf.Reset()
-	u.buf.WriteString("data: ")
-	u.buf.Write(b)
-	u.buf.WriteString("\n\n")
-	extendWrite(u.w)
-	_, _ = u.w.Write(u.buf.Bytes())
-	u.flush()
 }
 
 func (u *uiStream) step() {
@@ -348,9 +315,7 @@ func (u *uiStream) end(sess *cairn.Session, err error) {
 	default:
 		u.send(chunkFinish{Type: "finish", FinishReason: "stop"})
 	}
-	extendWrite(u.w)
-	_, _ = u.w.Write([]byte("data: [DONE]\n\n"))
-	u.flush()
+	u.raw([]byte("[DONE]"))
 }
 
 // chatStream resumes the stream of a turn in progress: 204 when none runs.

@@ -33,9 +33,9 @@ type uiMessages struct {
 	} `json:"messages"`
 }
 
-// aiChat runs the AI SDK's own chat client (server/testdata/clients) against
-// e, or skips saying how to install it.
-func aiChat(t *testing.T, e *env, token, chatID, text, decisions string) uiMessages {
+// nodeClient runs a script of server/testdata/clients with Node, or skips
+// saying how to install what it needs (module, under node_modules).
+func nodeClient(t *testing.T, script, module string, args ...string) []byte {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -43,13 +43,22 @@ func aiChat(t *testing.T, e *env, token, chatID, text, decisions string) uiMessa
 	}
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "testdata", "clients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil {
-		t.Skip("the AI SDK is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
+		t.Skipf("%s is not installed: (cd server/testdata/clients && npm ci); .ci/run does it", module)
 	}
-	out, err := exec.Command(node, filepath.Join(dir, "aisdk.mjs"), e.base, "main", token, chatID, text, decisions).Output()
+	cmd := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...)
+	cmd.Env = append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=true")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("ai client: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
+	return out
+}
+
+// aiChat runs the AI SDK's own chat client against e.
+func aiChat(t *testing.T, e *env, token, chatID, text, decisions string) uiMessages {
+	t.Helper()
+	out := nodeClient(t, "aisdk.mjs", "ai", e.base, "main", token, chatID, text, decisions)
 	var got uiMessages
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/cairnhq/cairn"
@@ -59,15 +63,7 @@ func (t *turnReader) learn(evs []cairn.Event) {
 	for _, ev := range evs {
 		t.noteFrame(ev)
 		if ev.Type == session.EventApprovalRequested || ev.Type == session.EventInputRequested {
-			var d struct {
-				CallID    string `json:"call_id"`
-				Interrupt struct {
-					ID string `json:"id"`
-				} `json:"interrupt"`
-			}
-			if json.Unmarshal(ev.Data, &d) == nil {
-				t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
-			}
+			t.noteAsked(ev)
 		}
 	}
 }
@@ -79,6 +75,19 @@ func (t *turnReader) answering(ds []cairn.Decision) {
 		if id, ok := t.asked[d.InterruptID]; ok {
 			t.shown[id] = true
 		}
+	}
+}
+
+// noteAsked records which call an approval or a question is about.
+func (t *turnReader) noteAsked(ev cairn.Event) {
+	var d struct {
+		CallID    string `json:"call_id"`
+		Interrupt struct {
+			ID string `json:"id"`
+		} `json:"interrupt"`
+	}
+	if json.Unmarshal(ev.Data, &d) == nil {
+		t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
 	}
 }
 
@@ -155,15 +164,7 @@ func (t *turnReader) observe(ev cairn.Event) {
 		t.asked[d.Interrupt.ID] = id
 		t.sink.approval(id, d.Interrupt, known)
 	case session.EventInputRequested:
-		var d struct {
-			CallID    string `json:"call_id"`
-			Interrupt struct {
-				ID string `json:"id"`
-			} `json:"interrupt"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil {
-			t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
-		}
+		t.noteAsked(ev)
 	case session.EventDecision:
 		var d struct {
 			CallID string `json:"call_id"`
@@ -197,4 +198,60 @@ func argsValue(raw json.RawMessage) any {
 		return string(raw)
 	}
 	return raw
+}
+
+// threadSession loads the session a protocol's conversation id names, for
+// agent: nil when it does not exist yet (the first message creates it);
+// false after answering 400 (another agent's) or 403 (another user's).
+func (s *Server) threadSession(w http.ResponseWriter, r *http.Request, id, agent string) (*cairn.Session, bool) {
+	sess, err := s.runner.Session(r.Context(), id)
+	switch {
+	case errors.Is(err, cairn.ErrNotFound):
+		return nil, true
+	case err != nil:
+		s.fail(w, r, err)
+		return nil, false
+	case sess.Agent != agent:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("conversation %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
+		return nil, false
+	case !canSee(callerOf(r), sess):
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		return nil, false
+	}
+	return sess, true
+}
+
+// learnSession reads the log of a session a turn goes on in (nil: a new one).
+func (s *Server) learnSession(r *http.Request, t *turnReader, sess *cairn.Session) {
+	if sess == nil {
+		return
+	}
+	if evs, err := s.runner.Events(r.Context(), sess.ID, 0); err == nil {
+		t.learn(evs)
+	}
+}
+
+// sseWriter writes Server-Sent Events of JSON data, one flush each.
+type sseWriter struct {
+	w     http.ResponseWriter
+	flush func()
+	buf   bytes.Buffer
+}
+
+func (o *sseWriter) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	o.raw(b)
+}
+
+func (o *sseWriter) raw(data []byte) {
+	o.buf.Reset()
+	o.buf.WriteString("data: ")
+	o.buf.Write(data)
+	o.buf.WriteString("\n\n")
+	extendWrite(o.w)
+	_, _ = o.w.Write(o.buf.Bytes())
+	o.flush()
 }
