@@ -29,7 +29,7 @@ type aguiRun struct {
 // aguiClient runs AG-UI's HttpAgent (server/testdata/clients/agui.mjs) against e.
 func aguiClient(t *testing.T, e *env, thread, text, answers string) aguiRun {
 	t.Helper()
-	out := nodeClient(t, "agui.mjs", "@ag-ui/client", e.base+"/v1/agents/main/ag-ui", "", thread, text, answers)
+	out := nodeClient(t, "agui.mjs", "@ag-ui/client", nil, e.base+"/v1/agents/main/ag-ui", "", thread, text, answers)
 	var got aguiRun
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)

