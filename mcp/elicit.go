@@ -161,16 +161,30 @@ func (c *conn) inflight(hc *heldCall, add bool) {
 	}
 }
 
+// onlyCall is the one call in flight, the only one a question can be
+// from. A call that is just finishing does not count: with several in
+// flight, it waits a moment for them to come down to one.
+func (c *conn) onlyCall(ctx context.Context) (*heldCall, int) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c.callsMu.Lock()
+		calls := len(c.calls)
+		var hc *heldCall
+		if calls == 1 {
+			hc = c.calls[0]
+		}
+		c.callsMu.Unlock()
+		if calls <= 1 || time.Now().After(deadline) || ctx.Err() != nil {
+			return hc, calls
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // elicit answers the server's elicitation/create: it passes the question
 // to the call that asked and waits for the user's answer.
 func (c *conn) elicit(ctx context.Context, req *sdk.ElicitRequest, gone <-chan struct{}) (*sdk.ElicitResult, error) {
-	c.callsMu.Lock()
-	calls := len(c.calls)
-	var hc *heldCall
-	if calls == 1 {
-		hc = c.calls[0]
-	}
-	c.callsMu.Unlock()
+	hc, calls := c.onlyCall(ctx)
 	if hc == nil {
 		// Over stdio a question names no call: with none or several in
 		// flight, nobody can tell whom to ask.
