@@ -2,7 +2,6 @@ package server
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -93,7 +92,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			st.fail("unknown_interrupt", fmt.Sprintf("thread %s has no run to resume", in.ThreadID))
 			return
 		}
-		ds, reply, replay, err := s.aguiDecisions(ctx, sess, in.Resume)
+		ds, reply, replay, err := aguiDecisions(sess, st.decided, in.Resume)
 		switch {
 		case err != nil:
 			st.fail(cairn.ErrorCode(err), err.Error())
@@ -134,20 +133,17 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 
 // aguiDecisions turns resume entries into decisions on the pending
 // interrupts (or the reply to an agent waiting for a message). An entry for
-// an interrupt decided before is skipped (resume is idempotent: replay is
-// true when all were); one the session never had is an error.
-func (s *Server) aguiDecisions(ctx context.Context, sess *cairn.Session, entries []aguiResume) (ds []cairn.Decision, reply *string, replay bool, err error) {
+// an interrupt decided before (decided, from the log) is skipped: resume is
+// idempotent, and replay is true when all were; one the session never had
+// is an error.
+func aguiDecisions(sess *cairn.Session, decided map[string]bool, entries []aguiResume) (ds []cairn.Decision, reply *string, replay bool, err error) {
 	pending := map[string]cairn.Interrupt{}
 	for _, in := range sess.Interrupts {
 		pending[in.ID] = in
 	}
-	var decided map[string]bool
 	for i, e := range entries {
 		in, ok := pending[e.InterruptID]
 		if !ok {
-			if decided == nil {
-				decided = s.decidedInterrupts(ctx, sess.ID)
-			}
 			if decided[e.InterruptID] {
 				continue
 			}
@@ -185,28 +181,6 @@ func (s *Server) aguiDecisions(ctx context.Context, sess *cairn.Session, entries
 		}
 	}
 	return ds, reply, len(ds) == 0 && reply == nil, nil
-}
-
-// decidedInterrupts lists the interrupts a decision of the session's log
-// answered.
-func (s *Server) decidedInterrupts(ctx context.Context, id string) map[string]bool {
-	out := map[string]bool{}
-	evs, err := s.runner.Events(ctx, id, 0)
-	if err != nil {
-		return out
-	}
-	for _, ev := range evs {
-		if ev.Type != session.EventDecision {
-			continue
-		}
-		var d struct {
-			InterruptID string `json:"interrupt_id"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.InterruptID != "" {
-			out[d.InterruptID] = true
-		}
-	}
-	return out
 }
 
 // aguiInterrupts is a paused session's interrupts as AG-UI shows them.

@@ -47,23 +47,33 @@ type turnReader struct {
 	shown    map[string]bool   // calls the front end knows
 	asked    map[string]string // interrupt id → call id, of approvals and questions
 	denied   map[string]bool
-	streamed bool // the open model call streamed its text
+	decided  map[string]bool // interrupts a decision of the learnt log answered
+	streamed bool            // the open model call streamed its text
 }
 
 func newTurnReader(sink turnSink) *turnReader {
-	return &turnReader{sink: sink, internal: map[string]bool{}, shown: map[string]bool{}, asked: map[string]string{}, denied: map[string]bool{}}
+	return &turnReader{sink: sink, internal: map[string]bool{}, shown: map[string]bool{}, asked: map[string]string{}, denied: map[string]bool{}, decided: map[string]bool{}}
 }
 
 func (t *turnReader) lock()   { t.mu.Lock() }
 func (t *turnReader) unlock() { t.mu.Unlock() }
 
-// learn reads an earlier part of the log: which frames are internal, and
-// which call each approval is about, for a turn that goes on from there.
+// learn reads an earlier part of the log: which frames are internal,
+// which call each approval or question is about, and which interrupts were
+// decided, for a turn that goes on from there.
 func (t *turnReader) learn(evs []cairn.Event) {
 	for _, ev := range evs {
 		t.noteFrame(ev)
-		if ev.Type == session.EventApprovalRequested || ev.Type == session.EventInputRequested {
+		switch ev.Type {
+		case session.EventApprovalRequested, session.EventInputRequested:
 			t.noteAsked(ev)
+		case session.EventDecision:
+			var d struct {
+				InterruptID string `json:"interrupt_id"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && d.InterruptID != "" {
+				t.decided[d.InterruptID] = true
+			}
 		}
 	}
 }
