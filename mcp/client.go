@@ -81,6 +81,8 @@ type conn struct {
 
 	callsMu sync.Mutex
 	calls   []*heldCall // in flight
+
+	pingTimeout time.Duration // how long a server may take to answer a ping
 }
 
 // Connect starts or reaches every server and lists its tools. It fails if
@@ -100,7 +102,7 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Hub, error)
 		h.holdFor = time.Hour
 	}
 	for _, s := range servers {
-		c := &conn{spec: s, log: h.log.With("mcp_server", s.Name)}
+		c := &conn{spec: s, log: h.log.With("mcp_server", s.Name), pingTimeout: 5 * time.Second}
 		if err := c.connect(ctx); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("mcp server %s: %w", s.Name, err)
@@ -388,7 +390,7 @@ func (c *conn) lost(sess *sdk.ClientSession, err error) {
 		return
 	}
 	c.log.Warn("mcp server failed", "err", err)
-	c.stopLocked()
+	c.stopLocked(false)
 	c.down = err
 }
 
@@ -436,7 +438,8 @@ func (c *conn) connectLocked(ctx context.Context) error {
 	defer cancel()
 	sess, err := client.Connect(cctx, transport, nil)
 	if err != nil {
-		c.killLocked()
+		killGroup(c.cmd)
+		c.cmd = nil
 		return err
 	}
 	c.sess, c.gone = sess, gone
@@ -454,34 +457,45 @@ func (c *conn) logLines(r io.Reader) {
 func (c *conn) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopLocked()
+	c.stopLocked(true)
 }
 
-func (c *conn) stopLocked() {
+// stopLocked ends the session and stops the server it started. With wait
+// (the hub closing) it returns once they are gone; otherwise (a server lost
+// mid-call) they stop in the background, so that the next call need not
+// wait for a hung server's grace period to restart it.
+func (c *conn) stopLocked(wait bool) {
 	if c.gone != nil {
 		close(c.gone) // before Close, which waits for the questions' handlers
 		c.gone = nil
 	}
-	if c.sess != nil {
-		// A server that does not exit when its stdin closes (a request of
-		// its own still pending) is stopped after a grace period.
-		closed := make(chan struct{})
-		go func(sess *sdk.ClientSession) { sess.Close(); close(closed) }(c.sess)
-		select {
-		case <-closed:
-		case <-time.After(3 * time.Second):
+	sess, cmd := c.sess, c.cmd
+	c.sess, c.cmd = nil, nil
+	stop := func() {
+		if sess != nil {
+			// A server that does not exit when its stdin closes (a request
+			// of its own still pending) is stopped after a grace period.
+			closed := make(chan struct{})
+			go func() { sess.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(3 * time.Second):
+			}
 		}
-		c.sess = nil
+		killGroup(cmd)
 	}
-	c.killLocked()
+	if wait {
+		stop()
+	} else {
+		go stop()
+	}
 }
 
-// killLocked stops the server's process group, if it started one.
-func (c *conn) killLocked() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+// killGroup stops a command server's process group, if there is one.
+func killGroup(cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	c.cmd = nil
 }
 
 // Pid is the process id of a command server, for tests and operators; 0

@@ -31,6 +31,7 @@ type heldCall struct {
 	replies chan *sdk.ElicitResult // the user's answers, one at a time
 	done    chan struct{}          // closed when the call returned
 	cancel  context.CancelFunc     // ends the call
+	sess    *sdk.ClientSession     // the session it runs on
 	res     *sdk.CallToolResult
 	err     error
 }
@@ -69,7 +70,7 @@ func (h *held) take(key string) *heldCall {
 // run of the tool while it waits for an answer.
 func (c *conn) startCall(sess *sdk.ClientSession, key, name string, args json.RawMessage, ttl time.Duration) *heldCall {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
-	hc := &heldCall{key: key, asks: make(chan *sdk.ElicitParams), replies: make(chan *sdk.ElicitResult, 1), done: make(chan struct{}), cancel: cancel}
+	hc := &heldCall{key: key, asks: make(chan *sdk.ElicitParams), replies: make(chan *sdk.ElicitResult, 1), done: make(chan struct{}), cancel: cancel, sess: sess}
 	c.inflight(hc, true)
 	go func() {
 		defer cancel()
@@ -107,7 +108,18 @@ func (h *Hub) wait(ctx context.Context, c *conn, name string, hc *heldCall) (str
 		return "", err
 	case <-ctx.Done():
 		hc.cancel()
+		go c.probe(hc.sess)
 		return "", ctx.Err()
+	}
+}
+
+// probe pings a server after a call ran out of time: a server that does
+// not answer either is hung, and is restarted like one that crashed.
+func (c *conn) probe(sess *sdk.ClientSession) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
+	defer cancel()
+	if err := sess.Ping(ctx, nil); err != nil {
+		c.lost(sess, fmt.Errorf("a call timed out and the server does not answer a ping: %w", err))
 	}
 }
 

@@ -1,12 +1,15 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,5 +262,54 @@ func TestURLElicitation(t *testing.T) {
 	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}, nil)
 	if err != nil || !strings.Contains(s.Output, "User completed the URL elicitation flow") {
 		t.Fatalf("done: %v %+v", err, s)
+	}
+}
+
+// A server that hangs: the call gives the tool's timeout as its result
+// (like a command tool); the server does not answer a ping either, so it is
+// restarted, and the next call, once it answers again, works on a new
+// session.
+func TestHungServerTimesOutAndRestarts(t *testing.T) {
+	ctx := context.Background()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "sleepy", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "awake"}}}, nil, nil
+		})
+	var sessions atomic.Int32 // initialize requests: MCP sessions opened
+	var hung atomic.Bool
+	wake := make(chan struct{})
+	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Load() && r.Method == http.MethodPost {
+			select { // hangs: answers nothing
+			case <-r.Context().Done():
+			case <-wake:
+			}
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"method":"initialize"`) {
+			sessions.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+	h := connect(t, mcp.Server{Name: "sleepy", URL: api.URL})
+	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "sleepy__echo", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
+	r := runner(t, m, h.Tool("sleepy", "echo", &cairn.Tool{Timeout: 300 * time.Millisecond}))
+
+	hung.Store(true)
+	s, err := r.Start(ctx, "main", "go", nil)
+	if err != nil || s.Output != `tool "sleepy__echo" timed out after 300ms` {
+		t.Fatalf("a hung server: %v %+v", err, s)
+	}
+	time.Sleep(6 * time.Second) // the ping's 5 s run out: the server counts as down
+	hung.Store(false)
+	close(wake)
+	s, err = r.Start(ctx, "main", "go", nil)
+	if err != nil || s.Output != "awake" || sessions.Load() != 2 {
+		t.Fatalf("after the restart: %v %+v (MCP sessions opened: %d)", err, s, sessions.Load())
 	}
 }
