@@ -229,10 +229,15 @@ func (c *conn) elicit(ctx context.Context, req *sdk.ElicitRequest, gone <-chan s
 
 // Follow answers "cancel" to the questions held for sessions of r that
 // end without their answer (cancelled, failed, or completed elsewhere) and
-// ends those calls, instead of holding them for HoldFor. It returns when
-// ctx ends or the runner closes; run it in a goroutine.
+// ends those calls, instead of holding them for HoldFor, until ctx ends or
+// the runner closes. It subscribes before it returns, so no session that
+// ends afterwards is missed, and follows in a goroutine of its own.
 func (h *Hub) Follow(ctx context.Context, r *cairn.Runner) {
-	for ch := range r.WatchSessions(ctx) {
+	go h.follow(r.WatchSessions(ctx))
+}
+
+func (h *Hub) follow(changes <-chan cairn.SessionChange) {
+	for ch := range changes {
 		if ch.Session == nil {
 			continue
 		}

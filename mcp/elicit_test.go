@@ -161,7 +161,7 @@ func TestCancelledSessionCancelsTheQuestion(t *testing.T) {
 	r := runner(t, m, h.Tool("asker", "confirm", nil))
 	followCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go h.Follow(followCtx, r)
+	h.Follow(followCtx, r)
 
 	s, err := r.Start(ctx, "main", "go", nil)
 	if err != nil || s.Status != cairn.StatusPaused || len(s.Interrupts[0].Schema) == 0 {

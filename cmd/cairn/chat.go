@@ -51,7 +51,7 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			}
 			defer runner.Close()
 			if cfg.MCP != nil {
-				go cfg.MCP.Follow(cmd.Context(), runner) // a cancelled session's held MCP question hears "cancel"
+				cfg.MCP.Follow(cmd.Context(), runner) // a cancelled session's held MCP question hears "cancel"
 			}
 			if len(cfg.Scripted) > 0 {
 				fmt.Fprintf(stdout, "(model(s) %s are SCRIPTED: replies come from the config file)\n", strings.Join(cfg.Scripted, ", "))

@@ -101,7 +101,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	}
 	defer runner.Close()
 	if cfg.MCP != nil {
-		go cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
+		cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -55,7 +55,7 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 	}
 	defer runner.Close()
 	if cfg.MCP != nil {
-		go cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
+		cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
 	}
 	srv := mcp.NewServer(runner, &mcp.ServerOptions{Logger: log})
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
