@@ -389,4 +389,8 @@ type Call struct {
 	Held    bool
 	Result  string
 	IsError bool
+	// Asked is the seq of the event that made the call wait for a person
+	// (approval_requested, input_requested), for telling a pause's new
+	// interrupts from those an earlier pause already announced.
+	Asked int64 `json:",omitempty"`
 }

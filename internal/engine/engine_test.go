@@ -405,3 +405,43 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 		t.Fatal("unknown snapshot version accepted")
 	}
 }
+
+// A pause lists as created only the interrupts no earlier pause listed: a
+// batch decided in part pauses again on the rest, which are not new, and a
+// restored snapshot keeps the distinction.
+func TestPauseNamesTheInterruptsItCreates(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	cm := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"}).Effects[0].(CallModel)
+	s := step(t, m, st, ModelDone{Frame: cm.Frame, Response: assistant(
+		model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`},
+		model.ToolCall{ID: "c2", Name: "deploy", Arguments: `{"env":"staging"}`},
+	)})
+	created := func(evs []session.Event) []string {
+		t.Helper()
+		last := evs[len(evs)-1]
+		if last.Type != session.EventTurnPaused {
+			t.Fatalf("last event %s, want turn_paused", last.Type)
+		}
+		var p TurnPaused
+		if err := json.Unmarshal(last.Data, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Created
+	}
+	ins := st.Interrupts()
+	if got := created(s.Events); len(ins) != 2 || !reflect.DeepEqual(got, []string{ins[0].ID, ins[1].ID}) {
+		t.Fatalf("first pause created %v, interrupts %+v", got, ins)
+	}
+	snap, err := Snapshot(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = Restore(snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: ins[0].ID, Action: session.ActionReject, Reason: "no"}}})
+	if got := created(s.Events); len(got) != 0 || len(st.Interrupts()) != 1 {
+		t.Fatalf("second pause created %v (want none: %s was announced before)", got, ins[1].ID)
+	}
+}

@@ -23,7 +23,7 @@ func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame)
 		return err
 	}
 	in := p.Interrupt
-	c.State, c.Interrupt = CallAwaiting, &in
+	c.State, c.Interrupt, c.Asked = CallAwaiting, &in, ev.Seq
 	c.Held = c.Held || p.Held
 	return nil
 }
@@ -70,4 +70,21 @@ func (s *State) messageInterrupt(f *Frame) session.Interrupt {
 		ID:   derivedID(s.SessionID, f.ID, f.SaidSeq, "", "message"),
 		Kind: session.KindMessage, Path: s.pathTo(f), Text: f.Said,
 	}
+}
+
+// createdSincePause lists the ids of the interrupts asked for after the
+// last pause: the ones the pause about to be recorded announces first.
+func (s *State) createdSincePause() []string {
+	var ids []string
+	for _, f := range s.Ordered() {
+		if f.SaidSeq > s.Paused {
+			ids = append(ids, s.messageInterrupt(f).ID)
+		}
+		for _, c := range f.Calls {
+			if c.State == CallAwaiting && c.Interrupt != nil && c.Asked > s.Paused {
+				ids = append(ids, c.Interrupt.ID)
+			}
+		}
+	}
+	return ids
 }

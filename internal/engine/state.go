@@ -33,6 +33,8 @@ type State struct {
 	Remembered []session.Remembered
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// Paused is the seq of the last turn_paused event (0: none yet).
+	Paused int64 `json:",omitempty"`
 	// Log is the driver's bookkeeping of the log's size since the last
 	// snapshot; it is not part of the session.
 	Log LogStats `json:"-"`

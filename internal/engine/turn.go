@@ -28,6 +28,10 @@ type UserMessage struct {
 // TurnPaused records that the session waits for a person.
 type TurnPaused struct {
 	Interrupts []session.Interrupt `json:"interrupts"`
+	// Created lists the ids of the interrupts that no earlier pause listed:
+	// asked for in this turn (a parallel batch decided in part pauses again
+	// on the rest, which are not new). Webhooks announce these.
+	Created []string `json:"created,omitempty"`
 }
 
 // TurnCompleted records the root agent's answer.
@@ -73,7 +77,7 @@ func (p *UserMessage) project(st *State, ev *session.Event, frame *Frame) error 
 }
 
 func (p *TurnPaused) project(st *State, ev *session.Event, frame *Frame) error {
-	st.Status = session.StatusPaused
+	st.Status, st.Paused = session.StatusPaused, ev.Seq
 	return nil
 }
 
@@ -310,7 +314,7 @@ func (s *stepper) advance() {
 		s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})
 		return
 	}
-	s.emit(session.EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins})
+	s.emit(session.EventTurnPaused, s.st.Root(), &TurnPaused{Interrupts: ins, Created: s.st.createdSincePause()})
 }
 
 // maxEventsPerStep bounds the events one input may record.
