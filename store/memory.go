@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Memory is an in-process Store, for tests and throwaway sessions. The zero
@@ -16,7 +17,17 @@ type Memory struct {
 	sessions map[string]*memSession
 	secrets  map[string][]byte
 	used     map[string][]byte // token id → outcome (nil while being spent)
+	outbox   []*memMessage     // in the order written
 	feed     Feed
+}
+
+type memMessage struct {
+	Message
+	due     time.Time // zero: given up
+	owner   string
+	until   time.Time // the claim runs out
+	lastErr string
+	given   bool
 }
 
 type memSession struct {
@@ -25,6 +36,8 @@ type memSession struct {
 	snap    []byte
 	snapSeq int64
 }
+
+var _ Outbox = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{} }
@@ -54,6 +67,13 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		s.snap, s.snapSeq = slices.Clone(head.Snapshot), head.Seq
 	}
 	head.Snapshot = nil
+	for _, msg := range head.Outbox {
+		if !slices.ContainsFunc(m.outbox, func(o *memMessage) bool { return o.ID == msg.ID }) {
+			msg.Body = slices.Clone(msg.Body)
+			m.outbox = append(m.outbox, &memMessage{Message: msg, due: msg.CreatedAt})
+		}
+	}
+	head.Outbox = nil
 	if head.Summary == nil {
 		head.Summary = s.head.Summary
 	}
@@ -217,3 +237,49 @@ func (m *Memory) Outcome(ctx context.Context, id string) ([]byte, error) {
 
 // Close implements Store.
 func (m *Memory) Close() error { return nil }
+
+// ClaimMessages implements Outbox.
+func (m *Memory) ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]Message, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Message
+	for _, o := range m.outbox {
+		if len(out) == limit {
+			break
+		}
+		if o.given || o.due.After(now) || o.until.After(now) {
+			continue
+		}
+		o.owner, o.until = owner, until
+		o.Attempts++
+		msg := o.Message
+		msg.Body = slices.Clone(o.Body)
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// AckMessage implements Outbox.
+func (m *Memory) AckMessage(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outbox = slices.DeleteFunc(m.outbox, func(o *memMessage) bool { return o.ID == id })
+	return nil
+}
+
+// RetryMessage implements Outbox.
+func (m *Memory) RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := slices.IndexFunc(m.outbox, func(o *memMessage) bool { return o.ID == id })
+	if i < 0 {
+		return ErrNotFound
+	}
+	o := m.outbox[i]
+	if o.owner != owner {
+		return ErrConflict
+	}
+	o.owner, o.until, o.lastErr = "", time.Time{}, why
+	o.due, o.given = at, at.IsZero()
+	return nil
+}

@@ -48,6 +48,10 @@ type Head struct {
 	// expires (zero: none). Stores index it, so finding the sessions due for
 	// expiry does not read every paused one.
 	NextExpiry time.Time
+	// Outbox, when set on Append, is put in the store's outbox in the same
+	// commit as the events (see Outbox): a message is there if and only if
+	// the events it announces are. Reads leave it nil.
+	Outbox []Message
 }
 
 // Position is a place in List's order (most recently updated first, then
@@ -165,4 +169,39 @@ type Ledger interface {
 	// Outcome returns what spending id produced: nil while it is being
 	// spent (or its spender stopped first); ErrNotFound when id is unused.
 	Outcome(ctx context.Context, id string) ([]byte, error)
+}
+
+// Message is a notification in a store's outbox (webhook deliveries):
+// written by Append in the same commit as the events it announces, then
+// claimed, delivered and acknowledged by whichever process gets it first.
+type Message struct {
+	// ID is unique in the outbox; Append keeps the first message of an id
+	// and ignores later ones. It is the delivery id receivers deduplicate by.
+	ID string
+	// Topic says where the message goes (a webhook endpoint's name).
+	Topic string
+	// Body is what is delivered.
+	Body []byte
+	// CreatedAt is when the message was written.
+	CreatedAt time.Time
+	// Attempts counts the claims so far, this one included (set by ClaimMessages).
+	Attempts int
+}
+
+// Outbox delivers messages at least once across every process sharing the
+// store: a message is claimed by one process at a time, for a while; one
+// whose claimant stopped before acknowledging it is claimed again once the
+// claim runs out. The stores of this module implement it.
+type Outbox interface {
+	// ClaimMessages claims up to limit messages due at now (never claimed,
+	// claim run out, or retry time reached; not given up) for owner until
+	// until, oldest first, counting an attempt for each.
+	ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]Message, error)
+	// AckMessage removes a delivered message.
+	AckMessage(ctx context.Context, id string) error
+	// RetryMessage releases owner's claim on a message so that it is due
+	// again at at, recording why the attempt failed; a zero at gives up on
+	// it (it stays in the outbox, never claimed again). ErrConflict: owner
+	// no longer holds the claim (it ran out and another process has it).
+	RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error
 }

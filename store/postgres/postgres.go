@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,18 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 CREATE INDEX IF NOT EXISTS cairn_sessions_next_expiry ON cairn_sessions(next_expiry) WHERE next_expiry IS NOT NULL;
+CREATE TABLE IF NOT EXISTS cairn_outbox (
+	id         TEXT PRIMARY KEY,
+	topic      TEXT NOT NULL,
+	body       BYTEA NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	due        TIMESTAMPTZ,                -- NULL once given up
+	owner      TEXT NOT NULL DEFAULT '',
+	until      TIMESTAMPTZ,                -- the claim runs out
+	last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS cairn_outbox_due ON cairn_outbox(due) WHERE due IS NOT NULL;
 `
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
@@ -73,7 +86,10 @@ type Store struct {
 	stopped    context.Context
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Outbox = (*Store)(nil)
+)
 
 // Open connects to the database at url (postgres://…) and creates the
 // tables if needed.
@@ -145,6 +161,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cairn_events"}, []string{"session_id", "seq", "type", "time", "frame", "agent", "data"}, pgx.CopyFromRows(rows)); err != nil {
 			return err
+		}
+		for _, m := range head.Outbox {
+			if _, err := tx.Exec(ctx, `INSERT INTO cairn_outbox(id, topic, body, created_at, due) VALUES ($1,$2,$3,$4,$4)
+				ON CONFLICT (id) DO NOTHING`, m.ID, m.Topic, m.Body, m.CreatedAt); err != nil {
+				return err
+			}
 		}
 		if head.Snapshot != nil {
 			_, err := tx.Exec(ctx, `INSERT INTO cairn_snapshots(session_id, seq, data) VALUES ($1,$2,$3)
@@ -375,6 +397,49 @@ func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, 
 		return nil, fmt.Errorf("postgres secret %s: %w", name, err)
 	}
 	return v, nil
+}
+
+// ClaimMessages implements store.Outbox. Claimants on other nodes skip the
+// rows one is claiming (SKIP LOCKED) instead of waiting for them.
+func (s *Store) ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]store.Message, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE cairn_outbox SET owner=$1, until=$2, attempts=attempts+1
+		WHERE id IN (SELECT id FROM cairn_outbox WHERE due <= $3 AND (until IS NULL OR until <= $3)
+			ORDER BY due, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+		RETURNING id, topic, body, created_at, attempts`, owner, until, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres outbox claim: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Message, error) {
+		var m store.Message
+		err := row.Scan(&m.ID, &m.Topic, &m.Body, &m.CreatedAt, &m.Attempts)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres outbox claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Message) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// AckMessage implements store.Outbox.
+func (s *Store) AckMessage(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM cairn_outbox WHERE id=$1`, id); err != nil {
+		return fmt.Errorf("postgres outbox ack %s: %w", id, err)
+	}
+	return nil
+}
+
+// RetryMessage implements store.Outbox.
+func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE cairn_outbox SET owner='', until=NULL, due=$1, last_error=$2 WHERE id=$3 AND owner=$4`,
+		optionalTime(at), why, id, owner)
+	if err != nil {
+		return fmt.Errorf("postgres outbox retry %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 // MarkUsed implements store.Ledger.

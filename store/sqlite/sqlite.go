@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,18 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS snapshots (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS used_tokens (id TEXT PRIMARY KEY, used_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+	id         TEXT PRIMARY KEY,
+	topic      TEXT NOT NULL,
+	body       BLOB NOT NULL,
+	created_at TEXT NOT NULL,
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	due        TEXT NOT NULL,              -- '' once given up
+	owner      TEXT NOT NULL DEFAULT '',
+	until      TEXT NOT NULL DEFAULT '',   -- the claim runs out
+	last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox(due) WHERE due != '';
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -68,7 +81,10 @@ type Store struct {
 	stopped context.Context
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Outbox = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the SQLite database at path.
 //
@@ -225,6 +241,13 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			if _, err := stmt.ExecContext(ctx, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data)); err != nil {
 				return fmt.Errorf("sqlite append %s event %d: %w", head.ID, e.Seq, err)
 			}
+		}
+	}
+	for _, m := range head.Outbox {
+		at := m.CreatedAt.UTC().Format(timeLayout)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?)
+			ON CONFLICT(id) DO NOTHING`, m.ID, m.Topic, m.Body, at, at); err != nil {
+			return fmt.Errorf("sqlite append %s outbox: %w", head.ID, err)
 		}
 	}
 	if head.Snapshot != nil {
@@ -483,6 +506,56 @@ func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("sqlite outcome %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// ClaimMessages implements store.Outbox.
+func (s *Store) ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]store.Message, error) {
+	at := now.UTC().Format(timeLayout)
+	rows, err := s.db.QueryContext(ctx, `UPDATE outbox SET owner=?, until=?, attempts=attempts+1
+		WHERE id IN (SELECT id FROM outbox WHERE due != '' AND due <= ? AND until <= ? ORDER BY due, id LIMIT ?)
+		RETURNING id, topic, body, created_at, attempts`, owner, until.UTC().Format(timeLayout), at, at, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite outbox claim: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		var m store.Message
+		var created string
+		if err := rows.Scan(&m.ID, &m.Topic, &m.Body, &created, &m.Attempts); err != nil {
+			return nil, fmt.Errorf("sqlite outbox claim: %w", err)
+		}
+		if m.CreatedAt, err = time.Parse(timeLayout, created); err != nil {
+			return nil, fmt.Errorf("sqlite outbox claim %s: %w", m.ID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite outbox claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Message) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// AckMessage implements store.Outbox.
+func (s *Store) AckMessage(ctx context.Context, id string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM outbox WHERE id=?`, id); err != nil {
+		return fmt.Errorf("sqlite outbox ack %s: %w", id, err)
+	}
+	return nil
+}
+
+// RetryMessage implements store.Outbox.
+func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE outbox SET owner='', until='', due=?, last_error=? WHERE id=? AND owner=?`,
+		optionalTime(at), why, id, owner)
+	if err != nil {
+		return fmt.Errorf("sqlite outbox retry %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

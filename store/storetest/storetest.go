@@ -27,6 +27,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LedgerSpendsOnce", func(t *testing.T) { testLedgerSpendsOnce(t, open) })
 	t.Run("ListExpiredAndPaged", func(t *testing.T) { testListExpiredAndPaged(t, open) })
 	t.Run("ListByStatus", func(t *testing.T) { testListByStatus(t, open) })
+	t.Run("OutboxCommitsWithTheEvents", func(t *testing.T) { testOutboxCommitsWithTheEvents(t, open) })
+	t.Run("OutboxClaimsRetriesAndGivesUp", func(t *testing.T) { testOutboxClaimsRetriesAndGivesUp(t, open) })
 }
 
 func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {
@@ -307,6 +309,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 	t.Run("LeaseKeepsOthersOut", func(t *testing.T) { testLeaseKeepsOthersOut(t, open) })
 	t.Run("CancelRequestReachesTheOwner", func(t *testing.T) { testCancelRequestReachesTheOwner(t, open) })
 	t.Run("WatchSeesTheOtherProcess", func(t *testing.T) { testWatchSeesTheOtherProcess(t, open) })
+	t.Run("OutboxMessageClaimedByOneProcess", func(t *testing.T) { testOutboxMessageClaimedByOneProcess(t, open) })
 }
 
 func testTokenSpentOnceAcrossProcesses(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
@@ -477,4 +480,132 @@ func runningHead(id string, seq int64, owner string, at time.Time, lease time.Du
 		h.Lease = store.Lease{Owner: owner, Until: at.Add(lease)}
 	}
 	return h
+}
+
+func outboxOf(t *testing.T, s store.Store) store.Outbox {
+	t.Helper()
+	o, ok := s.(store.Outbox)
+	if !ok {
+		t.Fatalf("%T does not implement store.Outbox", s)
+	}
+	return o
+}
+
+func message(id string) store.Message {
+	return store.Message{ID: id, Topic: "hooks", Body: []byte(`{"type":"` + id + `"}`), CreatedAt: epoch()}
+}
+
+func ids(ms []store.Message) string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%s#%d", m.ID, m.Attempts))
+	}
+	return strings.Join(out, " ")
+}
+
+// A message is in the outbox if and only if its commit is: a conflicting
+// Append writes none, and an id written again keeps the first message.
+func testOutboxCommitsWithTheEvents(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	o := outboxOf(t, s)
+	h := headAt("s1", 1, "paused")
+	h.Outbox = []store.Message{message("m1"), message("m2")}
+	must(t, s.Append(ctx, h, 0, []session.Event{event(1)}))
+	stale := headAt("s1", 2, "paused")
+	stale.Outbox = []store.Message{message("lost")}
+	if err := s.Append(ctx, stale, 0, []session.Event{event(1)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale append: %v", err)
+	}
+	again := headAt("s1", 2, "paused")
+	again.Outbox = []store.Message{{ID: "m1", Topic: "hooks", Body: []byte(`second`), CreatedAt: epoch()}}
+	must(t, s.Append(ctx, again, 1, []session.Event{event(2)}))
+	got, err := o.ClaimMessages(ctx, "a", epoch(), epoch().Add(time.Minute), 10)
+	must(t, err)
+	if ids(got) != "m1#1 m2#1" || string(got[0].Body) != `{"type":"m1"}` || got[0].Topic != "hooks" || !got[0].CreatedAt.Equal(epoch()) {
+		t.Fatalf("claimed %s (%+v), want m1#1 m2#1 with the first body", ids(got), got)
+	}
+}
+
+// A claim keeps others out until it runs out; a retry is due at its time;
+// a zero retry time gives up; an acknowledged message is gone.
+func testOutboxClaimsRetriesAndGivesUp(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	o := outboxOf(t, s)
+	h := headAt("s1", 1, "paused")
+	h.Outbox = []store.Message{message("m1"), message("m2"), message("m3")}
+	must(t, s.Append(ctx, h, 0, []session.Event{event(1)}))
+	t0 := epoch().Add(time.Second)
+	claim := func(owner string, at time.Time, limit int) string {
+		t.Helper()
+		got, err := o.ClaimMessages(ctx, owner, at, at.Add(30*time.Second), limit)
+		must(t, err)
+		return ids(got)
+	}
+	if got := claim("a", t0, 2); got != "m1#1 m2#1" {
+		t.Fatalf("first claim %q", got)
+	}
+	if got := claim("b", t0.Add(time.Second), 10); got != "m3#1" {
+		t.Fatalf("second claim %q: claimed messages must stay out", got)
+	}
+	must(t, o.AckMessage(ctx, "m1"))
+	must(t, o.RetryMessage(ctx, "m2", "a", t0.Add(10*time.Second), "503 from the receiver"))
+	if err := o.RetryMessage(ctx, "m3", "a", t0, "not mine"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("retry of another's claim: %v, want ErrConflict", err)
+	}
+	if got := claim("a", t0.Add(5*time.Second), 10); got != "" {
+		t.Fatalf("claim before the retry time %q", got)
+	}
+	if got := claim("a", t0.Add(10*time.Second), 10); got != "m2#2" {
+		t.Fatalf("claim at the retry time %q", got)
+	}
+	must(t, o.RetryMessage(ctx, "m2", "a", time.Time{}, "gave up"))
+	// m3's claimant (b) stopped: its claim runs out and the message comes back.
+	if got := claim("c", t0.Add(time.Hour), 10); got != "m3#2" {
+		t.Fatalf("claim after b's ran out %q, want m3 again and m2 given up", got)
+	}
+}
+
+// Two processes claiming at once never get the same message.
+func testOutboxMessageClaimedByOneProcess(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
+	ctx := context.Background()
+	a, b := open(t)
+	h := headAt("s1", 1, "paused")
+	for i := range 40 {
+		h.Outbox = append(h.Outbox, message(fmt.Sprintf("m%02d", i)))
+	}
+	must(t, a.Append(ctx, h, 0, []session.Event{event(1)}))
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var wg sync.WaitGroup
+	for i, s := range []store.Store{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("p%d", i)
+			for {
+				got, err := outboxOf(t, s).ClaimMessages(ctx, owner, epoch().Add(time.Second), epoch().Add(time.Minute), 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, m := range got {
+					if prev, dup := seen[m.ID]; dup {
+						t.Errorf("%s claimed by %s and %s", m.ID, prev, owner)
+					}
+					seen[m.ID] = owner
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 40 {
+		t.Fatalf("%d messages claimed, want 40", len(seen))
+	}
 }
