@@ -1,0 +1,76 @@
+// Package webhook delivers Cairn's webhooks: signed JSON POSTs following
+// the Standard Webhooks specification (https://www.standardwebhooks.com),
+// sent at least once from a store's outbox (store.Outbox) by whichever
+// process claims each message, retried with exponential backoff.
+//
+// The runner writes the messages (cairn.RunnerOptions.Webhooks) in the same
+// commit as the events they announce, so a crash can delay a delivery but
+// never lose one; a receiver deduplicates by the webhook-id header, which
+// stays the same across retries.
+package webhook
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// Event types: the "type" of a payload, and what an endpoint subscribes to.
+const (
+	// InterruptCreated: a session paused on an interrupt no earlier pause
+	// listed (an approval, a question, an interactive agent's message).
+	// Approvals carry approve and reject action links, questions a reject link.
+	InterruptCreated = "interrupt.created"
+	// InterruptDecided: a person (or a remembered decision) decided an interrupt.
+	InterruptDecided = "interrupt.decided"
+	// InterruptExpired: an approval passed its deadline and counts as rejected.
+	InterruptExpired = "interrupt.expired"
+	// SessionCompleted: a turn ended with the root agent's answer.
+	SessionCompleted = "session.completed"
+	// SessionFailed: a turn failed.
+	SessionFailed = "session.failed"
+)
+
+// EventTypes lists every event type, in the order of the constants.
+func EventTypes() []string {
+	return []string{InterruptCreated, InterruptDecided, InterruptExpired, SessionCompleted, SessionFailed}
+}
+
+// Payload is the body of a delivery, in the envelope Standard Webhooks
+// recommends.
+type Payload struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      Data      `json:"data"`
+}
+
+// Data is what a payload is about. Fields not listed for a type are absent.
+type Data struct {
+	SessionID string `json:"session_id"`
+	// Agent is the session's root agent.
+	Agent string `json:"agent"`
+	// Seq is the session's seq after the commit that made the event: the
+	// seq a decision names (interrupt.created). Receivers order a session's
+	// payloads by it; deliveries may arrive out of order.
+	Seq int64 `json:"seq"`
+	// Interrupt is the interrupt created (interrupt.created).
+	Interrupt *session.Interrupt `json:"interrupt,omitempty"`
+	// Actions are the signed one-time links that decide it without a token
+	// (interrupt.created, approvals and questions).
+	Actions *Actions `json:"actions,omitempty"`
+	// Decision is the decision event's data (interrupt.decided,
+	// interrupt.expired): interrupt_id, kind, tool, action, reason, actor…
+	Decision json.RawMessage `json:"decision,omitempty"`
+	// Output is the root agent's answer (session.completed).
+	Output string `json:"output,omitempty"`
+	// Error is why the turn failed (session.failed).
+	Error *session.Failure `json:"error,omitempty"`
+}
+
+// Actions are absolute action links: a GET shows a confirmation page, the
+// POST it submits decides. Each works once and expires with its interrupt.
+type Actions struct {
+	Approve string `json:"approve,omitempty"`
+	Reject  string `json:"reject,omitempty"`
+}
