@@ -22,6 +22,7 @@ import (
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // DefaultMaxIterations is an agent's limit of model calls per turn when
@@ -94,6 +95,18 @@ type RunnerOptions struct {
 	// TracerProvider, when set, receives OpenTelemetry spans for turns,
 	// model calls and tool calls (GenAI semantic conventions). Nil: none.
 	TracerProvider trace.TracerProvider
+	// Webhooks are told about interrupts and ended turns, at least once,
+	// from the store's outbox (see Webhook and package webhook); the store
+	// must implement store.Outbox and store.Secrets (this module's do).
+	// Every runner on the store delivers, whichever runner committed.
+	Webhooks []Webhook
+	// PublicURL is the absolute URL people reach the HTTP server at
+	// (https://cairn.example.org): webhook action links are built from it.
+	// Required with Webhooks.
+	PublicURL string
+	// WebhookDelivery tunes the deliveries (client, retries, polling); nil
+	// means the defaults of package webhook.
+	WebhookDelivery *webhook.Options
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
@@ -130,6 +143,7 @@ type Runner struct {
 	active      turns
 	draining    chan struct{}
 	drainOnce   sync.Once
+	hooks       *webhooks // nil: no webhooks
 	halt        atomic.Bool
 }
 
@@ -158,6 +172,13 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	}
 	if opts.ExpirySweep >= 0 && hasTTL(agents) {
 		r.every(opts.ExpirySweep, 250*time.Millisecond, r.sweep)
+	}
+	if r.hooks != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.hooks.deliverer.Run(r.background)
+		}()
 	}
 	return r, nil
 }
@@ -202,6 +223,9 @@ func newRunner(opts *RunnerOptions) (*Runner, error) {
 	}
 	if r.maxParallel <= 0 {
 		r.maxParallel = 8
+	}
+	if err := r.setupWebhooks(opts); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -589,12 +613,21 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		}
 		log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
 	}
+	if to == r.store && r.hooks != nil {
+		var err error
+		if head.Outbox, err = r.webhookMessages(ctx, st, events); err != nil {
+			return fmt.Errorf("webhooks of session %s: %w", st.SessionID, err)
+		}
+	}
 	if err := to.Append(ctx, head, expected, events); err != nil {
 		return storeError(err, st.SessionID)
 	}
 	st.Log = log
 	if to == r.store {
 		r.hub.published(st.SessionID, events)
+	}
+	if len(head.Outbox) > 0 {
+		r.hooks.deliverer.Wake()
 	}
 	for _, ev := range events {
 		observe(ctx, ev)

@@ -43,6 +43,8 @@ const (
 	CodeNotFound            Code = "not_found"
 	CodeExpired             Code = "expired"
 	CodeInvalidContinuation Code = "invalid_continuation"
+	// CodeInvalidLink: an action link no server on the store signed, or altered.
+	CodeInvalidLink Code = "invalid_link"
 	// CodeTooLarge: a paused session no longer fits in a continuation token.
 	CodeTooLarge Code = "too_large"
 	// CodeInternal is an engine fault, not a refused input: the state it

@@ -1,0 +1,405 @@
+package cairn
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+// Webhook is an endpoint told about sessions: interrupts created, decided
+// and expired, turns completed and failed (package webhook lists the event
+// types and the payload). Deliveries are Standard Webhooks POSTs, signed
+// with Secret, sent at least once from the store's outbox by whichever
+// runner on the store claims them, retried with exponential backoff.
+// Sessions of stateless invocations (Invoke, Continue) send none.
+type Webhook struct {
+	// Name identifies the endpoint in the outbox and in the audit trail of
+	// decisions made through its action links; empty means URL. Renaming
+	// an endpoint gives up its undelivered messages.
+	Name string
+	// URL receives the POSTs.
+	URL string
+	// Secret signs them: "whsec_" followed by base64.
+	Secret string
+	// Events are the event types it hears; empty means all of them.
+	Events []string
+}
+
+// webhooks is a runner's webhook configuration and its deliverer.
+type webhooks struct {
+	endpoints []Webhook
+	publicURL string
+	deliverer *webhook.Deliverer
+	links     *linkSigner
+	now       func() time.Time // the deliverer's clock
+}
+
+// setupWebhooks checks the webhook options and prepares their delivery.
+func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
+	if len(opts.Webhooks) == 0 {
+		return nil
+	}
+	outbox, ok := r.store.(store.Outbox)
+	if !ok {
+		return fmt.Errorf("cairn: webhooks need a store with an outbox; %T does not implement store.Outbox", r.store)
+	}
+	secrets, ok := r.store.(store.Secrets)
+	if !ok {
+		return fmt.Errorf("cairn: webhook action links need a signing key kept in the store; %T does not implement store.Secrets", r.store)
+	}
+	u, err := url.Parse(opts.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("cairn: webhooks need PublicURL, the absolute http(s) URL people reach the server at (action links are built from it); got %q", opts.PublicURL)
+	}
+	h := &webhooks{publicURL: strings.TrimRight(opts.PublicURL, "/"), links: &linkSigner{secrets: secrets}}
+	endpoints := map[string]webhook.Endpoint{}
+	for i, w := range opts.Webhooks {
+		w.Name = cmpOr(w.Name, w.URL)
+		if _, dup := endpoints[w.Name]; dup {
+			return fmt.Errorf("cairn: webhooks[%d]: the name %q is used twice", i, w.Name)
+		}
+		for _, ev := range w.Events {
+			if !slices.Contains(webhook.EventTypes(), ev) {
+				return fmt.Errorf("cairn: webhooks[%d] (%s): unknown event %q; the events are %s", i, w.Name, ev, strings.Join(webhook.EventTypes(), ", "))
+			}
+		}
+		endpoints[w.Name] = webhook.Endpoint{URL: w.URL, Secret: w.Secret}
+		h.endpoints = append(h.endpoints, w)
+	}
+	var dopts webhook.Options
+	if opts.WebhookDelivery != nil {
+		dopts = *opts.WebhookDelivery
+	}
+	dopts.Owner = r.node
+	dopts.Logger = cmpOr(dopts.Logger, r.log)
+	// Deliveries keep wall-clock time whatever RunnerOptions.Now says:
+	// receivers check the signed timestamp against theirs.
+	if dopts.Now == nil {
+		dopts.Now = time.Now
+	}
+	h.now = dopts.Now
+	if h.deliverer, err = webhook.New(outbox, endpoints, &dopts); err != nil {
+		return fmt.Errorf("cairn: %w", err)
+	}
+	r.hooks = h
+	return nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// wants reports whether w hears events of type typ.
+func (w *Webhook) wants(typ string) bool {
+	return len(w.Events) == 0 || slices.Contains(w.Events, typ)
+}
+
+// webhookMessages are the outbox messages announcing a commit's events.
+func (r *Runner) webhookMessages(ctx context.Context, st *engine.State, events []Event) ([]store.Message, error) {
+	var out []store.Message
+	for _, ev := range events {
+		notes, err := r.notes(ctx, st, ev)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range notes {
+			for _, w := range r.hooks.endpoints {
+				if !w.wants(n.typ) {
+					continue
+				}
+				data := n.data
+				data.SessionID, data.Agent, data.Seq = st.SessionID, st.Agent, st.Seq
+				if n.linked != nil {
+					if data.Actions, err = r.hooks.actions(ctx, st.SessionID, n.linked, w.Name); err != nil {
+						return nil, err
+					}
+				}
+				body, err := json.Marshal(webhook.Payload{Type: n.typ, Timestamp: ev.Time, Data: data})
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, store.Message{ID: messageID(st.SessionID, ev.Seq, n.typ, n.about, w.Name), Topic: w.Name, Body: body, CreatedAt: r.hooks.now()})
+			}
+		}
+	}
+	return out, nil
+}
+
+// note is one webhook event an event makes, before it is addressed.
+type note struct {
+	typ    string
+	about  string // the interrupt, if any: one event may create several
+	data   webhook.Data
+	linked *session.Interrupt // gets action links
+}
+
+// notes are the webhook events that ev makes.
+func (r *Runner) notes(ctx context.Context, st *engine.State, ev Event) ([]note, error) {
+	switch ev.Type {
+	case session.EventTurnPaused:
+		var p engine.TurnPaused
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			return nil, err
+		}
+		var out []note
+		for _, in := range p.Interrupts {
+			if !slices.Contains(p.Created, in.ID) {
+				continue
+			}
+			n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
+			if in.Kind == session.KindApproval || in.Kind == session.KindInput {
+				n.linked = &in
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	case session.EventDecision:
+		var d engine.DecisionMade
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, err
+		}
+		typ := webhook.InterruptDecided
+		if d.Actor == expiryActor {
+			typ = webhook.InterruptExpired
+		}
+		return []note{{typ: typ, about: d.InterruptID, data: webhook.Data{Decision: ev.Data}}}, nil
+	case session.EventTurnCompleted:
+		var p engine.TurnCompleted
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			return nil, err
+		}
+		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
+	case session.EventTurnFailed:
+		var p engine.TurnFailed
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			return nil, err
+		}
+		return []note{{typ: webhook.SessionFailed, data: webhook.Data{Error: &p.Error}}}, nil
+	}
+	return nil, nil
+}
+
+// expiryActor is who the engine records as deciding an expired approval.
+var expiryActor = session.Actor{Name: "cairn", Role: "expiry"}
+
+// messageID is a delivery's id: the same for every retry, distinct for
+// every event, interrupt and endpoint.
+func messageID(sessionID string, seq int64, typ, about, endpoint string) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + typ + "\x00" + about + "\x00" + endpoint))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
+// actions are in's action links for endpoint: approve and reject for an
+// approval, reject for a question (an answer needs its text).
+func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.Interrupt, endpoint string) (*webhook.Actions, error) {
+	link := func(action string) (string, error) {
+		tok, err := h.links.sign(ctx, ActionLink{SessionID: sessionID, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
+		return h.publicURL + ActionLinkPath + tok, err
+	}
+	var a webhook.Actions
+	var err error
+	if in.Kind == session.KindApproval {
+		if a.Approve, err = link(session.ActionApprove); err != nil {
+			return nil, err
+		}
+	}
+	if a.Reject, err = link(session.ActionReject); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// ActionLinkPath is where action links point, under RunnerOptions.PublicURL;
+// the token follows. The HTTP server (package server) serves it.
+const ActionLinkPath = "/v1/actions/"
+
+// ErrInvalidLink: an action link that no runner on this store signed, or
+// that was altered.
+var ErrInvalidLink error = &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link"}
+
+// ActionLink is what a signed action link does: decide one interrupt with
+// one action. Webhook payloads carry them (webhook.Actions) so an email or
+// a chat button decides without a token; each works once.
+type ActionLink struct {
+	SessionID   string
+	InterruptID string
+	// Action is session.ActionApprove or session.ActionReject.
+	Action string
+	// Endpoint is the webhook the link was sent to; the decision's actor
+	// names it ({"name": Endpoint, "role": "action-link"}).
+	Endpoint string
+	// ExpiresAt is the interrupt's deadline; nil: the link lasts while the
+	// interrupt waits.
+	ExpiresAt *time.Time
+}
+
+// ReadActionLink checks an action link's token (the part after
+// ActionLinkPath): ErrInvalidLink unless a runner on this store signed it,
+// ErrExpired past its deadline. Whether the interrupt still waits is the
+// session's to say.
+func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink, error) {
+	if r.hooks == nil {
+		return nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", ErrInvalidLink)
+	}
+	link, err := r.hooks.links.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if link.ExpiresAt != nil && !r.now().Before(*link.ExpiresAt) {
+		return nil, &session.Error{Code: session.CodeExpired, Interrupt: link.InterruptID,
+			Message: fmt.Sprintf("this link expired at %s, with the approval it decides", link.ExpiresAt.UTC().Format(time.RFC3339))}
+	}
+	return link, nil
+}
+
+// FollowActionLink decides the interrupt an action link names, once, and
+// runs the session on like Resume. reason, on reject, is shown to the
+// model. ErrConflict when the interrupt no longer waits (the link was used,
+// or someone decided another way); ErrExpired, ErrInvalidLink as
+// ReadActionLink. opts may be nil; its Actor is replaced by the link's.
+func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*Session, error) {
+	link, err := r.ReadActionLink(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := r.Session(ctx, link.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(sess.Interrupts, func(in Interrupt) bool { return in.ID == link.InterruptID }) {
+		return nil, &session.Error{Code: session.CodeConflict, Interrupt: link.InterruptID,
+			Message: fmt.Sprintf("interrupt %s of session %s no longer waits: this link was used, or it was decided another way", link.InterruptID, link.SessionID)}
+	}
+	o := TurnOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Actor = Actor{Name: link.Endpoint, Role: "action-link"}
+	d := Decision{InterruptID: link.InterruptID, Action: link.Action}
+	if link.Action == session.ActionReject {
+		d.Reason = cmpOr(reason, "rejected through an action link")
+	}
+	return r.Resume(ctx, link.SessionID, sess.Seq, []Decision{d}, &o)
+}
+
+// linkSigner signs action links with a key kept in the store, so every
+// runner on it checks the links of the others.
+type linkSigner struct {
+	secrets store.Secrets
+	mu      sync.Mutex
+	k       []byte // read once
+}
+
+// actionLinkKeyName is where the links' key is kept in the store.
+const actionLinkKeyName = "action-link-hmac-v1"
+
+// linkPrefix versions the token format: "al1.<payload>.<mac>", base64url
+// without padding; mac = HMAC-SHA256(key, "al1.<payload>").
+const linkPrefix = "al1."
+
+// maxLinkToken bounds what verify reads.
+const maxLinkToken = 2048
+
+// linkClaims is a link token's payload.
+type linkClaims struct {
+	Session   string `json:"s"`
+	Interrupt string `json:"i"`
+	Action    string `json:"a"`
+	Endpoint  string `json:"w,omitempty"`
+	Expires   int64  `json:"e,omitempty"` // unix seconds; 0: none
+}
+
+func (l *linkSigner) key(ctx context.Context) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.k != nil {
+		return l.k, nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	k, err := l.secrets.Secret(ctx, actionLinkKeyName, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("action link key: %w", err)
+	}
+	l.k = k
+	return k, nil
+}
+
+func (l *linkSigner) sign(ctx context.Context, link ActionLink) (string, error) {
+	key, err := l.key(ctx)
+	if err != nil {
+		return "", err
+	}
+	c := linkClaims{Session: link.SessionID, Interrupt: link.InterruptID, Action: link.Action, Endpoint: link.Endpoint}
+	if link.ExpiresAt != nil {
+		c.Expires = link.ExpiresAt.Unix()
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	signed := linkPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(key, signed)), nil
+}
+
+func (l *linkSigner) verify(ctx context.Context, token string) (*ActionLink, error) {
+	bad := func(why string) error {
+		return &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link: " + why + "; use the link exactly as the webhook sent it"}
+	}
+	if len(token) > maxLinkToken || !strings.HasPrefix(token, linkPrefix) {
+		return nil, bad("not a Cairn action link")
+	}
+	for i := range len(token) {
+		if !isTokenByte(token[i]) {
+			return nil, bad(fmt.Sprintf("byte %d (%q) is not part of a link", i, token[i]))
+		}
+	}
+	payloadText, sigText, ok := strings.Cut(token[len(linkPrefix):], ".")
+	ok = ok && !strings.Contains(sigText, ".")
+	signed := linkPrefix + payloadText
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
+	if !ok || err != nil || len(sig) != sha256.Size {
+		return nil, bad("the signature is missing or malformed")
+	}
+	key, err := l.key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal(sig, mac(key, signed)) {
+		return nil, bad("the signature does not match (altered, or signed by another server)")
+	}
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(signed[len(linkPrefix):])
+	var c linkClaims
+	if err != nil || json.Unmarshal(payload, &c) != nil || c.Session == "" || c.Interrupt == "" ||
+		(c.Action != session.ActionApprove && c.Action != session.ActionReject) {
+		return nil, bad("the payload is malformed")
+	}
+	link := &ActionLink{SessionID: c.Session, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
+	if c.Expires != 0 {
+		at := time.Unix(c.Expires, 0).UTC()
+		link.ExpiresAt = &at
+	}
+	return link, nil
+}

@@ -1,0 +1,260 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// hookReceiver verifies each delivery with the Standard Webhooks library
+// and keeps the payloads, once per delivery id.
+type hookReceiver struct {
+	t        *testing.T
+	verifier *standardwebhooks.Webhook
+	mu       sync.Mutex
+	byID     map[string]webhook.Payload
+	order    []string
+	arrived  chan struct{}
+}
+
+func newHookReceiver(t *testing.T) (*hookReceiver, string) {
+	v, err := standardwebhooks.NewWebhook(hookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &hookReceiver{t: t, verifier: v, byID: map[string]webhook.Payload{}, arrived: make(chan struct{}, 100)}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return rc, srv.URL + "/hooks"
+}
+
+func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if err := rc.verifier.Verify(body, r.Header); err != nil {
+		rc.t.Errorf("a delivery does not verify: %v", err)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var p webhook.Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		rc.t.Errorf("payload %s: %v", body, err)
+	}
+	rc.mu.Lock()
+	id := r.Header.Get("webhook-id")
+	if _, dup := rc.byID[id]; !dup {
+		rc.order = append(rc.order, id)
+	}
+	rc.byID[id] = p
+	rc.mu.Unlock()
+	rc.arrived <- struct{}{}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// waitFor waits until the deliveries hold n payloads of type typ, and returns them.
+func (rc *hookReceiver) waitFor(typ string, n int) []webhook.Payload {
+	rc.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		var got []webhook.Payload
+		rc.mu.Lock()
+		for _, id := range rc.order {
+			if rc.byID[id].Type == typ {
+				got = append(got, rc.byID[id])
+			}
+		}
+		rc.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-rc.arrived:
+		case <-deadline:
+			rc.t.Fatalf("%d %s deliveries after 10 s, want %d", len(got), typ, n)
+		}
+	}
+}
+
+// token is the part of an action link after its path.
+func token(t *testing.T, link string) string {
+	t.Helper()
+	_, tok, ok := strings.Cut(link, cairn.ActionLinkPath)
+	if !ok || !strings.HasPrefix(link, "https://cairn.example.org/") {
+		t.Fatalf("action link %q is not absolute under the public URL", link)
+	}
+	return tok
+}
+
+func hookedRunner(t *testing.T, m *scripted.Model, opts *cairn.RunnerOptions, tools ...*cairn.Tool) *cairn.Runner {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hooks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	opts.Store = st
+	opts.PublicURL = "https://cairn.example.org"
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: tools}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
+	ctx := context.Background()
+	rc, url := newHookReceiver(t)
+	var rec counter
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []cairn.Webhook{{Name: "ops", URL: url, Secret: hookSecret}}}, deleteTool(&rec))
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("%v %+v", err, s)
+	}
+	created := rc.waitFor(webhook.InterruptCreated, 1)[0]
+	d := created.Data
+	if d.SessionID != s.ID || d.Seq != s.Seq || d.Agent != "main" || d.Interrupt == nil || d.Interrupt.ID != s.Interrupts[0].ID ||
+		d.Interrupt.Message != "Delete file 'test.txt'? This cannot be undone." || d.Actions == nil || d.Actions.Approve == "" || d.Actions.Reject == "" {
+		t.Fatalf("interrupt.created = %+v", d)
+	}
+	approve, reject := token(t, d.Actions.Approve), token(t, d.Actions.Reject)
+
+	// An altered link decides nothing.
+	forged := approve[:len(approve)-3] + "AAA"
+	if _, err := r.FollowActionLink(ctx, forged, "", nil); !errors.Is(err, cairn.ErrInvalidLink) {
+		t.Fatalf("forged link: %v, want ErrInvalidLink", err)
+	}
+	link, err := r.ReadActionLink(ctx, approve)
+	if err != nil || link.SessionID != s.ID || link.Action != cairn.ActionApprove || link.Endpoint != "ops" {
+		t.Fatalf("ReadActionLink = %+v, %v", link, err)
+	}
+
+	s, err = r.FollowActionLink(ctx, approve, "", nil)
+	if err != nil || s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("follow approve: %v %+v runs %v", err, s, rec.runs())
+	}
+	for _, tok := range []string{approve, reject} {
+		if _, err := r.FollowActionLink(ctx, tok, "", nil); !errors.Is(err, cairn.ErrConflict) {
+			t.Fatalf("link used after the decision: %v, want ErrConflict", err)
+		}
+	}
+	if len(rec.runs()) != 1 {
+		t.Fatalf("the tool ran %d times", len(rec.runs()))
+	}
+	decided := rc.waitFor(webhook.InterruptDecided, 1)[0]
+	var dec struct {
+		InterruptID string      `json:"interrupt_id"`
+		Action      string      `json:"action"`
+		Actor       cairn.Actor `json:"actor"`
+	}
+	if err := json.Unmarshal(decided.Data.Decision, &dec); err != nil || dec.InterruptID != link.InterruptID || dec.Action != "approve" || dec.Actor != (cairn.Actor{Name: "ops", Role: "action-link"}) {
+		t.Fatalf("interrupt.decided = %s (%v)", decided.Data.Decision, err)
+	}
+	if done := rc.waitFor(webhook.SessionCompleted, 1)[0]; done.Data.Output != "Result: Deleted test.txt" || done.Data.SessionID != s.ID {
+		t.Fatalf("session.completed = %+v", done.Data)
+	}
+}
+
+// A batch of two pauses once with two interrupt.created; deciding one
+// pauses again on the other without announcing it again. An endpoint hears
+// only the events it lists.
+func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
+	ctx := context.Background()
+	all, allURL := newHookReceiver(t)
+	ends, endsURL := newHookReceiver(t)
+	var rec counter
+	m := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"a.txt"}`}, {Name: "delete_file", Arguments: `{"filename":"b.txt"}`}}},
+		scripted.Reply{Text: "done"},
+	)
+	r := hookedRunner(t, m, &cairn.RunnerOptions{Webhooks: []cairn.Webhook{
+		{URL: allURL, Secret: hookSecret},
+		{Name: "ends", URL: endsURL, Secret: hookSecret, Events: []string{webhook.SessionCompleted}},
+	}}, deleteTool(&rec))
+	s, _ := r.Start(ctx, "main", "delete two", nil)
+	created := all.waitFor(webhook.InterruptCreated, 2)
+	s, err := r.FollowActionLink(ctx, token(t, created[0].Data.Actions.Reject), "not that one", nil)
+	if err != nil || s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 {
+		t.Fatalf("after rejecting one: %v %+v", err, s)
+	}
+	s, err = r.FollowActionLink(ctx, token(t, created[1].Data.Actions.Approve), "", nil)
+	if err != nil || s.Status != cairn.StatusCompleted {
+		t.Fatalf("after approving the other: %v %+v", err, s)
+	}
+	all.waitFor(webhook.SessionCompleted, 1)
+	ends.waitFor(webhook.SessionCompleted, 1)
+	if n := len(all.waitFor(webhook.InterruptCreated, 0)); n != 2 {
+		t.Fatalf("%d interrupt.created, want 2 (the second pause announces nothing new)", n)
+	}
+	if n := len(all.waitFor(webhook.InterruptDecided, 2)); n != 2 {
+		t.Fatalf("%d interrupt.decided", n)
+	}
+	ends.mu.Lock()
+	defer ends.mu.Unlock()
+	if len(ends.order) != 1 {
+		t.Fatalf("the endpoint listing only session.completed got %d deliveries", len(ends.order))
+	}
+	if got := rec.runs(); len(got) != 1 || got[0] != "b.txt" {
+		t.Fatalf("runs %v", got)
+	}
+}
+
+// An approval that expires is announced as interrupt.expired, and its
+// links answer ErrExpired.
+func TestWebhooksAnnounceExpiry(t *testing.T) {
+	ctx := context.Background()
+	rc, url := newHookReceiver(t)
+	clk := newClock()
+	var rec counter
+	tool := deleteTool(&rec)
+	tool.ApprovalTTL = time.Minute
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1,
+		Webhooks: []cairn.Webhook{{URL: url, Secret: hookSecret}}, WebhookDelivery: &webhook.Options{Poll: 20 * time.Millisecond}}, tool)
+	if _, err := r.Start(ctx, "main", "Delete test.txt", nil); err != nil {
+		t.Fatal(err)
+	}
+	created := rc.waitFor(webhook.InterruptCreated, 1)[0]
+	clk.add(2 * time.Minute)
+	if _, err := r.FollowActionLink(ctx, token(t, created.Data.Actions.Approve), "", nil); !errors.Is(err, cairn.ErrExpired) {
+		t.Fatalf("expired link: %v, want ErrExpired", err)
+	}
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("ExpireDue = %d, %v", n, err)
+	}
+	expired := rc.waitFor(webhook.InterruptExpired, 1)[0]
+	if !strings.Contains(string(expired.Data.Decision), `"approval expired"`) || len(rec.runs()) != 0 {
+		t.Fatalf("interrupt.expired = %s, runs %v", expired.Data.Decision, rec.runs())
+	}
+}
+
+func TestWebhookOptionsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		opts cairn.RunnerOptions
+		want string
+	}{
+		{cairn.RunnerOptions{Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret}}}, "PublicURL"},
+		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret, Events: []string{"interrupt.made"}}}}, `unknown event "interrupt.made"`},
+		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: "nope!"}}}, "not whsec_"},
+	} {
+		_, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript()}}, &tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
