@@ -75,10 +75,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // public reports whether path needs no token: liveness, the API's
-// description and the web page's files (the page asks for a token and
-// sends it with each API call).
+// description, the web page's files (the page asks for a token and sends
+// it with each API call) and action links (the signed link is the credential).
 func public(path string) bool {
-	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/")
+	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") ||
+		strings.HasPrefix(path, cairn.ActionLinkPath)
 }
 
 // lookup compares the presented secret with every token in constant time

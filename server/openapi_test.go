@@ -26,6 +26,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // registeredRoutes reads the server's source for the patterns it registers
@@ -126,6 +127,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"})
 	release := make(chan struct{}) // holds the slow agent's turn running
+	hooks := newLinkCatcher(t)
 	hold := cairn.NewTool(&cairn.Tool{Name: "hold", Description: "Waits."}, func(ctx context.Context, _ struct{}) (string, error) {
 		<-release
 		return "released", nil
@@ -134,7 +136,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		{Name: "ops", Model: ops, Tools: []*cairn.Tool{deploy}},
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
 		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
-	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)}})
+	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
+		PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{URL: hooks.url, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []string{webhook.InterruptCreated}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +230,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	send := func(method, path, tok, body string) (*http.Request, *http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json")
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
@@ -444,6 +448,46 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("an expired interrupt: %s", body)
 	}
 
+	// Action links (webhooks): the link is the credential. A GET shows the
+	// page, its POST decides once; altered 403, used 409, expired 410.
+	page := func(method, link, contentType, body string, want int) string {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, api.URL+strings.TrimPrefix(link, "https://cairn.example.org"), strings.NewReader(body))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("%s %s: %d %v, want %d and a page\n%s", method, link, resp.StatusCode, resp.Header, want, b)
+		}
+		return string(b)
+	}
+	linked := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it by mail"}`, 201)
+	links := hooks.actions(linked["id"].(string))
+	if body := page("GET", links.Approve, "", "", 200); !strings.Contains(body, `<form method="post">`) || !strings.Contains(body, "deploy") {
+		t.Fatalf("the link's page:\n%s", body)
+	}
+	page("POST", links.Approve, "application/x-www-form-urlencoded", "reason=%zz", 400)
+	if body := page("POST", links.Approve, "", "", 200); !strings.Contains(body, "The session is now completed") {
+		t.Fatalf("after the POST:\n%s", body)
+	}
+	page("POST", links.Approve, "", "", 409)
+	page("GET", links.Reject, "", "", 409)
+	altered := links.Reject[:len(links.Reject)-2] + "xx"
+	page("GET", altered, "", "", 403)
+	page("POST", altered, "", "", 403)
+	lateLinks := hooks.actions(late["id"].(string))
+	page("GET", lateLinks.Approve, "", "", 410)
+	page("POST", lateLinks.Reject, "", "", 410)
+	if v := do("POST", strings.TrimPrefix(altered, "https://cairn.example.org"), nobody, "", 403); v["error"].(map[string]any)["code"] != "invalid_link" {
+		t.Fatalf("a JSON client's altered link: %v", v)
+	}
+
 	do("GET", "/healthz", nobody, "", 200)
 	for path, want := range map[string]int{"/": 200, "/ui/app.js": 200, "/ui/app.css": 200, "/ui/nope.js": 404} {
 		resp, err := http.Get(api.URL + path)
@@ -475,6 +519,46 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	if os.Getenv("CAIRN_WRITE_OPENAPI") != "" {
 		os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644)
 	}
+}
+
+// linkCatcher receives webhooks and keeps each session's action links.
+type linkCatcher struct {
+	t     *testing.T
+	url   string
+	mu    sync.Mutex
+	links map[string]webhook.Actions
+}
+
+func newLinkCatcher(t *testing.T) *linkCatcher {
+	c := &linkCatcher{t: t, links: map[string]webhook.Actions{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.Data.Actions == nil {
+			t.Errorf("webhook: %v %+v", err, p)
+			return
+		}
+		c.mu.Lock()
+		c.links[p.Data.SessionID] = *p.Data.Actions
+		c.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	c.url = srv.URL
+	return c
+}
+
+// actions waits for the action links of session id.
+func (c *linkCatcher) actions(id string) webhook.Actions {
+	c.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		a, ok := c.links[id]
+		c.mu.Unlock()
+		if ok {
+			return a
+		}
+	}
+	c.t.Fatalf("no interrupt.created webhook for session %s after 10 s", id)
+	return webhook.Actions{}
 }
 
 // bearer sends a bearer token with every request.

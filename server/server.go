@@ -99,6 +99,8 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("POST /v1/agents/{agent}/chat", s.chat)
 	s.mux.HandleFunc("GET /v1/agents/{agent}/chat/{id}/stream", s.chatStream)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/ag-ui", s.agui)
+	s.mux.HandleFunc("GET /v1/actions/{token}", s.actionForm)
+	s.mux.HandleFunc("POST /v1/actions/{token}", s.followAction)
 	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
@@ -577,6 +579,8 @@ func httpStatus(code string) int {
 		return http.StatusBadRequest
 	case "conflict":
 		return http.StatusConflict
+	case "invalid_link":
+		return http.StatusForbidden
 	case "not_found":
 		return http.StatusNotFound
 	case "expired":
