@@ -39,6 +39,10 @@ type Webhook struct {
 	Secret string
 	// Events are the event types it hears; empty means all of them.
 	Events []string
+	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
+	// stops mid-delivery leaves the message to another (or to itself,
+	// restarted) about 10 s after the timeout.
+	Timeout time.Duration
 }
 
 // webhooks is a runner's webhook configuration and its deliverer.
@@ -79,7 +83,7 @@ func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
 				return fmt.Errorf("cairn: webhooks[%d] (%s): unknown event %q; the events are %s", i, w.Name, ev, strings.Join(webhook.EventTypes(), ", "))
 			}
 		}
-		endpoints[w.Name] = webhook.Endpoint{URL: w.URL, Secret: w.Secret}
+		endpoints[w.Name] = webhook.Endpoint{URL: w.URL, Secret: w.Secret, Timeout: w.Timeout}
 		h.endpoints = append(h.endpoints, w)
 	}
 	var dopts webhook.Options

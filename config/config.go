@@ -5,16 +5,20 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -31,6 +35,7 @@ import (
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // File is the configuration file as written.
@@ -53,6 +58,25 @@ type File struct {
 	// ShutdownGrace is how long SIGTERM lets running turns finish before
 	// they are handed over to another process (default 30s).
 	ShutdownGrace string `yaml:"shutdown_grace"`
+	// PublicURL is how people reach the server (https://cairn.example.org):
+	// action links in webhooks and inbox links are built from it.
+	PublicURL string `yaml:"public_url"`
+	// Webhooks are told about interrupts and ended turns; see docs/webhooks.md.
+	Webhooks []WebhookConfig `yaml:"webhooks"`
+}
+
+// WebhookConfig is one webhook endpoint.
+type WebhookConfig struct {
+	// Name identifies it in the outbox and the audit trail (default: url).
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+	// SecretEnv names the environment variable holding the signing secret
+	// (whsec_ followed by base64).
+	SecretEnv string `yaml:"secret_env"`
+	// Events it hears (default: all).
+	Events []string `yaml:"events"`
+	// Timeout bounds one delivery attempt (default 10s).
+	Timeout string `yaml:"timeout"`
 }
 
 // MCPServerConfig is one MCP server: a command speaking MCP on stdio, or
@@ -195,6 +219,11 @@ type Config struct {
 	// MCP holds the connections to the file's MCP servers (nil: none);
 	// Close ends them.
 	MCP *mcp.Hub
+	// PublicURL is public_url, without a trailing slash; empty when unset.
+	PublicURL string
+	// Webhooks are the webhooks section, secrets read (see
+	// cairn.RunnerOptions.Webhooks); they need PublicURL.
+	Webhooks []cairn.Webhook
 }
 
 // Close stops what the config started: the MCP servers.
@@ -386,8 +415,58 @@ func (l *loader) server(f *File, cfg *Config) error {
 	if cfg.Lease < 3*time.Second {
 		return l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
 	}
-	cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second)
+	if cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second); err != nil {
+		return err
+	}
+	if f.PublicURL != "" {
+		if u, err := url.Parse(f.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return l.errf("public_url", "%q is not an absolute http(s) URL like https://cairn.example.org", f.PublicURL)
+		}
+		cfg.PublicURL = strings.TrimRight(f.PublicURL, "/")
+	}
+	cfg.Webhooks, err = l.webhooks(f)
 	return err
+}
+
+// webhooks reads the webhooks section; secrets come from the environment.
+func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
+	if len(f.Webhooks) > 0 && f.PublicURL == "" {
+		return nil, l.errf("webhooks", "webhooks need public_url, the address people reach this server at: their action links are built from it (public_url: https://cairn.example.org)")
+	}
+	var out []cairn.Webhook
+	names := map[string]bool{}
+	for i, w := range f.Webhooks {
+		key := fmt.Sprintf("webhooks[%d]", i)
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, l.errf("webhooks", "%s.url: %q is not an absolute http(s) URL", key, w.URL)
+		}
+		if w.SecretEnv == "" {
+			return nil, l.errf("webhooks", "%s.secret_env: name the environment variable that holds the signing secret (whsec_ followed by base64: echo whsec_$(openssl rand -base64 32))", key)
+		}
+		secret, ok := l.env(w.SecretEnv)
+		if !ok || secret == "" {
+			return nil, l.errf("webhooks", "%s.secret_env: environment variable %s is not set", key, w.SecretEnv)
+		}
+		if _, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err != nil || len(secret) < len("whsec_")+24 {
+			return nil, l.errf("webhooks", "%s: the secret in %s is not whsec_ followed by base64 of at least 18 bytes; make one with echo whsec_$(openssl rand -base64 32)", key, w.SecretEnv)
+		}
+		for j, ev := range w.Events {
+			if !slices.Contains(webhook.EventTypes(), ev) {
+				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, strings.Join(webhook.EventTypes(), ", "), didYouMean(ev, webhook.EventTypes()))
+			}
+		}
+		timeout, err := l.duration(key+".timeout", w.Timeout, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		name := cmp.Or(w.Name, w.URL)
+		if names[name] {
+			return nil, l.errf("webhooks", "%s: the name %q is used twice; give each endpoint its own name", key, name)
+		}
+		names[name] = true
+		out = append(out, cairn.Webhook{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout})
+	}
+	return out, nil
 }
 
 // keys reads the continuation keys from the variable secret_env names.

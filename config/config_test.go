@@ -367,3 +367,44 @@ func TestConfigMistakesTeach(t *testing.T) {
 		})
 	}
 }
+
+const hooks = `public_url: https://cairn.example.org/
+webhooks:
+  - {name: slack, url: "https://hooks.example.org/cairn", secret_env: HOOK_SECRET, events: [interrupt.created, session.completed], timeout: 3s}
+`
+
+func hookEnv(name string) (string, bool) {
+	if name == "HOOK_SECRET" {
+		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true
+	}
+	return "", false
+}
+
+func TestWebhooksConfig(t *testing.T) {
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(hooks+valid), hookEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Webhooks
+	if cfg.PublicURL != "https://cairn.example.org" || len(w) != 1 || w[0].Name != "slack" || w[0].Secret != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" ||
+		w[0].Timeout != 3*time.Second || strings.Join(w[0].Events, ",") != "interrupt.created,session.completed" {
+		t.Fatalf("public_url %q, webhooks %+v", cfg.PublicURL, w)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"no public_url", strings.Replace(hooks, "public_url: https://cairn.example.org/\n", "", 1), "webhooks: webhooks need public_url"},
+		{"relative public_url", strings.Replace(hooks, "https://cairn.example.org/", "cairn.example.org", 1), `public_url: "cairn.example.org" is not an absolute http(s) URL`},
+		{"unknown event", strings.Replace(hooks, "session.completed", "session.complete", 1), `webhooks[0].events[1]: "session.complete" is not one of interrupt.created`},
+		{"secret unset", strings.Replace(hooks, "HOOK_SECRET", "NOPE", 1), "webhooks[0].secret_env: environment variable NOPE is not set"},
+		{"bad timeout", strings.Replace(hooks, "3s", "soon", 1), `webhooks[0].timeout: "soon" is not a positive duration`},
+		{"no url", strings.Replace(hooks, `url: "https://hooks.example.org/cairn", `, "", 1), `webhooks[0].url: "" is not an absolute http(s) URL`},
+	} {
+		_, err := config.Parse("/etc/cairn/cairn.yaml", []byte(tc.yaml+valid), hookEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	_, err = config.Parse("/etc/cairn/cairn.yaml", []byte(hooks+valid), func(string) (string, bool) { return "hunter2", true })
+	if err == nil || !strings.Contains(err.Error(), "not whsec_ followed by base64") {
+		t.Errorf("a weak secret: %v", err)
+	}
+}

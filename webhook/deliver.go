@@ -26,11 +26,14 @@ type Endpoint struct {
 	// Webhooks libraries take (the prefix is optional). Generate one with
 	// `echo whsec_$(openssl rand -base64 32)`.
 	Secret string
+	// Timeout bounds one attempt; 0 means 10 s.
+	Timeout time.Duration
 }
 
 // Options tune a Deliverer; the zero value is ready for production.
 type Options struct {
-	// Client sends the POSTs; nil means a client with a 15 s timeout.
+	// Client sends the POSTs (each bounded by its endpoint's Timeout); nil
+	// means http.DefaultClient's transport.
 	Client *http.Client
 	// Owner names this process in claims; empty means "webhooks".
 	Owner string
@@ -44,7 +47,8 @@ type Options struct {
 	Poll time.Duration
 	// Claim is how long a process keeps a message it is delivering: if it
 	// stops meanwhile, another delivers the message once the claim runs
-	// out. 0 means 1 minute; it must exceed the client's timeout.
+	// out. 0 means the longest endpoint Timeout plus 10 s; a shorter claim
+	// is lengthened to that.
 	Claim time.Duration
 	// FirstRetry is the wait after a first failed attempt, doubled after
 	// each further one (±20 % jitter) up to MaxRetry. 0 means 5 s and 1 h.
@@ -67,8 +71,9 @@ type Deliverer struct {
 }
 
 type endpoint struct {
-	url    string
-	signer *standardwebhooks.Webhook
+	url     string
+	signer  *standardwebhooks.Webhook
+	timeout time.Duration
 }
 
 // New checks the endpoints (keyed by topic: the Message.Topic they
@@ -80,7 +85,7 @@ func New(outbox store.Outbox, endpoints map[string]Endpoint, opts *Options) (*De
 	}
 	o := &d.opts
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 15 * time.Second}
+		o.Client = &http.Client{}
 	}
 	if o.Owner == "" {
 		o.Owner = "webhooks"
@@ -93,7 +98,6 @@ func New(outbox store.Outbox, endpoints map[string]Endpoint, opts *Options) (*De
 		o.Now = time.Now
 	}
 	o.Poll = positive(o.Poll, time.Second)
-	o.Claim = positive(o.Claim, time.Minute)
 	o.FirstRetry = positive(o.FirstRetry, 5*time.Second)
 	o.MaxRetry = positive(o.MaxRetry, time.Hour)
 	if o.MaxAttempts <= 0 {
@@ -114,7 +118,12 @@ func New(outbox store.Outbox, endpoints map[string]Endpoint, opts *Options) (*De
 		if err != nil {
 			return nil, fmt.Errorf("webhook %s: the secret is not whsec_ followed by base64: %w", topic, err)
 		}
-		d.endpoints[topic] = endpoint{url: e.URL, signer: signer}
+		if e.Timeout < 0 {
+			return nil, fmt.Errorf("webhook %s: timeout %s is negative", topic, e.Timeout)
+		}
+		ep := endpoint{url: e.URL, signer: signer, timeout: positive(e.Timeout, 10*time.Second)}
+		d.endpoints[topic] = ep
+		o.Claim = max(o.Claim, ep.timeout+10*time.Second)
 	}
 	return d, nil
 }
@@ -225,7 +234,7 @@ func (d *Deliverer) send(ctx context.Context, e endpoint, m store.Message) error
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.opts.Claim)
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(m.Body))
 	if err != nil {

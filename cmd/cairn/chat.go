@@ -45,7 +45,7 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, AutoApprove: yes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, AutoApprove: yes, Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,8 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	defer closeLedger()
 	// The runner takes over, at once and then periodically, sessions whose
 	// lease expired: cut off by a crash, or handed over by a stopping node.
-	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease})
+	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease,
+		Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
@@ -107,7 +109,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: "http://" + ln.Addr().String()}).HTTPServer()
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String())}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
@@ -118,6 +120,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
 	fmt.Fprintf(stderr, "continuation tokens: %s\n", ledgerNote)
+	if len(cfg.Webhooks) > 0 {
+		fmt.Fprintf(stderr, "webhooks: %d endpoint(s), delivered from the store's outbox; action links under %s\n", len(cfg.Webhooks), cfg.PublicURL+cairn.ActionLinkPath)
+	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -49,7 +49,7 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer st.Close()
-	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, Lease: cfg.Lease})
+	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, Lease: cfg.Lease, Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
