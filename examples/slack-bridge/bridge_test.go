@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+type deployArgs struct {
+	Environment string `json:"environment"`
+}
+
+// TestBridgeApprovesFromSlack runs Cairn (SQLite, the HTTP server), the
+// bridge and a fake Slack: a pause becomes a message with buttons, a click
+// approves through the action link, the tool runs once, the message says
+// who approved; a second click finds it decided.
+func TestBridgeApprovesFromSlack(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int32
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?"},
+		func(ctx context.Context, a deployArgs) (string, error) {
+			runs.Add(1)
+			return "deployed to " + a.Environment, nil
+		})
+	model := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"environment":"production"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"})
+
+	// Cairn's address must be known before its runner: action links are built from it.
+	cairnSrv := httptest.NewUnstartedServer(nil)
+	cairnURL := "http://" + cairnSrv.Listener.Addr().String()
+	bridgeSrv := httptest.NewUnstartedServer(nil)
+	fs := NewFakeSlack("xoxb-test", "signing-secret")
+	fs.InteractionsURL = "http://" + bridgeSrv.Listener.Addr().String() + "/slack/interactions"
+	slackSrv := httptest.NewServer(fs.Handler())
+	defer slackSrv.Close()
+
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{
+		Store: st, PublicURL: cairnURL,
+		Webhooks: []cairn.Webhook{{Name: "slack", URL: "http://" + bridgeSrv.Listener.Addr().String() + "/cairn/webhook", Secret: secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	cairnSrv.Config.Handler = server.New(runner, nil)
+	cairnSrv.Start()
+	defer cairnSrv.Close()
+
+	verifier, _ := standardwebhooks.NewWebhook(secret)
+	b := &Bridge{Cairn: verifier, CairnURL: cairnURL, Slack: slack.New("xoxb-test", slack.OptionAPIURL(slackSrv.URL+"/api/")),
+		Channel: "C_APPROVALS", SigningSecret: "signing-secret", Log: slog.Default(), seen: map[string]bool{}, messages: map[string]string{}}
+	bridgeSrv.Config.Handler = b.Handler()
+	bridgeSrv.Start()
+	defer bridgeSrv.Close()
+
+	sess, err := runner.Start(ctx, "ops", "ship it", nil)
+	if err != nil || sess.Status != cairn.StatusPaused {
+		t.Fatalf("start: %v %+v", err, sess)
+	}
+	msg := waitMessage(t, fs, func(m FakeMessage) bool { return len(m.Buttons) == 2 })
+	if !strings.Contains(msg.Text, "Deploy to production?") || msg.Buttons[0].Label != "Approve" || msg.Buttons[1].Label != "Reject" ||
+		!strings.HasPrefix(msg.Buttons[0].Value, cairnURL+"/v1/actions/") {
+		t.Fatalf("the approval message: %+v", msg)
+	}
+
+	approve := msg.Buttons[0]
+	if err := fs.Click(ctx, msg.TS, "approve", "U042", "ana"); err != nil {
+		t.Fatal(err)
+	}
+	b.Wait()
+	sess, _ = runner.Session(ctx, sess.ID)
+	if sess.Status != cairn.StatusCompleted || sess.Output != "deployed to production" || runs.Load() != 1 {
+		t.Fatalf("after the click: %s %q, %d runs", sess.Status, sess.Output, runs.Load())
+	}
+	msg = waitMessage(t, fs, func(m FakeMessage) bool { return m.TS == msg.TS && m.Updates > 0 })
+	if msg.Text != "Approved by <@U042>; the session is completed." || len(msg.Buttons) != 0 {
+		t.Fatalf("the message after the click: %+v", msg)
+	}
+	waitMessage(t, fs, func(m FakeMessage) bool { return m.Text == "Session "+sess.ID+" completed: deployed to production" })
+
+	// The old message's button, clicked again (a second person, a replay):
+	// Cairn answers 409 and nothing runs.
+	if err := fs.Press(ctx, msg.Channel, msg.TS, approve, "U043", "bo"); err != nil {
+		t.Fatal(err)
+	}
+	b.Wait()
+	waitMessage(t, fs, func(m FakeMessage) bool { return strings.HasPrefix(m.Text, "Already decided") })
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times", runs.Load())
+	}
+
+	// Requests not signed by Cairn or Slack are refused.
+	for _, path := range []string{"/cairn/webhook", "/slack/interactions"} {
+		resp, err := http.Post("http://"+bridgeSrv.Listener.Addr().String()+path, "application/json", strings.NewReader(`{}`))
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("unsigned POST %s: %v %v", path, err, resp)
+		}
+		resp.Body.Close()
+	}
+}
+
+func waitMessage(t *testing.T, fs *FakeSlack, ok func(FakeMessage) bool) FakeMessage {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range fs.Messages() {
+			if ok(m) {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no such message in the fake channel after 10 s: %+v", fs.Messages())
+	return FakeMessage{}
+}
