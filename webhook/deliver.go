@@ -54,7 +54,7 @@ type Options struct {
 	// each further one (±20 % jitter) up to MaxRetry. 0 means 5 s and 1 h.
 	FirstRetry, MaxRetry time.Duration
 	// MaxAttempts is when to give up on a message (it stays in the outbox,
-	// logged); 0 means 20 attempts (about 13 hours with the defaults).
+	// logged); 0 means 20 attempts (about 10 hours with the defaults).
 	MaxAttempts int
 	// Batch is how many messages one pass claims; 0 means 16.
 	Batch int
