@@ -1,6 +1,7 @@
 package cairn
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -74,7 +75,10 @@ func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
 	h := &webhooks{publicURL: strings.TrimRight(opts.PublicURL, "/"), links: &linkSigner{secrets: secrets}}
 	endpoints := map[string]webhook.Endpoint{}
 	for i, w := range opts.Webhooks {
-		w.Name = cmpOr(w.Name, w.URL)
+		w.Name = cmp.Or(w.Name, w.URL)
+		if len(w.Name) > 200 {
+			return fmt.Errorf("cairn: webhooks[%d]: the name %q… is longer than 200 bytes (it goes into every action link); give the endpoint a shorter Name", i, w.Name[:40])
+		}
 		if _, dup := endpoints[w.Name]; dup {
 			return fmt.Errorf("cairn: webhooks[%d]: the name %q is used twice", i, w.Name)
 		}
@@ -91,7 +95,7 @@ func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
 		dopts = *opts.WebhookDelivery
 	}
 	dopts.Owner = r.node
-	dopts.Logger = cmpOr(dopts.Logger, r.log)
+	dopts.Logger = cmp.Or(dopts.Logger, r.log)
 	// Deliveries keep wall-clock time whatever RunnerOptions.Now says:
 	// receivers check the signed timestamp against theirs.
 	if dopts.Now == nil {
@@ -103,14 +107,6 @@ func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
 	}
 	r.hooks = h
 	return nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // wants reports whether w hears events of type typ.
@@ -301,7 +297,7 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	o.Actor = Actor{Name: link.Endpoint, Role: "action-link"}
 	d := Decision{InterruptID: link.InterruptID, Action: link.Action}
 	if link.Action == session.ActionReject {
-		d.Reason = cmpOr(reason, "rejected through an action link")
+		d.Reason = cmp.Or(reason, "rejected through an action link")
 	}
 	return r.Resume(ctx, link.SessionID, sess.Seq, []Decision{d}, &o)
 }

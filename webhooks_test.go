@@ -187,7 +187,9 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 		{URL: allURL, Secret: hookSecret},
 		{Name: "ends", URL: endsURL, Secret: hookSecret, Events: []string{webhook.SessionCompleted}},
 	}}, deleteTool(&rec))
-	s, _ := r.Start(ctx, "main", "delete two", nil)
+	if _, err := r.Start(ctx, "main", "delete two", nil); err != nil {
+		t.Fatal(err)
+	}
 	created := all.waitFor(webhook.InterruptCreated, 2)
 	if strings.Contains(string(created[0].Data.Interrupt.Arguments), "b.txt") { // deliveries may arrive in any order
 		created[0], created[1] = created[1], created[0]

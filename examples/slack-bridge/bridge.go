@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,7 +125,7 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 		if !ok {
 			return nil // posted before this bridge started, or not by it
 		}
-		text := fmt.Sprintf("%s by %s", verb(dec.Action), cmpOr(dec.Actor.Name, "someone"))
+		text := fmt.Sprintf("%s by %s", verb(dec.Action), cmp.Or(dec.Actor.Name, "someone"))
 		if p.Type == webhook.InterruptExpired {
 			text = "Expired: nobody decided in time, so it did not run."
 		}
@@ -143,7 +144,7 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 
 func summary(d webhook.Data) string {
 	in := d.Interrupt
-	what := cmpOr(in.Message, in.Question)
+	what := cmp.Or(in.Message, in.Question)
 	return fmt.Sprintf("*%s* (agent %s, tool `%s`)", what, d.Agent, in.Tool)
 }
 
@@ -219,7 +220,7 @@ func (b *Bridge) follow(ctx context.Context, link, action string, user slack.Use
 	who := "<@" + user.ID + ">"
 	form := url.Values{}
 	if action == "reject" {
-		form.Set("reason", "rejected in Slack by "+cmpOr(user.Name, user.ID))
+		form.Set("reason", "rejected in Slack by "+cmp.Or(user.Name, user.ID))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, link, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -259,11 +260,4 @@ func verb(action string) string {
 		return "Approved"
 	}
 	return "Rejected"
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
