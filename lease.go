@@ -196,6 +196,9 @@ func (r *Runner) takeoverLoop(every time.Duration) {
 // call, and a person decides whether to run it again. Runners call it
 // periodically (RunnerOptions.Takeover).
 func (r *Runner) Recover(ctx context.Context) (int, error) {
+	if r.driver != nil {
+		return 0, nil // the driver owns its sessions' turns
+	}
 	due, err := r.store.List(ctx, store.ListOptions{LeaseExpiredAt: r.now()})
 	if err != nil {
 		return 0, err
@@ -261,6 +264,9 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 // opts may be nil.
 func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *TurnOptions) (*Session, error) {
 	ctx, _ = opts.apply(ctx)
+	if r.driver != nil {
+		return r.driver.Cancel(ctx, sessionID, scope)
+	}
 	h, err := r.store.Head(ctx, sessionID)
 	if err != nil {
 		return nil, storeError(err, sessionID)

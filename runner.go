@@ -107,6 +107,11 @@ type RunnerOptions struct {
 	// WebhookDelivery tunes the deliveries (client, retries, polling); nil
 	// means the defaults of package webhook.
 	WebhookDelivery *webhook.Options
+	// Driver, when set, runs the turns elsewhere (package driver/temporal):
+	// Start, Resume, Send and Cancel go through it, reads come from the
+	// store it mirrors to, and this runner takes no sessions over and
+	// sweeps no expiries. Nil: this runner drives its sessions itself.
+	Driver Driver
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
@@ -144,6 +149,7 @@ type Runner struct {
 	draining    chan struct{}
 	drainOnce   sync.Once
 	hooks       *webhooks // nil: no webhooks
+	driver      Driver    // nil: turns run here
 	halt        atomic.Bool
 }
 
@@ -167,10 +173,10 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if err := r.startFeed(); err != nil {
 		return nil, err
 	}
-	if opts.Takeover >= 0 {
+	if opts.Takeover >= 0 && r.driver == nil {
 		r.every(opts.Takeover, r.leaseFor/3, r.takeoverLoop)
 	}
-	if opts.ExpirySweep >= 0 && hasTTL(agents) {
+	if opts.ExpirySweep >= 0 && hasTTL(agents) && r.driver == nil {
 		r.every(opts.ExpirySweep, 250*time.Millisecond, r.sweep)
 	}
 	if r.hooks != nil {
@@ -190,7 +196,7 @@ func newRunner(opts *RunnerOptions) (*Runner, error) {
 		store:  opts.Store, log: opts.Logger, maxParallel: opts.MaxParallelTools,
 		now: opts.Now, newID: opts.NewID, contKeys: opts.ContinuationKeys,
 		node: opts.Node, leaseFor: opts.Lease, draining: make(chan struct{}),
-		tracer: newTracer(opts.TracerProvider), ledger: opts.Ledger,
+		tracer: newTracer(opts.TracerProvider), ledger: opts.Ledger, driver: opts.Driver,
 	}
 	r.cache.maxEntries, r.cache.maxBytes = opts.CachedSessions, opts.CacheBytes
 	if len(r.contKeys) > 0 {
@@ -306,6 +312,9 @@ func (r *Runner) sweep(every time.Duration) {
 // returns how many sessions it moved. The runner calls it periodically
 // when a tool has an ApprovalTTL (RunnerOptions.ExpirySweep).
 func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
+	if r.driver != nil {
+		return 0, nil // the driver's timers expire its sessions
+	}
 	now := r.now()
 	n := 0
 	var errs []error
@@ -399,6 +408,9 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	} else if !sessionIDPattern.MatchString(id) {
 		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("session id %q: use 1–128 letters, digits and . _ - :", id)}
 	}
+	if r.driver != nil {
+		return r.startWith(ctx, id, agent, input, opts)
+	}
 	st := &engine.State{}
 	in := engine.Start{SessionID: id, Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
@@ -430,6 +442,9 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // and changes nothing. opts.Actor is recorded as who decided; opts may be nil.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision, opts *TurnOptions) (*Session, error) {
 	ctx, actor := opts.apply(ctx)
+	if r.driver != nil {
+		return r.observed(ctx, sessionID, seq, func() (*Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+	}
 	return r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
 }
 
@@ -439,6 +454,17 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 // "whatever is current". opts may be nil.
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*Session, error) {
 	ctx, _ = opts.apply(ctx)
+	if r.driver != nil {
+		after := seq
+		if after == 0 {
+			h, err := r.store.Head(ctx, sessionID)
+			if err != nil {
+				return nil, storeError(err, sessionID)
+			}
+			after = h.Seq
+		}
+		return r.observed(ctx, sessionID, after, func() (*Session, error) { return r.driver.Send(ctx, sessionID, text, seq) })
+	}
 	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq})
 }
 
@@ -615,7 +641,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	}
 	if to == r.store && r.hooks != nil {
 		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, st, events); err != nil {
+		if head.Outbox, err = r.webhookMessages(ctx, st.SessionID, st.Agent, st.Seq, events); err != nil {
 			return fmt.Errorf("webhooks of session %s: %w", st.SessionID, err)
 		}
 	}

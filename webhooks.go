@@ -115,10 +115,10 @@ func (w *Webhook) wants(typ string) bool {
 }
 
 // webhookMessages are the outbox messages announcing a commit's events.
-func (r *Runner) webhookMessages(ctx context.Context, st *engine.State, events []Event) ([]store.Message, error) {
+func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, seq int64, events []Event) ([]store.Message, error) {
 	var out []store.Message
 	for _, ev := range events {
-		notes, err := r.notes(ctx, st, ev)
+		notes, err := notes(ev)
 		if err != nil {
 			return nil, err
 		}
@@ -128,9 +128,9 @@ func (r *Runner) webhookMessages(ctx context.Context, st *engine.State, events [
 					continue
 				}
 				data := n.data
-				data.SessionID, data.Agent, data.Seq = st.SessionID, st.Agent, st.Seq
+				data.SessionID, data.Agent, data.Seq = sessionID, agent, seq
 				if n.linked != nil {
-					if data.Actions, err = r.hooks.actions(ctx, st.SessionID, n.linked, w.Name); err != nil {
+					if data.Actions, err = r.hooks.actions(ctx, sessionID, n.linked, w.Name); err != nil {
 						return nil, err
 					}
 				}
@@ -138,7 +138,7 @@ func (r *Runner) webhookMessages(ctx context.Context, st *engine.State, events [
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, store.Message{ID: messageID(st.SessionID, ev.Seq, n.typ, n.about, w.Name), Topic: w.Name, Body: body, CreatedAt: r.hooks.now()})
+				out = append(out, store.Message{ID: messageID(sessionID, ev.Seq, n.typ, n.about, w.Name), Topic: w.Name, Body: body, CreatedAt: r.hooks.now()})
 			}
 		}
 	}
@@ -154,7 +154,7 @@ type note struct {
 }
 
 // notes are the webhook events that ev makes.
-func (r *Runner) notes(ctx context.Context, st *engine.State, ev Event) ([]note, error) {
+func notes(ev Event) ([]note, error) {
 	switch ev.Type {
 	case session.EventTurnPaused:
 		var p engine.TurnPaused

@@ -71,7 +71,7 @@ type Request struct {
 	Tools    []ToolDefinition
 	// OnTextDelta, when set, receives text as a streaming model produces it.
 	// The returned Response still holds the whole message.
-	OnTextDelta func(delta string)
+	OnTextDelta func(delta string) `json:"-"`
 }
 
 // Usage counts the tokens of one model call.

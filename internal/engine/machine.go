@@ -64,19 +64,19 @@ type ToolsDone struct {
 // tool cannot tell whether its work took effect.
 type ToolOutcome struct {
 	CallID  string
-	Content string
-	IsError bool
+	Content string `json:",omitempty"`
+	IsError bool   `json:",omitempty"`
 	// Question, Schema and URL: the tool asked the user (see
 	// session.Interrupt); the session pauses with an input interrupt.
-	Question string
-	Schema   json.RawMessage
-	URL      string
+	Question string          `json:",omitempty"`
+	Schema   json.RawMessage `json:",omitempty"`
+	URL      string          `json:",omitempty"`
 	// Held: the tool keeps its work in flight across the pause, so a
 	// rejection runs it again with a declined answer instead of ending it.
-	Held bool
+	Held bool `json:",omitempty"`
 	// InDoubt: the tool's work may or may not have taken effect (it lost
 	// work it held); the call pauses as an in-doubt approval.
-	InDoubt bool
+	InDoubt bool `json:",omitempty"`
 }
 
 func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" }

@@ -1,0 +1,192 @@
+package cairn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+)
+
+// Driver runs a Runner's turns somewhere else than in its own process: a
+// durable-execution engine (package driver/temporal). With
+// RunnerOptions.Driver set, Start, Resume, Send and Cancel go through it,
+// while every read (Session, Sessions, Events, Subscribe, the inbox) comes
+// from the store, which the driver keeps as a mirror of each session's log.
+// The runner then takes no sessions over and sweeps no expiries: the driver
+// owns them.
+type Driver interface {
+	// Start opens session in.ID and runs its first turn; unless detach,
+	// it answers once the turn ends or pauses.
+	Start(ctx context.Context, in DriverStart, detach bool) (*Session, error)
+	// Resume applies decisions (see Runner.Resume) and answers after the
+	// resumed turn.
+	Resume(ctx context.Context, id string, seq int64, decisions []Decision, actor Actor) (*Session, error)
+	// Send gives the user's next message (see Runner.Send).
+	Send(ctx context.Context, id, text string, seq int64) (*Session, error)
+	// Cancel cancels the top interactive agent or the whole turn (see Runner.Cancel).
+	Cancel(ctx context.Context, id, scope string) (*Session, error)
+}
+
+// DriverStart is a new session as a Driver gets it.
+type DriverStart struct {
+	ID, Agent, Input, Owner string
+	Metadata                map[string]any
+}
+
+// startWith opens a session through the driver.
+func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *StartOptions) (*Session, error) {
+	if _, ok := r.agents[agent]; !ok {
+		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q", agent)}
+	}
+	return r.observed(ctx, id, 0, func() (*Session, error) {
+		return r.driver.Start(ctx, DriverStart{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata}, opts.Detach)
+	})
+}
+
+// observed runs a driver call and, when the call has an observer, hands it
+// the session's events from after seq as the store's feed brings them, up
+// to those of the session the call returns.
+func (r *Runner) observed(ctx context.Context, id string, after int64, call func() (*Session, error)) (*Session, error) {
+	obs, _ := ctx.Value(observerKey{}).(func(Event))
+	if obs == nil {
+		return call()
+	}
+	events, cancel := r.Subscribe(id, after)
+	defer cancel()
+	type answer struct {
+		s   *Session
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		s, err := call()
+		done <- answer{s, err}
+	}()
+	var last int64
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				a := <-done
+				return a.s, a.err
+			}
+			if ev.Seq != 0 {
+				last = ev.Seq
+			}
+			obs(ev)
+		case a := <-done:
+			for a.err == nil && last < a.s.Seq {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						return a.s, a.err
+					}
+					if ev.Seq != 0 {
+						last = ev.Seq
+					}
+					obs(ev)
+				case <-time.After(5 * time.Second):
+					r.log.Warn("events of a turn did not reach the observer", "session", id, "seq", a.s.Seq, "seen", last)
+					return a.s, a.err
+				}
+			}
+			return a.s, a.err
+		}
+	}
+}
+
+// DriverCore is the Runner's engine and effects, for a durable driver of
+// this module (package driver/temporal) that keeps sessions in its own
+// history: the same agents, tools, models, store mirror and webhooks as the
+// in-process driver. Its methods take the engine's internal types, so code
+// outside this module cannot call them.
+type DriverCore struct{ r *Runner }
+
+// DriverCore returns the runner's core for a durable driver.
+func (r *Runner) DriverCore() DriverCore { return DriverCore{r} }
+
+// Step applies one input to a session's state (deterministic: no I/O).
+func (c DriverCore) Step(st *engine.State, in engine.Input, now time.Time) (engine.Step, error) {
+	return c.r.compiled.Load().machine.Step(st, in, now)
+}
+
+// CallModel performs a CallModel effect.
+func (c DriverCore) CallModel(ctx context.Context, sessionID string, eff engine.CallModel) (*model.Response, error) {
+	return c.r.callModel(ctx, sessionID, eff)
+}
+
+// RunTools performs a RunTools effect.
+func (c DriverCore) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
+	return c.r.runTools(ctx, eff)
+}
+
+// DriverLease is the lease a durable driver's mirror writes: an owner no
+// runner has, until a time no clock reaches, so no Runner on the store
+// takes these sessions over or appends to them.
+var DriverLease = store.Lease{Owner: "driver", Until: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+
+// Head is the store head a mirror writes with events just applied to st:
+// the same summary, expiry index and snapshot policy as the Runner's own
+// commits, under DriverLease. It does no I/O.
+func (c DriverCore) Head(st *engine.State, events []Event) (store.Head, error) {
+	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: nextExpiry(st), Lease: DriverLease}
+	if len(events) > 0 && (events[0].Seq == 1 || engine.ViewChanged(events)) {
+		var err error
+		if head.Summary, err = json.Marshal(st.View()); err != nil {
+			return head, err
+		}
+	}
+	st.Log.TailBytes += eventBytes(events)
+	if st.Log.TailBytes >= snapshotMinTail && st.Log.TailBytes >= snapshotRatio*st.Log.SnapshotBytes {
+		var err error
+		if head.Snapshot, err = engine.Snapshot(st); err != nil {
+			return head, err
+		}
+		st.Log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
+	}
+	return head, nil
+}
+
+// Mirror appends events to the store with head (from Head), with their
+// webhook messages, once: a retry of a mirror that was written (its
+// answer lost) finds the session at or past head.Seq and succeeds.
+func (c DriverCore) Mirror(ctx context.Context, head store.Head, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	r := c.r
+	if r.hooks != nil {
+		var err error
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, events); err != nil {
+			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
+		}
+	}
+	err := r.store.Append(ctx, head, events[0].Seq-1, events)
+	if errors.Is(err, store.ErrConflict) {
+		if h, herr := r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
+			return nil // written by an earlier attempt
+		}
+	}
+	if err != nil {
+		return storeError(err, head.ID)
+	}
+	r.hub.published(head.ID, events)
+	if len(head.Outbox) > 0 {
+		r.hooks.deliverer.Wake()
+	}
+	return nil
+}
+
+// View is the session as clients see it.
+func (c DriverCore) View(st *engine.State) *Session { return st.View() }
+
+// NextExpiry is when the first pending approval of a paused session
+// expires; zero when none has a deadline.
+func (c DriverCore) NextExpiry(st *engine.State) time.Time { return nextExpiry(st) }

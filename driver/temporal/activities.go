@@ -1,0 +1,115 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/store"
+)
+
+// Activity names.
+const (
+	ActivityMirror = "cairn.Mirror"
+	ActivityModel  = "cairn.Model"
+	ActivityTools  = "cairn.Tools"
+)
+
+// MirrorArgs are a step's events and the head to store with them.
+type MirrorArgs struct {
+	Head   store.Head
+	Events []cairn.Event
+}
+
+// ModelArgs are a CallModel effect.
+type ModelArgs struct {
+	SessionID string
+	Effect    engine.CallModel
+}
+
+// ModelResult is a model call's outcome: a response, or why it failed (a
+// failed model call is an outcome the engine records, not an activity
+// failure Temporal would retry).
+type ModelResult struct {
+	Response *model.Response      `json:",omitempty"`
+	Error    string               `json:",omitempty"`
+	Provider *model.ProviderError `json:",omitempty"`
+}
+
+func (m ModelResult) failure() error {
+	switch {
+	case m.Provider != nil:
+		return m.Provider
+	case m.Error != "":
+		return errors.New(m.Error)
+	}
+	return nil
+}
+
+// ToolsArgs are a RunTools effect.
+type ToolsArgs struct {
+	Effect engine.RunTools
+}
+
+// Activities perform a session's effects with a Runner's core: its
+// agents' models and tools, its store and webhooks.
+type Activities struct {
+	core      cairn.DriverCore
+	heartbeat time.Duration
+}
+
+// Mirror writes a step's events to Cairn's store.
+func (a *Activities) Mirror(ctx context.Context, in MirrorArgs) error {
+	return a.core.Mirror(ctx, in.Head, in.Events)
+}
+
+// Model calls the frame's agent's model.
+func (a *Activities) Model(ctx context.Context, in ModelArgs) (ModelResult, error) {
+	var resp *model.Response
+	var err error
+	a.beating(ctx, func(ctx context.Context) { resp, err = a.core.CallModel(ctx, in.SessionID, in.Effect) })
+	if ctx.Err() != nil {
+		return ModelResult{}, ctx.Err() // cancelled: the workflow decides
+	}
+	if err != nil {
+		out := ModelResult{Error: err.Error()}
+		var pe *model.ProviderError
+		if errors.As(err, &pe) {
+			out.Provider = pe
+		}
+		return out, nil
+	}
+	return ModelResult{Response: resp}, nil
+}
+
+// Tools runs a batch of approved or automatic calls.
+func (a *Activities) Tools(ctx context.Context, in ToolsArgs) ([]engine.ToolOutcome, error) {
+	var out []engine.ToolOutcome
+	a.beating(ctx, func(ctx context.Context) { out = a.core.RunTools(ctx, in.Effect) })
+	return out, nil
+}
+
+// beating runs fn while heartbeating, so a worker that dies is noticed
+// within the heartbeat timeout instead of the activity's whole timeout.
+func (a *Activities) beating(ctx context.Context, fn func(ctx context.Context)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	t := time.NewTicker(a.heartbeat / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+}

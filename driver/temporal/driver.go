@@ -1,0 +1,104 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
+)
+
+// Driver is the API side: a cairn.Driver that starts session workflows and
+// sends them updates. Set it as RunnerOptions.Driver of the Runner the HTTP
+// server uses; that runner reads the store the workers mirror to.
+type Driver struct {
+	c         client.Client
+	taskQueue string
+}
+
+var _ cairn.Driver = (*Driver)(nil)
+
+// NewDriver returns a Driver starting workflows on taskQueue.
+func NewDriver(c client.Client, taskQueue string) *Driver {
+	return &Driver{c: c, taskQueue: taskQueue}
+}
+
+// Start implements cairn.Driver: update-with-start, one round trip that
+// starts the workflow (the session id is its workflow id) and waits.
+func (d *Driver) Start(ctx context.Context, in cairn.DriverStart, detach bool) (*cairn.Session, error) {
+	start := d.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: in.ID, TaskQueue: d.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, WorkflowName, Params{Start: &engine.Start{SessionID: in.ID, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner}})
+	h, err := d.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: UpdateWait, Args: []any{WaitArgs{Started: detach}},
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	if err != nil {
+		return nil, fromTemporal(err, in.ID)
+	}
+	return answer(ctx, h, in.ID)
+}
+
+// Resume implements cairn.Driver.
+func (d *Driver) Resume(ctx context.Context, id string, seq int64, decisions []cairn.Decision, actor cairn.Actor) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateDecide, DecideArgs{Seq: seq, Decisions: decisions, Actor: actor})
+}
+
+// Send implements cairn.Driver.
+func (d *Driver) Send(ctx context.Context, id, text string, seq int64) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: text, Seq: seq})
+}
+
+// Cancel implements cairn.Driver.
+func (d *Driver) Cancel(ctx context.Context, id, scope string) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateCancel, CancelArgs{Scope: scope})
+}
+
+func (d *Driver) update(ctx context.Context, id, name string, args any) (*cairn.Session, error) {
+	h, err := d.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{args},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return nil, fromTemporal(err, id)
+	}
+	return answer(ctx, h, id)
+}
+
+func answer(ctx context.Context, h client.WorkflowUpdateHandle, id string) (*cairn.Session, error) {
+	var s cairn.Session
+	if err := h.Get(ctx, &s); err != nil {
+		return nil, fromTemporal(err, id)
+	}
+	return &s, nil
+}
+
+// fromTemporal turns what Temporal answers into Cairn's errors: a refusal
+// keeps its code (conflict, unknown_interrupt, invalid_arguments, …).
+func fromTemporal(err error, id string) error {
+	var app *temporal.ApplicationError
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &app) && app.Type() != "" && app.Type() != "internal":
+		e := &session.Error{Code: session.Code(app.Type()), Message: app.Message(), Err: err}
+		var interrupt string
+		if app.HasDetails() && app.Details(&interrupt) == nil {
+			e.Interrupt = interrupt
+		}
+		return e
+	case errors.As(err, &started):
+		return &session.Error{Code: session.CodeConflict, Message: fmt.Sprintf("session %s exists", id), Err: err}
+	case errors.As(err, &notFound):
+		return &session.Error{Code: session.CodeNotFound, Message: fmt.Sprintf("no session %q", id), Err: err}
+	}
+	return fmt.Errorf("session %s on Temporal: %w", id, err)
+}

@@ -1,0 +1,182 @@
+package temporal_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/cairnhq/cairn"
+	ctemporal "github.com/cairnhq/cairn/driver/temporal"
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store"
+)
+
+type deployArgs struct {
+	Env string `json:"env"`
+}
+
+// fixture is a Runner (its core runs in the workflow and its activities;
+// its store is the mirror) and a test workflow environment.
+type fixture struct {
+	t      *testing.T
+	runner *cairn.Runner
+	store  store.Store
+	env    *testsuite.TestWorkflowEnvironment
+	runs   atomic.Int32
+}
+
+func newFixture(t *testing.T, ttl time.Duration) *fixture {
+	f := &fixture{t: t, store: store.NewMemory()}
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: ttl},
+		func(ctx context.Context, a deployArgs) (string, error) {
+			f.runs.Add(1)
+			return "deployed to " + a.Env, nil
+		})
+	model := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	f.runner = r
+	var suite testsuite.WorkflowTestSuite
+	f.env = suite.NewTestWorkflowEnvironment()
+	f.env.SetTestTimeout(30 * time.Second)
+	ctemporal.Register(f.env, r, &ctemporal.Options{Heartbeat: time.Second})
+	return f
+}
+
+// session reads the mirror, as the HTTP API does.
+func (f *fixture) session(id string) *cairn.Session {
+	f.t.Helper()
+	s, err := f.runner.Session(context.Background(), id)
+	if err != nil {
+		f.t.Fatalf("mirror: %v", err)
+	}
+	return s
+}
+
+// update sends an update and records how it ended.
+type outcome struct {
+	rejected error
+	result   *cairn.Session
+	err      error
+	done     bool
+}
+
+func (f *fixture) update(name string, args any) *outcome {
+	o := &outcome{}
+	f.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { o.rejected, o.done = err, true },
+		OnComplete: func(v any, err error) {
+			o.err, o.done = err, true
+			if s, ok := v.(*cairn.Session); ok {
+				o.result = s
+			}
+		},
+	}, args)
+	return o
+}
+
+func (f *fixture) run(id string, steps ...func()) {
+	for i, step := range steps {
+		f.env.RegisterDelayedCallback(step, time.Duration(i+1)*time.Second)
+	}
+	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, time.Duration(len(steps)+1)*time.Second)
+	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: id, Agent: "ops", Text: "ship it"}})
+	if err := f.env.GetWorkflowError(); err != nil && !strings.Contains(err.Error(), "canceled") {
+		f.t.Fatalf("the workflow ended with %v", err)
+	}
+}
+
+func TestApprovalOnTheWorkflow(t *testing.T) {
+	f := newFixture(t, 0)
+	var stale, first, second *outcome
+	f.run("ses_wf1",
+		func() {
+			s := f.session("ses_wf1")
+			if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 {
+				t.Errorf("mirror after the first turn: %+v", s)
+				return
+			}
+			in := s.Interrupts[0].ID
+			stale = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq - 1, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
+			// Two decisions on the same pause at once: one wins.
+			first = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
+			second = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionReject}}})
+		},
+	)
+	if stale == nil || stale.rejected == nil || !strings.Contains(stale.rejected.Error(), "seq") {
+		t.Fatalf("a stale seq: %+v, want rejected by the validator", stale)
+	}
+	if first == nil || first.err != nil || first.result == nil || first.result.Status != cairn.StatusCompleted || first.result.Output != "deployed to prod" {
+		t.Fatalf("the first decision: %+v %+v", first, first.result)
+	}
+	if second.rejected == nil && second.err == nil {
+		t.Fatalf("the second decision on the same pause won too: %+v", second)
+	}
+	if s := f.session("ses_wf1"); s.Status != cairn.StatusCompleted || s.Output != "deployed to prod" || f.runs.Load() != 1 {
+		t.Fatalf("mirror: %s %q, tool ran %d times", s.Status, s.Output, f.runs.Load())
+	}
+}
+
+// A tool activity that never reports (its worker died) is recovered as an
+// in-doubt approval; approving it runs the tool.
+func TestLostToolActivityIsInDoubt(t *testing.T) {
+	f := newFixture(t, 0)
+	var lost atomic.Bool
+	f.env.OnActivity(ctemporal.ActivityTools, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, a ctemporal.ToolsArgs) ([]engine.ToolOutcome, error) {
+			if lost.CompareAndSwap(false, true) {
+				return nil, errors.New("activity heartbeat timeout: the worker stopped")
+			}
+			return []engine.ToolOutcome{{CallID: a.Effect.Calls[0].CallID, Content: "deployed again"}}, nil
+		})
+	var approve, retry *outcome
+	f.run("ses_wf2",
+		func() {
+			s := f.session("ses_wf2")
+			approve = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+		},
+		func() {
+			s := f.session("ses_wf2")
+			if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || !s.Interrupts[0].InDoubt {
+				t.Errorf("after the lost activity: %+v", s)
+				return
+			}
+			retry = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+		},
+	)
+	if approve == nil || approve.err != nil || approve.result.Status != cairn.StatusPaused || !approve.result.Interrupts[0].InDoubt {
+		t.Fatalf("approve: %+v", approve)
+	}
+	if retry == nil || retry.err != nil || retry.result.Status != cairn.StatusCompleted || retry.result.Output != "deployed again" {
+		t.Fatalf("approve the in-doubt call: %+v %+v", retry, retry.result)
+	}
+}
+
+// An approval's deadline is a durable timer: nobody decides, the timer
+// fires, and the model sees the expiry.
+func TestApprovalExpiresOnATimer(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	f.env.RegisterDelayedCallback(func() {
+		if s := f.session("ses_wf3"); s.Status != cairn.StatusPaused {
+			t.Errorf("before the deadline: %s", s.Status)
+		}
+	}, 30*time.Minute)
+	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, 2*time.Hour)
+	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: "ses_wf3", Agent: "ops", Text: "ship it"}})
+	if s := f.session("ses_wf3"); s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || f.runs.Load() != 0 {
+		t.Fatalf("after the deadline: %s %q, runs %d", s.Status, s.Output, f.runs.Load())
+	}
+}
