@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -63,6 +64,31 @@ type File struct {
 	PublicURL string `yaml:"public_url"`
 	// Webhooks are told about interrupts and ended turns; see docs/webhooks.md.
 	Webhooks []WebhookConfig `yaml:"webhooks"`
+	// Driver runs the turns: local (default: the serving process) or
+	// temporal (workflows on a Temporal cluster); see docs/temporal.md.
+	Driver string `yaml:"driver"`
+	// Temporal is the cluster of driver: temporal.
+	Temporal *TemporalConfig `yaml:"temporal"`
+}
+
+// TemporalConfig is how to reach a Temporal cluster.
+type TemporalConfig struct {
+	HostPort  string `yaml:"host_port"`  // default 127.0.0.1:7233
+	Namespace string `yaml:"namespace"`  // default "default"
+	TaskQueue string `yaml:"task_queue"` // default "cairn"
+	// TLS: client certificate and key files, the CA that signed the
+	// server's certificate, and the name to check it against (all optional).
+	TLS *TemporalTLSConfig `yaml:"tls"`
+	// APIKeyEnv names the variable holding a Temporal Cloud API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// TemporalTLSConfig is the TLS of the connection to Temporal.
+type TemporalTLSConfig struct {
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	CAFile     string `yaml:"ca_file"`
+	ServerName string `yaml:"server_name"`
 }
 
 // WebhookConfig is one webhook endpoint.
@@ -224,6 +250,17 @@ type Config struct {
 	// Webhooks are the webhooks section, secrets read (see
 	// cairn.RunnerOptions.Webhooks); they need PublicURL.
 	Webhooks []cairn.Webhook
+	// Temporal is set with driver: temporal (defaults filled in, relative
+	// TLS paths made absolute, the API key read); nil with the local driver.
+	Temporal *Temporal
+}
+
+// Temporal is the resolved temporal section.
+type Temporal struct {
+	HostPort, Namespace, TaskQueue string
+	// CertFile, KeyFile, CAFile, ServerName: TLS, when CertFile or CAFile is set.
+	CertFile, KeyFile, CAFile, ServerName string
+	APIKey                                string
 }
 
 // Close stops what the config started: the MCP servers.
@@ -424,8 +461,61 @@ func (l *loader) server(f *File, cfg *Config) error {
 		}
 		cfg.PublicURL = strings.TrimRight(f.PublicURL, "/")
 	}
-	cfg.Webhooks, err = l.webhooks(f)
+	if cfg.Webhooks, err = l.webhooks(f); err != nil {
+		return err
+	}
+	cfg.Temporal, err = l.temporal(f)
 	return err
+}
+
+// temporal reads driver and the temporal section.
+func (l *loader) temporal(f *File) (*Temporal, error) {
+	switch f.Driver {
+	case "", "local":
+		if f.Temporal != nil {
+			return nil, l.errf("temporal", "the temporal section is read only with driver: temporal")
+		}
+		return nil, nil
+	case "temporal":
+	default:
+		return nil, l.errf("driver", "%q is not local or temporal%s", f.Driver, didYouMean(f.Driver, []string{"local", "temporal"}))
+	}
+	if f.Store == "memory" || f.Store == "memory:" {
+		return nil, l.errf("store", "driver: temporal mirrors sessions to the store for the API and the workers to share; use sqlite:PATH (one machine) or postgres://…")
+	}
+	tc := TemporalConfig{}
+	if f.Temporal != nil {
+		tc = *f.Temporal
+	}
+	t := &Temporal{HostPort: cmp.Or(tc.HostPort, "127.0.0.1:7233"), Namespace: cmp.Or(tc.Namespace, "default"), TaskQueue: cmp.Or(tc.TaskQueue, "cairn")}
+	if _, _, err := net.SplitHostPort(t.HostPort); err != nil {
+		return nil, l.errf("temporal.host_port", "%q is not HOST:PORT (e.g. 127.0.0.1:7233)", t.HostPort)
+	}
+	if tc.TLS != nil {
+		abs := func(p string) string {
+			if p != "" && !filepath.IsAbs(p) {
+				return filepath.Join(l.dir, p)
+			}
+			return p
+		}
+		t.CertFile, t.KeyFile, t.CAFile, t.ServerName = abs(tc.TLS.CertFile), abs(tc.TLS.KeyFile), abs(tc.TLS.CAFile), tc.TLS.ServerName
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			return nil, l.errf("temporal.tls", "cert_file and key_file go together (a client certificate and its key)")
+		}
+		for key, p := range map[string]string{"cert_file": t.CertFile, "key_file": t.KeyFile, "ca_file": t.CAFile} {
+			if _, err := os.Stat(p); p != "" && err != nil {
+				return nil, l.errf("temporal.tls."+key, "%v", err)
+			}
+		}
+	}
+	if tc.APIKeyEnv != "" {
+		key, ok := l.env(tc.APIKeyEnv)
+		if !ok || key == "" {
+			return nil, l.errf("temporal.api_key_env", "environment variable %s is not set", tc.APIKeyEnv)
+		}
+		t.APIKey = key
+	}
+	return t, nil
 }
 
 // webhooks reads the webhooks section; secrets come from the environment.

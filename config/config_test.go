@@ -343,7 +343,7 @@ func zombiesOnly(pgid int) bool {
 // in the file's terms, with a suggestion where one is close.
 func TestConfigMistakesTeach(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
-		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, auth, lease, mcp_servers, models, public_url, secret_env, shutdown_grace, store, token_ledger, tools, webhooks); did you mean "store"?`},
+		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, auth, driver, lease, mcp_servers, models, public_url, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
 		{"tool key typo", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `tools.deploy_code.aproval_ttl: unknown key "aproval_ttl"`},
 		{"tool key suggestion", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `did you mean "approval_ttl"?`},
 		{"model key typo", strings.Replace(valid, "{provider: scripted", "{provder: scripted", 1), `models.default.provder: unknown key "provder"`},
@@ -406,5 +406,30 @@ func TestWebhooksConfig(t *testing.T) {
 	_, err = config.Parse("/etc/cairn/cairn.yaml", []byte(hooks+valid), func(string) (string, bool) { return "hunter2", true })
 	if err == nil || !strings.Contains(err.Error(), "not whsec_ followed by base64") {
 		t.Errorf("a weak secret: %v", err)
+	}
+}
+
+func TestTemporalConfig(t *testing.T) {
+	y := "driver: temporal\ntemporal: {host_port: 'temporal.internal:7233', namespace: prod, task_queue: agents}\n" + strings.Replace(valid, "store: memory", "store: sqlite:./c.db", 1)
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := cfg.Temporal; tc == nil || tc.HostPort != "temporal.internal:7233" || tc.Namespace != "prod" || tc.TaskQueue != "agents" {
+		t.Fatalf("temporal = %+v", cfg.Temporal)
+	}
+	def, err := config.Parse("/etc/cairn/cairn.yaml", []byte("driver: temporal\n"+strings.Replace(valid, "store: memory", "store: sqlite:./c.db", 1)), noEnv)
+	if err != nil || def.Temporal.HostPort != "127.0.0.1:7233" || def.Temporal.Namespace != "default" || def.Temporal.TaskQueue != "cairn" {
+		t.Fatalf("defaults: %+v %v", def.Temporal, err)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"typo", "driver: temporl\n" + valid, `driver: "temporl" is not local or temporal; did you mean "temporal"?`},
+		{"memory store", "driver: temporal\n" + valid, "driver: temporal mirrors sessions to the store"},
+		{"bad host_port", "driver: temporal\ntemporal: {host_port: nope}\n" + strings.Replace(valid, "store: memory", "store: sqlite:./c.db", 1), `temporal.host_port: "nope" is not HOST:PORT`},
+		{"section without driver", "temporal: {host_port: 'h:1'}\n" + valid, "the temporal section is read only with driver: temporal"},
+	} {
+		if _, err := config.Parse("/etc/cairn/cairn.yaml", []byte(tc.yaml), noEnv); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

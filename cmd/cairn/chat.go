@@ -40,19 +40,13 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if agent, err = pickAgent(cfg, agent); err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), cfg.Store)
+			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			rt, err := openRuntime(cmd.Context(), cfg, cairn.RunnerOptions{AutoApprove: yes, Logger: log}, log, nil)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, AutoApprove: yes, Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-			if err != nil {
-				return err
-			}
-			defer runner.Close()
-			if cfg.MCP != nil {
-				cfg.MCP.Follow(cmd.Context(), runner) // a cancelled session's held MCP question hears "cancel"
-			}
+			defer rt.Close()
+			runner := rt.runner
 			if len(cfg.Scripted) > 0 {
 				fmt.Fprintf(stdout, "(model(s) %s are SCRIPTED: replies come from the config file)\n", strings.Join(cfg.Scripted, ", "))
 			}

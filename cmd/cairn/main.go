@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
+	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"
@@ -55,6 +56,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Run:   func(cmd *cobra.Command, args []string) { fmt.Fprintln(stdout, "cairn", version) },
 	})
 	var cfgPath, addr string
+	var withWorker bool
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP server",
@@ -62,17 +64,18 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			return serveCmd(ctx, cfgPath, addr, stderr)
+			return serveCmd(ctx, cfgPath, addr, withWorker, stderr)
 		},
 	}
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
+	serve.Flags().BoolVar(&withWorker, "with-worker", false, "with driver: temporal, also run a worker in this process (one-process setup); otherwise run `cairn worker`")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr), newMCPCmd(stdin, stdout, stderr))
+	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr), newMCPCmd(stdin, stdout, stderr), newWorkerCmd(stderr))
 	return root
 }
 
-func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error {
+func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
@@ -84,26 +87,27 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 			return err
 		}
 	}
-	st, err := openStore(ctx, cfg.Store)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ledger, closeLedger, ledgerNote, err := tokenLedger(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-	defer closeLedger()
 	// The runner takes over, at once and then periodically, sessions whose
 	// lease expired: cut off by a crash, or handed over by a stopping node.
-	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, ContinuationKeys: cfg.ContinuationKeys, Ledger: ledger, Lease: cfg.Lease,
-		Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
+	var ledgerNote string
+	closeLedger := func() error { return nil }
+	defer func() { closeLedger() }()
+	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease}, log,
+		func(st store.Store, opts *cairn.RunnerOptions) (err error) {
+			opts.Ledger, closeLedger, ledgerNote, err = tokenLedger(ctx, cfg, st)
+			return err
+		})
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Path, err)
+		return err
 	}
-	defer runner.Close()
-	if cfg.MCP != nil {
-		cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
+	defer rt.Close()
+	runner := rt.runner
+	if rt.temporal != nil && withWorker {
+		w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, runner, nil)
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("temporal worker: %w", err)
+		}
+		defer w.Stop()
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -118,7 +122,15 @@ func serveCmd(ctx context.Context, cfgPath, addr string, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(cfg.Tokens))
 	}
-	fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
+	if t := cfg.Temporal; t != nil {
+		workers := "no worker here: run `cairn worker --config` (or serve --with-worker)"
+		if withWorker {
+			workers = "a worker runs in this process"
+		}
+		fmt.Fprintf(stderr, "driver temporal: %s namespace %s task queue %s; %s\n", t.HostPort, t.Namespace, t.TaskQueue, workers)
+	} else {
+		fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
+	}
 	fmt.Fprintf(stderr, "continuation tokens: %s\n", ledgerNote)
 	if len(cfg.Webhooks) > 0 {
 		fmt.Fprintf(stderr, "webhooks: %d endpoint(s), delivered from the store's outbox; action links under %s\n", len(cfg.Webhooks), cfg.PublicURL+cairn.ActionLinkPath)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -44,19 +43,12 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer cfg.Close()
-	st, err := openStore(ctx, cfg.Store)
+	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, Lease: cfg.Lease}, log, nil)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	runner, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Store: st, Logger: log, Lease: cfg.Lease, Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
-	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Path, err)
-	}
-	defer runner.Close()
-	if cfg.MCP != nil {
-		cfg.MCP.Follow(ctx, runner) // a cancelled session's held MCP question hears "cancel"
-	}
+	defer rt.Close()
+	runner := rt.runner
 	srv := mcp.NewServer(runner, &mcp.ServerOptions{Logger: log})
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

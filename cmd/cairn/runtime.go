@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/config"
+	ctemporal "github.com/cairnhq/cairn/driver/temporal"
+	"github.com/cairnhq/cairn/store"
+)
+
+// agentRuntime is what every command that runs agents sets up from a config:
+// the store, a runner on it, and with driver: temporal the client its
+// turns go through.
+type agentRuntime struct {
+	store    store.Store
+	runner   *cairn.Runner
+	temporal tclient.Client // nil with the local driver
+}
+
+// openRuntime opens the store and a runner with opts (its Store, Webhooks,
+// PublicURL and Driver come from cfg), and has the config's MCP servers
+// follow it. prepare, when set, completes opts with what needs the store
+// (the token ledger). Close undoes it.
+func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptions, log *slog.Logger, prepare func(store.Store, *cairn.RunnerOptions) error) (_ *agentRuntime, err error) {
+	rt := &agentRuntime{}
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
+	if rt.store, err = openStore(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
+	if prepare != nil {
+		if err := prepare(rt.store, &opts); err != nil {
+			return nil, err
+		}
+	}
+	opts.Store, opts.Webhooks, opts.PublicURL = rt.store, cfg.Webhooks, cfg.PublicURL
+	if t := cfg.Temporal; t != nil {
+		if rt.temporal, err = ctemporal.Dial(ctx, ctemporal.ClientOptions{HostPort: t.HostPort, Namespace: t.Namespace,
+			CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, ServerName: t.ServerName, APIKey: t.APIKey, Logger: log}); err != nil {
+			return nil, fmt.Errorf("%s: temporal: %w", cfg.Path, err)
+		}
+		opts.Driver = ctemporal.NewDriver(rt.temporal, t.TaskQueue)
+	}
+	if rt.runner, err = cairn.NewRunner(cfg.Agents, &opts); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	if cfg.MCP != nil {
+		cfg.MCP.Follow(ctx, rt.runner) // a cancelled session's held MCP question hears "cancel"
+	}
+	return rt, nil
+}
+
+// Close stops the runner and closes the client and the store.
+func (rt *agentRuntime) Close() error {
+	var errs []error
+	if rt.runner != nil {
+		errs = append(errs, rt.runner.Close())
+	}
+	if rt.temporal != nil {
+		rt.temporal.Close()
+	}
+	if rt.store != nil {
+		errs = append(errs, rt.store.Close())
+	}
+	return errors.Join(errs...)
+}
