@@ -61,4 +61,3 @@ func workerCmd(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	w.Stop()
 	return nil
 }
-
