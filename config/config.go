@@ -81,6 +81,9 @@ type TemporalConfig struct {
 	TLS *TemporalTLSConfig `yaml:"tls"`
 	// APIKeyEnv names the variable holding a Temporal Cloud API key.
 	APIKeyEnv string `yaml:"api_key_env"`
+	// Heartbeat is how soon a worker that died mid-call is noticed
+	// (default 10s): its tool calls then become in-doubt approvals.
+	Heartbeat string `yaml:"heartbeat"`
 }
 
 // TemporalTLSConfig is the TLS of the connection to Temporal.
@@ -261,6 +264,7 @@ type Temporal struct {
 	// CertFile, KeyFile, CAFile, ServerName: TLS, when CertFile or CAFile is set.
 	CertFile, KeyFile, CAFile, ServerName string
 	APIKey                                string
+	Heartbeat                             time.Duration
 }
 
 // Close stops what the config started: the MCP servers.
@@ -488,6 +492,10 @@ func (l *loader) temporal(f *File) (*Temporal, error) {
 		tc = *f.Temporal
 	}
 	t := &Temporal{HostPort: cmp.Or(tc.HostPort, "127.0.0.1:7233"), Namespace: cmp.Or(tc.Namespace, "default"), TaskQueue: cmp.Or(tc.TaskQueue, "cairn")}
+	var err error
+	if t.Heartbeat, err = l.duration("temporal.heartbeat", tc.Heartbeat, 10*time.Second); err != nil {
+		return nil, err
+	}
 	if _, _, err := net.SplitHostPort(t.HostPort); err != nil {
 		return nil, l.errf("temporal.host_port", "%q is not HOST:PORT (e.g. 127.0.0.1:7233)", t.HostPort)
 	}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var temporalFull = flag.Bool("temporal.full", false, "run the full Temporal fault counts (kill -9 of a worker mid-tool ×10)")
+
+// temporalCLI finds the Temporal CLI: $CAIRN_TEMPORAL_CLI, `temporal` on
+// the PATH, or the copy .ci/run caches.
+func temporalCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CAIRN_TEMPORAL_CLI"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if p := filepath.Join(home, ".cache", "cairn-ci", "temporal-1.5.1", "temporal"); fileExists(p) {
+			return p
+		}
+	}
+	t.Skip("no Temporal CLI: install it with `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (.ci/run does) or set CAIRN_TEMPORAL_CLI")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// temporalServer starts `temporal server start-dev` on free ports with its
+// own database file, and returns its frontend address.
+func temporalServer(t *testing.T) string {
+	cli := temporalCLI(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--ui-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)),
+		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+	}
+	t.Fatal("the Temporal dev server did not listen within 30 s")
+	return ""
+}
+
+// worker starts `cairn worker` and returns once it polls.
+func startWorker(t *testing.T, cfg string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary, "worker", "--config", cfg)
+	cmd.Dir = filepath.Dir(cfg)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "worker ready") {
+			go io.Copy(io.Discard, stderr)
+			return cmd
+		}
+	}
+	t.Fatalf("the worker exited before it was ready: %v", cmd.Wait())
+	return nil
+}
+
+// temporalConfig: a deploy tool that needs approval, logs its start and
+// end, and takes 1.5 s; a 2 s approval deadline on another tool.
+const temporalConfig = `
+store: %s
+driver: temporal
+temporal: {host_port: "%s", task_queue: %s, heartbeat: 2s}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: deploy, arguments: {environment: production}}]
+      - text: "done: {{.LastResult}}"
+    scripts:
+      hasty:
+        - tool_calls: [{name: hurry, arguments: {}}]
+        - text: "{{.LastResult}}"
+tools:
+  deploy:
+    parameters: {type: object, properties: {environment: {type: string}}, required: [environment]}
+    command: ["sh", "-c", "echo \"start $CAIRN_IDEMPOTENCY_KEY $$\" >> runs.txt; sleep 1.5; echo \"end $CAIRN_IDEMPOTENCY_KEY\" >> runs.txt; echo deployed"]
+    approval: always
+  hurry:
+    command: ["sh", "-c", "echo hurried"]
+    approval: always
+    approval_ttl: 2s
+agents:
+  main: {model: demo, tools: [deploy]}
+  hasty: {model: demo, tools: [hurry]}
+`
+
+type temporalSetup struct {
+	dir, cfg string
+}
+
+func newTemporalSetup(t *testing.T, storeURL string) *temporalSetup {
+	addr := temporalServer(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(temporalConfig, storeURL, addr, "q"+fmt.Sprint(time.Now().UnixNano()))), 0o600)
+	return &temporalSetup{dir: dir, cfg: cfg}
+}
+
+// One config switch and a running Temporal server: the HTTP API, the inbox
+// and the events work as on SQLite; a stale seq and 15 of 16 concurrent
+// decisions are refused; the tool runs once.
+func TestTemporalDriverServesTheAPI(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ts := newTemporalSetup(t, storeURL(t))
+			startWorker(t, ts.cfg)
+			_, url := serve(t, ts.cfg)
+			code, s := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
+			if code != 201 || s["status"] != "paused" {
+				t.Fatalf("create: %d %v", code, s)
+			}
+			id := s["id"].(string)
+			inbox := getJSON(t, url+"/v1/interrupts")
+			items, _ := inbox["interrupts"].([]any)
+			if len(items) != 1 || items[0].(map[string]any)["session_id"] != id {
+				t.Fatalf("inbox: %v", inbox)
+			}
+			in := s["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+			body := func(seq any) string {
+				return fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seq, in)
+			}
+			if code, _ := post(t, url+"/v1/sessions/"+id+"/decisions", body(s["seq"].(float64)-1)); code != 409 {
+				t.Fatalf("stale seq: %d", code)
+			}
+			var wg sync.WaitGroup
+			codes := make(chan int, 16)
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := http.Post(url+"/v1/sessions/"+id+"/decisions", "application/json", strings.NewReader(body(s["seq"])))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+					codes <- resp.StatusCode
+				}()
+			}
+			wg.Wait()
+			close(codes)
+			count := map[int]int{}
+			for c := range codes {
+				count[c]++
+			}
+			if count[200] != 1 || count[409] != 15 {
+				t.Fatalf("16 concurrent decisions: %v, want one 200 and fifteen 409", count)
+			}
+			done := getJSON(t, url+"/v1/sessions/"+id)
+			if done["status"] != "completed" || done["output"] != "done: deployed" {
+				t.Fatalf("after the decision: %v", done)
+			}
+			var types []string
+			for _, ev := range eventsOf(t, url, id) {
+				types = append(types, ev["type"].(string))
+			}
+			if got := strings.Join(types, " "); got != "session_started user_message model_response approval_requested turn_paused decision tool_started tool_result model_response turn_completed" {
+				t.Fatalf("events: %s", got)
+			}
+			if starts := strings.Count(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), "start "); starts != 1 {
+				t.Fatalf("the tool started %d times", starts)
+			}
+		})
+	}
+}
+
+// The demo's nesting and handoff (interactive sub-agent, handoff, an
+// approval inside it) through `cairn chat` on Temporal: the same
+// conversation as with the local driver.
+func TestTemporalNestingAndHandoff(t *testing.T) {
+	addr := temporalServer(t)
+	dir := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+	}
+	cfg := filepath.Join(dir, "cairn.yaml")
+	demo := string(mustRead(t, cfg))
+	os.WriteFile(cfg, []byte(fmt.Sprintf("driver: temporal\ntemporal: {host_port: %q, task_queue: demo}\n", addr)+demo), 0o600)
+	startWorker(t, cfg)
+	cmd := exec.Command(binary, "chat", "--config", cfg, "--agent", "concierge")
+	cmd.Stdin = strings.NewReader("Please write the release notes.\nFor customers.\nAlso, I was charged twice.\nYes please.\ny\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	rest := string(out)
+	for _, w := range []string{
+		"writer> Writer here. Who are the release notes for: customers or engineers?",
+		"concierge> Here are your release notes: Build 1042: faster deploys and an approval inbox. Anything else?",
+		"billing> Billing here. I see invoice INV-7 was charged twice. Shall I refund it?",
+		"Refund invoice INV-7?",
+		"billing> Refunded invoice INV-7. (Demo: no money moved.)",
+	} {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("the conversation lacks %q (in order):\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+}
+
+// kill -9 of the worker while approved tools run: after a new worker
+// starts, every call is in doubt (or completed, if it had finished), and
+// no tool started twice.
+func TestTemporalWorkerKill9MidTool(t *testing.T) {
+	ts := newTemporalSetup(t, "sqlite:"+filepath.Join(t.TempDir(), "t.db"))
+	w := startWorker(t, ts.cfg)
+	_, url := serve(t, ts.cfg)
+	rounds, perRound := 2, 5
+	if *temporalFull {
+		rounds = 10
+	}
+	starts := regexp.MustCompile(`(?m)^start (\S+)`)
+	os.WriteFile(filepath.Join(ts.dir, "runs.txt"), nil, 0o644)
+	for round := range rounds {
+		before := len(starts.FindAllString(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), -1))
+		var ids []string
+		var wg sync.WaitGroup
+		for range perRound {
+			code, s := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
+			if code != 201 {
+				t.Fatalf("create: %d %v", code, s)
+			}
+			ids = append(ids, s["id"].(string))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				decide(url, s) // answers once the turn pauses again (in doubt) or ends
+			}()
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if n := len(starts.FindAllString(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), -1)); n-before == perRound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the tools did not start", round)
+			}
+		}
+		w.Process.Signal(syscall.SIGKILL)
+		w.Wait()
+		killed := time.Now()
+		w = startWorker(t, ts.cfg)
+		wg.Wait()
+		for _, id := range ids {
+			s := getJSON(t, url+"/v1/sessions/"+id)
+			ins, _ := s["interrupts"].([]any)
+			inDoubt := len(ins) == 1 && ins[0].(map[string]any)["in_doubt"] == true
+			if !(s["status"] == "paused" && inDoubt) && s["status"] != "completed" {
+				t.Fatalf("round %d, session %s: %v, want in doubt or completed", round, id, s)
+			}
+		}
+		t.Logf("round %d: %d calls cut off; all in doubt %.1fs after the kill", round, perRound, time.Since(killed).Seconds())
+	}
+	for key, n := range countStarts(string(mustRead(t, filepath.Join(ts.dir, "runs.txt")))) {
+		if n != 1 {
+			t.Fatalf("the call with idempotency key %s started %d times", key, n)
+		}
+	}
+}
+
+func countStarts(runs string) map[string]int {
+	out := map[string]int{}
+	for _, line := range strings.Split(runs, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "start" {
+			out[f[1]]++
+		}
+	}
+	return out
+}
+
+// The worker dies while the session waits for a person: nothing is lost;
+// the decision, sent while no worker runs, completes once one returns.
+// An approval deadline that passes while no worker runs acts when one
+// returns (a durable timer).
+func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
+	ts := newTemporalSetup(t, "sqlite:"+filepath.Join(t.TempDir(), "t.db"))
+	w := startWorker(t, ts.cfg)
+	_, url := serve(t, ts.cfg)
+	_, s := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
+	_, hasty := post(t, url+"/v1/sessions", `{"agent":"hasty","input":"hurry"}`)
+	if s["status"] != "paused" || hasty["status"] != "paused" {
+		t.Fatalf("before the kill: %v %v", s, hasty)
+	}
+	w.Process.Signal(syscall.SIGKILL)
+	w.Wait()
+	type answer struct {
+		code int
+		s    map[string]any
+	}
+	decided := make(chan answer, 1)
+	go func() {
+		code, out, err := decide(url, s)
+		if err != nil {
+			t.Error(err)
+		}
+		decided <- answer{code, out}
+	}()
+	time.Sleep(3 * time.Second) // past the 2 s deadline, with no worker
+	if got := getJSON(t, url+"/v1/sessions/"+hasty["id"].(string)); got["status"] != "paused" {
+		t.Fatalf("with no worker, the expired approval's session is %v", got["status"])
+	}
+	startWorker(t, ts.cfg)
+	select {
+	case a := <-decided:
+		if a.code != 200 || a.s["status"] != "completed" || a.s["output"] != "done: deployed" {
+			t.Fatalf("the decision sent while no worker ran: %d %v", a.code, a.s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the decision did not complete after the worker returned")
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := getJSON(t, url+"/v1/sessions/"+hasty["id"].(string))
+		if got["status"] == "completed" {
+			if out, _ := got["output"].(string); !strings.Contains(out, "approval expired") {
+				t.Fatalf("the expired approval: %v", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deadline that passed while no worker ran did not act: %v", got)
+		}
+	}
+}
+
