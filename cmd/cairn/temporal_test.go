@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,65 +15,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/temporaltest"
 )
 
 var temporalFull = flag.Bool("temporal.full", false, "run the full Temporal fault counts (kill -9 of a worker mid-tool ×10)")
-
-// temporalCLI finds the Temporal CLI: $CAIRN_TEMPORAL_CLI, `temporal` on
-// the PATH, or the copy .ci/run caches.
-func temporalCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CAIRN_TEMPORAL_CLI"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if p := filepath.Join(home, ".cache", "cairn-ci", "temporal-1.5.1", "temporal"); fileExists(p) {
-			return p
-		}
-	}
-	t.Skip("no Temporal CLI: install it with `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (.ci/run does) or set CAIRN_TEMPORAL_CLI")
-	return ""
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// temporalServer starts `temporal server start-dev` on free ports with its
-// own database file, and returns its frontend address.
-func temporalServer(t *testing.T) string {
-	cli := temporalCLI(t)
-	port := freePort(t)
-	dir := t.TempDir()
-	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
-		"--ui-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-	}
-	t.Fatal("the Temporal dev server did not listen within 30 s")
-	return ""
-}
 
 // worker starts `cairn worker` and returns once it polls.
 func startWorker(t *testing.T, cfg string) *exec.Cmd {
@@ -132,7 +77,7 @@ type temporalSetup struct {
 }
 
 func newTemporalSetup(t *testing.T, storeURL string) *temporalSetup {
-	addr := temporalServer(t)
+	addr := temporaltest.Server(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(temporalConfig, storeURL, addr, "q"+fmt.Sprint(time.Now().UnixNano()))), 0o600)
@@ -211,7 +156,7 @@ func TestTemporalDriverServesTheAPI(t *testing.T) {
 // approval inside it) through `cairn chat` on Temporal: the same
 // conversation as with the local driver.
 func TestTemporalNestingAndHandoff(t *testing.T) {
-	addr := temporalServer(t)
+	addr := temporaltest.Server(t)
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
 		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)

@@ -57,17 +57,34 @@ type Workflows struct {
 // Register registers the session workflow and its activities, performed
 // with runner's agents, tools, store and webhooks, on w.
 func Register(w worker.Registry, runner *cairn.Runner, opts *Options) {
+	RegisterWorkflow(w, runner, opts)
+	o := withDefaults(opts)
+	acts := &Activities{core: runner.DriverCore(), heartbeat: o.Heartbeat}
+	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
+	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
+	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
+}
+
+// WorkflowRegistry is where RegisterWorkflow registers the workflow: a
+// worker, or a worker.WorkflowReplayer replaying recorded histories.
+type WorkflowRegistry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// RegisterWorkflow registers the session workflow alone, with runner's
+// engine (agents, tools, approval rules).
+func RegisterWorkflow(w WorkflowRegistry, runner *cairn.Runner, opts *Options) {
+	wf := &Workflows{core: runner.DriverCore(), opts: withDefaults(opts)}
+	w.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: WorkflowName})
+}
+
+func withDefaults(opts *Options) Options {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	o.defaults()
-	wf := &Workflows{core: runner.DriverCore(), opts: o}
-	w.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: WorkflowName})
-	acts := &Activities{core: runner.DriverCore(), heartbeat: o.Heartbeat}
-	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
-	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
-	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
+	return o
 }
 
 // NewWorker returns a Temporal worker on taskQueue running sessions with
