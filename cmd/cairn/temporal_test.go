@@ -309,4 +309,3 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 		}
 	}
 }
-

@@ -135,4 +135,3 @@ func TestReplayRecordedHistories(t *testing.T) {
 		}
 	}
 }
-
