@@ -84,6 +84,10 @@ type TemporalConfig struct {
 	// Heartbeat is how soon a worker that died mid-call is noticed
 	// (default 10s): its tool calls then become in-doubt approvals.
 	Heartbeat string `yaml:"heartbeat"`
+	// MaxHistory is how many history events a session's workflow run may
+	// reach before it continues as new from a snapshot, once it waits for
+	// a person (default 10000).
+	MaxHistory int `yaml:"max_history"`
 }
 
 // TemporalTLSConfig is the TLS of the connection to Temporal.
@@ -265,6 +269,7 @@ type Temporal struct {
 	CertFile, KeyFile, CAFile, ServerName string
 	APIKey                                string
 	Heartbeat                             time.Duration
+	MaxHistory                            int
 }
 
 // Close stops what the config started: the MCP servers.
@@ -495,6 +500,9 @@ func (l *loader) temporal(f *File) (*Temporal, error) {
 	var err error
 	if t.Heartbeat, err = l.duration("temporal.heartbeat", tc.Heartbeat, 10*time.Second); err != nil {
 		return nil, err
+	}
+	if t.MaxHistory = tc.MaxHistory; t.MaxHistory < 0 {
+		return nil, l.errf("temporal.max_history", "%d is negative; 0 means the default (10000)", t.MaxHistory)
 	}
 	if _, _, err := net.SplitHostPort(t.HostPort); err != nil {
 		return nil, l.errf("temporal.host_port", "%q is not HOST:PORT (e.g. 127.0.0.1:7233)", t.HostPort)

@@ -103,7 +103,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	defer rt.Close()
 	runner := rt.runner
 	if rt.temporal != nil && withWorker {
-		w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, runner, &ctemporal.Options{Heartbeat: cfg.Temporal.Heartbeat})
+		w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, runner, &ctemporal.Options{Heartbeat: cfg.Temporal.Heartbeat, MaxHistory: cfg.Temporal.MaxHistory})
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("temporal worker: %w", err)
 		}

@@ -47,7 +47,7 @@ func startWorker(t *testing.T, cfg string) *exec.Cmd {
 const temporalConfig = `
 store: %s
 driver: temporal
-temporal: {host_port: "%s", task_queue: %s, heartbeat: 2s}
+temporal: {host_port: "%s", task_queue: %s, heartbeat: 2s, max_history: 20}   # every session continues as new at its first pause
 models:
   demo:
     provider: scripted

@@ -49,7 +49,7 @@ func workerCmd(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-	w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, rt.runner, &ctemporal.Options{Heartbeat: cfg.Temporal.Heartbeat})
+	w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, rt.runner, &ctemporal.Options{Heartbeat: cfg.Temporal.Heartbeat, MaxHistory: cfg.Temporal.MaxHistory})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("temporal worker: %w", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairnhq/cairn"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
@@ -178,5 +180,32 @@ func TestApprovalExpiresOnATimer(t *testing.T) {
 	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: "ses_wf3", Agent: "ops", Text: "ship it"}})
 	if s := f.session("ses_wf3"); s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || f.runs.Load() != 0 {
 		t.Fatalf("after the deadline: %s %q, runs %d", s.Status, s.Output, f.runs.Load())
+	}
+}
+
+// A long history continues as new from a snapshot once the session waits
+// for a person; the snapshot holds the same session.
+func TestContinueAsNewCarriesTheSession(t *testing.T) {
+	f := newFixture(t, 0)
+	var suite testsuite.WorkflowTestSuite
+	f.env = suite.NewTestWorkflowEnvironment()
+	ctemporal.Register(f.env, f.runner, &ctemporal.Options{MaxHistory: 5})
+	f.env.SetCurrentHistoryLength(100) // as the server reports it
+	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: "ses_can", Agent: "ops", Text: "ship it"}})
+	var can *workflow.ContinueAsNewError
+	if err := f.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the workflow ended with %v, want continue-as-new", err)
+	}
+	var p ctemporal.Params
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &p); err != nil || p.Snapshot == nil || p.Start != nil {
+		t.Fatalf("continue-as-new params: %v %+v", err, p)
+	}
+	st, err := engine.Restore(p.Snapshot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried, mirrored := st.View(), f.session("ses_can")
+	if carried.Seq != mirrored.Seq || carried.Status != cairn.StatusPaused || len(carried.Interrupts) != 1 || carried.Interrupts[0].ID != mirrored.Interrupts[0].ID {
+		t.Fatalf("carried %+v, mirrored %+v", carried, mirrored)
 	}
 }
