@@ -18,6 +18,7 @@ type Memory struct {
 	secrets  map[string][]byte
 	used     map[string][]byte // token id → outcome (nil while being spent)
 	outbox   []*memMessage     // in the order written
+	blobs    map[string][]byte
 	feed     Feed
 }
 
@@ -37,7 +38,10 @@ type memSession struct {
 	snapSeq int64
 }
 
-var _ Outbox = (*Memory)(nil)
+var (
+	_ Outbox = (*Memory)(nil)
+	_ Blobs  = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{} }
@@ -282,4 +286,28 @@ func (m *Memory) RetryMessage(ctx context.Context, id, owner string, at time.Tim
 	o.owner, o.until, o.lastErr = "", time.Time{}, why
 	o.due, o.given = at, at.IsZero()
 	return nil
+}
+
+// PutBlob implements Blobs.
+func (m *Memory) PutBlob(ctx context.Context, key string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.blobs == nil {
+		m.blobs = map[string][]byte{}
+	}
+	if _, ok := m.blobs[key]; !ok {
+		m.blobs[key] = slices.Clone(data)
+	}
+	return nil
+}
+
+// Blob implements Blobs.
+func (m *Memory) Blob(ctx context.Context, key string) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.blobs[key]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return slices.Clone(b), nil
 }

@@ -205,3 +205,14 @@ type Outbox interface {
 	// no longer holds the claim (it ran out and another process has it).
 	RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error
 }
+
+// Blobs keeps large values by key, for a driver whose messages are limited
+// in size (Temporal's 2 MB payloads): it stores the value here and passes
+// the key. The stores of this module implement it.
+type Blobs interface {
+	// PutBlob stores data under key; storing a key again keeps the first
+	// value (keys are content addresses).
+	PutBlob(ctx context.Context, key string, data []byte) error
+	// Blob returns the value stored under key; ErrNotFound when there is none.
+	Blob(ctx context.Context, key string) ([]byte, error)
+}

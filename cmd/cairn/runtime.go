@@ -44,8 +44,12 @@ func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptio
 	}
 	opts.Store, opts.Webhooks, opts.PublicURL = rt.store, cfg.Webhooks, cfg.PublicURL
 	if t := cfg.Temporal; t != nil {
+		blobs, ok := rt.store.(store.Blobs)
+		if !ok {
+			return nil, fmt.Errorf("%s: driver: temporal needs a store that keeps large payloads (store.Blobs); %s does not", cfg.Path, cfg.Store)
+		}
 		if rt.temporal, err = ctemporal.Dial(ctx, ctemporal.ClientOptions{HostPort: t.HostPort, Namespace: t.Namespace,
-			CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, ServerName: t.ServerName, APIKey: t.APIKey, Logger: log}); err != nil {
+			CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, ServerName: t.ServerName, APIKey: t.APIKey, Logger: log, Blobs: blobs}); err != nil {
 			return nil, fmt.Errorf("%s: temporal: %w", cfg.Path, err)
 		}
 		opts.Driver = ctemporal.NewDriver(rt.temporal, t.TaskQueue)

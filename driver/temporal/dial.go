@@ -10,6 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+
+	"github.com/cairnhq/cairn/store"
 )
 
 // ClientOptions say how to reach a Temporal cluster.
@@ -23,6 +25,11 @@ type ClientOptions struct {
 	APIKey string
 	// Logger receives the SDK's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Blobs, when set, keeps payloads over BlobAbove bytes (0:
+	// DefaultBlobAbove) and Temporal a reference (see
+	// NewBlobDataConverter). The API and every worker must use the same.
+	Blobs     store.Blobs
+	BlobAbove int
 }
 
 // Dial connects to Temporal and checks that the namespace answers.
@@ -52,6 +59,9 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 			cfg.RootCAs = pool
 		}
 		opts.ConnectionOptions.TLS = cfg
+	}
+	if o.Blobs != nil {
+		opts.DataConverter = NewBlobDataConverter(o.Blobs, o.BlobAbove)
 	}
 	if o.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(o.APIKey)

@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS cairn_outbox (
 	last_error TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS cairn_outbox_due ON cairn_outbox(due) WHERE due IS NOT NULL;
+CREATE TABLE IF NOT EXISTS cairn_blobs (key TEXT PRIMARY KEY, data BYTEA NOT NULL);
 `
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
@@ -89,6 +90,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Outbox = (*Store)(nil)
+	_ store.Blobs  = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://…) and creates the
@@ -440,6 +442,27 @@ func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time
 		return store.ErrConflict
 	}
 	return nil
+}
+
+// PutBlob implements store.Blobs.
+func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO cairn_blobs(key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, data); err != nil {
+		return fmt.Errorf("postgres blob %s: %w", key, err)
+	}
+	return nil
+}
+
+// Blob implements store.Blobs.
+func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM cairn_blobs WHERE key=$1`, key).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres blob %s: %w", key, err)
+	}
+	return b, nil
 }
 
 // MarkUsed implements store.Ledger.

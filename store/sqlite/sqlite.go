@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 	last_error TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(due) WHERE due != '';
+CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB NOT NULL);
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -84,6 +85,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Outbox = (*Store)(nil)
+	_ store.Blobs  = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database at path.
@@ -556,6 +558,27 @@ func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time
 		return store.ErrConflict
 	}
 	return nil
+}
+
+// PutBlob implements store.Blobs.
+func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`, key, data); err != nil {
+		return fmt.Errorf("sqlite blob %s: %w", key, err)
+	}
+	return nil
+}
+
+// Blob implements store.Blobs.
+func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
+	var b []byte
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE key=?`, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite blob %s: %w", key, err)
+	}
+	return b, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ListByStatus", func(t *testing.T) { testListByStatus(t, open) })
 	t.Run("OutboxCommitsWithTheEvents", func(t *testing.T) { testOutboxCommitsWithTheEvents(t, open) })
 	t.Run("OutboxClaimsRetriesAndGivesUp", func(t *testing.T) { testOutboxClaimsRetriesAndGivesUp(t, open) })
+	t.Run("BlobsKeepTheFirstValue", func(t *testing.T) { testBlobsKeepTheFirstValue(t, open) })
 }
 
 func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {
@@ -607,5 +608,23 @@ func testOutboxMessageClaimedByOneProcess(t *testing.T, open func(t *testing.T) 
 	wg.Wait()
 	if len(seen) != 40 {
 		t.Fatalf("%d messages claimed, want 40", len(seen))
+	}
+}
+
+func testBlobsKeepTheFirstValue(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	b, ok := open(t).(store.Blobs)
+	if !ok {
+		t.Fatal("the store does not implement store.Blobs")
+	}
+	if _, err := b.Blob(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing blob: %v", err)
+	}
+	big := []byte(strings.Repeat("x", 3<<20))
+	must(t, b.PutBlob(ctx, "k", big))
+	must(t, b.PutBlob(ctx, "k", []byte("other")))
+	got, err := b.Blob(ctx, "k")
+	if err != nil || len(got) != len(big) {
+		t.Fatalf("blob: %d bytes, %v", len(got), err)
 	}
 }

@@ -1,0 +1,70 @@
+package temporal_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	ctemporal "github.com/cairnhq/cairn/driver/temporal"
+	"github.com/cairnhq/cairn/internal/temporaltest"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// A tool result of 3 MB (over Temporal's 2 MB payload limit) travels
+// through Cairn's store by reference: the session completes. Without the
+// blob converter the same session fails on the server's limit.
+func TestLargePayloadsGoToTheStore(t *testing.T) {
+	addr := temporaltest.Server(t)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	readLog := cairn.NewTool(&cairn.Tool{Name: "read_log", Description: "Read the build log."},
+		func(ctx context.Context, _ struct{}) (string, error) { return strings.Repeat("log line\n", 3<<20/9), nil })
+	agents := func() []*cairn.Agent {
+		return []*cairn.Agent{{Name: "ops", Tools: []*cairn.Tool{readLog}, Model: scripted.New(
+			scripted.Reply{ToolCalls: []scripted.Call{{Name: "read_log", Arguments: `{}`}}},
+			scripted.Reply{Text: "read it"})}}
+	}
+	run := func(queue, id string, withBlobs bool) (*cairn.Session, error) {
+		opts := ctemporal.ClientOptions{HostPort: addr, Namespace: "default"}
+		if withBlobs {
+			opts.Blobs = st
+		}
+		c, err := ctemporal.Dial(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		w := ctemporal.NewWorker(c, queue, r, nil)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wctx, cancel := context.WithTimeout(ctx, 20e9)
+		defer cancel()
+		return ctemporal.NewDriver(c, queue).Start(wctx, cairn.DriverStart{ID: id, Agent: "ops", Input: "read the log"}, false)
+	}
+	s, err := run("blobs", "big-1", true)
+	if err != nil || s.Status != cairn.StatusCompleted || s.Output != "read it" {
+		t.Fatalf("with the store keeping large payloads: %v %+v", err, s)
+	}
+	if b, err := st.Blob(ctx, "nope"); err == nil || b != nil {
+		t.Fatal("Blob of a missing key")
+	}
+	s, err = run("plain", "big-2", false)
+	if err == nil && s.Status == cairn.StatusCompleted {
+		t.Fatalf("without the blob converter the 3 MB result passed through Temporal: %+v (the test no longer shows anything)", s)
+	}
+	t.Logf("without the blob converter: %v; session %s %+v %+v", err, s.Status, s.Error, s.Interrupts)
+}
