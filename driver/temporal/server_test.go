@@ -25,7 +25,9 @@ func TestLargePayloadsGoToTheStore(t *testing.T) {
 	}
 	defer st.Close()
 	readLog := cairn.NewTool(&cairn.Tool{Name: "read_log", Description: "Read the build log."},
-		func(ctx context.Context, _ struct{}) (string, error) { return strings.Repeat("log line\n", 3<<20/9), nil })
+		func(ctx context.Context, _ struct{}) (string, error) {
+			return strings.Repeat("log line\n", 3<<20/9), nil
+		})
 	agents := func() []*cairn.Agent {
 		return []*cairn.Agent{{Name: "ops", Tools: []*cairn.Tool{readLog}, Model: scripted.New(
 			scripted.Reply{ToolCalls: []scripted.Call{{Name: "read_log", Arguments: `{}`}}},
