@@ -104,6 +104,7 @@ func TestTemporalDriverServesTheAPI(t *testing.T) {
 				t.Fatalf("inbox: %v", inbox)
 			}
 			in := s["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+			live := followSSE(t, url, id) // the SSE stream, fed from the store's mirror
 			body := func(seq any) string {
 				return fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seq, in)
 			}
@@ -147,6 +148,25 @@ func TestTemporalDriverServesTheAPI(t *testing.T) {
 			}
 			if starts := strings.Count(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), "start "); starts != 1 {
 				t.Fatalf("the tool started %d times", starts)
+			}
+			select {
+			case seqs := <-live:
+				if len(seqs) != 10 || seqs[0] != 1 || seqs[9] != 10 {
+					t.Fatalf("SSE delivered seqs %v, want 1…10", seqs)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the SSE stream did not reach turn_completed")
+			}
+			// Cancel: a paused session cancelled through an update.
+			code, other := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy again"}`)
+			if code != 201 || other["status"] != "paused" {
+				t.Fatalf("second session: %d %v", code, other)
+			}
+			if code, c := post(t, url+"/v1/sessions/"+other["id"].(string)+"/cancel", `{"scope":"all"}`); code != 200 || c["status"] != "cancelled" {
+				t.Fatalf("cancel: %d %v", code, c)
+			}
+			if code, _ := post(t, url+"/v1/sessions/"+other["id"].(string)+"/cancel", `{"scope":"sideways"}`); code != 400 {
+				t.Fatalf("a bad cancel scope: %d, want 400", code)
 			}
 		})
 	}

@@ -38,13 +38,29 @@ func CLI(t testing.TB) string {
 
 // Server starts a dev server for the test and returns its frontend
 // address (HOST:PORT) once it accepts connections; it stops with the test.
+// Its database is in memory: the server outlives no test.
 func Server(t testing.TB) string {
+	return start(t, nil)
+}
+
+// ServerOnDisk is Server with its database in a file (durable commits,
+// as a real cluster makes them: slower).
+func ServerOnDisk(t testing.TB) string {
+	return start(t, []string{"--db-filename", filepath.Join(t.TempDir(), "temporal.db")})
+}
+
+func start(t testing.TB, extra []string) string {
 	t.Helper()
 	cli := CLI(t)
 	port := freePort(t)
-	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+	args := append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--ui-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)),
-		"--db-filename", filepath.Join(t.TempDir(), "temporal.db"), "--log-level", "error")
+		"--log-level", "error",
+		// One partition per task queue: with the default four, a task can
+		// land where no poller waits and be forwarded (tens of ms each).
+		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
+		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"}, extra...)
+	cmd := exec.Command(cli, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
