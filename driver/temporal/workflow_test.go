@@ -103,7 +103,7 @@ func (f *fixture) run(id string, steps ...func()) {
 
 func TestApprovalOnTheWorkflow(t *testing.T) {
 	f := newFixture(t, 0)
-	var stale, first, second *outcome
+	var stale, unknown, invalid, first, second *outcome
 	f.run("ses_wf1",
 		func() {
 			s := f.session("ses_wf1")
@@ -113,6 +113,8 @@ func TestApprovalOnTheWorkflow(t *testing.T) {
 			}
 			in := s.Interrupts[0].ID
 			stale = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq - 1, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
+			unknown = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: "int_of_another_session", Action: cairn.ActionApprove}}})
+			invalid = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove, Arguments: []byte(`{"env": 5}`)}}})
 			// Two decisions on the same pause at once: one wins.
 			first = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
 			second = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionReject}}})
@@ -120,6 +122,12 @@ func TestApprovalOnTheWorkflow(t *testing.T) {
 	)
 	if stale == nil || stale.rejected == nil || !strings.Contains(stale.rejected.Error(), "seq") {
 		t.Fatalf("a stale seq: %+v, want rejected by the validator", stale)
+	}
+	if unknown == nil || unknown.rejected == nil || !strings.Contains(unknown.rejected.Error(), "int_of_another_session") {
+		t.Fatalf("an unknown interrupt: %+v, want rejected by the validator", unknown)
+	}
+	if invalid == nil || invalid.rejected == nil || !strings.Contains(invalid.rejected.Error(), "env") {
+		t.Fatalf("invalid arguments: %+v, want rejected by the validator", invalid)
 	}
 	if first == nil || first.err != nil || first.result == nil || first.result.Status != cairn.StatusCompleted || first.result.Output != "deployed to prod" {
 		t.Fatalf("the first decision: %+v %+v", first, first.result)
