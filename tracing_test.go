@@ -30,7 +30,7 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	attrs := func(sp sdktrace.ReadOnlySpan) map[string]string {
 		m := map[string]string{}
 		for _, a := range sp.Attributes() {
-			m[string(a.Key)] = a.Value.Emit()
+			m[string(a.Key)] = a.Value.String()
 		}
 		return m
 	}
