@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnhq/cairn"
@@ -87,11 +86,7 @@ func BenchmarkPauseResume(b *testing.B) {
 	b.Run("local", func(b *testing.B) {
 		st, name := benchStore(b)
 		b.Logf("store %s", name)
-		r, err := cairn.NewRunner(benchAgents(), &cairn.RunnerOptions{Store: st, Logger: quiet()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
+		r := newRunner(b, benchAgents(), &cairn.RunnerOptions{Store: st, Logger: quiet()})
 		runPauseResume(b, func(ctx context.Context, id string) error {
 			s, err := r.Start(ctx, "ops", "ship it", &cairn.StartOptions{ID: id})
 			if err != nil {
@@ -110,18 +105,9 @@ func BenchmarkPauseResume(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.Close()
-		d := ctemporal.NewDriver(c, "bench")
-		r, err := cairn.NewRunner(benchAgents(), &cairn.RunnerOptions{Store: st, Driver: d, Logger: quiet()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		w := ctemporal.NewWorker(c, "bench", r, nil)
-		if err := w.Start(); err != nil {
-			b.Fatal(err)
-		}
-		defer w.Stop()
+		b.Cleanup(c.Close) // after the worker stops
+		r := newRunner(b, benchAgents(), &cairn.RunnerOptions{Store: st, Driver: ctemporal.NewDriver(c, "bench"), Logger: quiet()})
+		startWorker(b, c, "bench", r)
 		var last atomic.Value
 		runPauseResume(b, func(ctx context.Context, id string) error {
 			s, err := r.Start(ctx, "ops", "ship it", &cairn.StartOptions{ID: id})
@@ -135,19 +121,11 @@ func BenchmarkPauseResume(b *testing.B) {
 		b.StopTimer()
 		// The history one such session leaves: events and bytes, per step
 		// (a step: one commit of the session's log; this session has 5).
-		var h historypb.History
-		it := c.GetWorkflowHistory(ctx, last.Load().(string), "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
+		h := history(b, c, last.Load().(string))
 		evs, _ := r.Events(ctx, last.Load().(string), 0)
 		steps := 5.0
 		b.ReportMetric(float64(len(h.Events))/steps, "history-events/step")
-		b.ReportMetric(float64(proto.Size(&h))/steps, "history-B/step")
+		b.ReportMetric(float64(proto.Size(h))/steps, "history-B/step")
 		b.ReportMetric(float64(len(evs)), "log-events")
 	})
 }

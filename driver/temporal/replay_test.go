@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -80,30 +79,13 @@ func TestRecordHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r, err := cairn.NewRunner(replayAgents(), &cairn.RunnerOptions{Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	w := ctemporal.NewWorker(c, "record", r, nil)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	t.Cleanup(c.Close) // after the worker stops
+	startWorker(t, c, "record", newRunner(t, replayAgents(), &cairn.RunnerOptions{Store: store.NewMemory()}))
 	d := ctemporal.NewDriver(c, "record")
 	for name, scenario := range histories {
 		scenario(t, d)
-		var h historypb.History
-		it := c.GetWorkflowHistory(context.Background(), name, "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+		h := history(t, c, name)
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,13 +104,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if len(files) < len(histories) {
 		t.Fatalf("%d recorded histories, want %d: run go test ./driver/temporal -run TestRecordHistories -temporal.record", len(files), len(histories))
 	}
-	r, err := cairn.NewRunner(replayAgents(), &cairn.RunnerOptions{Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	replayer := worker.NewWorkflowReplayer()
-	ctemporal.RegisterWorkflow(replayer, r, nil)
+	ctemporal.RegisterWorkflow(replayer, newRunner(t, replayAgents(), &cairn.RunnerOptions{Store: store.NewMemory()}), nil)
 	for _, f := range files {
 		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 			t.Errorf("%s does not replay: %v", filepath.Base(f), err)

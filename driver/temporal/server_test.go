@@ -42,17 +42,8 @@ func TestLargePayloadsGoToTheStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		r, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		w := ctemporal.NewWorker(c, queue, r, nil)
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		t.Cleanup(c.Close) // after the worker stops (cleanups run last first)
+		startWorker(t, c, queue, newRunner(t, agents(), &cairn.RunnerOptions{Store: st}))
 		wctx, cancel := context.WithTimeout(ctx, 20e9)
 		defer cancel()
 		return ctemporal.NewDriver(c, queue).Start(wctx, cairn.DriverStart{ID: id, Agent: "ops", Input: "read the log"}, false)
