@@ -94,6 +94,11 @@ func NewWorker(c client.Client, taskQueue string, runner *cairn.Runner, opts *Op
 	if opts != nil {
 		wo = opts.Worker
 	}
+	if wo.DeadlockDetectionTimeout == 0 {
+		// A step over a long conversation encodes megabytes (the snapshot,
+		// a model request); Temporal's default 1 s would call that a deadlock.
+		wo.DeadlockDetectionTimeout = 10 * time.Second
+	}
 	w := worker.New(c, taskQueue, wo)
 	Register(w, runner, opts)
 	return w
