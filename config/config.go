@@ -910,17 +910,18 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if !toolName.MatchString(name) {
 		return nil, l.errf(p, "tool names are 1–64 letters, digits, _ or -")
 	}
+	if tc.Builtin != "" && len(tc.Command) > 0 {
+		return nil, l.errf(p+".command", "a builtin tool has no command")
+	}
 	switch tc.Builtin {
 	case "":
 	case "ask_user":
-		if len(tc.Command) > 0 {
-			return nil, l.errf(p+".command", "a builtin tool has no command")
-		}
 		return cairn.AskUser(name), nil
+	case "echo":
 	default:
-		return nil, l.errf(p+".builtin", "unknown built-in %q; the built-ins are: ask_user", tc.Builtin)
+		return nil, l.errf(p+".builtin", "unknown built-in %q; the built-ins are: ask_user, echo", tc.Builtin)
 	}
-	if len(tc.Command) == 0 {
+	if len(tc.Command) == 0 && tc.Builtin == "" {
 		return nil, l.errf(p+".command", "missing; give the argv to run, e.g. [\"./deploy.sh\"] (arguments JSON on stdin, stdout is the result)")
 	}
 	t := &cairn.Tool{Name: name, Description: tc.Description, Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
@@ -959,7 +960,13 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
-	t.Handler = commandHandler(name, tc.Command, l.dir)
+	if tc.Builtin == "echo" {
+		// Answers with its arguments, in process: for demos and load tests
+		// that should measure Cairn, not a forked command.
+		t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) { return string(args), nil }
+	} else {
+		t.Handler = commandHandler(name, tc.Command, l.dir)
+	}
 	return t, nil
 }
 

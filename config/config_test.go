@@ -433,3 +433,22 @@ func TestTemporalConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestEchoBuiltin(t *testing.T) {
+	y := strings.Replace(valid, "  broken:\n", "  echo_it: {builtin: echo, approval: always}\n  broken:\n", 1)
+	y = strings.Replace(y, "tools: [deploy_code, broken]", "tools: [deploy_code, broken, echo_it]", 1)
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range cfg.Agents[0].Tools {
+		if tl.Name == "echo_it" {
+			out, err := tl.Handler(context.Background(), json.RawMessage(`{"q":"x"}`))
+			if need, _ := tl.Approval(json.RawMessage(`{}`)); out != `{"q":"x"}` || err != nil || !need {
+				t.Fatalf("echo = %q, %v; approval %v", out, err, need)
+			}
+			return
+		}
+	}
+	t.Fatal("no echo_it tool")
+}
