@@ -74,7 +74,8 @@ const DefaultPoll = 100 * time.Millisecond
 
 // Store is a Store in one SQLite file.
 type Store struct {
-	db      *sql.DB
+	db      *sql.DB // reads; writes go through w
+	w       *writer
 	feed    store.Feed
 	pollMu  sync.Mutex
 	polling bool
@@ -130,7 +131,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store %s: create schema: %w", path, err)
 	}
-	st := &Store{db: db}
+	w, err := newWriter(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	st := &Store{db: db, w: w}
 	st.stopped, st.stop = context.WithCancel(context.Background())
 	return st, nil
 }
@@ -172,7 +178,17 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // Close closes the database.
 func (s *Store) Close() error {
 	s.stop()
+	s.w.close()
 	return s.db.Close()
+}
+
+// exec runs one write statement through the writer.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	}, nil)
+	return res, err
 }
 
 // nextRev is the commit-order counter of the file; writers hold the write
@@ -189,22 +205,36 @@ func leaseUntil(l store.Lease) string {
 // timeLayout is fixed-width so that text order is time order.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// Append implements store.Store.
-func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) (err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite append %s: %w", head.ID, err)
-	}
-	defer func() {
+// Append implements store.Store. It goes through the writer: under load,
+// many appends share one transaction and one fsync (group commit), each
+// answered once its commit is durable.
+func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.appendIn(ctx, tx, head, expectedSeq, events) },
+		func() { s.feed.Publish(store.Change{SessionID: head.ID, Seq: head.Seq}) }) // at once for this process; others poll
+}
+
+const (
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
+		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
+		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
+	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
+	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
+)
+
+func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, head store.Head, expectedSeq int64, events []session.Event) error {
+	exec := func(query string, args ...any) (sql.Result, error) {
+		st, err := s.w.stmt(ctx, tx, query)
 		if err != nil {
-			tx.Rollback()
+			return nil, err
 		}
-	}()
+		return st.ExecContext(ctx, args...)
+	}
 	if expectedSeq == 0 {
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, rev)
-			VALUES (?,?,?,?,?,?,?,?,?,?,`+nextRev+`)`,
-			head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout), []byte(head.Summary),
-			head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
+		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
+			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -217,10 +247,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			summary = []byte(head.Summary)
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
-			lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=`+nextRev+`
-			WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`,
-			head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
+		res, err := exec(updateSession, head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
 			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
@@ -233,43 +260,32 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 			return store.ErrConflict
 		}
 	}
-	if len(events) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
-		}
-		defer stmt.Close()
-		for _, e := range events {
-			if _, err := stmt.ExecContext(ctx, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data)); err != nil {
-				return fmt.Errorf("sqlite append %s event %d: %w", head.ID, e.Seq, err)
-			}
+	for _, e := range events {
+		if _, err := exec(insertEvent, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data)); err != nil {
+			return fmt.Errorf("sqlite append %s event %d: %w", head.ID, e.Seq, err)
 		}
 	}
 	for _, m := range head.Outbox {
 		at := m.CreatedAt.UTC().Format(timeLayout)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?)
-			ON CONFLICT(id) DO NOTHING`, m.ID, m.Topic, m.Body, at, at); err != nil {
+		if _, err := exec(insertOutbox, m.ID, m.Topic, m.Body, at, at); err != nil {
 			return fmt.Errorf("sqlite append %s outbox: %w", head.ID, err)
 		}
 	}
 	if head.Snapshot != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?)
-			ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot); err != nil {
+		if _, err := exec(putSnapshot, head.ID, head.Seq, head.Snapshot); err != nil {
 			return fmt.Errorf("sqlite append %s snapshot: %w", head.ID, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite append %s: commit: %w", head.ID, err)
-	}
-	s.feed.Publish(store.Change{SessionID: head.ID, Seq: head.Seq}) // at once for this process; others poll
 	return nil
 }
 
 // RenewLease implements store.Store.
 func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (bool, error) {
 	var cancel bool
-	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET lease_until=? WHERE id=? AND lease_owner=? AND status='running' RETURNING cancel_requested`,
-		leaseUntil(lease), id, lease.Owner).Scan(&cancel)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_until=? WHERE id=? AND lease_owner=? AND status='running' RETURNING cancel_requested`,
+			leaseUntil(lease), id, lease.Owner).Scan(&cancel)
+	}, nil)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.Head(ctx, id); err != nil {
 			return false, err
@@ -285,7 +301,9 @@ func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (b
 // RequestCancel implements store.Store.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	var seq int64
-	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, id).Scan(&seq)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, id).Scan(&seq)
+	}, nil)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.Head(ctx, id); err != nil {
 			return err
@@ -460,7 +478,7 @@ func (s *Store) LatestSnapshot(ctx context.Context, id string) (int64, []byte, e
 
 // Secret implements store.Store.
 func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, error) {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO secrets(name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, name, value); err != nil {
+	if _, err := s.exec(ctx, `INSERT INTO secrets(name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, name, value); err != nil {
 		return nil, fmt.Errorf("sqlite secret %s: %w", name, err)
 	}
 	var v []byte
@@ -472,7 +490,7 @@ func (s *Store) Secret(ctx context.Context, name string, value []byte) ([]byte, 
 
 // MarkUsed implements store.Ledger.
 func (s *Store) MarkUsed(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO used_tokens(id, used_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, id, time.Now().UTC().Format(timeLayout))
+	res, err := s.exec(ctx, `INSERT INTO used_tokens(id, used_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING`, id, time.Now().UTC().Format(timeLayout))
 	if err != nil {
 		return fmt.Errorf("sqlite mark used: %w", err)
 	}
@@ -487,7 +505,7 @@ func (s *Store) SetOutcome(ctx context.Context, id string, outcome []byte) error
 	if outcome == nil {
 		outcome = []byte{}
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE used_tokens SET outcome=? WHERE id=?`, outcome, id)
+	res, err := s.exec(ctx, `UPDATE used_tokens SET outcome=? WHERE id=?`, outcome, id)
 	if err != nil {
 		return fmt.Errorf("sqlite set outcome %s: %w", id, err)
 	}
@@ -513,26 +531,30 @@ func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
 // ClaimMessages implements store.Outbox.
 func (s *Store) ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]store.Message, error) {
 	at := now.UTC().Format(timeLayout)
-	rows, err := s.db.QueryContext(ctx, `UPDATE outbox SET owner=?, until=?, attempts=attempts+1
-		WHERE id IN (SELECT id FROM outbox WHERE due != '' AND due <= ? AND until <= ? ORDER BY due, id LIMIT ?)
-		RETURNING id, topic, body, created_at, attempts`, owner, until.UTC().Format(timeLayout), at, at, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite outbox claim: %w", err)
-	}
-	defer rows.Close()
 	var out []store.Message
-	for rows.Next() {
-		var m store.Message
-		var created string
-		if err := rows.Scan(&m.ID, &m.Topic, &m.Body, &created, &m.Attempts); err != nil {
-			return nil, fmt.Errorf("sqlite outbox claim: %w", err)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE outbox SET owner=?, until=?, attempts=attempts+1
+			WHERE id IN (SELECT id FROM outbox WHERE due != '' AND due <= ? AND until <= ? ORDER BY due, id LIMIT ?)
+			RETURNING id, topic, body, created_at, attempts`, owner, until.UTC().Format(timeLayout), at, at, limit)
+		if err != nil {
+			return err
 		}
-		if m.CreatedAt, err = time.Parse(timeLayout, created); err != nil {
-			return nil, fmt.Errorf("sqlite outbox claim %s: %w", m.ID, err)
+		defer rows.Close()
+		for rows.Next() {
+			var m store.Message
+			var created string
+			if err := rows.Scan(&m.ID, &m.Topic, &m.Body, &created, &m.Attempts); err != nil {
+				return err
+			}
+			if m.CreatedAt, err = time.Parse(timeLayout, created); err != nil {
+				return fmt.Errorf("message %s: %w", m.ID, err)
+			}
+			out = append(out, m)
 		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	}, nil)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite outbox claim: %w", err)
 	}
 	slices.SortFunc(out, func(a, b store.Message) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -541,7 +563,7 @@ func (s *Store) ClaimMessages(ctx context.Context, owner string, now, until time
 
 // AckMessage implements store.Outbox.
 func (s *Store) AckMessage(ctx context.Context, id string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM outbox WHERE id=?`, id); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM outbox WHERE id=?`, id); err != nil {
 		return fmt.Errorf("sqlite outbox ack %s: %w", id, err)
 	}
 	return nil
@@ -549,7 +571,7 @@ func (s *Store) AckMessage(ctx context.Context, id string) error {
 
 // RetryMessage implements store.Outbox.
 func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE outbox SET owner='', until='', due=?, last_error=? WHERE id=? AND owner=?`,
+	res, err := s.exec(ctx, `UPDATE outbox SET owner='', until='', due=?, last_error=? WHERE id=? AND owner=?`,
 		optionalTime(at), why, id, owner)
 	if err != nil {
 		return fmt.Errorf("sqlite outbox retry %s: %w", id, err)
@@ -562,7 +584,7 @@ func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time
 
 // PutBlob implements store.Blobs.
 func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`, key, data); err != nil {
+	if _, err := s.exec(ctx, `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`, key, data); err != nil {
 		return fmt.Errorf("sqlite blob %s: %w", key, err)
 	}
 	return nil

@@ -1,0 +1,221 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// The writer is the one connection that writes to the file (group commit).
+// Writes of every goroutine queue up; the writer takes what is queued,
+// runs each in a savepoint of one transaction (a write that fails is
+// rolled back alone), commits once (one fsync with synchronous=full) and
+// only then answers each writer. Under load, many sessions' steps share a
+// commit; with one writer, nobody waits on SQLite's busy handler in this
+// process, and prepared statements live on its connection.
+
+// maxBatch bounds the writes of one transaction.
+const maxBatch = 256
+
+// checkpointEvery is how many commits pass between WAL checkpoints, so
+// the WAL does not grow under steady load (readers may hold back SQLite's
+// own automatic ones).
+const checkpointEvery = 512
+
+type job struct {
+	ctx   context.Context
+	run   func(ctx context.Context, tx *sql.Tx) error
+	after func() // on success, once committed
+	err   error
+	done  chan struct{}
+	state atomic.Int32 // jobQueued → jobTaken by the writer, or → jobAbandoned by its caller
+}
+
+const (
+	jobQueued int32 = iota
+	jobTaken
+	jobAbandoned
+)
+
+type writer struct {
+	conn    *sql.Conn
+	jobs    chan *job
+	stopped chan struct{}
+	wg      sync.WaitGroup
+	stmts   map[string]*sql.Stmt // prepared on conn
+	commits int
+	// batches and writes count transactions and the writes they held.
+	batches, writes atomic.Int64
+}
+
+func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{conn: conn, jobs: make(chan *job, maxBatch), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	w.wg.Add(1)
+	go w.loop()
+	return w, nil
+}
+
+// stmt returns query prepared on the writer's connection, for use in tx.
+func (w *writer) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, ok := w.stmts[query]
+	if !ok {
+		var err error
+		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		w.stmts[query] = st
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+func (w *writer) close() {
+	close(w.stopped)
+	w.wg.Wait()
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	w.conn.Close()
+}
+
+func (w *writer) loop() {
+	defer w.wg.Done()
+	batch := make([]*job, 0, maxBatch)
+	for {
+		select {
+		case <-w.stopped:
+			return
+		case j := <-w.jobs:
+			batch = append(batch[:0], j)
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case j := <-w.jobs:
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		w.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction.
+func (w *writer) commit(batch []*job) {
+	ctx := context.Background()
+	var taken []*job
+	for _, j := range batch {
+		if j.state.CompareAndSwap(jobQueued, jobTaken) {
+			taken = append(taken, j)
+		}
+	}
+	if len(taken) == 0 {
+		return
+	}
+	finish := func(err error) {
+		for _, j := range taken {
+			if j.err == nil {
+				j.err = err
+			}
+			close(j.done)
+		}
+	}
+	tx, err := w.conn.BeginTx(ctx, nil)
+	if err != nil {
+		finish(fmt.Errorf("sqlite: begin: %w", err))
+		return
+	}
+	for _, j := range taken {
+		if len(taken) == 1 {
+			j.err = j.run(context.WithoutCancel(j.ctx), tx)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+			j.err = err
+			continue
+		}
+		if j.err = j.run(context.WithoutCancel(j.ctx), tx); j.err != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
+				tx.Rollback()
+				finish(fmt.Errorf("sqlite: roll back one write of a batch: %w", err))
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
+			tx.Rollback()
+			finish(fmt.Errorf("sqlite: release: %w", err))
+			return
+		}
+	}
+	ok := false
+	for _, j := range taken {
+		ok = ok || j.err == nil
+	}
+	if !ok {
+		tx.Rollback()
+		finish(nil)
+		return
+	}
+	w.batches.Add(1)
+	w.writes.Add(int64(len(taken)))
+	if err := tx.Commit(); err != nil {
+		err = fmt.Errorf("sqlite: commit: %w", err)
+		for _, j := range taken {
+			if j.err == nil {
+				j.err = err
+			}
+		}
+		finish(nil)
+		return
+	}
+	for _, j := range taken {
+		if j.err == nil && j.after != nil {
+			j.after()
+		}
+	}
+	finish(nil)
+	if w.commits++; w.commits%checkpointEvery == 0 {
+		w.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	}
+}
+
+// errClosed: the store was closed.
+var errClosed = errors.New("sqlite: the store is closed")
+
+// write runs fn in the writer's next transaction and waits until it is
+// committed (after runs then, before write returns). A caller whose ctx
+// ends while its write is still queued gets ctx's error and the write
+// never runs; once the writer took it, write waits for the outcome.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, after func()) error {
+	j := &job{ctx: ctx, run: fn, after: after, done: make(chan struct{})}
+	select {
+	case s.w.jobs <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.w.stopped:
+		return errClosed
+	}
+	select {
+	case <-j.done:
+		return j.err
+	case <-ctx.Done():
+		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+			return ctx.Err()
+		}
+		<-j.done
+		return j.err
+	case <-s.w.stopped:
+		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+			return errClosed
+		}
+		<-j.done
+		return j.err
+	}
+}
