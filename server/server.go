@@ -44,6 +44,8 @@ type Server struct {
 	webOnce sync.Once
 	web     map[string]asset
 	baseURL string
+	// frames are the SSE frames of recorded events, encoded once.
+	frames frames
 }
 
 // Options configures a Server.
@@ -435,7 +437,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	defer cancel()
 	idle := time.NewTimer(s.streamIdle)
 	defer idle.Stop()
-	var b bytes.Buffer
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
@@ -457,15 +458,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			if !ok {
 				return
 			}
-			b.Reset()
-			if ev.Seq > 0 {
-				fmt.Fprintf(&b, "id: %d\n", ev.Seq)
-			}
-			data, _ := json.Marshal(ev)
-			fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev.Type, data)
 			idle.Reset(s.streamIdle)
 			extendWrite(w)
-			if _, err := w.Write(b.Bytes()); err != nil {
+			if _, err := w.Write(s.frames.frame(id, ev)); err != nil {
 				return
 			}
 			if len(live) == 0 {
