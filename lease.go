@@ -219,6 +219,7 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		r.log.Info("took over session", "session", h.ID, "previous_owner", h.Lease.Owner, "status", sess.Status)
 		n++
 	}
+	r.metrics.tookOver(ctx, n)
 	return n, errors.Join(errs...)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -107,6 +108,11 @@ type RunnerOptions struct {
 	// WebhookDelivery tunes the deliveries (client, retries, polling); nil
 	// means the defaults of package webhook.
 	WebhookDelivery *webhook.Options
+	// MeterProvider, when set, receives the runner's OpenTelemetry metrics:
+	// cairn.turns, cairn.decisions, cairn.model.duration,
+	// cairn.tool.duration, cairn.commit.duration, cairn.state_cache,
+	// cairn.takeovers (docs/operations.md). Nil: none, at no cost.
+	MeterProvider metric.MeterProvider
 	// Driver, when set, runs the turns elsewhere (package driver/temporal):
 	// Start, Resume, Send and Cancel go through it, reads come from the
 	// store it mirrors to, and this runner takes no sessions over and
@@ -150,6 +156,7 @@ type Runner struct {
 	drainOnce   sync.Once
 	hooks       *webhooks // nil: no webhooks
 	driver      Driver    // nil: turns run here
+	metrics     *metrics  // nil: no MeterProvider
 	halt        atomic.Bool
 }
 
@@ -232,6 +239,10 @@ func newRunner(opts *RunnerOptions) (*Runner, error) {
 	}
 	if err := r.setupWebhooks(opts); err != nil {
 		return nil, err
+	}
+	var err error
+	if r.metrics, err = newMetrics(opts.MeterProvider); err != nil {
+		return nil, fmt.Errorf("cairn: metrics: %w", err)
 	}
 	return r, nil
 }
@@ -515,8 +526,10 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 		return nil, storeError(err, id)
 	}
 	if st := r.cache.take(id); st != nil && st.Seq == h.Seq {
+		r.metrics.cacheLoad(ctx, true)
 		return st, nil
 	}
+	r.metrics.cacheLoad(ctx, false)
 	seq, snap, err := r.store.LatestSnapshot(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound): // no snapshot yet: replay the log
@@ -645,8 +658,12 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 			return fmt.Errorf("webhooks of session %s: %w", st.SessionID, err)
 		}
 	}
+	began := time.Now()
 	if err := to.Append(ctx, head, expected, events); err != nil {
 		return storeError(err, st.SessionID)
+	}
+	if to == r.store {
+		r.metrics.committed(ctx, events, time.Since(began))
 	}
 	st.Log = log
 	if to == r.store {
@@ -782,6 +799,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.Cal
 	start := time.Now()
 	resp, err := generate(ctx, agent.Model, &req)
 	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
+	r.metrics.modelCall(ctx, eff.Agent, time.Since(start), err != nil)
 	if err == nil && resp == nil {
 		err = errors.New("model returned no response")
 	}
@@ -843,6 +861,10 @@ func (r *Runner) runTool(ctx context.Context, t *compiledTool, call engine.ToolR
 		}()
 	}
 	outcome = engine.ToolOutcome{CallID: call.CallID}
+	if r.metrics != nil {
+		began := time.Now()
+		defer func() { r.metrics.toolCall(ctx, call.Tool, time.Since(began), outcome.IsError) }()
+	}
 	if t == nil { // its toolset dropped it since the engine started the call
 		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q is no longer available; the call did not run", call.Tool), true
 		return outcome

@@ -189,6 +189,9 @@ func operations() []operation {
 			responses: map[int]reply{200: {description: "the decision was made; the session after the resumed turn"}, 400: badRequest,
 				403: {description: "the link was altered, or no server on this store signed it (invalid_link)"},
 				409: {description: "the link was used, or the interrupt was decided another way; nothing changed"}, 410: {description: "the link expired with its approval"}}},
+		{method: "GET", path: "/metrics", id: "metrics", media: "text/plain",
+			summary:   "Prometheus metrics (cairn serve): turns, decisions, model and tool call durations, commit latency and group-commit batches, cache hits, takeovers, open streams; see docs/operations.md. With auth, an admin token.",
+			responses: map[int]reply{200: {description: "the Prometheus text format"}, 401: unauthorized, 403: forbidden}},
 		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
 			responses: map[int]reply{200: {"the server is up", healthBody{}}}},
 	}

@@ -142,7 +142,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runner.Close()
-	srv := New(runner, &Options{MaxStreamsPerSession: 1, MaxStreams: 2, Tokens: []Token{
+	srv := New(runner, &Options{MaxStreamsPerSession: 1, MaxStreams: 2, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		io.WriteString(w, "# the exporter's answer\n")
+	}), Tokens: []Token{
 		{Name: "root", Secret: "admin-token-0123456789", Role: RoleAdmin},
 		{Name: "ana", Secret: "approver-token-0123456789", Role: RoleApprover},
 		{Name: "uma", Secret: "user-token-uma-0123456789", Role: RoleUser},
@@ -486,6 +489,12 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	page("POST", lateLinks.Reject, "", "", 410)
 	if v := do("POST", strings.TrimPrefix(altered, "https://cairn.example.org"), nobody, "", 403); v["error"].(map[string]any)["code"] != "invalid_link" {
 		t.Fatalf("a JSON client's altered link: %v", v)
+	}
+
+	do("GET", "/metrics", nobody, "", 401)
+	do("GET", "/metrics", approver, "", 403)
+	if resp, body := rawCall("GET", "/metrics", admin, ""); resp.StatusCode != 200 || !strings.HasPrefix(body, "# ") {
+		t.Fatalf("metrics: %d %s", resp.StatusCode, body)
 	}
 
 	do("GET", "/healthz", nobody, "", 200)

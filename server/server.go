@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cairnhq/cairn"
 )
 
@@ -45,7 +47,8 @@ type Server struct {
 	web     map[string]asset
 	baseURL string
 	// frames are the SSE frames of recorded events, encoded once.
-	frames frames
+	frames  frames
+	metrics http.Handler
 }
 
 // Options configures a Server.
@@ -66,6 +69,12 @@ type Options struct {
 	// BaseURL is where people reach this server (http://host:port), for
 	// the inbox links it hands out (over MCP); empty: no links.
 	BaseURL string
+	// Metrics, when set, answers GET /metrics (a Prometheus handler; with
+	// Tokens, an admin token is needed). Nil: 404.
+	Metrics http.Handler
+	// MeterProvider, when set, receives the server's own metric:
+	// cairn.sse.streams, the open event streams.
+	MeterProvider metric.MeterProvider
 }
 
 // New returns a server for runner. opts may be nil.
@@ -74,7 +83,20 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
-		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL}
+		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics}
+	if opts.MeterProvider != nil {
+		_, err := opts.MeterProvider.Meter("github.com/cairnhq/cairn/server").Int64ObservableGauge("cairn.sse.streams",
+			metric.WithDescription("Open event streams (SSE) of this server: per session and the cross-session feed."),
+			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+				s.streams.mu.Lock()
+				defer s.streams.mu.Unlock()
+				o.Observe(int64(s.streams.total))
+				return nil
+			}))
+		if err != nil {
+			s.log.Error("metrics: cairn.sse.streams", "err", err)
+		}
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -112,12 +134,25 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.Handle("POST /mcp", mcpHandler)
 	s.mux.Handle("GET /mcp", mcpHandler)
 	s.mux.Handle("DELETE /mcp", mcpHandler)
+	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("/", s.noEndpoint)
 	s.handler = s.authenticate(s.mux)
 	return s
+}
+
+// serveMetrics answers the Prometheus scrape (Options.Metrics).
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if _, ok := require(w, r, RoleAdmin, "reading the metrics"); !ok {
+		return
+	}
+	if s.metrics == nil {
+		writeError(w, http.StatusNotFound, "not_found", "this server exports no metrics (cairn serve does; a library user sets server.Options.Metrics)")
+		return
+	}
+	s.metrics.ServeHTTP(w, r)
 }
 
 // noEndpoint answers what no route matched: 405 with Allow when the path

@@ -89,10 +89,15 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	}
 	// The runner takes over, at once and then periodically, sessions whose
 	// lease expired: cut off by a crash, or handed over by a stopping node.
+	prom, err := newPromMetrics()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer prom.Shutdown(context.Background())
 	var ledgerNote string
 	closeLedger := func() error { return nil }
 	defer func() { closeLedger() }()
-	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease}, log,
+	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease, MeterProvider: prom.provider}, log,
 		func(st store.Store, opts *cairn.RunnerOptions) (err error) {
 			opts.Ledger, closeLedger, ledgerNote, err = tokenLedger(ctx, cfg, st)
 			return err
@@ -102,6 +107,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	}
 	defer rt.Close()
 	runner := rt.runner
+	if err := prom.observeStore(rt.store); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if rt.temporal != nil && withWorker {
 		w := ctemporal.NewWorker(rt.temporal, cfg.Temporal.TaskQueue, runner, &ctemporal.Options{Heartbeat: cfg.Temporal.Heartbeat, MaxHistory: cfg.Temporal.MaxHistory})
 		if err := w.Start(); err != nil {
@@ -113,7 +121,8 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String())}).HTTPServer()
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
+		Metrics: prom.handler, MeterProvider: prom.provider}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}

@@ -219,3 +219,9 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 		return j.err
 	}
 }
+
+// Stats reports the writer's transactions and the writes they held since
+// the store opened: writes/commits is the mean group-commit batch.
+func (s *Store) Stats() (commits, writes int64) {
+	return s.w.batches.Load(), s.w.writes.Load()
+}
