@@ -76,6 +76,8 @@ const DefaultPoll = 100 * time.Millisecond
 type Store struct {
 	db      *sql.DB // reads; writes go through w
 	w       *writer
+	// The hot reads, prepared once (database/sql keeps them per connection).
+	headStmt, eventsStmt, snapshotStmt *sql.Stmt
 	feed    store.Feed
 	pollMu  sync.Mutex
 	polling bool
@@ -137,6 +139,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	st := &Store{db: db, w: w}
+	for _, p := range []struct {
+		to    **sql.Stmt
+		query string
+	}{
+		{&st.headStmt, `SELECT ` + headColumns + ` FROM sessions WHERE id=?`},
+		{&st.eventsStmt, `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`},
+		{&st.snapshotStmt, `SELECT seq, data FROM snapshots WHERE session_id=?`},
+	} {
+		if *p.to, err = db.PrepareContext(ctx, p.query); err != nil {
+			w.close()
+			db.Close()
+			return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		}
+	}
 	st.stopped, st.stop = context.WithCancel(context.Background())
 	return st, nil
 }
@@ -179,12 +195,15 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	s.stop()
 	s.w.close()
+	for _, st := range []*sql.Stmt{s.headStmt, s.eventsStmt, s.snapshotStmt} {
+		st.Close()
+	}
 	return s.db.Close()
 }
 
 // exec runs one write statement through the writer.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx conn) error {
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err
 	}, nil)
@@ -209,7 +228,7 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 // many appends share one transaction and one fsync (group commit), each
 // answered once its commit is durable.
 func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.appendIn(ctx, tx, head, expectedSeq, events) },
+	return s.write(ctx, func(ctx context.Context, tx conn) error { return s.appendIn(ctx, tx, head, expectedSeq, events) },
 		func() { s.feed.Publish(store.Change{SessionID: head.ID, Seq: head.Seq}) }) // at once for this process; others poll
 }
 
@@ -224,9 +243,9 @@ const (
 	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
 
-func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, head store.Head, expectedSeq int64, events []session.Event) error {
+func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expectedSeq int64, events []session.Event) error {
 	exec := func(query string, args ...any) (sql.Result, error) {
-		st, err := s.w.stmt(ctx, tx, query)
+		st, err := s.w.stmt(ctx, query)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +301,7 @@ func (s *Store) appendIn(ctx context.Context, tx *sql.Tx, head store.Head, expec
 // RenewLease implements store.Store.
 func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (bool, error) {
 	var cancel bool
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		return tx.QueryRowContext(ctx, `UPDATE sessions SET lease_until=? WHERE id=? AND lease_owner=? AND status='running' RETURNING cancel_requested`,
 			leaseUntil(lease), id, lease.Owner).Scan(&cancel)
 	}, nil)
@@ -301,7 +320,7 @@ func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (b
 // RequestCancel implements store.Store.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	var seq int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		return tx.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, id).Scan(&seq)
 	}, nil)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -378,7 +397,7 @@ func (s *Store) changesAfter(rev int64) ([]revChange, error) {
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`, id, after)
+	rows, err := s.eventsStmt.QueryContext(ctx, id, after)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite events %s: %w", id, err)
 	}
@@ -410,7 +429,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.E
 
 // Head implements store.Store.
 func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+headColumns+` FROM sessions WHERE id=?`, id)
+	row := s.headStmt.QueryRowContext(ctx, id)
 	h, err := scanHead(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Head{}, store.ErrNotFound
@@ -466,7 +485,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 func (s *Store) LatestSnapshot(ctx context.Context, id string) (int64, []byte, error) {
 	var seq int64
 	var data []byte
-	err := s.db.QueryRowContext(ctx, `SELECT seq, data FROM snapshots WHERE session_id=?`, id).Scan(&seq, &data)
+	err := s.snapshotStmt.QueryRowContext(ctx, id).Scan(&seq, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, store.ErrNotFound
 	}
@@ -532,7 +551,7 @@ func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
 func (s *Store) ClaimMessages(ctx context.Context, owner string, now, until time.Time, limit int) ([]store.Message, error) {
 	at := now.UTC().Format(timeLayout)
 	var out []store.Message
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE outbox SET owner=?, until=?, attempts=attempts+1
 			WHERE id IN (SELECT id FROM outbox WHERE due != '' AND due <= ? AND until <= ? ORDER BY due, id LIMIT ?)

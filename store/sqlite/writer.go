@@ -25,9 +25,19 @@ const maxBatch = 256
 // own automatic ones).
 const checkpointEvery = 512
 
+// conn is what a write runs on: the writer's connection, inside the
+// batch's transaction (BEGIN IMMEDIATE … COMMIT issued on it directly, so
+// that statements prepared on the connection are reused: database/sql
+// re-prepares a connection's statement for every sql.Tx).
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 type job struct {
 	ctx   context.Context
-	run   func(ctx context.Context, tx *sql.Tx) error
+	run   func(ctx context.Context, tx conn) error
 	after func() // on success, once committed
 	err   error
 	done  chan struct{}
@@ -62,8 +72,8 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	return w, nil
 }
 
-// stmt returns query prepared on the writer's connection, for use in tx.
-func (w *writer) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+// stmt returns query prepared on the writer's connection (once).
+func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	st, ok := w.stmts[query]
 	if !ok {
 		var err error
@@ -72,7 +82,7 @@ func (w *writer) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt,
 		}
 		w.stmts[query] = st
 	}
-	return tx.StmtContext(ctx, st), nil
+	return st, nil
 }
 
 func (w *writer) close() {
@@ -127,8 +137,9 @@ func (w *writer) commit(batch []*job) {
 			close(j.done)
 		}
 	}
-	tx, err := w.conn.BeginTx(ctx, nil)
-	if err != nil {
+	tx := w.conn
+	rollback := func() { tx.ExecContext(ctx, `ROLLBACK`) }
+	if _, err := tx.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		finish(fmt.Errorf("sqlite: begin: %w", err))
 		return
 	}
@@ -143,13 +154,13 @@ func (w *writer) commit(batch []*job) {
 		}
 		if j.err = j.run(context.WithoutCancel(j.ctx), tx); j.err != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
-				tx.Rollback()
+				rollback()
 				finish(fmt.Errorf("sqlite: roll back one write of a batch: %w", err))
 				return
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
-			tx.Rollback()
+			rollback()
 			finish(fmt.Errorf("sqlite: release: %w", err))
 			return
 		}
@@ -159,13 +170,14 @@ func (w *writer) commit(batch []*job) {
 		ok = ok || j.err == nil
 	}
 	if !ok {
-		tx.Rollback()
+		rollback()
 		finish(nil)
 		return
 	}
 	w.batches.Add(1)
 	w.writes.Add(int64(len(taken)))
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.ExecContext(ctx, `COMMIT`); err != nil {
+		rollback() // a failed COMMIT may leave the transaction open
 		err = fmt.Errorf("sqlite: commit: %w", err)
 		for _, j := range taken {
 			if j.err == nil {
@@ -193,7 +205,7 @@ var errClosed = errors.New("sqlite: the store is closed")
 // committed (after runs then, before write returns). A caller whose ctx
 // ends while its write is still queued gets ctx's error and the write
 // never runs; once the writer took it, write waits for the outcome.
-func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, after func()) error {
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx conn) error, after func()) error {
 	j := &job{ctx: ctx, run: fn, after: after, done: make(chan struct{})}
 	select {
 	case s.w.jobs <- j:
