@@ -74,15 +74,15 @@ const DefaultPoll = 100 * time.Millisecond
 
 // Store is a Store in one SQLite file.
 type Store struct {
-	db      *sql.DB // reads; writes go through w
-	w       *writer
+	db *sql.DB // reads; writes go through w
+	w  *writer
 	// The hot reads, prepared once (database/sql keeps them per connection).
 	headStmt, eventsStmt, snapshotStmt *sql.Stmt
-	feed    store.Feed
-	pollMu  sync.Mutex
-	polling bool
-	stop    context.CancelFunc
-	stopped context.Context
+	feed                               store.Feed
+	pollMu                             sync.Mutex
+	polling                            bool
+	stop                               context.CancelFunc
+	stopped                            context.Context
 }
 
 var (
