@@ -162,6 +162,17 @@ func isTokenByte(b byte) bool {
 	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_' || b == '.'
 }
 
+// sharedKey returns the 32-byte key kept in the store under name,
+// generating it on first use: the first writer wins, so every runner on
+// the store gets the same one.
+func sharedKey(ctx context.Context, secrets store.Secrets, name string) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	return secrets.Secret(ctx, name, fresh)
+}
+
 // Result is the answer of a stateless invocation.
 type Result struct {
 	Status     Status      `json:"status"`
@@ -185,15 +196,11 @@ func (r *Runner) codec(ctx context.Context) (*Codec, error) {
 	}
 	keys := r.contKeys
 	if len(keys) == 0 {
-		fresh := make([]byte, 32)
-		if _, err := rand.Read(fresh); err != nil {
-			return nil, err
-		}
 		secrets, ok := r.store.(store.Secrets)
 		if !ok {
 			return nil, errors.New("cairn: continuation tokens need a signing key: set RunnerOptions.ContinuationKeys (the store keeps no secrets: it does not implement store.Secrets)")
 		}
-		k, err := secrets.Secret(ctx, continuationKeyName, fresh)
+		k, err := sharedKey(ctx, secrets, continuationKeyName)
 		if err != nil {
 			return nil, fmt.Errorf("continuation key: %w", err)
 		}

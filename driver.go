@@ -2,7 +2,6 @@ package cairn
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -69,36 +68,35 @@ func (r *Runner) observed(ctx context.Context, id string, after int64, call func
 		done <- answer{s, err}
 	}()
 	var last int64
-	for {
+	var a *answer
+	// Forward events until the call has answered and its last event was
+	// handed over (or the feed stops bringing them).
+	for a == nil || (a.err == nil && last < a.s.Seq) {
+		var late <-chan time.Time
+		if a != nil {
+			late = time.After(5 * time.Second)
+		}
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				a := <-done
+				if a == nil {
+					got := <-done
+					a = &got
+				}
 				return a.s, a.err
 			}
 			if ev.Seq != 0 {
 				last = ev.Seq
 			}
 			obs(ev)
-		case a := <-done:
-			for a.err == nil && last < a.s.Seq {
-				select {
-				case ev, ok := <-events:
-					if !ok {
-						return a.s, a.err
-					}
-					if ev.Seq != 0 {
-						last = ev.Seq
-					}
-					obs(ev)
-				case <-time.After(5 * time.Second):
-					r.log.Warn("events of a turn did not reach the observer", "session", id, "seq", a.s.Seq, "seen", last)
-					return a.s, a.err
-				}
-			}
+		case got := <-done:
+			a = &got
+		case <-late:
+			r.log.Warn("events of a turn did not reach the observer", "session", id, "seq", a.s.Seq, "seen", last)
 			return a.s, a.err
 		}
 	}
+	return a.s, a.err
 }
 
 // DriverCore is the Runner's engine and effects, for a durable driver of
@@ -133,60 +131,26 @@ var DriverLease = store.Lease{Owner: "driver", Until: time.Date(9999, 1, 1, 0, 0
 
 // Head is the store head a mirror writes with events just applied to st:
 // the same summary, expiry index and snapshot policy as the Runner's own
-// commits, under DriverLease. It does no I/O.
+// commits (headFor), under DriverLease. It does no I/O.
 func (c DriverCore) Head(st *engine.State, events []Event) (store.Head, error) {
-	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
-		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: nextExpiry(st), Lease: DriverLease}
-	if len(events) > 0 && (events[0].Seq == 1 || engine.ViewChanged(events)) {
-		var err error
-		if head.Summary, err = json.Marshal(st.View()); err != nil {
-			return head, err
-		}
-	}
-	st.Log.TailBytes += eventBytes(events)
-	if st.Log.TailBytes >= snapshotMinTail && st.Log.TailBytes >= snapshotRatio*st.Log.SnapshotBytes {
-		var err error
-		if head.Snapshot, err = engine.Snapshot(st); err != nil {
-			return head, err
-		}
-		st.Log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
-	}
-	return head, nil
+	head, log, err := headFor(st, events, DriverLease, true)
+	st.Log = log
+	return head, err
 }
 
-// Mirror appends events to the store with head (from Head), with their
-// webhook messages, once: a retry of a mirror that was written (its
-// answer lost) finds the session at or past head.Seq and succeeds.
+// Mirror appends events to the store with head (from Head), as the
+// Runner's own commits are written, once: a retry of a mirror that was
+// written (its answer lost) finds the session at or past head.Seq and
+// succeeds.
 func (c DriverCore) Mirror(ctx context.Context, head store.Head, events []Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	r := c.r
-	if r.hooks != nil {
-		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, events); err != nil {
-			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
-		}
-	}
-	err := r.store.Append(ctx, head, events[0].Seq-1, events)
-	if errors.Is(err, store.ErrConflict) {
-		if h, herr := r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
+	err := c.r.appendStep(ctx, head, events)
+	if errors.Is(err, ErrConflict) {
+		if h, herr := c.r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
 			return nil // written by an earlier attempt
 		}
 	}
-	if err != nil {
-		return storeError(err, head.ID)
-	}
-	r.hub.published(head.ID, events)
-	if len(head.Outbox) > 0 {
-		r.hooks.deliverer.Wake()
-	}
-	return nil
+	return err
 }
-
-// View is the session as clients see it.
-func (c DriverCore) View(st *engine.State) *Session { return st.View() }
-
-// NextExpiry is when the first pending approval of a paused session
-// expires; zero when none has a deadline.
-func (c DriverCore) NextExpiry(st *engine.State) time.Time { return nextExpiry(st) }

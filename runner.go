@@ -353,21 +353,6 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 	}
 }
 
-// nextExpiry is when the first pending approval of a paused session
-// expires; zero when none has a deadline.
-func nextExpiry(st *engine.State) time.Time {
-	var first time.Time
-	if st.Status != session.StatusPaused {
-		return first
-	}
-	for _, in := range st.Interrupts() {
-		if in.ExpiresAt != nil && (first.IsZero() || in.ExpiresAt.Before(first)) {
-			first = *in.ExpiresAt
-		}
-	}
-	return first
-}
-
 // Close stops the runner's background work and its turns at their next
 // step (each records turn_interrupted and releases its session, which
 // another runner then takes over), and waits for them. Shutdown first to
@@ -633,47 +618,68 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if len(events) == 0 {
 		return nil
 	}
+	mine := to == r.store // not a stateless session's scratch store
+	head, log, err := headFor(st, events, r.lease(st, events, st.UpdatedAt), mine)
+	if err != nil {
+		return err
+	}
+	if mine {
+		err = r.appendStep(ctx, head, events)
+	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {
+		err = storeError(err, st.SessionID)
+	}
+	if err != nil {
+		return err
+	}
+	st.Log = log
+	for _, ev := range events {
+		observe(ctx, ev)
+	}
+	return nil
+}
+
+// headFor is the store head written with events just applied to st: the
+// summary when the view changed, the expiry index and, with snapshots, a
+// snapshot once the log since the last one is large enough. It returns
+// the log statistics to keep once the head is written. No I/O.
+func headFor(st *engine.State, events []Event, lease store.Lease, snapshots bool) (store.Head, engine.LogStats, error) {
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
-		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: nextExpiry(st)}
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
+	log := st.Log
 	if events[0].Seq == 1 || engine.ViewChanged(events) {
 		var err error
 		if head.Summary, err = json.Marshal(st.View()); err != nil {
-			return err
+			return head, log, err
 		}
 	}
-	head.Lease = r.lease(st, events, head.UpdatedAt)
-	expected := events[0].Seq - 1
-	log := st.Log
 	log.TailBytes += eventBytes(events)
-	if to == r.store && log.TailBytes >= snapshotMinTail && log.TailBytes >= snapshotRatio*log.SnapshotBytes {
+	if snapshots && log.TailBytes >= snapshotMinTail && log.TailBytes >= snapshotRatio*log.SnapshotBytes {
 		var err error
 		if head.Snapshot, err = engine.Snapshot(st); err != nil {
-			return err
+			return head, log, err
 		}
 		log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
 	}
-	if to == r.store && r.hooks != nil {
+	return head, log, nil
+}
+
+// appendStep writes a step to the runner's store in one commit, with its
+// webhook messages, and tells subscribers, the deliverer and the metrics.
+func (r *Runner) appendStep(ctx context.Context, head store.Head, events []Event) error {
+	if r.hooks != nil {
 		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, st.SessionID, st.Agent, st.Seq, events); err != nil {
-			return fmt.Errorf("webhooks of session %s: %w", st.SessionID, err)
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, events); err != nil {
+			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}
 	began := time.Now()
-	if err := to.Append(ctx, head, expected, events); err != nil {
-		return storeError(err, st.SessionID)
+	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
+		return storeError(err, head.ID)
 	}
-	if to == r.store {
-		r.metrics.committed(ctx, events, time.Since(began))
-	}
-	st.Log = log
-	if to == r.store {
-		r.hub.published(st.SessionID, events)
-	}
+	r.metrics.committed(ctx, events, time.Since(began))
+	r.hub.published(head.ID, events)
 	if len(head.Outbox) > 0 {
 		r.hooks.deliverer.Wake()
-	}
-	for _, ev := range events {
-		observe(ctx, ev)
 	}
 	return nil
 }

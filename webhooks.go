@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -335,11 +334,7 @@ func (l *linkSigner) key(ctx context.Context) ([]byte, error) {
 	if l.k != nil {
 		return l.k, nil
 	}
-	fresh := make([]byte, 32)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, err
-	}
-	k, err := l.secrets.Secret(ctx, actionLinkKeyName, fresh)
+	k, err := sharedKey(ctx, l.secrets, actionLinkKeyName)
 	if err != nil {
 		return nil, fmt.Errorf("action link key: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -553,8 +552,8 @@ func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
 		if !ok || secret == "" {
 			return nil, l.errf("webhooks", "%s.secret_env: environment variable %s is not set", key, w.SecretEnv)
 		}
-		if _, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err != nil || len(secret) < len("whsec_")+24 {
-			return nil, l.errf("webhooks", "%s: the secret in %s is not whsec_ followed by base64 of at least 18 bytes; make one with echo whsec_$(openssl rand -base64 32)", key, w.SecretEnv)
+		if err := webhook.CheckSecret(secret); err != nil {
+			return nil, l.errf("webhooks", "%s: %s: %v", key, w.SecretEnv, err)
 		}
 		for j, ev := range w.Events {
 			if !slices.Contains(webhook.EventTypes(), ev) {

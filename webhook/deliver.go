@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,12 +113,12 @@ func New(outbox store.Outbox, endpoints map[string]Endpoint, opts *Options) (*De
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("webhook %s: url %q is not an absolute http(s) URL", topic, e.URL)
 		}
-		if e.Secret == "" {
-			return nil, fmt.Errorf("webhook %s: no secret: deliveries must be signed (whsec_ followed by base64)", topic)
+		if err := CheckSecret(e.Secret); err != nil {
+			return nil, fmt.Errorf("webhook %s: %w", topic, err)
 		}
 		signer, err := standardwebhooks.NewWebhook(e.Secret)
 		if err != nil {
-			return nil, fmt.Errorf("webhook %s: the secret is not whsec_ followed by base64: %w", topic, err)
+			return nil, fmt.Errorf("webhook %s: %w", topic, err)
 		}
 		if e.Timeout < 0 {
 			return nil, fmt.Errorf("webhook %s: timeout %s is negative", topic, e.Timeout)
@@ -126,6 +128,19 @@ func New(outbox store.Outbox, endpoints map[string]Endpoint, opts *Options) (*De
 		o.Claim = max(o.Claim, ep.timeout+10*time.Second)
 	}
 	return d, nil
+}
+
+// CheckSecret checks a signing secret: "whsec_" (optional) followed by
+// base64 of at least 18 bytes, the form Standard Webhooks libraries take.
+func CheckSecret(secret string) error {
+	if secret == "" {
+		return errors.New("no secret: deliveries must be signed (whsec_ followed by base64: echo whsec_$(openssl rand -base64 32))")
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(key) < 18 {
+		return errors.New("the secret is not whsec_ followed by base64 of at least 18 bytes; make one with echo whsec_$(openssl rand -base64 32)")
+	}
+	return nil
 }
 
 func positive(d, def time.Duration) time.Duration {

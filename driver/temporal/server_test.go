@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 func TestLargePayloadsGoToTheStore(t *testing.T) {
 	addr := temporaltest.Server(t)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	dbPath := filepath.Join(t.TempDir(), "c.db")
+	st, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +54,14 @@ func TestLargePayloadsGoToTheStore(t *testing.T) {
 	if err != nil || s.Status != cairn.StatusCompleted || s.Output != "read it" {
 		t.Fatalf("with the store keeping large payloads: %v %+v", err, s)
 	}
-	if b, err := st.Blob(ctx, "nope"); err == nil || b != nil {
-		t.Fatal("Blob of a missing key")
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var blobs, biggest int
+	if err := db.QueryRow(`SELECT count(*), coalesce(max(length(data)), 0) FROM blobs`).Scan(&blobs, &biggest); err != nil || blobs == 0 || biggest < 3<<20 {
+		t.Fatalf("blobs in the store: %d, the largest %d bytes (%v); want the 3 MB result among them", blobs, biggest, err)
 	}
 	s, err = run("plain", "big-2", false)
 	if err == nil && s.Status == cairn.StatusCompleted {

@@ -125,7 +125,7 @@ func (w *Workflows) Session(ctx workflow.Context, p Params) error {
 // while no worker runs, and acts when one returns), or the run should
 // continue as new (true).
 func (r *sessionRun) idleFor(ctx workflow.Context) (bool, error) {
-	expiry := r.w.core.NextExpiry(r.st)
+	expiry := r.st.NextExpiry()
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	due := false
@@ -169,7 +169,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		workflow.Await(ctx, func() bool {
 			return (a.Started && r.mirrored > 0) || (r.turns > 0 && r.pending == nil && !r.driving)
 		})
-		return r.w.core.View(r.st), nil
+		return r.st.View(), nil
 	}
 	if err := workflow.SetUpdateHandler(ctx, UpdateWait, wait); err != nil {
 		return err
@@ -185,7 +185,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		r.pending = &step
 		before := r.turns
 		workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving })
-		return r.w.core.View(r.st), nil
+		return r.st.View(), nil
 	}
 	validate := func(ctx workflow.Context, in engine.Input) error {
 		if r.pending != nil || r.driving {
@@ -228,7 +228,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 			}
 			before := r.turns
 			workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving })
-			return r.w.core.View(r.st), nil
+			return r.st.View(), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a CancelArgs) error {
 			if a.Scope != session.CancelAll && a.Scope != session.CancelTop {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"time"
 
 	"github.com/cairnhq/cairn/session"
 )
@@ -87,4 +88,19 @@ func (s *State) createdSincePause() []string {
 		}
 	}
 	return ids
+}
+
+// NextExpiry is when the first pending approval of a paused session
+// expires; zero when none has a deadline.
+func (s *State) NextExpiry() time.Time {
+	var first time.Time
+	if s.Status != session.StatusPaused {
+		return first
+	}
+	for _, in := range s.Interrupts() {
+		if in.ExpiresAt != nil && (first.IsZero() || in.ExpiresAt.Before(first)) {
+			first = *in.ExpiresAt
+		}
+	}
+	return first
 }

@@ -56,7 +56,6 @@ type writer struct {
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	stmts   map[string]*sql.Stmt // prepared on conn
-	commits int
 	// batches and writes count transactions and the writes they held.
 	batches, writes atomic.Int64
 }
@@ -193,7 +192,7 @@ func (w *writer) commit(batch []*job) {
 		}
 	}
 	finish(nil)
-	if w.commits++; w.commits%checkpointEvery == 0 {
+	if w.batches.Load()%checkpointEvery == 0 {
 		w.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
 	}
 }
