@@ -133,7 +133,7 @@ var DriverLease = store.Lease{Owner: "driver", Until: time.Date(9999, 1, 1, 0, 0
 // the same summary, expiry index and snapshot policy as the Runner's own
 // commits (headFor), under DriverLease. It does no I/O.
 func (c DriverCore) Head(st *engine.State, events []Event) (store.Head, error) {
-	head, log, err := headFor(st, events, DriverLease, true)
+	head, log, err := headFor(st, events, DriverLease, c.r.snapshots)
 	st.Log = log
 	return head, err
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -242,7 +244,9 @@ func TestCachedStateNeverStale(t *testing.T) {
 }
 
 // A long session gets snapshots; a cold runner resumes from the latest
-// snapshot plus the log after it, and carries on correctly.
+// snapshot plus the log after it, and carries on correctly. The snapshot
+// names sealed chunks of messages, so its root stays small and the log
+// replayed after it stays bounded however long the session grows.
 func TestSnapshotsOnLongSessions(t *testing.T) {
 	ctx := context.Background()
 	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
@@ -250,28 +254,59 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
-	r1, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: sq})
-	defer r1.Close()
-	long := strings.Repeat("a fairly long user message. ", 40)
-	s, _ := r1.Start(ctx, "main", long, nil)
-	for range 60 {
-		if s, err = r1.Send(ctx, s.ID, long, 0, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seq, snap, err := sq.LatestSnapshot(ctx, s.ID)
-	if err != nil || seq < 2 || len(snap) == 0 {
-		t.Fatalf("no snapshot after a long session: %d %v", seq, err)
-	}
-	r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: sq, CachedSessions: -1})
-	defer r2.Close()
-	s, err = r2.Send(ctx, s.ID, "last one", 0, nil)
-	if err != nil || s.Output != "echo: last one" {
-		t.Fatalf("%v %q", err, s.Output)
-	}
-	if n := len(m.last().Messages); n != 2*62-1 {
-		t.Fatalf("the cold runner's model saw %d messages, want %d", n, 2*62-1)
+	for _, tc := range []struct {
+		name    string
+		store   store.Store
+		chunked bool
+	}{{"chunked", sq, true}, {"whole (a store without Blobs)", struct{ store.Store }{sq}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
+			r1, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store})
+			defer r1.Close()
+			long := strings.Repeat("a fairly long user message. ", 40)
+			s, _ := r1.Start(ctx, "main", long, nil)
+			const turns = 200
+			for i := range turns {
+				if s, err = r1.Send(ctx, s.ID, fmt.Sprint(i, long), 0, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warm := m.last().Messages
+			seq, root, err := sq.LatestSnapshot(ctx, s.ID)
+			if err != nil || seq < 2 || len(root) == 0 {
+				t.Fatalf("no snapshot after a long session: %d %v", seq, err)
+			}
+			all, _ := sq.Events(ctx, s.ID, 0)
+			tail, _ := sq.Events(ctx, s.ID, seq)
+			logBytes, tailBytes := 0, 0
+			for _, e := range all {
+				logBytes += len(e.Data)
+			}
+			for _, e := range tail {
+				tailBytes += len(e.Data)
+			}
+			if chunks := strings.Count(string(root), "msgs-sha256-"); tc.chunked != (chunks > 0) {
+				t.Fatalf("the root names %d chunks (chunked: %v)", chunks, tc.chunked)
+			}
+			if tc.chunked {
+				// The root holds fewer than engine.ChunkMessages messages of
+				// ~1.1 KB; the tail at most that plus one step.
+				if len(root) > 80<<10 || tailBytes > len(root)+16<<10 {
+					t.Fatalf("root %d bytes, tail %d bytes after it, of a %d-byte log", len(root), tailBytes, logBytes)
+				}
+			}
+			t.Logf("log %d bytes, root %d, tail %d (%d events)", logBytes, len(root), tailBytes, len(tail))
+			r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store, CachedSessions: -1})
+			defer r2.Close()
+			s, err = r2.Send(ctx, s.ID, "last one", 0, nil)
+			if err != nil || s.Output != "echo: last one" {
+				t.Fatalf("%v %q", err, s.Output)
+			}
+			cold := m.last().Messages
+			if n := len(cold); n != 2*(turns+2)-1 || !reflect.DeepEqual(cold[:len(warm)], warm) {
+				t.Fatalf("the cold runner's model saw %d messages, want %d, the warm runner's first", n, 2*(turns+2)-1)
+			}
+		})
 	}
 }
 

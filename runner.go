@@ -134,6 +134,7 @@ type Runner struct {
 	compileMu   sync.Mutex // one recompile at a time
 	engineOpts  engine.Options
 	store       store.Store
+	snapshots   snapshotPolicy // for store
 	log         *slog.Logger
 	maxParallel int
 	now         func() time.Time
@@ -216,6 +217,7 @@ func newRunner(opts *RunnerOptions) (*Runner, error) {
 	if r.store == nil {
 		r.store = store.NewMemory()
 	}
+	r.snapshots = snapshotPolicyFor(r.store)
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}
@@ -525,9 +527,13 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 		if err != nil {
 			return nil, storeError(err, id)
 		}
-		st, err := engine.Restore(snap, tail)
+		var chunks func([]string) ([][]byte, error)
+		if blobs, ok := r.store.(store.Blobs); ok {
+			chunks = func(keys []string) ([][]byte, error) { return blobs.GetBlobs(ctx, keys) }
+		}
+		st, size, err := engine.Restore(snap, chunks, tail)
 		if err == nil {
-			st.Log = engine.LogStats{SnapshotBytes: len(snap), TailBytes: eventBytes(tail)}
+			st.Log = engine.LogStats{SnapshotBytes: size, RootBytes: len(snap), TailBytes: eventBytes(tail)}
 			return st, nil
 		}
 		r.log.Warn("unusable snapshot; replaying the whole log", "session", id, "err", err)
@@ -544,14 +550,38 @@ func (r *Runner) load(ctx context.Context, id string) (*engine.State, error) {
 	return st, nil
 }
 
-// A snapshot is written with a step once the log after the last one is
-// both larger than snapshotMinTail and snapshotRatio times the last
-// snapshot: loads replay a bounded tail, and snapshots cost at most
-// 1/snapshotRatio of the bytes the log itself takes, whatever the history.
+// snapshotPolicy says which snapshots a commit writes.
+type snapshotPolicy int
+
 const (
-	snapshotMinTail = 32 << 10
+	noSnapshots snapshotPolicy = iota
+	// wholeSnapshots: a store without Blobs gets every message in each
+	// snapshot, written once the log after the last one is both larger
+	// than snapshotMinTail and snapshotRatio times that snapshot: loads
+	// replay a tail proportional to the snapshot, and snapshots cost at
+	// most 1/snapshotRatio of the bytes the log itself takes.
+	wholeSnapshots
+	// chunkedSnapshots: a store with Blobs gets a root that names sealed
+	// runs of messages, each written once (engine.SnapshotParts). The
+	// root stays small whatever the history, so one is written once the
+	// log after the last one reaches the larger of snapshotMinTail and the
+	// root's size: a load replays at most that much (a constant), and the
+	// snapshots cost at most about the log's own bytes again.
+	chunkedSnapshots
+)
+
+const (
+	snapshotMinTail = 8 << 10
 	snapshotRatio   = 4
 )
+
+// snapshotPolicyFor is the policy for a runner's own store.
+func snapshotPolicyFor(st store.Store) snapshotPolicy {
+	if _, ok := st.(store.Blobs); ok {
+		return chunkedSnapshots
+	}
+	return wholeSnapshots
+}
 
 func eventBytes(evs []Event) int {
 	n := 0
@@ -619,7 +649,11 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return nil
 	}
 	mine := to == r.store // not a stateless session's scratch store
-	head, log, err := headFor(st, events, r.lease(st, events, st.UpdatedAt), mine)
+	policy := noSnapshots
+	if mine {
+		policy = r.snapshots
+	}
+	head, log, err := headFor(st, events, r.lease(st, events, st.UpdatedAt), policy)
 	if err != nil {
 		return err
 	}
@@ -642,7 +676,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 // summary when the view changed, the expiry index and, with snapshots, a
 // snapshot once the log since the last one is large enough. It returns
 // the log statistics to keep once the head is written. No I/O.
-func headFor(st *engine.State, events []Event, lease store.Lease, snapshots bool) (store.Head, engine.LogStats, error) {
+func headFor(st *engine.State, events []Event, lease store.Lease, policy snapshotPolicy) (store.Head, engine.LogStats, error) {
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
 	log := st.Log
@@ -653,12 +687,26 @@ func headFor(st *engine.State, events []Event, lease store.Lease, snapshots bool
 		}
 	}
 	log.TailBytes += eventBytes(events)
-	if snapshots && log.TailBytes >= snapshotMinTail && log.TailBytes >= snapshotRatio*log.SnapshotBytes {
-		var err error
-		if head.Snapshot, err = engine.Snapshot(st); err != nil {
+	if log.TailBytes < snapshotMinTail {
+		return head, log, nil
+	}
+	switch {
+	case policy == wholeSnapshots && log.TailBytes >= snapshotRatio*log.SnapshotBytes:
+		snap, err := engine.Snapshot(st)
+		if err != nil {
 			return head, log, err
 		}
-		log = engine.LogStats{SnapshotBytes: len(head.Snapshot)}
+		head.Snapshot, log = snap, engine.LogStats{SnapshotBytes: len(snap), RootBytes: len(snap)}
+	case policy == chunkedSnapshots && log.TailBytes >= log.RootBytes:
+		parts, err := engine.SnapshotParts(st)
+		if err != nil {
+			return head, log, err
+		}
+		head.Snapshot = parts.Root
+		for _, c := range parts.Chunks {
+			head.Blobs = append(head.Blobs, store.Blob{Key: c.Key, Data: c.Data})
+		}
+		log = engine.LogStats{SnapshotBytes: parts.Bytes, RootBytes: len(parts.Root)}
 	}
 	return head, log, nil
 }

@@ -10,6 +10,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/openai"
@@ -189,13 +191,33 @@ func BenchmarkContinuation(b *testing.B) {
 // countingStore counts the bytes each Append writes (events and head).
 type countingStore struct {
 	store.Store
-	bytes atomic.Int64
+	bytes  atomic.Int64
+	events atomic.Int64 // of which the events' data
+}
+
+// countingBlobs is a countingStore that keeps its store's Blobs, so the
+// runner writes chunked snapshots through it.
+type countingBlobs struct {
+	*countingStore
+	store.Blobs
+}
+
+func counting(st store.Store) (*countingStore, store.Store) {
+	c := &countingStore{Store: st}
+	if b, ok := st.(store.Blobs); ok {
+		return c, countingBlobs{c, b}
+	}
+	return c, c
 }
 
 func (c *countingStore) Append(ctx context.Context, h store.Head, expected int64, evs []session.Event) error {
 	n := len(h.Summary) + len(h.Snapshot)
+	for _, b := range h.Blobs {
+		n += len(b.Key) + len(b.Data)
+	}
 	for _, e := range evs {
 		n += len(e.Data) + len(e.Type) + len(e.Frame) + len(e.Agent) + 16
+		c.events.Add(int64(len(e.Data)))
 	}
 	c.bytes.Add(int64(n))
 	return c.Store.Append(ctx, h, expected, evs)
@@ -223,8 +245,8 @@ func stepByHistory(b *testing.B, cached int) {
 				b.Fatal(err)
 			}
 			defer sq.Close()
-			cs := &countingStore{Store: sq}
-			r := newRunner(b, oneAgent(false), &cairn.RunnerOptions{Store: cs, CachedSessions: cached})
+			cs, through := counting(sq)
+			r := newRunner(b, oneAgent(false), &cairn.RunnerOptions{Store: through, CachedSessions: cached})
 			ids := make([]string, sessions)
 			for i := range ids {
 				s, err := r.Start(ctx, "main", "go", nil)
@@ -320,4 +342,117 @@ func BenchmarkHTTP(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sessions/s")
 		})
 	}
+}
+
+// BenchmarkColdResume: a paused session with 10, 1,000 and 10,000 messages
+// of history is resumed (the approval, the tool, the model's answer) and
+// paused again by the next message, by a runner that keeps no state in
+// memory ("cold", as after a restart, an eviction or on another replica:
+// the latest snapshot and the events after it are read and decoded) and by
+// one that does ("warm"). state-read-ns is the state read alone (the
+// latest snapshot and the message chunks it names, read and decoded: what
+// any load costs before replaying) and tail-events the events replayed
+// after the snapshot; written/event-byte is what building the histories
+// wrote (snapshots included) per byte of event data. Each op is a whole cycle (two loads when cold); sessions
+// rotate so history grows little: run with -benchtime 100x.
+func BenchmarkColdResume(b *testing.B) {
+	for _, backend := range []string{"memory", "sqlite"} {
+		for _, n := range []int{10, 1000, 10000} {
+			for _, mode := range []string{"warm", "cold"} {
+				b.Run(fmt.Sprintf("store=%s/messages=%d/%s", backend, n, mode), func(b *testing.B) {
+					coldResume(b, backend, n, mode == "cold")
+				})
+			}
+		}
+	}
+}
+
+// cycleModel asks for the gated tool after a user message and answers
+// after its result, so every message pauses and every approval completes.
+var cycleModel = model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
+		return &model.Response{Message: model.Message{Content: "an answer of ordinary length, about a dozen words or so."}}, nil
+	}
+	return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "c", Name: "lookup", Arguments: `{"q":"x"}`}}}}, nil
+})
+
+func coldResume(b *testing.B, backend string, n int, cold bool) {
+	sessions := max(4, 1000/n) // short histories: more of them, so they stay short
+	ctx := context.Background()
+	var st store.Store = store.NewMemory()
+	if backend == "sqlite" {
+		sq, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db")+"?synchronous=normal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sq.Close()
+		st = sq
+	}
+	agents := []*cairn.Agent{{Name: "main", Model: cycleModel, Tools: []*cairn.Tool{lookupTool(true)}}}
+	const msg = "a user message of ordinary length, a dozen words or so."
+	cycle := func(r *cairn.Runner, s *cairn.Session) *cairn.Session {
+		s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+		if err == nil {
+			s, err = r.Send(ctx, s.ID, msg, s.Seq, nil)
+		}
+		if err != nil || s.Status != cairn.StatusPaused {
+			b.Fatal(err, s)
+		}
+		return s
+	}
+	// Build the histories with a caching runner, then measure with another.
+	counted, through := counting(st)
+	build := newRunner(b, agents, &cairn.RunnerOptions{Store: through})
+	paused := make([]*cairn.Session, sessions)
+	for i := range paused {
+		s, err := build.Start(ctx, "main", msg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range n / 4 { // a cycle adds 4 messages
+			s = cycle(build, s)
+		}
+		paused[i] = s
+	}
+	build.Close()
+	opts := &cairn.RunnerOptions{Store: st}
+	if cold {
+		opts.CachedSessions = -1
+	}
+	r := newRunner(b, agents, opts)
+	// The state read: what loading a session costs before any replay, the
+	// latest snapshot and the chunks it names, read and decoded.
+	var readNs, tail int64
+	for _, s := range paused {
+		start := time.Now()
+		seq, snap, err := st.LatestSnapshot(ctx, s.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound): // short: no snapshot yet
+		case err != nil:
+			b.Fatal(err)
+		default:
+			chunks := func(keys []string) ([][]byte, error) { return st.(store.Blobs).GetBlobs(ctx, keys) }
+			if _, _, err := engine.Restore(snap, chunks, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		readNs += time.Since(start).Nanoseconds()
+		evs, err := st.Events(ctx, s.ID, seq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tail += int64(len(evs))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		paused[i%sessions] = cycle(r, paused[i%sessions])
+		i++
+	}
+	b.ReportMetric(float64(readNs)/float64(sessions), "state-read-ns")
+	b.ReportMetric(float64(tail)/float64(sessions), "tail-events")
+	// Everything written to build the histories (events, heads, snapshots
+	// and their chunks) per byte of event data.
+	b.ReportMetric(float64(counted.bytes.Load())/float64(counted.events.Load()), "written/event-byte")
 }

@@ -71,6 +71,10 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		s.snap, s.snapSeq = slices.Clone(head.Snapshot), head.Seq
 	}
 	head.Snapshot = nil
+	for _, b := range head.Blobs {
+		m.putBlob(b.Key, b.Data)
+	}
+	head.Blobs = nil
 	for _, msg := range head.Outbox {
 		if !slices.ContainsFunc(m.outbox, func(o *memMessage) bool { return o.ID == msg.ID }) {
 			msg.Body = slices.Clone(msg.Body)
@@ -292,13 +296,32 @@ func (m *Memory) RetryMessage(ctx context.Context, id, owner string, at time.Tim
 func (m *Memory) PutBlob(ctx context.Context, key string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.putBlob(key, data)
+	return nil
+}
+
+func (m *Memory) putBlob(key string, data []byte) {
 	if m.blobs == nil {
 		m.blobs = map[string][]byte{}
 	}
 	if _, ok := m.blobs[key]; !ok {
 		m.blobs[key] = slices.Clone(data)
 	}
-	return nil
+}
+
+// GetBlobs implements Blobs.
+func (m *Memory) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([][]byte, len(keys))
+	for i, key := range keys {
+		b, ok := m.blobs[key]
+		if !ok {
+			return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		}
+		out[i] = b // stored values are never changed or handed out to write
+	}
+	return out, nil
 }
 
 // Blob implements Blobs.

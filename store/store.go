@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -36,6 +37,11 @@ type Head struct {
 	// Snapshot, when set on Append, is stored (in the same commit) as the
 	// session's state as of Seq, replacing any older one. Reads leave it nil.
 	Snapshot []byte
+	// Blobs, when set on Append, are put in the store's blobs (see Blobs)
+	// in the same commit: the content-addressed parts a snapshot names (its
+	// sealed runs of messages), so a snapshot is never stored without them.
+	// A key already there keeps its value. Reads leave it nil.
+	Blobs []Blob
 	// Lease is the process that appends (Owner, always set by a runner) and
 	// how long it keeps the session: Until in the future while its turn
 	// runs, Until at or before UpdatedAt to release it. Append stores it as given.
@@ -206,13 +212,38 @@ type Outbox interface {
 	RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error
 }
 
-// Blobs keeps large values by key, for a driver whose messages are limited
-// in size (Temporal's 2 MB payloads): it stores the value here and passes
-// the key. The stores of this module implement it.
+// Blobs keeps large values by key: the sealed parts of snapshots (written
+// with Head.Blobs), and values a driver's messages cannot carry (Temporal's
+// 2 MB payloads: the driver stores the value here and passes the key). The
+// stores of this module implement it; a runner on a store without it
+// writes whole snapshots instead.
 type Blobs interface {
 	// PutBlob stores data under key; storing a key again keeps the first
 	// value (keys are content addresses).
 	PutBlob(ctx context.Context, key string, data []byte) error
 	// Blob returns the value stored under key; ErrNotFound when there is none.
 	Blob(ctx context.Context, key string) ([]byte, error)
+	// GetBlobs returns the values stored under keys, in the order asked,
+	// in one read; ErrNotFound when any is missing.
+	GetBlobs(ctx context.Context, keys []string) ([][]byte, error)
+}
+
+// OrderBlobs returns found's values in the order of keys, for GetBlobs;
+// ErrNotFound names the first key missing.
+func OrderBlobs(keys []string, found map[string][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, key := range keys {
+		b, ok := found[key]
+		if !ok {
+			return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// Blob is a value stored by its content address (see Head.Blobs).
+type Blob struct {
+	Key  string
+	Data []byte
 }

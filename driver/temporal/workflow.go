@@ -82,7 +82,7 @@ type sessionRun struct {
 func (w *Workflows) Session(ctx workflow.Context, p Params) error {
 	r := &sessionRun{w: w, st: &engine.State{}}
 	if p.Snapshot != nil {
-		st, err := engine.Restore(p.Snapshot, nil)
+		st, _, err := engine.Restore(p.Snapshot, nil, nil)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError("cairn: the snapshot carried across continue-as-new does not load", "internal", err)
 		}
@@ -195,7 +195,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		trial, err := engine.Restore(snap, nil)
+		trial, _, err := engine.Restore(snap, nil, nil)
 		if err != nil {
 			return err
 		}

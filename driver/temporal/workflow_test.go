@@ -208,7 +208,7 @@ func TestContinueAsNewCarriesTheSession(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &p); err != nil || p.Snapshot == nil || p.Start != nil {
 		t.Fatalf("continue-as-new params: %v %+v", err, p)
 	}
-	st, err := engine.Restore(p.Snapshot, nil)
+	st, _, err := engine.Restore(p.Snapshot, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -392,7 +392,7 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Restore(data, append([]session.Event(nil), log[cut:]...))
+		got, _, err := Restore(data, nil, append([]session.Event(nil), log[cut:]...))
 		if err != nil {
 			t.Fatalf("cut %d: %v", cut, err)
 		}
@@ -401,7 +401,7 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 			t.Fatalf("cut %d: restored state differs", cut)
 		}
 	}
-	if _, err := Restore([]byte(`{"v":99,"state":{}}`), nil); err == nil {
+	if _, _, err := Restore([]byte(`{"v":99,"state":{}}`), nil, nil); err == nil {
 		t.Fatal("unknown snapshot version accepted")
 	}
 }
@@ -437,7 +437,7 @@ func TestPauseNamesTheInterruptsItCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err = Restore(snap, nil); err != nil {
+	if st, _, err = Restore(snap, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: ins[0].ID, Action: session.ActionReject, Reason: "no"}}})

@@ -111,7 +111,8 @@ func (p *Handoff) project(st *State, ev *session.Event, frame *Frame) error {
 		return fmt.Errorf("event %d: bad handoff %s → %s", ev.Seq, p.From, p.To)
 	}
 	st.frames++
-	nf := &Frame{ID: p.To, Agent: p.Agent, Mode: f.Mode, Parent: f.Parent, ParentCall: f.ParentCall, Messages: f.Messages}
+	nf := &Frame{ID: p.To, Agent: p.Agent, Mode: f.Mode, Parent: f.Parent, ParentCall: f.ParentCall, Messages: f.Messages,
+		sealed: sealed{keys: slices.Clone(f.sealed.keys), msgs: f.sealed.msgs, bytes: f.sealed.bytes}}
 	st.Frames[slices.Index(st.Frames, f)] = nf
 	if parent := st.frame(f.Parent); parent != nil {
 		if c := parent.call(f.ParentCall); c != nil {
@@ -243,6 +244,8 @@ type Frame struct {
 	// Calls are the tool calls of the last assistant message until every one
 	// has a result; then their results join Messages in call order.
 	Calls []*Call
+	// sealed: the chunks a snapshot already wrote for these messages.
+	sealed sealed
 }
 
 // Root returns the session's root frame, or nil before it starts.

@@ -180,6 +180,7 @@ func runProgram(t *testing.T, p *program) {
 	st := &State{}
 	now := t0
 	var log []session.Event
+	chunks := map[string][]byte{}
 	s, err := m.Step(st, Start{SessionID: "s", Agent: "main", Text: "go"}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func runProgram(t *testing.T, p *program) {
 		if err != nil {
 			t.Fatalf("step %d (%T): replay: %v", i, in, err)
 		}
-		if !reflect.DeepEqual(replayed, st) {
+		if !sameState(replayed, st) {
 			t.Fatalf("step %d (%T): replay differs from the live state\nlive:   %+v\nreplay: %+v", i, in, st, replayed)
 		}
 		cut := 1 + p.pick(len(log))
@@ -225,16 +226,12 @@ func runProgram(t *testing.T, p *program) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := Snapshot(head)
-		if err != nil {
-			t.Fatal(err)
-		}
-		restored, err := Restore(snap, append([]session.Event(nil), log[cut:]...))
-		if err != nil {
-			t.Fatalf("step %d: restore at %d: %v", i, cut, err)
-		}
-		if !reflect.DeepEqual(restored, st) {
+		restored := snapshotRoundTrip(t, p, chunks, head, log[cut:])
+		if !sameState(restored, st) {
 			t.Fatalf("step %d (%T): snapshot at seq %d + tail differs from the live state", i, in, cut)
+		}
+		if live := snapshotRoundTrip(t, p, chunks, st, nil); !sameState(live, st) {
+			t.Fatalf("step %d (%T): snapshot of the live state differs from it", i, in)
 		}
 		if p.pick(4) == 0 {
 			st = restored // a restart: go on from the rebuilt state
@@ -329,4 +326,63 @@ func TestPanickingCallbacksFailClosed(t *testing.T) {
 	if !res.IsError || res.Content != `the arguments of tool "picky" do not match its schema: the validator panicked: validator bug` {
 		t.Fatalf("result %+v", res)
 	}
+}
+
+// snapshotRoundTrip snapshots st, whole or in chunks of a size p picks
+// (kept in chunks, as a store keeps them across snapshots), and restores it
+// with tail.
+func snapshotRoundTrip(t *testing.T, p *program, chunks map[string][]byte, st *State, tail []session.Event) *State {
+	t.Helper()
+	var root []byte
+	if p.pick(2) == 0 {
+		var err error
+		if root, err = Snapshot(st); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		parts, err := snapshotParts(st, 1+p.pick(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range parts.Chunks {
+			chunks[c.Key] = c.Data
+		}
+		root = parts.Root
+	}
+	read := func(keys []string) ([][]byte, error) {
+		out := make([][]byte, len(keys))
+		for i, k := range keys {
+			if out[i] = chunks[k]; out[i] == nil {
+				return nil, fmt.Errorf("chunk %s was never written", k)
+			}
+		}
+		return out, nil
+	}
+	restored, _, err := Restore(root, read, append([]session.Event(nil), tail...))
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	return restored
+}
+
+// sameState is reflect.DeepEqual but for the snapshot bookkeeping of which
+// chunks were written (a restored state knows them, a replayed one not).
+func sameState(a, b *State) bool {
+	hide := func(st *State) []sealed {
+		var saved []sealed
+		for _, f := range st.Frames {
+			saved = append(saved, f.sealed)
+			f.sealed = sealed{}
+		}
+		return saved
+	}
+	put := func(st *State, saved []sealed) {
+		for i, f := range st.Frames {
+			f.sealed = saved[i]
+		}
+	}
+	sa, sb := hide(a), hide(b)
+	defer put(a, sa)
+	defer put(b, sb)
+	return reflect.DeepEqual(a, b)
 }

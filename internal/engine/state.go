@@ -44,7 +44,8 @@ type State struct {
 
 // LogStats tracks how much log a load would replay after the last snapshot.
 type LogStats struct {
-	SnapshotBytes int // size of the last snapshot (0: none)
+	SnapshotBytes int // size of the last snapshot, every part of it (0: none)
+	RootBytes     int // size of its root (the part rewritten by each snapshot)
 	TailBytes     int // bytes of events appended after it
 }
 

@@ -170,6 +170,11 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 				return err
 			}
 		}
+		for _, b := range head.Blobs {
+			if _, err := tx.Exec(ctx, `INSERT INTO cairn_blobs(key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, b.Key, b.Data); err != nil {
+				return err
+			}
+		}
 		if head.Snapshot != nil {
 			_, err := tx.Exec(ctx, `INSERT INTO cairn_snapshots(session_id, seq, data) VALUES ($1,$2,$3)
 				ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot)
@@ -450,6 +455,25 @@ func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("postgres blob %s: %w", key, err)
 	}
 	return nil
+}
+
+// GetBlobs implements store.Blobs: one query for every key.
+func (s *Store) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, data FROM cairn_blobs WHERE key = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("postgres blobs: %w", err)
+	}
+	found := make(map[string][]byte, len(keys))
+	var key string
+	var b []byte
+	if _, err := pgx.ForEachRow(rows, []any{&key, &b}, func() error {
+		found[key] = b
+		b = nil
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres blobs: %w", err)
+	}
+	return store.OrderBlobs(keys, found)
 }
 
 // Blob implements store.Blobs.

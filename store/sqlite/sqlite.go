@@ -5,6 +5,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -240,6 +241,7 @@ const (
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
 	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
 
@@ -288,6 +290,11 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 		at := m.CreatedAt.UTC().Format(timeLayout)
 		if _, err := exec(insertOutbox, m.ID, m.Topic, m.Body, at, at); err != nil {
 			return fmt.Errorf("sqlite append %s outbox: %w", head.ID, err)
+		}
+	}
+	for _, b := range head.Blobs {
+		if _, err := exec(insertBlob, b.Key, b.Data); err != nil {
+			return fmt.Errorf("sqlite append %s blob: %w", head.ID, err)
 		}
 	}
 	if head.Snapshot != nil {
@@ -603,7 +610,7 @@ func (s *Store) RetryMessage(ctx context.Context, id, owner string, at time.Time
 
 // PutBlob implements store.Blobs.
 func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
-	if _, err := s.exec(ctx, `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`, key, data); err != nil {
+	if _, err := s.exec(ctx, insertBlob, key, data); err != nil {
 		return fmt.Errorf("sqlite blob %s: %w", key, err)
 	}
 	return nil
@@ -620,6 +627,32 @@ func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("sqlite blob %s: %w", key, err)
 	}
 	return b, nil
+}
+
+// GetBlobs implements store.Blobs: one query for every key.
+func (s *Store) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT key, data FROM blobs WHERE key IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite blobs: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[string][]byte, len(keys))
+	for rows.Next() {
+		var key string
+		var b []byte
+		if err := rows.Scan(&key, &b); err != nil {
+			return nil, fmt.Errorf("sqlite blobs: %w", err)
+		}
+		found[key] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite blobs: %w", err)
+	}
+	return store.OrderBlobs(keys, found)
 }
 
 type scanner interface{ Scan(dest ...any) error }

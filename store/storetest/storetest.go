@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("OutboxCommitsWithTheEvents", func(t *testing.T) { testOutboxCommitsWithTheEvents(t, open) })
 	t.Run("OutboxClaimsRetriesAndGivesUp", func(t *testing.T) { testOutboxClaimsRetriesAndGivesUp(t, open) })
 	t.Run("BlobsKeepTheFirstValue", func(t *testing.T) { testBlobsKeepTheFirstValue(t, open) })
+	t.Run("SnapshotBlobsCommitWithTheHead", func(t *testing.T) { testSnapshotBlobsCommitWithTheHead(t, open) })
 }
 
 func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {
@@ -626,5 +627,44 @@ func testBlobsKeepTheFirstValue(t *testing.T, open func(t *testing.T) store.Stor
 	got, err := b.Blob(ctx, "k")
 	if err != nil || len(got) != len(big) {
 		t.Fatalf("blob: %d bytes, %v", len(got), err)
+	}
+}
+
+func testSnapshotBlobsCommitWithTheHead(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	b, ok := s.(store.Blobs)
+	if !ok {
+		t.Fatal("the store does not implement store.Blobs")
+	}
+	must(t, s.Append(ctx, headAt("s1", 1, "running"), 0, []session.Event{event(1)}))
+	h := headAt("s1", 2, "running")
+	h.Snapshot = []byte(`{"root":2}`)
+	h.Blobs = []store.Blob{{Key: "c1", Data: []byte("one")}, {Key: "c2", Data: []byte("two")}}
+	must(t, s.Append(ctx, h, 1, []session.Event{event(2)}))
+	got, err := b.GetBlobs(ctx, []string{"c2", "c1", "c2"})
+	if err != nil || len(got) != 3 || string(got[0]) != "two" || string(got[1]) != "one" || string(got[2]) != "two" {
+		t.Fatalf("GetBlobs = %q, %v", got, err)
+	}
+	if _, err := b.GetBlobs(ctx, []string{"c1", "missing"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetBlobs with a missing key: %v", err)
+	}
+	// A refused append writes none of its blobs; a later one keeps the first value.
+	h = headAt("s1", 3, "x")
+	h.Blobs = []store.Blob{{Key: "c3", Data: []byte("three")}}
+	if err := s.Append(ctx, h, 1, []session.Event{event(3)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale append: %v", err)
+	}
+	if _, err := b.Blob(ctx, "c3"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused append wrote its blob: %v", err)
+	}
+	h = headAt("s1", 3, "paused")
+	h.Blobs = []store.Blob{{Key: "c1", Data: []byte("other")}}
+	must(t, s.Append(ctx, h, 2, []session.Event{event(3)}))
+	if got, err := b.Blob(ctx, "c1"); err != nil || string(got) != "one" {
+		t.Fatalf("blob c1 = %q, %v", got, err)
+	}
+	if h, _ := s.Head(ctx, "s1"); h.Blobs != nil {
+		t.Fatal("Head returned blobs")
 	}
 }
