@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -11,7 +12,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -23,9 +26,19 @@ import (
 // modified, signed with an unknown key, or meant for another agent. Nothing ran.
 var ErrInvalidContinuation error = &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation"}
 
-// tokenPrefix versions the format: "cairn.v1.<payload>.<mac>", both parts
-// base64url without padding; mac = HMAC-SHA256(key, "cairn.v1.<payload>").
-const tokenPrefix = "cairn.v1."
+// Token formats: "cairn.v2.<payload>.<mac>", both parts base64url without
+// padding, mac = HMAC-SHA256(key, "cairn.v2.<payload>"), the payload
+// compressed with DEFLATE: the Continuation's JSON (one line), a newline,
+// then its Snapshot. Version 1 (issued before) was the Continuation's JSON
+// with the whole event log, uncompressed; it still decodes.
+const (
+	tokenPrefix   = "cairn.v2."
+	tokenPrefixV1 = "cairn.v1."
+)
+
+// maxContinuationJSON bounds what a token's payload may inflate to, so a
+// small token cannot make the server allocate without limit.
+const maxContinuationJSON = 64 << 20
 
 // MaxContinuationBytes bounds the size of a token: the codec refuses to
 // decode a longer one, and a stateless turn whose paused session would need
@@ -35,14 +48,19 @@ const tokenPrefix = "cairn.v1."
 const MaxContinuationBytes = 4 << 20
 
 // Continuation is the decoded content of a continuation token: a paused
-// session's whole event log, so any process holding the key can resume it.
+// session's state, so any process holding the key can resume it.
 type Continuation struct {
 	// ID is unique per token; a token resumes once (see store.Ledger).
 	ID string `json:"tid"`
 	// KeyID names the key that signed it, for rotation.
-	KeyID  string  `json:"kid"`
-	Agent  string  `json:"agent"`
-	Events []Event `json:"events"`
+	KeyID string `json:"kid"`
+	Agent string `json:"agent"`
+	// Snapshot is the paused session's state (the tokens Cairn issues). It
+	// follows the JSON header in the payload, so it is neither re-encoded
+	// nor scanned twice.
+	Snapshot json.RawMessage `json:"-"`
+	// Events is the paused session's whole log instead (version 1 tokens).
+	Events []Event `json:"events,omitempty"`
 }
 
 // Codec signs and verifies continuation tokens with HMAC-SHA256. The first
@@ -51,6 +69,8 @@ type Continuation struct {
 // what a client holds.
 type Codec struct {
 	keys [][]byte
+	// Compressors cost about 1 MB each to make: Encode reuses them.
+	writers sync.Pool // of *flate.Writer
 }
 
 // NewCodec returns a codec for keys (at least one, each at least 32 bytes).
@@ -81,11 +101,27 @@ func (c *Codec) Encode(cont *Continuation) (string, error) {
 		cont.ID = "tok_" + hex.EncodeToString(b[:])
 	}
 	cont.KeyID = keyID(c.keys[0])
-	payload, err := json.Marshal(cont)
-	if err != nil {
+	var payload bytes.Buffer
+	zw, _ := c.writers.Get().(*flate.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = flate.NewWriter(&payload, flate.BestSpeed); err != nil {
+			return "", err
+		}
+	} else {
+		zw.Reset(&payload)
+	}
+	defer c.writers.Put(zw)
+	if err := json.NewEncoder(zw).Encode(cont); err != nil { // a line: Encode ends it with '\n'
 		return "", err
 	}
-	signed := tokenPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	if _, err := zw.Write(cont.Snapshot); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	signed := tokenPrefix + base64.RawURLEncoding.EncodeToString(payload.Bytes())
 	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(c.keys[0], signed)), nil
 }
 
@@ -108,8 +144,9 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 	if len(token) > MaxContinuationBytes {
 		return nil, invalid("token is larger than %d bytes", MaxContinuationBytes)
 	}
-	if !strings.HasPrefix(token, tokenPrefix) {
-		return nil, invalid("not a cairn v1 token (it must start with %q)", tokenPrefix)
+	compressed := strings.HasPrefix(token, tokenPrefix)
+	if !compressed && !strings.HasPrefix(token, tokenPrefixV1) {
+		return nil, invalid("not a cairn token (it must start with %q)", tokenPrefix)
 	}
 	dot := strings.LastIndexByte(token, '.')
 	if dot < len(tokenPrefix) {
@@ -144,13 +181,37 @@ func (c *Codec) Decode(token string) (*Continuation, error) {
 	if err != nil {
 		return nil, invalid("the payload is not base64url: %w", err)
 	}
+	var snapshot []byte
+	if compressed {
+		plain, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(payload)), maxContinuationJSON+1))
+		if err != nil {
+			return nil, invalid("the payload does not inflate: %w", err)
+		}
+		if len(plain) > maxContinuationJSON {
+			return nil, invalid("the payload inflates to more than %d bytes", maxContinuationJSON)
+		}
+		nl := bytes.IndexByte(plain, '\n')
+		if nl < 0 {
+			return nil, invalid("the payload has no header line")
+		}
+		payload, snapshot = plain[:nl], plain[nl+1:]
+	}
 	var cont Continuation
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cont); err != nil {
 		return nil, invalid("the payload is not a continuation: %w", err)
 	}
-	if cont.KeyID != keyID(key) || cont.ID == "" || cont.Agent == "" || len(cont.Events) == 0 {
+	if dec.More() {
+		return nil, invalid("the payload has more than one header")
+	}
+	if len(snapshot) > 0 {
+		cont.Snapshot = snapshot
+	}
+	if (cont.Snapshot == nil) == (cont.Events == nil) {
+		return nil, invalid("the payload must hold a snapshot or events, not both or neither")
+	}
+	if cont.KeyID != keyID(key) || cont.ID == "" || cont.Agent == "" || len(cont.Snapshot)+len(cont.Events) == 0 {
 		return nil, invalid("the payload is incomplete")
 	}
 	return &cont, nil
@@ -230,7 +291,7 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 	if err := r.driveIn(ctx, scratch, st, step); err != nil {
 		return nil, err
 	}
-	return r.result(ctx, scratch, st, agent)
+	return r.result(ctx, st, agent)
 }
 
 // Continue verifies a continuation token, applies decisions and runs the
@@ -259,11 +320,12 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	if cont.Agent != agent {
 		return nil, invalid("the token is for agent %q, not %q", cont.Agent, agent)
 	}
-	st, err := engine.Replay(cont.Events)
+	st, err := cont.state()
 	if err != nil {
-		return nil, invalid("its events do not replay: %w", err)
+		return nil, err
 	}
-	in := engine.Decide{Seq: st.Seq, Actor: actor, Decisions: decisions}
+	paused := st.Seq
+	in := engine.Decide{Seq: paused, Actor: actor, Decisions: decisions}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
@@ -277,22 +339,38 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 		}
 		return nil, fmt.Errorf("spend continuation %s: %w", cont.ID, err)
 	}
-	res, err := r.resumeStateless(ctx, st, step, cont.Events, agent)
+	res, err := r.resumeStateless(ctx, st, paused, step, agent)
 	r.settle(ctx, cont.ID, res, err)
 	return res, err
 }
 
-// resumeStateless runs a resumed turn in a scratch store.
-func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, step engine.Step, prior []Event, agent string) (*Result, error) {
+// state is the paused session a continuation carries.
+func (cont *Continuation) state() (*engine.State, error) {
+	if cont.Snapshot == nil {
+		st, err := engine.Replay(cont.Events)
+		if err != nil {
+			return nil, invalid("its events do not replay: %w", err)
+		}
+		return st, nil
+	}
+	st, _, err := engine.Restore(cont.Snapshot, nil, nil)
+	if err != nil {
+		return nil, invalid("its state does not load: %w", err)
+	}
+	return st, nil
+}
+
+// resumeStateless runs a resumed turn in a scratch store, which starts at
+// seq, the paused session's (the log up to it lives in no store).
+func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, seq int64, step engine.Step, agent string) (*Result, error) {
 	scratch := store.NewMemory()
-	// The log so far goes in as one append; then the resumed turn follows.
-	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: prior[len(prior)-1].Seq}, 0, prior); err != nil {
+	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: seq}, 0, nil); err != nil {
 		return nil, err
 	}
 	if err := r.driveIn(ctx, scratch, st, step); err != nil {
 		return nil, err
 	}
-	return r.result(context.WithoutCancel(ctx), scratch, st, agent)
+	return r.result(context.WithoutCancel(ctx), st, agent)
 }
 
 // SpentContinuationError answers a continuation token that was already
@@ -359,13 +437,13 @@ func (r *Runner) settle(ctx context.Context, id string, res *Result, runErr erro
 	}
 }
 
-func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.State, agent string) (*Result, error) {
+func (r *Runner) result(ctx context.Context, st *engine.State, agent string) (*Result, error) {
 	sess := st.View()
 	res := &Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
 	if sess.Status != StatusPaused {
 		return res, nil
 	}
-	evs, err := scratch.Events(ctx, st.SessionID, 0)
+	snap, err := engine.Snapshot(st)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +451,7 @@ func (r *Runner) result(ctx context.Context, scratch store.Store, st *engine.Sta
 	if err != nil {
 		return nil, err
 	}
-	if res.Continuation, err = c.Encode(&Continuation{Agent: agent, Events: evs}); err != nil {
+	if res.Continuation, err = c.Encode(&Continuation{Agent: agent, Snapshot: snap}); err != nil {
 		return nil, err
 	}
 	if n := len(res.Continuation); n > MaxContinuationBytes {

@@ -1,12 +1,17 @@
 package cairn_test
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -41,10 +46,13 @@ func TestContinuationTokens(t *testing.T) {
 	foreign, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')}})
 	foreignRes, _ := foreign.Invoke(ctx, "main", "Delete test.txt", nil)
 	dot := strings.LastIndexByte(tok, '.')
-	payload, _ := base64.RawURLEncoding.DecodeString(tok[len("cairn.v1."):dot])
-	forged := "cairn.v1." + base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), "test.txt", "/etc/passwd", 1))) + tok[dot:]
+	payload := inflate(t, tok[len("cairn.v2."):dot])
+	if !strings.Contains(payload, "test.txt") {
+		t.Fatalf("the payload does not hold the call: %s", payload)
+	}
+	forged := "cairn.v2." + deflate(t, strings.Replace(payload, "test.txt", "/etc/passwd", 1)) + tok[dot:]
 	flip := []byte(tok)
-	flip[len("cairn.v1.")+10] ^= 1
+	flip[len("cairn.v2.")+10] ^= 1
 	bad := map[string]string{
 		"tampered payload": forged,
 		"flipped byte":     string(flip),
@@ -127,6 +135,8 @@ func FuzzDecodeContinuation(f *testing.F) {
 	c, _ := cairn.NewCodec(key('k'))
 	good, _ := c.Encode(&cairn.Continuation{ID: "tok_fixed", Agent: "main", Events: []cairn.Event{{Seq: 1, Type: "session_started", Data: []byte(`{}`)}}})
 	f.Add(good)
+	f.Add("cairn.v2..")
+	f.Add("cairn.v2.e30.AAAA")
 	f.Add("cairn.v1..")
 	f.Add("cairn.v1.e30.AAAA")
 	f.Add(good[:len(good)-3])
@@ -178,11 +188,17 @@ func TestContinuationTooLargeIsRefusedAtIssue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes), nil)
+	// Random text: tokens are compressed, so a repeated letter would fit.
+	noise := func(n int) string {
+		b := make([]byte, n*3/4)
+		rand.Read(b)
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+noise(cairn.MaxContinuationBytes*3/2), nil)
 	if cairn.ErrorCode(err) != "too_large" || !strings.Contains(err.Error(), "POST /v1/sessions") {
 		t.Fatalf("err = %v, want too_large naming the alternative", err)
 	}
-	res, err := r.Invoke(context.Background(), "main", "Delete test.txt "+strings.Repeat("x", cairn.MaxContinuationBytes/2), nil)
+	res, err := r.Invoke(context.Background(), "main", "Delete test.txt "+noise(cairn.MaxContinuationBytes/2), nil)
 	if err != nil || len(res.Continuation) > cairn.MaxContinuationBytes {
 		t.Fatalf("a token under the limit: %v, %d bytes", err, len(res.Continuation))
 	}
@@ -310,4 +326,71 @@ func TestInvalidContinuationKeepsItsCause(t *testing.T) {
 	if !errors.Is(err, cairn.ErrInvalidContinuation) || !errors.As(err, &syntax) {
 		t.Fatalf("err = %v (%T)", err, errors.Unwrap(err))
 	}
+}
+
+// inflate decodes a version 2 token's payload.
+func inflate(t *testing.T, payload string) string {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// deflate encodes a version 2 token's payload.
+func deflate(t *testing.T, payload string) string {
+	t.Helper()
+	var b bytes.Buffer
+	w, _ := flate.NewWriter(&b, flate.BestSpeed)
+	w.Write([]byte(payload))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b.Bytes())
+}
+
+// Tokens issued before the compact format (version 1: the whole log,
+// uncompressed) still resume, once; the answer is a version 2 token.
+func TestVersion1ContinuationStillResumes(t *testing.T) {
+	ctx := context.Background()
+	var rec counter
+	agents := []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
+	r, err := cairn.NewRunner(agents, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// A stored session pauses the same way; its log is what a v1 token held.
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("%v %+v", err, s)
+	}
+	evs, err := r.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(map[string]any{"tid": "tok_v1", "kid": kid(key('a')), "agent": "main", "events": evs})
+	signed := "cairn.v1." + base64.RawURLEncoding.EncodeToString(payload)
+	m := hmac.New(sha256.New, key('a'))
+	m.Write([]byte(signed))
+	tok := signed + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	approve := []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}
+	res, err := r.Continue(ctx, "main", tok, approve, nil)
+	if err != nil || res.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("v1 token: %v %+v runs %v", err, res, rec.runs())
+	}
+	if _, err := r.Continue(ctx, "main", tok, approve, nil); !errors.Is(err, cairn.ErrConflict) || len(rec.runs()) != 1 {
+		t.Fatalf("v1 token spent twice: %v runs %v", err, rec.runs())
+	}
+}
+
+// kid is the codec's key id (its derivation is part of the token format).
+func kid(key []byte) string {
+	h := sha256.Sum256(append([]byte("cairn-kid:"), key...))
+	return hex.EncodeToString(h[:4])
 }

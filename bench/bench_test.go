@@ -9,9 +9,14 @@ package bench
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,19 +142,36 @@ func BenchmarkNestedPauseResume(b *testing.B) {
 }
 
 // history returns a paused session's events with about n messages.
+// Its messages are a dozen words or so drawn at random (fixed seed) from
+// common English words, so compression sees text, not one repeated line.
 func history(b *testing.B, n int) []cairn.Event {
 	ctx := context.Background()
 	st := store.NewMemory()
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields(`the of and to in is you that it he was for on are as with his they at be
+		this have from or one had by word but not what all were we when your can said there use an each
+		which she do how their if will up other about out many then them these so some her would make like
+		him into time has look two more write go see number no way could people my than first water been
+		call who oil its now find long down day did get come made may part deploy server approve release
+		build check status report order invoice payment refund customer account ticket queue schedule`)
+	text := func() string {
+		n := 8 + rng.IntN(10)
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(out, " ") + "."
+	}
 	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		if len(req.Messages) >= n {
 			return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "c", Name: "lookup", Arguments: `{"q":"x"}`}}}}, nil
 		}
-		return &model.Response{Message: model.Message{Content: "an answer of ordinary length, about a dozen words or so."}}, nil
+		return &model.Response{Message: model.Message{Content: text()}}, nil
 	})
 	r := newRunner(b, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{lookupTool(true)}}}, &cairn.RunnerOptions{Store: st})
-	s, err := r.Start(ctx, "main", "a user message of ordinary length, a dozen words or so.", nil)
+	s, err := r.Start(ctx, "main", text(), nil)
 	for err == nil && s.Status != cairn.StatusPaused {
-		s, err = r.Send(ctx, s.ID, "a user message of ordinary length, a dozen words or so.", 0, nil)
+		s, err = r.Send(ctx, s.ID, text(), 0, nil)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -161,24 +183,58 @@ func history(b *testing.B, n int) []cairn.Event {
 	return evs
 }
 
-// BenchmarkContinuation: encode and decode (sign, verify) a stateless
-// continuation token of a paused session with 10, 100 and 1,000 messages.
+// BenchmarkContinuation: the round trip of a stateless continuation token
+// of a paused session with 10, 100 and 1,000 messages: the state encoded,
+// compressed and signed, then verified, decoded and loaded, as Invoke and
+// Continue do ("format=v2"); "format=v1" is the earlier token (the whole
+// log, uncompressed, replayed) for comparison.
 func BenchmarkContinuation(b *testing.B) {
 	codec, err := cairn.NewCodec([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, n := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
-			evs := history(b, n)
+		evs := history(b, n)
+		paused, err := engine.Replay(evs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("messages=%d/format=v2", n), func(b *testing.B) {
 			b.ReportAllocs()
 			size := 0
 			for b.Loop() {
-				tok, err := codec.Encode(&cairn.Continuation{Agent: "main", Events: evs})
+				snap, err := engine.Snapshot(paused)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := codec.Decode(tok); err != nil {
+				tok, err := codec.Encode(&cairn.Continuation{Agent: "main", Snapshot: snap})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cont, err := codec.Decode(tok)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := engine.Restore(cont.Snapshot, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+				size = len(tok)
+			}
+			b.ReportMetric(float64(size), "token-bytes")
+		})
+		b.Run(fmt.Sprintf("messages=%d/format=v1", n), func(b *testing.B) {
+			b.ReportAllocs()
+			size := 0
+			for b.Loop() {
+				tok, err := v1Token(&cairn.Continuation{ID: "tok_x", Agent: "main", Events: evs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cont, err := codec.Decode(tok)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := engine.Replay(cont.Events); err != nil {
 					b.Fatal(err)
 				}
 				size = len(tok)
@@ -186,6 +242,21 @@ func BenchmarkContinuation(b *testing.B) {
 			b.ReportMetric(float64(size), "token-bytes")
 		})
 	}
+}
+
+// v1Token signs a continuation in the version 1 format (uncompressed JSON).
+func v1Token(c *cairn.Continuation) (string, error) {
+	key := []byte(strings.Repeat("k", 32))
+	h := sha256.Sum256(append([]byte("cairn-kid:"), key...))
+	c.KeyID = hex.EncodeToString(h[:4])
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	signed := "cairn.v1." + base64.RawURLEncoding.EncodeToString(payload)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(signed))
+	return signed + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
 }
 
 // countingStore counts the bytes each Append writes (events and head).
