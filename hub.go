@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -20,9 +21,16 @@ type hub struct {
 	subs  map[string]map[*subscriber]struct{}
 	// gen counts the changes seen per session, so the worker knows whether
 	// something happened while it read from the store.
-	gen  map[string]uint64
-	wake chan struct{}
+	gen map[string]uint64
+	// latest is the highest seq known committed per session (unknownSeq
+	// after a resync): a subscriber that has it is up to date, whatever
+	// changes were counted meanwhile.
+	latest map[string]int64
+	wake   chan struct{}
 }
+
+// unknownSeq: changes may have been missed; no subscriber is known up to date.
+const unknownSeq = math.MaxInt64
 
 type subscriber struct {
 	ch     chan Event
@@ -38,6 +46,7 @@ func (h *hub) init() {
 	if h.subs == nil {
 		h.subs = map[string]map[*subscriber]struct{}{}
 		h.gen = map[string]uint64{}
+		h.latest = map[string]int64{}
 		h.wake = make(chan struct{}, 1)
 	}
 }
@@ -68,6 +77,7 @@ func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
 			if len(h.subs[session]) == 0 {
 				delete(h.subs, session)
 				delete(h.gen, session)
+				delete(h.latest, session)
 			}
 			close(sub.ch)
 		})
@@ -83,6 +93,9 @@ func (h *hub) published(session string, events []Event) {
 		return
 	}
 	h.gen[session]++
+	if last := events[len(events)-1].Seq; last > h.latest[session] {
+		h.latest[session] = last
+	}
 	poke := false
 	for sub := range subs {
 		if !sub.behind && !sub.deliver(events) {
@@ -101,7 +114,7 @@ func (h *hub) delta(session string, ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs[session] {
-		if !sub.behind {
+		if !sub.behind || sub.last >= h.latest[session] {
 			select {
 			case sub.ch <- ev:
 			default:
@@ -120,6 +133,12 @@ func (h *hub) changed(c store.Change) {
 			continue
 		}
 		h.gen[id]++
+		switch {
+		case c.SessionID == "":
+			h.latest[id] = unknownSeq
+		case c.Seq > h.latest[id]:
+			h.latest[id] = c.Seq
+		}
 		for sub := range subs {
 			if c.SessionID == "" || sub.last < c.Seq {
 				sub.behind, poke = true, true
@@ -200,11 +219,22 @@ func (h *hub) catchUp(ctx context.Context) (again bool) {
 			continue // not created yet, or the store failed: the retry tick comes back
 		}
 		h.mu.Lock()
+		if h.gen[w.session] == w.gen { // the read saw everything committed
+			read := w.from
+			if len(evs) > 0 {
+				read = evs[len(evs)-1].Seq
+			}
+			if h.latest[w.session] == unknownSeq || read > h.latest[w.session] {
+				h.latest[w.session] = read
+			}
+		}
 		for sub := range h.subs[w.session] {
 			if !sub.behind {
 				continue
 			}
-			if sub.deliver(evs) && h.gen[w.session] == w.gen {
+			// Up to date when nothing changed during the read, or when what
+			// changed is already delivered (the feed's echo of a commit).
+			if sub.deliver(evs) && (h.gen[w.session] == w.gen || sub.last >= h.latest[w.session]) {
 				sub.behind = false
 			}
 		}

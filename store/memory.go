@@ -319,7 +319,7 @@ func (m *Memory) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) 
 		if !ok {
 			return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
 		}
-		out[i] = b // stored values are never changed or handed out to write
+		out[i] = slices.Clone(b)
 	}
 	return out, nil
 }
