@@ -78,6 +78,10 @@ func leaseUntil(l store.Lease) any {
 	return l.Until
 }
 
+// DefaultMaxConns is the connections a Store opens at most, unless the URL
+// sets pool_max_conns (PostgreSQL allows 100 by default, for every process).
+const DefaultMaxConns = 16
+
 // Store is a store.Store on PostgreSQL.
 type Store struct {
 	pool       *pgxpool.Pool
@@ -85,6 +89,7 @@ type Store struct {
 	listenOnce sync.Once
 	stop       context.CancelFunc
 	stopped    context.Context
+	w          *writer
 }
 
 var (
@@ -94,9 +99,21 @@ var (
 )
 
 // Open connects to the database at url (postgres://…) and creates the
-// tables if needed.
+// tables if needed. It keeps up to DefaultMaxConns connections unless the
+// URL says otherwise (pool_max_conns=N).
 func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (4 on this kind of machine, one of them held by
+		// Watch) caps the commits in flight, and each waits for its WAL
+		// flush: concurrent sessions queued for a connection, not for the
+		// database. PostgreSQL flushes the WAL of concurrent commits together.
+		cfg.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
@@ -114,87 +131,100 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	st := &Store{pool: pool}
 	st.stopped, st.stop = context.WithCancel(context.Background())
+	st.w = newWriter(st.stopped, pool)
 	return st, nil
 }
 
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.stop()
+	s.w.wg.Wait()
 	s.pool.Close()
 	return nil
 }
 
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if expectedSeq == 0 {
-			tag, err := tx.Exec(ctx, `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO NOTHING`,
-				head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, []byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() != 1 {
-				return store.ErrConflict
-			}
-		} else {
-			var summary []byte // NULL keeps the stored summary
-			if head.Summary != nil {
-				summary = head.Summary
-			}
-			tag, err := tx.Exec(ctx, `UPDATE cairn_sessions SET status=$1, seq=$2, updated_at=$3, summary=COALESCE($4, summary),
-				lease_owner=$7, lease_until=$8, cancel_requested=(cancel_requested AND $1='running'), next_expiry=$9
-				WHERE id=$5 AND seq=$6 AND (lease_owner='' OR lease_owner=$7 OR lease_until IS NULL OR lease_until<=$3)`,
-				head.Status, head.Seq, head.UpdatedAt, summary, head.ID, expectedSeq, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() != 1 {
-				var one int
-				if err := tx.QueryRow(ctx, `SELECT 1 FROM cairn_sessions WHERE id=$1`, head.ID).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-					return store.ErrNotFound
-				}
-				return store.ErrConflict
-			}
-		}
-		rows := make([][]any, len(events))
-		for i, e := range events {
-			rows[i] = []any{head.ID, e.Seq, e.Type, e.Time, e.Frame, e.Agent, []byte(e.Data)}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cairn_events"}, []string{"session_id", "seq", "type", "time", "frame", "agent", "data"}, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		for _, m := range head.Outbox {
-			if _, err := tx.Exec(ctx, `INSERT INTO cairn_outbox(id, topic, body, created_at, due) VALUES ($1,$2,$3,$4,$4)
-				ON CONFLICT (id) DO NOTHING`, m.ID, m.Topic, m.Body, m.CreatedAt); err != nil {
-				return err
-			}
-		}
-		for _, b := range head.Blobs {
-			if _, err := tx.Exec(ctx, `INSERT INTO cairn_blobs(key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, b.Key, b.Data); err != nil {
-				return err
-			}
-		}
-		if head.Snapshot != nil {
-			_, err := tx.Exec(ctx, `INSERT INTO cairn_snapshots(session_id, seq, data) VALUES ($1,$2,$3)
-				ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`, head.ID, head.Seq, head.Snapshot)
-			if err != nil {
-				return err
-			}
-		}
-		// Delivered to listeners on every node when (and only if) this commits.
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID))
-		return err
-	})
+	query := appendUpdate
+	if expectedSeq == 0 {
+		query = appendCreate
+	}
+	n := len(events)
+	seqs, types, times, frames, agents, data := make([]int64, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([][]byte, n)
+	for i, e := range events {
+		seqs[i], types[i], times[i], frames[i], agents[i], data[i] = e.Seq, e.Type, e.Time, e.Frame, e.Agent, e.Data
+	}
+	var outIDs, outTopics []string
+	var outBodies [][]byte
+	var outAt []time.Time
+	for _, m := range head.Outbox {
+		outIDs, outTopics, outBodies, outAt = append(outIDs, m.ID), append(outTopics, m.Topic), append(outBodies, m.Body), append(outAt, m.CreatedAt)
+	}
+	var blobKeys []string
+	var blobData [][]byte
+	for _, b := range head.Blobs {
+		blobKeys, blobData = append(blobKeys, b.Key), append(blobData, b.Data)
+	}
+	var summary []byte // NULL keeps the stored summary
+	if head.Summary != nil {
+		summary = head.Summary
+	}
+	var snapshot []byte // NULL: none with this step
+	if head.Snapshot != nil {
+		snapshot = head.Snapshot
+	}
+	written, err := s.w.do(ctx, query, []any{
+		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
+		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID)})
 	var pgErr *pgconn.PgError
 	switch {
-	case err == nil, errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
-		return err
+	case err == nil && written == 1:
+		return nil
+	case err == nil && expectedSeq == 0:
+		return store.ErrConflict
+	case err == nil:
+		var one int
+		if err := s.pool.QueryRow(ctx, `SELECT 1 FROM cairn_sessions WHERE id=$1`, head.ID).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return store.ErrConflict
 	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique violation: a concurrent writer won
 		return store.ErrConflict
 	}
 	return fmt.Errorf("postgres append %s: %w", head.ID, err)
 }
+
+// An append is one statement, so one round trip and one implicit
+// transaction: the session row is created or moved from expectedSeq ($11)
+// under the lease check, and the events, outbox messages, blobs, snapshot
+// and the change notification are written only if it was (the data-changing
+// WITH clauses all run once, and see the row through s).
+const (
+	appendCreate = `WITH s AS (
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10 WHERE $11::bigint = 0
+	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
+	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz), -- the agent and creation time stay
+s AS (
+	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary),
+		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
+	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
+	RETURNING id)` + appendRest
+	appendRest = `,
+e AS (INSERT INTO cairn_events(session_id, seq, type, time, frame, agent, data)
+	SELECT $1, * FROM unnest($12::bigint[], $13::text[], $14::timestamptz[], $15::text[], $16::text[], $17::bytea[])
+	WHERE EXISTS (SELECT 1 FROM s)),
+o AS (INSERT INTO cairn_outbox(id, topic, body, created_at, due)
+	SELECT m.id, m.topic, m.body, m.at, m.at FROM unnest($18::text[], $19::text[], $20::bytea[], $21::timestamptz[]) AS m(id, topic, body, at)
+	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (id) DO NOTHING),
+b AS (INSERT INTO cairn_blobs(key, data) SELECT * FROM unnest($22::text[], $23::bytea[])
+	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (key) DO NOTHING),
+n AS (INSERT INTO cairn_snapshots(session_id, seq, data) SELECT $1, $4, $24::bytea
+	WHERE $24::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM s)
+	ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data)
+SELECT count(*)::int FROM (SELECT pg_notify($25, $26) FROM s) AS written`
+)
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {

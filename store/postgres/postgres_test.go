@@ -2,13 +2,17 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -79,4 +83,65 @@ func TestPostgresShared(t *testing.T) {
 		}
 		return out[0], out[1]
 	})
+}
+
+// Concurrent appends share transactions (group commit); one that fails
+// (a NUL byte PostgreSQL refuses in text) fails alone, a stale one is a
+// conflict, and every other is written.
+func TestGroupCommitFailsAloneAndBatches(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDatabase(t, postgresURL(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Now().UTC()
+	head := func(id string, seq int64) store.Head {
+		return store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: t0, UpdatedAt: t0, Summary: []byte(`{}`)}
+	}
+	ev := func(seq int64, typ string) []session.Event {
+		return []session.Event{{Seq: seq, Type: typ, Time: t0, Data: []byte(`{}`)}}
+	}
+	const n = 64
+	for round := range 3 {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("r%d-s%d", round, i)
+				typ := "session_started"
+				if i == 7 {
+					typ = "bad\x00type"
+				}
+				if errs[i] = s.Append(ctx, head(id, 1), 0, ev(1, typ)); errs[i] != nil || i != 9 {
+					return
+				}
+				errs[i] = s.Append(ctx, head(id, 2), 0, ev(2, "user_message")) // stale: the session exists
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			switch {
+			case i == 7 && err == nil:
+				t.Fatalf("round %d: the append with a NUL byte was written", round)
+			case i == 9 && !errors.Is(err, store.ErrConflict):
+				t.Fatalf("round %d: stale append: %v", round, err)
+			case i != 7 && i != 9 && err != nil:
+				t.Fatalf("round %d: append %d failed with another's error: %v", round, i, err)
+			}
+		}
+		for i := range n {
+			evs, err := s.Events(ctx, fmt.Sprintf("r%d-s%d", round, i), 0)
+			if i != 7 && (err != nil || len(evs) != 1) {
+				t.Fatalf("round %d: session %d has %d events, %v", round, i, len(evs), err)
+			}
+		}
+	}
+	commits, appends := s.Stats()
+	t.Logf("%d appends in %d commits", appends, commits)
+	if commits >= appends {
+		t.Fatalf("%d appends took %d commits: nothing was batched", appends, commits)
+	}
 }
