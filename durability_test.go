@@ -330,3 +330,52 @@ func TestAutoApproveIsRecorded(t *testing.T) {
 	}
 	t.Fatal("the auto-approval is not in the log")
 }
+
+// appendCounter records the first seq of each Append.
+type appendCounter struct {
+	store.Store
+	mu     sync.Mutex
+	firsts []int64
+}
+
+func (a *appendCounter) Append(ctx context.Context, h store.Head, expected int64, evs []cairn.Event) error {
+	a.mu.Lock()
+	a.firsts = append(a.firsts, evs[0].Seq)
+	a.mu.Unlock()
+	return a.Store.Append(ctx, h, expected, evs)
+}
+
+// A session started with an id of Cairn's making writes its first step
+// with the model's answer (nobody knows the id before Start answers): a
+// pause and resume is four commits. With the caller's id it is five, the
+// first before the model is called.
+func TestStartMergesTheFirstCommit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id      string
+		commits int
+	}{{"", 4}, {"chosen-by-the-client", 5}} {
+		st := &appendCounter{Store: store.NewMemory()}
+		var rec counter
+		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Start(ctx, "main", "Delete test.txt", &cairn.StartOptions{ID: tc.id})
+		if err != nil || s.Status != cairn.StatusPaused {
+			t.Fatalf("%v %+v", err, s)
+		}
+		s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+		if err != nil || s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+			t.Fatalf("%v %+v runs %v", err, s, rec.runs())
+		}
+		if len(st.firsts) != tc.commits || st.firsts[0] != 1 {
+			t.Fatalf("id %q: commits start at seqs %v, want %d commits", tc.id, st.firsts, tc.commits)
+		}
+		evs, _ := r.Events(ctx, s.ID, 0)
+		if evs[0].Type != "session_started" || evs[1].Type != "user_message" {
+			t.Fatalf("log starts %s %s", evs[0].Type, evs[1].Type)
+		}
+		r.Close()
+	}
+}

@@ -431,7 +431,11 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		}()
 		return sess, nil
 	}
-	return r.runTurn(ctx, st, step)
+	// With an id of its own making, nobody can read, follow or cancel the
+	// session before this call answers, so its first step (session start,
+	// user message) guards nothing and is written with the model's answer:
+	// one commit fewer per session. A client-chosen id is written at once.
+	return r.runTurn(ctx, st, step, opts.ID == "")
 }
 
 // Resume applies decisions to a paused session and runs the resumed turn
@@ -609,15 +613,16 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 		}
 		return nil, err
 	}
-	return r.runTurn(ctx, st, step)
+	return r.runTurn(ctx, st, step, false)
 }
 
 // runTurn drives a step inside the turn's span and, once everything is
-// recorded, returns the session and caches its state.
-func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step) (sess *Session, err error) {
+// recorded, returns the session and caches its state. unseen: the session
+// is new and its id known to no one yet (see driveIn).
+func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step, unseen bool) (sess *Session, err error) {
 	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
 	defer func() { endTurnSpan(span, sess, err) }()
-	if err := r.drive(ctx, st, step); err != nil {
+	if err := r.driveIn(ctx, r.store, st, step, unseen); err != nil {
 		if errors.Is(err, errHalted) {
 			// Released for another process, which goes on with the turn.
 			return r.sessionOf(st), nil
@@ -645,10 +650,16 @@ func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) e
 }
 
 func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, events []Event) error {
+	mine := to == r.store // not a stateless session's scratch store
+	fresh := events       // observed below; unwritten ones were at once
+	if mine {
+		if t := r.active.get(st.SessionID); t != nil && t.unwritten != nil {
+			events, t.unwritten = append(t.unwritten, events...), nil
+		}
+	}
 	if len(events) == 0 {
 		return nil
 	}
-	mine := to == r.store // not a stateless session's scratch store
 	policy := noSnapshots
 	if mine {
 		policy = r.snapshots
@@ -666,7 +677,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return err
 	}
 	st.Log = log
-	for _, ev := range events {
+	for _, ev := range fresh {
 		observe(ctx, ev)
 	}
 	return nil
@@ -735,7 +746,7 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, events []Event
 // drive commits a step and performs its effects until the session needs a
 // person or the turn ends.
 func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
-	return r.driveIn(ctx, r.store, st, step)
+	return r.driveIn(ctx, r.store, st, step, false)
 }
 
 // errHalted: the runner stopped the turn at a step boundary (Close, or
@@ -747,7 +758,13 @@ var errHalted = errors.New("cairn: the turn was handed over: this runner is stop
 // runner's store the turn holds a lease: it is renewed while effects run, a
 // cancel request stops the turn at its next step, and a turn stopped early
 // (ctx cancelled, Close) records turn_interrupted and releases the session.
-func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step) error {
+//
+// With unseen (a new session whose id no one knows yet), a first step
+// followed by a model call is not written before the call but with the
+// step that records its answer: a model call is safe to repeat, and nobody
+// can observe the session in between. A crash in that call leaves no
+// session, and the caller, who got no answer, no id to miss.
+func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step, unseen bool) error {
 	owned := to == r.store
 	var t *turn
 	if owned {
@@ -755,7 +772,12 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		defer r.active.end(st.SessionID, t)
 	}
 	for {
-		if err := r.commitTo(ctx, to, st, step.Events); err != nil {
+		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
+			t.unwritten = step.Events
+			for _, ev := range step.Events {
+				observe(ctx, ev) // in order, before the model's deltas
+			}
+		} else if err := r.commitTo(ctx, to, st, step.Events); err != nil {
 			return err
 		}
 		if len(step.Effects) == 0 {
@@ -782,11 +804,19 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	}
 }
 
+// firstEffect is a step's first effect, or nil.
+func firstEffect(step engine.Step) engine.Effect {
+	if len(step.Effects) == 0 {
+		return nil
+	}
+	return step.Effects[0]
+}
+
 // perform runs one effect and returns the input that reports it. t is nil
 // for a turn outside the runner's store (stateless mode).
 func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
 	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
-		if t == nil {
+		if t == nil || t.unwritten != nil { // no lease to renew: nothing is stored yet
 			fn(ctx)
 			return
 		}
