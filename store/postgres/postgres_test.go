@@ -145,3 +145,28 @@ func TestGroupCommitFailsAloneAndBatches(t *testing.T) {
 		t.Fatalf("%d appends took %d commits: nothing was batched", appends, commits)
 	}
 }
+
+// An append to a closed store fails at once instead of waiting for a
+// writer that is gone.
+func TestAppendAfterCloseFails(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDatabase(t, postgresURL(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	done := make(chan error, 1)
+	go func() {
+		t0 := time.Now()
+		done <- s.Append(ctx, store.Head{ID: "late", Seq: 1, Status: "running", CreatedAt: t0, UpdatedAt: t0, Summary: []byte(`{}`)}, 0,
+			[]session.Event{{Seq: 1, Type: "session_started", Time: t0, Data: []byte(`{}`)}})
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an append to a closed store succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append to a closed store hangs")
+	}
+}

@@ -41,13 +41,14 @@ type writer struct {
 	pool    *pgxpool.Pool
 	jobs    chan *appendJob
 	stopped context.Context
+	exited  chan struct{} // closed when the loop has returned
 	wg      sync.WaitGroup
 	// batches and appends count transactions and the appends they held.
 	batches, appends atomic.Int64
 }
 
 func newWriter(stopped context.Context, pool *pgxpool.Pool) *writer {
-	w := &writer{pool: pool, jobs: make(chan *appendJob, maxBatch), stopped: stopped}
+	w := &writer{pool: pool, jobs: make(chan *appendJob, maxBatch), stopped: stopped, exited: make(chan struct{})}
 	w.wg.Add(1)
 	go w.loop()
 	return w
@@ -73,13 +74,18 @@ func (w *writer) do(ctx context.Context, query string, args []any) (int, error) 
 		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
 			return 0, ctx.Err()
 		}
-		<-j.done
-		return j.written, j.err
+	case <-w.exited: // queued as the store closed, after the last drain
+		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
+			return 0, errors.New("postgres store: closed")
+		}
 	}
+	<-j.done
+	return j.written, j.err
 }
 
 func (w *writer) loop() {
 	defer w.wg.Done()
+	defer close(w.exited)
 	for {
 		var batch []*appendJob
 		select {
