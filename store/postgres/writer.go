@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairnhq/cairn/internal/groupcommit"
 )
 
 // The writer batches appends (group commit). An append is one statement
@@ -27,15 +29,8 @@ type appendJob struct {
 	args    []any
 	written int
 	err     error
-	done    chan struct{}
-	state   atomic.Int32 // jobQueued → jobTaken by the writer, or → jobAbandoned by its caller
+	*groupcommit.Ticket
 }
-
-const (
-	jobQueued int32 = iota
-	jobTaken
-	jobAbandoned
-)
 
 type writer struct {
 	pool    *pgxpool.Pool
@@ -59,29 +54,23 @@ func newWriter(stopped context.Context, pool *pgxpool.Pool) *writer {
 // queued gets ctx's error and the append never runs; once the writer has
 // taken it, the caller waits for the outcome, which is the truth.
 func (w *writer) do(ctx context.Context, query string, args []any) (int, error) {
-	j := &appendJob{query: query, args: args, done: make(chan struct{})}
+	j := &appendJob{query: query, args: args, Ticket: groupcommit.NewTicket()}
 	select {
 	case w.jobs <- j:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-w.stopped.Done():
-		return 0, errors.New("postgres store: closed")
+		return 0, errClosed
 	}
-	select {
-	case <-j.done:
-		return j.written, j.err
-	case <-ctx.Done():
-		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
-			return 0, ctx.Err()
-		}
-	case <-w.exited: // queued as the store closed, after the last drain
-		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
-			return 0, errors.New("postgres store: closed")
-		}
+	// exited: queued as the store closed, after the writer's last drain.
+	if err := j.Await(ctx, w.exited, errClosed); err != nil {
+		return 0, err
 	}
-	<-j.done
 	return j.written, j.err
 }
+
+// errClosed: the store was closed.
+var errClosed = errors.New("postgres store: closed")
 
 func (w *writer) loop() {
 	defer w.wg.Done()
@@ -106,7 +95,7 @@ func (w *writer) loop() {
 		}
 		live := batch[:0]
 		for _, j := range batch {
-			if j.state.CompareAndSwap(jobQueued, jobTaken) {
+			if j.Take() {
 				live = append(live, j)
 			}
 		}
@@ -121,9 +110,9 @@ func (w *writer) drain() {
 	for {
 		select {
 		case j := <-w.jobs:
-			if j.state.CompareAndSwap(jobQueued, jobTaken) {
-				j.err = errors.New("postgres store: closed")
-				close(j.done)
+			if j.Take() {
+				j.err = errClosed
+				j.Finish()
 			}
 		default:
 			return
@@ -141,7 +130,7 @@ func (w *writer) run(batch []*appendJob) {
 	if len(batch) == 1 { // one statement is its own transaction: one round trip
 		j := batch[0]
 		j.err = w.pool.QueryRow(ctx, j.query, j.args...).Scan(&j.written)
-		close(j.done)
+		j.Finish()
 		return
 	}
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -162,7 +151,7 @@ func (w *writer) run(batch []*appendJob) {
 		if err != nil {
 			j.err = w.pool.QueryRow(ctx, j.query, j.args...).Scan(&j.written)
 		}
-		close(j.done)
+		j.Finish()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cairnhq/cairn/internal/groupcommit"
 )
 
 // The writer is the one connection that writes to the file (group commit).
@@ -40,15 +42,8 @@ type job struct {
 	run   func(ctx context.Context, tx conn) error
 	after func() // on success, once committed
 	err   error
-	done  chan struct{}
-	state atomic.Int32 // jobQueued → jobTaken by the writer, or → jobAbandoned by its caller
+	*groupcommit.Ticket
 }
-
-const (
-	jobQueued int32 = iota
-	jobTaken
-	jobAbandoned
-)
 
 type writer struct {
 	conn    *sql.Conn
@@ -132,7 +127,7 @@ func (w *writer) commit(batch []*job) {
 	ctx := context.Background()
 	var taken []*job
 	for _, j := range batch {
-		if j.state.CompareAndSwap(jobQueued, jobTaken) {
+		if j.Take() {
 			taken = append(taken, j)
 		}
 	}
@@ -144,7 +139,7 @@ func (w *writer) commit(batch []*job) {
 			if j.err == nil {
 				j.err = err
 			}
-			close(j.done)
+			j.Finish()
 		}
 	}
 	tx := w.conn
@@ -216,7 +211,7 @@ var errClosed = errors.New("sqlite: the store is closed")
 // ends while its write is still queued gets ctx's error and the write
 // never runs; once the writer took it, write waits for the outcome.
 func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx conn) error, after func()) error {
-	j := &job{ctx: ctx, run: fn, after: after, done: make(chan struct{})}
+	j := &job{ctx: ctx, run: fn, after: after, Ticket: groupcommit.NewTicket()}
 	select {
 	case s.w.jobs <- j:
 	case <-ctx.Done():
@@ -224,22 +219,10 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx conn)
 	case <-s.w.stopped:
 		return errClosed
 	}
-	select {
-	case <-j.done:
-		return j.err
-	case <-ctx.Done():
-		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
-			return ctx.Err()
-		}
-		<-j.done
-		return j.err
-	case <-s.w.stopped:
-		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
-			return errClosed
-		}
-		<-j.done
-		return j.err
+	if err := j.Await(ctx, s.w.stopped, errClosed); err != nil {
+		return err
 	}
+	return j.err
 }
 
 // Stats reports the writer's transactions and the writes they held since
