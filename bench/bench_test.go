@@ -350,7 +350,10 @@ func stepByHistory(b *testing.B, cached int) {
 // (the model, a fake OpenAI server on 127.0.0.1 reached through the
 // official SDK, asks for a gated tool: the session pauses), then POST
 // …/decisions (the tool runs, the model answers: completed). SQLite store.
-// Reports sessions per second at 1, 8 and 64 concurrent clients.
+// Reports sessions per second at 1, 8 and 64 concurrent clients. Client,
+// fake model and server share one process and there are no percentiles:
+// it is a harness for CPU profiles of the whole path (-cpuprofile), not a
+// throughput figure; bench/load measures that, with a separate server.
 func BenchmarkHTTP(b *testing.B) {
 	for _, clients := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {

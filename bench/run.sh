@@ -16,7 +16,7 @@ fi
 echo "machine: $(nproc) cores, $(go version), $(uname -sr)" | tee "$out/machine.txt"
 # Fast benchmarks run by time; the slow ones by a fixed count of iterations.
 go test -run XXX -bench 'Turn|PauseResume|Continuation' -benchmem -count "$count" ./bench | tee "$out/cairn.txt"
-go test -run XXX -bench 'StepByHistory|HTTP' -benchmem -benchtime 50x -count "$count" ./bench | tee -a "$out/cairn.txt"
+go test -run XXX -bench 'StepByHistory' -benchmem -benchtime 50x -count "$count" ./bench | tee -a "$out/cairn.txt"
 # Cold and warm resumes at 10 / 1,000 / 10,000 messages (histories rotate; a fixed count).
 go test -run XXX -bench ColdResume -benchmem -benchtime 100x -count 3 ./bench | tee -a "$out/cairn.txt"
 # Under load: a separate cairn serve per cell and a load generator, every store.
