@@ -46,12 +46,12 @@ type snapFrame struct {
 	Chunks []string `json:"chunks,omitempty"`
 }
 
-// sealed is a frame's bookkeeping of the chunks already written for its
-// first len(keys) × ChunkMessages messages. It is not part of the session.
+// sealed is a frame's bookkeeping of the chunks a snapshot already wrote
+// for its first messages. It is not part of the session.
 type sealed struct {
-	keys  []string
-	msgs  int // messages in those chunks: the first msgs of the frame's
-	bytes int // of every chunk in keys
+	keys  []string // in message order
+	msgs  int      // how many of the frame's first messages they hold
+	bytes int      // their encoded size
 }
 
 // Parts is a snapshot split for a store that keeps chunks: Root names the
