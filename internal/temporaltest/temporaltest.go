@@ -5,12 +5,14 @@
 package temporaltest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,6 +54,23 @@ func ServerOnDisk(t testing.TB) string {
 func start(t testing.TB, extra []string) string {
 	t.Helper()
 	cli := CLI(t)
+	// A port picked free may be taken by another test's process before the
+	// server binds it: the server then exits, and a new set of ports is tried.
+	var why string
+	for range 3 {
+		addr, err := try(t, cli, extra)
+		if err == nil {
+			return addr
+		}
+		why = err.Error()
+	}
+	t.Fatalf("the Temporal dev server did not start: %s", why)
+	return ""
+}
+
+// try starts a dev server on free ports and waits until it listens (60 s:
+// a loaded machine), or until it exits.
+func try(t testing.TB, cli string, extra []string) (string, error) {
 	port := freePort(t)
 	args := append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--ui-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)),
@@ -61,20 +80,41 @@ func start(t testing.TB, extra []string) string {
 		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
 		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"}, extra...)
 	cmd := exec.Command(cli, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop := func() { cmd.Process.Kill(); <-exited }
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			return "", fmt.Errorf("it exited: %s", lastLine(stderr.String()))
+		default:
+		}
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return addr
+			t.Cleanup(stop)
+			return addr, nil
 		}
 	}
-	t.Fatal("the Temporal dev server did not listen within 30 s")
-	return ""
+	stop()
+	return "", fmt.Errorf("it did not listen on %s within 60 s", addr)
+}
+
+// lastLine is the end of a process's error output, for a failure message.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if s == "" {
+		return "(no output)"
+	}
+	return s
 }
 
 func freePort(t testing.TB) int {

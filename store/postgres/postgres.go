@@ -173,7 +173,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	if head.Snapshot != nil {
 		snapshot = head.Snapshot
 	}
-	written, err := s.w.do(ctx, query, []any{
+	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
 		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID)})

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +27,7 @@ import (
 const maxBatch = 128
 
 type appendJob struct {
+	session string // locked by the statement: batches lock in session order
 	query   string
 	args    []any
 	written int
@@ -53,8 +56,8 @@ func newWriter(stopped context.Context, pool *pgxpool.Pool) *writer {
 // selected (1: written). A caller whose ctx ends while its append is
 // queued gets ctx's error and the append never runs; once the writer has
 // taken it, the caller waits for the outcome, which is the truth.
-func (w *writer) do(ctx context.Context, query string, args []any) (int, error) {
-	j := &appendJob{query: query, args: args, Ticket: groupcommit.NewTicket()}
+func (w *writer) do(ctx context.Context, session, query string, args []any) (int, error) {
+	j := &appendJob{session: session, query: query, args: args, Ticket: groupcommit.NewTicket()}
 	select {
 	case w.jobs <- j:
 	case <-ctx.Done():
@@ -100,6 +103,10 @@ func (w *writer) loop() {
 			}
 		}
 		if len(live) > 0 {
+			// Every process's batches lock session rows in the same order,
+			// so two batches cannot deadlock; one session's appends keep
+			// their order.
+			slices.SortStableFunc(live, func(a, b *appendJob) int { return strings.Compare(a.session, b.session) })
 			w.run(live)
 		}
 	}
