@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"
@@ -377,5 +378,39 @@ func TestStartMergesTheFirstCommit(t *testing.T) {
 			t.Fatalf("log starts %s %s", evs[0].Type, evs[1].Type)
 		}
 		r.Close()
+	}
+}
+
+// A Start whose first model call is cut short (the caller's context ends)
+// still records the session: its deferred first step goes in the commit
+// that records the interruption, so another runner can take the turn over.
+func TestStartInterruptedInItsFirstModelCallIsRecorded(t *testing.T) {
+	st := store.NewMemory()
+	calling := make(chan struct{})
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		close(calling)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: st, NewID: func() string { return "ses_fixed" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-calling; cancel() }()
+	if _, err := r.Start(ctx, "main", "hello", nil); err == nil {
+		t.Fatal("a Start whose context ended answered without an error")
+	}
+	evs, err := st.Events(context.Background(), "ses_fixed", 0)
+	if err != nil {
+		t.Fatalf("the session was not recorded: %v", err)
+	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, " "); got != "session_started user_message turn_interrupted" {
+		t.Fatalf("log: %s", got)
 	}
 }

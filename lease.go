@@ -35,8 +35,8 @@ type turn struct {
 	lost            atomic.Bool
 	mu              sync.Mutex
 	stopModel       context.CancelFunc // cancels the model call in flight, if any
-	// unwritten holds a new session's first events until the commit that
-	// records the model's answer (driveIn); only the turn's goroutine uses it.
+	// unwritten holds a new session's first events until the turn's next
+	// commit (driveIn, commitTo); only the turn's goroutine uses it.
 	unwritten []Event
 }
 

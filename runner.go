@@ -646,16 +646,16 @@ func (r *Runner) sessionOf(st *engine.State) *Session {
 
 // commit appends the events of one step in one durable write.
 func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) error {
-	return r.commitTo(ctx, r.store, st, events)
+	return r.commitTo(ctx, r.store, st, nil, events)
 }
 
-func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, events []Event) error {
+// commitTo appends events to store to; t is the turn writing them (nil:
+// none), whose unwritten first step, if any, goes in the same commit.
+func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, t *turn, events []Event) error {
 	mine := to == r.store // not a stateless session's scratch store
 	fresh := events       // observed below; unwritten ones were at once
-	if mine {
-		if t := r.active.get(st.SessionID); t != nil && t.unwritten != nil {
-			events, t.unwritten = append(t.unwritten, events...), nil
-		}
+	if t != nil && t.unwritten != nil {
+		events, t.unwritten = append(t.unwritten, events...), nil
 	}
 	if len(events) == 0 {
 		return nil
@@ -777,7 +777,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			for _, ev := range step.Events {
 				observe(ctx, ev) // in order, before the model's deltas
 			}
-		} else if err := r.commitTo(ctx, to, st, step.Events); err != nil {
+		} else if err := r.commitTo(ctx, to, st, t, step.Events); err != nil {
 			return err
 		}
 		if len(step.Effects) == 0 {
@@ -788,9 +788,9 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		case owned && t.cancelRequested.Load():
 			in = engine.Cancel{Scope: session.CancelAll}
 		case ctx.Err() != nil:
-			return r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
+			return r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
 		case owned && r.halt.Load():
-			return r.interrupt(ctx, to, st, "the runner stopped (shutdown); another process continues the turn", errHalted)
+			return r.interrupt(ctx, to, st, t, "the runner stopped (shutdown); another process continues the turn", errHalted)
 		default:
 			var err error
 			if in, err = r.perform(ctx, to, st, t, step.Effects[0]); err != nil {
@@ -844,24 +844,24 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		return nil, fmt.Errorf("session %s: %w", st.SessionID, ErrLeaseLost)
 	case ctx.Err() != nil:
 		// Nothing of this effect is recorded: a started tool stays in doubt.
-		return nil, r.interrupt(ctx, to, st, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
+		return nil, r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
 	case in == nil && t.cancelRequested.Load():
 		return engine.Cancel{Scope: session.CancelAll}, nil
 	case in == nil:
-		return nil, r.interrupt(ctx, to, st, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
+		return nil, r.interrupt(ctx, to, st, t, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
 	}
 	return in, nil
 }
 
 // interrupt records that the turn stopped early and releases the session.
-func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State, reason string, cause error) error {
+func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State, t *turn, reason string, cause error) error {
 	step, err := r.compiled.Load().machine.Step(st, engine.Interrupted{Reason: reason}, r.now())
 	if err != nil {
 		return errors.Join(cause, err)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := r.commitTo(wctx, to, st, step.Events); err != nil {
+	if err := r.commitTo(wctx, to, st, t, step.Events); err != nil {
 		return errors.Join(cause, err)
 	}
 	if errors.Is(cause, errHalted) {

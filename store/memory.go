@@ -323,14 +323,3 @@ func (m *Memory) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) 
 	}
 	return out, nil
 }
-
-// Blob implements Blobs.
-func (m *Memory) Blob(ctx context.Context, key string) ([]byte, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	b, ok := m.blobs[key]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	return slices.Clone(b), nil
-}

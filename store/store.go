@@ -221,8 +221,6 @@ type Blobs interface {
 	// PutBlob stores data under key; storing a key again keeps the first
 	// value (keys are content addresses).
 	PutBlob(ctx context.Context, key string, data []byte) error
-	// Blob returns the value stored under key; ErrNotFound when there is none.
-	Blob(ctx context.Context, key string) ([]byte, error)
 	// GetBlobs returns the values stored under keys, in the order asked,
 	// in one read; ErrNotFound when any is missing.
 	GetBlobs(ctx context.Context, keys []string) ([][]byte, error)

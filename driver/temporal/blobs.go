@@ -76,13 +76,13 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		b, err := c.blobs.Blob(ctx, string(p.Data))
+		b, err := c.blobs.GetBlobs(ctx, []string{string(p.Data)})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("cairn: read the payload %s: %w", p.Data, err)
 		}
 		var full commonpb.Payload
-		if err := proto.Unmarshal(b, &full); err != nil {
+		if err := proto.Unmarshal(b[0], &full); err != nil {
 			return nil, fmt.Errorf("cairn: payload %s: %w", p.Data, err)
 		}
 		out[i] = &full

@@ -506,19 +506,6 @@ func (s *Store) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
 	return store.OrderBlobs(keys, found)
 }
 
-// Blob implements store.Blobs.
-func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
-	var b []byte
-	err := s.pool.QueryRow(ctx, `SELECT data FROM cairn_blobs WHERE key=$1`, key).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres blob %s: %w", key, err)
-	}
-	return b, nil
-}
-
 // MarkUsed implements store.Ledger.
 func (s *Store) MarkUsed(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO cairn_used_tokens(id, used_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, time.Now().UTC())

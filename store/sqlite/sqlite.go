@@ -246,13 +246,7 @@ const (
 )
 
 func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expectedSeq int64, events []session.Event) error {
-	exec := func(query string, args ...any) (sql.Result, error) {
-		st, err := s.w.stmt(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		return st.ExecContext(ctx, args...)
-	}
+	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
 			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
@@ -614,19 +608,6 @@ func (s *Store) PutBlob(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("sqlite blob %s: %w", key, err)
 	}
 	return nil
-}
-
-// Blob implements store.Blobs.
-func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
-	var b []byte
-	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE key=?`, key).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite blob %s: %w", key, err)
-	}
-	return b, nil
 }
 
 // GetBlobs implements store.Blobs: one query for every key.

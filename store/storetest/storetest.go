@@ -618,13 +618,13 @@ func testBlobsKeepTheFirstValue(t *testing.T, open func(t *testing.T) store.Stor
 	if !ok {
 		t.Fatal("the store does not implement store.Blobs")
 	}
-	if _, err := b.Blob(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := blob(ctx, b, "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing blob: %v", err)
 	}
 	big := []byte(strings.Repeat("x", 3<<20))
 	must(t, b.PutBlob(ctx, "k", big))
 	must(t, b.PutBlob(ctx, "k", []byte("other")))
-	got, err := b.Blob(ctx, "k")
+	got, err := blob(ctx, b, "k")
 	if err != nil || len(got) != len(big) {
 		t.Fatalf("blob: %d bytes, %v", len(got), err)
 	}
@@ -655,16 +655,25 @@ func testSnapshotBlobsCommitWithTheHead(t *testing.T, open func(t *testing.T) st
 	if err := s.Append(ctx, h, 1, []session.Event{event(3)}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale append: %v", err)
 	}
-	if _, err := b.Blob(ctx, "c3"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := blob(ctx, b, "c3"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused append wrote its blob: %v", err)
 	}
 	h = headAt("s1", 3, "paused")
 	h.Blobs = []store.Blob{{Key: "c1", Data: []byte("other")}}
 	must(t, s.Append(ctx, h, 2, []session.Event{event(3)}))
-	if got, err := b.Blob(ctx, "c1"); err != nil || string(got) != "one" {
+	if got, err := blob(ctx, b, "c1"); err != nil || string(got) != "one" {
 		t.Fatalf("blob c1 = %q, %v", got, err)
 	}
 	if h, _ := s.Head(ctx, "s1"); h.Blobs != nil {
 		t.Fatal("Head returned blobs")
 	}
+}
+
+// blob reads one value with GetBlobs.
+func blob(ctx context.Context, b store.Blobs, key string) ([]byte, error) {
+	got, err := b.GetBlobs(ctx, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	return got[0], nil
 }
