@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,7 +81,7 @@ func run() error {
 			return fmt.Errorf("go build ./cmd/cairn (run from the repository root): %v\n%s", err, out)
 		}
 	}
-	fmt.Printf("machine: %d cores; %s for %s after %s of warm-up, medians of %d\n\n", numCPU(), "each cell", o.duration, o.warmup, o.runs)
+	fmt.Printf("machine: %d cores; %s for %s after %s of warm-up, medians of %d\n\n", runtime.NumCPU(), "each cell", o.duration, o.warmup, o.runs)
 	fmt.Println("| store | clients | sessions/s | p50 | p99 | p99.9 | written per session (bytes, write syscalls) | file growth per session |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, st := range o.stores {
@@ -153,10 +154,11 @@ func measure(o options, storeName string, clients int) (cell, error) {
 		return cell{}, err
 	}
 	defer os.RemoveAll(dir)
-	storeURL, files, err := storeFor(storeName, dir)
+	storeURL, files, drop, err := storeFor(storeName, dir)
 	if err != nil {
 		return cell{}, err
 	}
+	defer drop()
 	cfg := filepath.Join(dir, "cairn.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, storeURL)), 0o600); err != nil {
 		return cell{}, err
@@ -268,33 +270,43 @@ func post(client *http.Client, url, body string, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-// storeFor returns the store URL for a store name and the files it writes.
-func storeFor(name, dir string) (string, []string, error) {
+// storeFor returns the store URL for a store name, the files it writes
+// (SQLite; the directory goes with the cell) and what removes the store
+// (PostgreSQL: a database per cell, dropped after it, so that later cells
+// do not run on a cluster full of earlier ones).
+func storeFor(name, dir string) (url string, files []string, drop func(), err error) {
 	db := filepath.Join(dir, "cairn.db")
-	files := []string{db, db + "-wal", db + "-shm"}
+	files = []string{db, db + "-wal", db + "-shm"}
+	none := func() {}
 	switch name {
 	case "memory":
-		return "memory", nil, nil
+		return "memory", nil, none, nil
 	case "sqlite-full":
-		return "sqlite:" + db, files, nil
+		return "sqlite:" + db, files, none, nil
 	case "sqlite-normal":
-		return "sqlite:" + db + "?synchronous=normal", files, nil
+		return "sqlite:" + db + "?synchronous=normal", files, none, nil
 	case "postgres":
-		url := os.Getenv("CAIRN_TEST_POSTGRES")
+		admin := os.Getenv("CAIRN_TEST_POSTGRES")
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, url)
+		conn, err := pgx.Connect(ctx, admin)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		defer conn.Close(ctx)
 		dbName := fmt.Sprintf("cairn_load_%d_%d", os.Getpid(), time.Now().UnixNano())
 		if _, err := conn.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		cfg, _ := pgx.ParseConfig(url)
-		return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, dbName), nil, nil
+		drop := func() {
+			if c, err := pgx.Connect(ctx, admin); err == nil {
+				c.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+				c.Close(ctx)
+			}
+		}
+		cfg, _ := pgx.ParseConfig(admin)
+		return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, dbName), nil, drop, nil
 	}
-	return "", nil, fmt.Errorf("unknown store %q (memory, sqlite-full, sqlite-normal, postgres)", name)
+	return "", nil, nil, fmt.Errorf("unknown store %q (memory, sqlite-full, sqlite-normal, postgres)", name)
 }
 
 // serve starts `cairn serve` and returns its URL once it listens.
@@ -357,9 +369,4 @@ func growth(g float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f B", g)
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return max(1, strings.Count(string(b), "processor\t:"))
 }

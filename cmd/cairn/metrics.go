@@ -33,7 +33,8 @@ func newPromMetrics() (*promMetrics, error) {
 		handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}, nil
 }
 
-// batchStats is implemented by stores that group commits (store/sqlite).
+// batchStats is implemented by stores that group commits (store/sqlite,
+// store/postgres).
 type batchStats interface {
 	Stats() (commits, writes int64)
 }

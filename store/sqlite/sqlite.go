@@ -70,6 +70,10 @@ var addedColumns = [][2]string{
 	{"sessions", `next_expiry TEXT NOT NULL DEFAULT ''`},
 }
 
+// busyTimeout is how long (ms) a statement waits for another process's
+// lock on the file before failing.
+const busyTimeout = 10000
+
 // DefaultPoll is how often Watch looks for commits by other processes.
 const DefaultPoll = 100 * time.Millisecond
 
@@ -123,7 +127,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout))
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
