@@ -133,7 +133,7 @@ var DriverLease = store.Lease{Owner: "driver", Until: time.Date(9999, 1, 1, 0, 0
 // the same summary, expiry index and snapshot policy as the Runner's own
 // commits (headFor), under DriverLease. It does no I/O.
 func (c DriverCore) Head(st *engine.State, events []Event) (store.Head, error) {
-	head, log, err := headFor(st, events, DriverLease, c.r.snapshots)
+	head, log, err := headFor(st, engine.Step{Events: events}, DriverLease, c.r.snapshots)
 	st.Log = log
 	return head, err
 }
@@ -146,7 +146,7 @@ func (c DriverCore) Mirror(ctx context.Context, head store.Head, events []Event)
 	if len(events) == 0 {
 		return nil
 	}
-	err := c.r.appendStep(ctx, head, events)
+	err := c.r.appendStep(ctx, head, engine.Step{Events: events})
 	if errors.Is(err, ErrConflict) {
 		if h, herr := c.r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
 			return nil // written by an earlier attempt

@@ -35,9 +35,10 @@ type turn struct {
 	lost            atomic.Bool
 	mu              sync.Mutex
 	stopModel       context.CancelFunc // cancels the model call in flight, if any
-	// unwritten holds a new session's first events until the turn's next
-	// commit (driveIn, commitTo); only the turn's goroutine uses it.
-	unwritten []Event
+	// unwritten holds a new session's first step (its events) until the
+	// turn's next commit (driveIn, commitTo); only the turn's goroutine
+	// uses it.
+	unwritten engine.Step
 }
 
 func (t *turn) requestCancel() {

@@ -2,7 +2,6 @@ package cairn
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -68,19 +67,20 @@ func outcomeAttr(failed bool) attribute.KeyValue {
 	return attribute.String("outcome", "ok")
 }
 
-// committed counts the turns and decisions of a commit's events.
-func (m *metrics) committed(ctx context.Context, events []Event, took time.Duration) {
+// committed counts the turns and decisions of a commit's events, read from
+// the step's payloads (decoded only for a step that came without them).
+func (m *metrics) committed(ctx context.Context, step engine.Step, took time.Duration) {
 	if m == nil {
 		return
 	}
 	m.commit.Record(ctx, took.Seconds())
-	for _, ev := range events {
+	for i, ev := range step.Events {
 		switch ev.Type {
 		case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled, session.EventTurnInterrupted:
 			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", ev.Type[len("turn_"):])))
 		case session.EventDecision:
-			var d engine.DecisionMade
-			if json.Unmarshal(ev.Data, &d) == nil {
+			p, _ := engine.Payload(step.Events, step.Payloads, i)
+			if d, ok := p.(*engine.DecisionMade); ok {
 				m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", d.Kind), attribute.String("action", d.Action), attribute.String("role", d.Actor.Role)))
 			}
 		}

@@ -416,7 +416,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return nil, err
 	}
 	if opts.Detach {
-		if err := r.commit(ctx, st, step.Events); err != nil {
+		if err := r.commit(ctx, st, step); err != nil {
 			return nil, err
 		}
 		sess := r.sessionOf(st)
@@ -645,18 +645,22 @@ func (r *Runner) sessionOf(st *engine.State) *Session {
 }
 
 // commit appends the events of one step in one durable write.
-func (r *Runner) commit(ctx context.Context, st *engine.State, events []Event) error {
-	return r.commitTo(ctx, r.store, st, nil, events)
+func (r *Runner) commit(ctx context.Context, st *engine.State, step engine.Step) error {
+	return r.commitTo(ctx, r.store, st, nil, step)
 }
 
-// commitTo appends events to store to; t is the turn writing them (nil:
-// none), whose unwritten first step, if any, goes in the same commit.
-func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, t *turn, events []Event) error {
+// commitTo appends step's events to store to; t is the turn writing them
+// (nil: none), whose unwritten first step, if any, goes in the same commit.
+func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, t *turn, step engine.Step) error {
 	mine := to == r.store // not a stateless session's scratch store
-	fresh := events       // observed below; unwritten ones were at once
-	if t != nil && t.unwritten != nil {
-		events, t.unwritten = append(t.unwritten, events...), nil
+	fresh := step.Events  // observed below; unwritten ones were at once
+	if t != nil && len(t.unwritten.Events) > 0 {
+		first := t.unwritten
+		t.unwritten = engine.Step{}
+		step.Events = append(first.Events, step.Events...)
+		step.Payloads = append(first.Payloads, step.Payloads...)
 	}
+	events := step.Events
 	if len(events) == 0 {
 		return nil
 	}
@@ -664,12 +668,12 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if mine {
 		policy = r.snapshots
 	}
-	head, log, err := headFor(st, events, r.lease(st, events, st.UpdatedAt), policy)
+	head, log, err := headFor(st, step, r.lease(st, events, st.UpdatedAt), policy)
 	if err != nil {
 		return err
 	}
 	if mine {
-		err = r.appendStep(ctx, head, events)
+		err = r.appendStep(ctx, head, step)
 	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		err = storeError(err, st.SessionID)
 	}
@@ -683,15 +687,16 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	return nil
 }
 
-// headFor is the store head written with events just applied to st: the
-// summary when the view changed, the expiry index and, with snapshots, a
-// snapshot once the log since the last one is large enough. It returns
-// the log statistics to keep once the head is written. No I/O.
-func headFor(st *engine.State, events []Event, lease store.Lease, policy snapshotPolicy) (store.Head, engine.LogStats, error) {
+// headFor is the store head written with step's events just applied to
+// st: the summary when the view changed, the expiry index and, with
+// snapshots, a snapshot once the log since the last one is large enough.
+// It returns the log statistics to keep once the head is written. No I/O.
+func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snapshotPolicy) (store.Head, engine.LogStats, error) {
+	events := step.Events
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
 	log := st.Log
-	if events[0].Seq == 1 || engine.ViewChanged(events) {
+	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
 		var err error
 		if head.Summary, err = json.Marshal(st.View()); err != nil {
 			return head, log, err
@@ -724,10 +729,12 @@ func headFor(st *engine.State, events []Event, lease store.Lease, policy snapsho
 
 // appendStep writes a step to the runner's store in one commit, with its
 // webhook messages, and tells subscribers, the deliverer and the metrics.
-func (r *Runner) appendStep(ctx context.Context, head store.Head, events []Event) error {
+// step.Payloads may be nil (a mirrored step): they are decoded if needed.
+func (r *Runner) appendStep(ctx context.Context, head store.Head, step engine.Step) error {
+	events := step.Events
 	if r.hooks != nil {
 		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, events); err != nil {
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, step); err != nil {
 			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}
@@ -735,7 +742,7 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, events []Event
 	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		return storeError(err, head.ID)
 	}
-	r.metrics.committed(ctx, events, time.Since(began))
+	r.metrics.committed(ctx, step, time.Since(began))
 	r.hub.published(head.ID, events)
 	if len(head.Outbox) > 0 {
 		r.hooks.deliverer.Wake()
@@ -773,11 +780,11 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	}
 	for {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
-			t.unwritten = step.Events
+			t.unwritten = step
 			for _, ev := range step.Events {
 				observe(ctx, ev) // in order, before the model's deltas
 			}
-		} else if err := r.commitTo(ctx, to, st, t, step.Events); err != nil {
+		} else if err := r.commitTo(ctx, to, st, t, step); err != nil {
 			return err
 		}
 		if len(step.Effects) == 0 {
@@ -816,7 +823,7 @@ func firstEffect(step engine.Step) engine.Effect {
 // for a turn outside the runner's store (stateless mode).
 func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
 	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
-		if t == nil || t.unwritten != nil { // no lease to renew: nothing is stored yet
+		if t == nil || len(t.unwritten.Events) > 0 { // no lease to renew: nothing is stored yet
 			fn(ctx)
 			return
 		}
@@ -861,7 +868,7 @@ func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := r.commitTo(wctx, to, st, t, step.Events); err != nil {
+	if err := r.commitTo(wctx, to, st, t, step); err != nil {
 		return errors.Join(cause, err)
 	}
 	if errors.Is(cause, errHalted) {

@@ -114,10 +114,10 @@ func (w *Webhook) wants(typ string) bool {
 }
 
 // webhookMessages are the outbox messages announcing a commit's events.
-func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, seq int64, events []Event) ([]store.Message, error) {
+func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, seq int64, step engine.Step) ([]store.Message, error) {
 	var out []store.Message
-	for _, ev := range events {
-		notes, err := notes(ev)
+	for i, ev := range step.Events {
+		notes, err := notes(step, i)
 		if err != nil {
 			return nil, err
 		}
@@ -152,14 +152,21 @@ type note struct {
 	linked *session.Interrupt // gets action links
 }
 
-// notes are the webhook events that ev makes.
-func notes(ev Event) ([]note, error) {
+// notes are the webhook events that the step's i-th event makes, read
+// from its payload (decoded only for a step that came without payloads).
+func notes(step engine.Step, i int) ([]note, error) {
+	ev := step.Events[i]
 	switch ev.Type {
-	case session.EventTurnPaused:
-		var p engine.TurnPaused
-		if err := json.Unmarshal(ev.Data, &p); err != nil {
-			return nil, err
-		}
+	case session.EventTurnPaused, session.EventDecision, session.EventTurnCompleted, session.EventTurnFailed:
+	default:
+		return nil, nil
+	}
+	payload, err := engine.Payload(step.Events, step.Payloads, i)
+	if err != nil {
+		return nil, err
+	}
+	switch p := payload.(type) {
+	case *engine.TurnPaused:
 		var out []note
 		for _, in := range p.Interrupts {
 			if !slices.Contains(p.Created, in.ID) {
@@ -172,30 +179,18 @@ func notes(ev Event) ([]note, error) {
 			out = append(out, n)
 		}
 		return out, nil
-	case session.EventDecision:
-		var d engine.DecisionMade
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, err
-		}
+	case *engine.DecisionMade:
 		typ := webhook.InterruptDecided
-		if d.Actor == expiryActor {
+		if p.Actor == expiryActor {
 			typ = webhook.InterruptExpired
 		}
-		return []note{{typ: typ, about: d.InterruptID, data: webhook.Data{Decision: ev.Data}}}, nil
-	case session.EventTurnCompleted:
-		var p engine.TurnCompleted
-		if err := json.Unmarshal(ev.Data, &p); err != nil {
-			return nil, err
-		}
+		return []note{{typ: typ, about: p.InterruptID, data: webhook.Data{Decision: ev.Data}}}, nil
+	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
-	case session.EventTurnFailed:
-		var p engine.TurnFailed
-		if err := json.Unmarshal(ev.Data, &p); err != nil {
-			return nil, err
-		}
+	case *engine.TurnFailed:
 		return []note{{typ: webhook.SessionFailed, data: webhook.Data{Error: &p.Error}}}, nil
 	}
-	return nil, nil
+	return nil, fmt.Errorf("event %d (%s): unexpected payload %T", ev.Seq, ev.Type, payload)
 }
 
 // expiryActor is who the engine records as deciding an expired approval.

@@ -203,14 +203,16 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 				changed = true
 			}
 		case CallApproved:
-			v, err := decodeArgs(json.RawMessage(c.Args))
-			if err != nil { // approved arguments are validated; a log from elsewhere may not be
+			// Approved arguments were validated when the call was classified
+			// or the decision replaced them; a log from elsewhere may hold
+			// anything, so they are checked again, without decoding them.
+			if !isJSONObject(c.Args) {
 				s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
-					Content: fmt.Sprintf("the approved arguments of tool %q are not a JSON object (%v); the call did not run", c.Tool, err)})
+					Content: fmt.Sprintf("the approved arguments of tool %q are not a JSON object; the call did not run", c.Tool)})
 				changed = true
 				continue
 			}
-			if run, started, pushed := s.begin(agent, f, c, v); started {
+			if run, started, pushed := s.begin(agent, f, c, nil); started {
 				runs = append(runs, run)
 			} else if pushed {
 				changed = true
@@ -290,7 +292,8 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 // begin carries out an approved call: a function tool starts (and must be
 // run by the driver); an agent tool pushes a child frame, unless it is
 // interactive and another interactive frame holds the conversation, in
-// which case it waits its turn.
+// which case it waits its turn. args are the call's arguments decoded, or
+// nil when the caller has not decoded them: only an agent tool reads them.
 func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
 	tool := agent.Tools[c.Tool]
 	if tool == nil { // the agent's tools changed since the call was approved
@@ -304,6 +307,9 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 	if tool.Mode == session.ModeInteractive && s.interactiveBusy(f) {
 		return ToolRun{}, false, false
 	}
+	if args == nil {
+		args, _ = decodeArgs(json.RawMessage(c.Args)) // checked by the caller
+	}
 	m, _ := args.(map[string]any)
 	input, _ := m["input"].(string)
 	s.emit(session.EventFramePushed, f, &FramePushed{Frame: s.newFrameID(), Agent: tool.Target, Mode: tool.Mode, Parent: f.ID, ParentCall: c.ID, Input: input})
@@ -314,6 +320,13 @@ func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := idempotencyKey(s.st, f, c)
 	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
 	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
+}
+
+// isJSONObject reports whether raw is one valid JSON object, as decodeArgs
+// would, without decoding it.
+func isJSONObject(raw string) bool {
+	t := strings.TrimLeft(raw, " \t\r\n")
+	return strings.HasPrefix(t, "{") && json.Valid([]byte(raw))
 }
 
 // decodeArgs decodes tool arguments, which must be one JSON object.

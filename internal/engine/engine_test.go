@@ -445,3 +445,108 @@ func TestPauseNamesTheInterruptsItCreates(t *testing.T) {
 		t.Fatalf("second pause created %v (want none: %s was announced before)", got, ins[1].ID)
 	}
 }
+
+// Every step's Payloads are its events' data as built: the same JSON as
+// the event, of the type a decode gives, so drivers can read them instead
+// of decoding (and ViewChanged answers the same either way).
+func TestStepPayloadsAreTheEvents(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	var steps []Step
+	s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"})
+	steps = append(steps, s)
+	s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: assistant(
+		model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`},
+		model.ToolCall{ID: "c2", Name: "lookup", Arguments: `{}`})})
+	steps = append(steps, s)
+	s = step(t, m, st, ToolsDone{Frame: s.Effects[0].(RunTools).Frame, Results: []ToolOutcome{{CallID: "c2", Content: "found"}}})
+	steps = append(steps, s)
+	s = step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: st.Interrupts()[0].ID, Action: session.ActionApprove, Remember: session.RememberSession}}})
+	steps = append(steps, s)
+	s = step(t, m, st, ToolsDone{Frame: s.Effects[0].(RunTools).Frame, Results: []ToolOutcome{{CallID: "c1", Content: "ok"}}})
+	steps = append(steps, s)
+	s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: &model.Response{Message: model.Message{Content: "done"}}})
+	steps = append(steps, s)
+
+	seen := map[string]bool{}
+	for i, s := range steps {
+		if len(s.Payloads) != len(s.Events) {
+			t.Fatalf("step %d: %d payloads for %d events", i, len(s.Payloads), len(s.Events))
+		}
+		for j, ev := range s.Events {
+			seen[ev.Type] = true
+			decoded, err := Payload(s.Events, nil, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			given, _ := Payload(s.Events, s.Payloads, j)
+			data, err := json.Marshal(given)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reflect.TypeOf(given) != reflect.TypeOf(decoded) || string(data) != string(ev.Data) {
+				t.Fatalf("step %d event %d (%s): payload %T %s, event %T %s", i, j, ev.Type, given, data, decoded, ev.Data)
+			}
+		}
+		if ViewChanged(s.Events, s.Payloads) != ViewChanged(s.Events, nil) {
+			t.Fatalf("step %d (%s): ViewChanged differs with and without payloads", i, types(s.Events))
+		}
+	}
+	// The decision remembers: the view changes, read from the payload.
+	if !ViewChanged(steps[3].Events, steps[3].Payloads) {
+		t.Fatalf("a remembered decision does not change the view: %s", types(steps[3].Events))
+	}
+	// Given the payloads, ViewChanged does not decode: data that is not
+	// JSON does not matter; without them, it fails safe (changed).
+	plain := []session.Event{{Seq: 9, Type: session.EventDecision, Data: json.RawMessage(`not json`)}}
+	if ViewChanged(plain, []any{&DecisionMade{Action: session.ActionApprove}}) || !ViewChanged(plain, nil) {
+		t.Fatal("ViewChanged decoded an event whose payload it was given")
+	}
+	for _, typ := range []string{session.EventDecision, session.EventTurnPaused, session.EventTurnCompleted, session.EventToolStarted} {
+		if !seen[typ] {
+			t.Fatalf("the flow never made a %s event", typ)
+		}
+	}
+}
+
+// Approved arguments from a log that was not the engine's own (edited, or
+// written by other code) are checked before the call starts: arguments that
+// are not one JSON object give an error result, not a run.
+func TestApprovedArgumentsFromAnotherLogAreChecked(t *testing.T) {
+	for _, args := range []string{`[1]`, `"prod"`, `null`} {
+		m := testMachine()
+		st := &State{}
+		var log []session.Event
+		s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"})
+		log = append(log, s.Events...)
+		s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`})})
+		log = append(log, s.Events...)
+		// Rewrite the recorded call's arguments, as a forged log would.
+		var resp map[string]any
+		if err := json.Unmarshal(log[2].Data, &resp); err != nil || log[2].Type != session.EventModelResponse {
+			t.Fatalf("event 3 is %s: %v", log[2].Type, err)
+		}
+		forged := strings.Replace(string(log[2].Data), `{\"env\":\"prod\"}`, strings.ReplaceAll(args, `"`, `\"`), 1)
+		if forged == string(log[2].Data) {
+			t.Fatalf("the recorded arguments were not found in %s", log[2].Data)
+		}
+		log[2].Data = json.RawMessage(forged)
+		replayed, err := Replay(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := replayed.Interrupts()
+		if len(in) != 1 {
+			t.Fatalf("%s: interrupts %+v", args, in)
+		}
+		s = step(t, m, replayed, Decide{Seq: replayed.Seq, Decisions: []session.Decision{{InterruptID: in[0].ID, Action: session.ActionApprove}}})
+		if types(s.Events) != "decision tool_result" || !strings.Contains(string(s.Events[1].Data), "are not a JSON object") {
+			t.Fatalf("%s: approving forged arguments gave %s %s", args, types(s.Events), s.Events[len(s.Events)-1].Data)
+		}
+		for _, eff := range s.Effects {
+			if _, ok := eff.(RunTools); ok {
+				t.Fatalf("%s: the call ran: %+v", args, eff)
+			}
+		}
+	}
+}

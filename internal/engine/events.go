@@ -52,6 +52,16 @@ func decodePayload(ev *session.Event) (eventData, error) {
 	return p, nil
 }
 
+// Payload is the data of events[i]: payloads[i] when the engine gave it
+// (Step.Payloads), else decoded from the event (a *DecisionMade for a
+// decision, a *TurnPaused for turn_paused, …). Read it; never change it.
+func Payload(events []session.Event, payloads []any, i int) (any, error) {
+	if i < len(payloads) && payloads[i] != nil {
+		return payloads[i], nil
+	}
+	return decodePayload(&events[i])
+}
+
 // Replay rebuilds a session's state from its log. Events must be in seq order
 // starting at 1.
 func Replay(events []session.Event) (*State, error) {

@@ -142,8 +142,13 @@ func (RunTools) isEffect()  {}
 // Step is the outcome of one input: events to append (already applied to the
 // state) and effects to perform next.
 type Step struct {
-	Events  []session.Event
-	Effects []Effect
+	Events []session.Event
+	// Payloads[i] is the data of Events[i] as the engine built it (a
+	// *DecisionMade for a decision, a *TurnPaused for turn_paused, …), so
+	// that a driver reads what it needs of its own events without decoding
+	// them again. Read them before the state's next Step; never change them.
+	Payloads []any
+	Effects  []Effect
 }
 
 // Machine is the engine for a fixed set of agents. It is safe for concurrent
@@ -213,15 +218,16 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	if err != nil {
 		return Step{}, err
 	}
-	return Step{Events: s.out, Effects: s.effects}, nil
+	return Step{Events: s.out, Payloads: s.payloads, Effects: s.effects}, nil
 }
 
 type stepper struct {
-	m       *Machine
-	st      *State
-	now     time.Time
-	out     []session.Event
-	effects []Effect
+	m        *Machine
+	st       *State
+	now      time.Time
+	out      []session.Event
+	payloads []any // of out
+	effects  []Effect
 }
 
 // emit records an event and applies it. Payloads are built by the engine from
@@ -238,5 +244,9 @@ func (s *stepper) emit(typ string, f *Frame, payload eventData) {
 	if err := apply(s.st, &ev, payload); err != nil {
 		panic(fmt.Sprintf("engine: apply %s: %v", typ, err))
 	}
+	if s.out == nil { // most steps record 2–4 events: grow once, not 1, 2, 4
+		s.out, s.payloads = make([]session.Event, 0, 4), make([]any, 0, 4)
+	}
 	s.out = append(s.out, ev)
+	s.payloads = append(s.payloads, payload)
 }

@@ -41,14 +41,15 @@ func (s *State) View() *session.Session {
 // ViewChanged reports whether events change the View beyond its seq,
 // status and update time: steps that only start tools, record results or
 // decide without remembering leave it as it was, so a driver that stores
-// the view next to those three columns need not re-encode it.
-func ViewChanged(events []session.Event) bool {
-	for _, ev := range events {
+// the view next to those three columns need not re-encode it. payloads are
+// the events' (Step.Payloads); without them a decision is decoded.
+func ViewChanged(events []session.Event, payloads []any) bool {
+	for i, ev := range events {
 		switch ev.Type {
 		case session.EventToolStarted, session.EventToolResult, session.EventApprovalRequested, session.EventInputRequested:
 		case session.EventDecision:
-			var d struct{ Remember string }
-			if json.Unmarshal(ev.Data, &d) != nil || d.Remember != "" {
+			p, err := Payload(events, payloads, i)
+			if d, ok := p.(*DecisionMade); err != nil || !ok || d.Remember != "" {
 				return true
 			}
 		default:
