@@ -127,9 +127,11 @@ func (w *writer) drain() {
 	}
 }
 
-// run commits a batch in one transaction. If any statement fails, nothing
-// of the batch is kept and each append runs again alone, so an error
-// belongs to its own append only.
+// run commits a batch in one transaction: a pgx batch is one round trip
+// whose statements PostgreSQL runs in one implicit transaction, committed
+// at its end (no BEGIN or COMMIT round trips). If any statement fails,
+// nothing of the batch is kept and each append runs again alone, so an
+// error belongs to its own append only.
 func (w *writer) run(batch []*appendJob) {
 	ctx := context.WithoutCancel(w.stopped)
 	w.batches.Add(1)
@@ -140,20 +142,21 @@ func (w *writer) run(batch []*appendJob) {
 		j.Finish()
 		return
 	}
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		var b pgx.Batch
-		for _, j := range batch {
-			b.Queue(j.query, j.args...)
+	var b pgx.Batch
+	for _, j := range batch {
+		b.Queue(j.query, j.args...)
+	}
+	res := w.pool.SendBatch(ctx, &b)
+	var err error
+	for _, j := range batch {
+		if err = res.QueryRow().Scan(&j.written); err != nil {
+			break
 		}
-		res := tx.SendBatch(ctx, &b)
-		for _, j := range batch {
-			if err := res.QueryRow().Scan(&j.written); err != nil {
-				res.Close()
-				return err
-			}
-		}
-		return res.Close()
-	})
+	}
+	// Close reads up to the end of the batch: only then has it committed.
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
 	for _, j := range batch {
 		if err != nil {
 			j.err = w.pool.QueryRow(ctx, j.query, j.args...).Scan(&j.written)
