@@ -658,7 +658,9 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		first := t.unwritten
 		t.unwritten = engine.Step{}
 		step.Events = append(first.Events, step.Events...)
-		step.Payloads = append(first.Payloads, step.Payloads...)
+		// Payloads are valid until the state's next Step, which the
+		// first step's have seen: theirs are left out (decoded if needed).
+		step.Payloads = append(make([]any, len(first.Events), len(step.Events)), step.Payloads...)
 	}
 	events := step.Events
 	if len(events) == 0 {
