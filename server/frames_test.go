@@ -82,6 +82,82 @@ func TestSSEEncodesEachEventOnce(t *testing.T) {
 	}
 }
 
+// flushCounter is a ResponseWriter that counts frames and flushes. Its
+// first frame is slow, so that whatever follows queues up meanwhile.
+type flushCounter struct {
+	mu              sync.Mutex
+	header          http.Header
+	body            strings.Builder
+	frames, flushes int
+	slowFirstFrame  time.Duration
+}
+
+func (c *flushCounter) Header() http.Header { return c.header }
+func (c *flushCounter) WriteHeader(int)     {}
+func (c *flushCounter) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	first := c.frames == 0
+	c.frames++
+	c.body.Write(b)
+	c.mu.Unlock()
+	if first {
+		time.Sleep(c.slowFirstFrame)
+	}
+	return len(b), nil
+}
+func (c *flushCounter) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushes++
+}
+
+// A stream that finds several events waiting writes them all and flushes
+// once they are drained, not once per event.
+func TestSSECoalescesFlushes(t *testing.T) {
+	ctx := context.Background()
+	lookup := cairn.NewTool(&cairn.Tool{Name: "lookup", Description: "Look up."},
+		func(ctx context.Context, _ struct{}) (string, error) { return "found", nil })
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Tools: []*cairn.Tool{lookup}, Model: scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: `{}`}}},
+		scripted.Reply{Text: "done"})}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	srv := New(runner, nil)
+	s, err := runner.Start(ctx, "ops", "look", nil)
+	if err != nil || s.Status != cairn.StatusCompleted {
+		t.Fatal(s, err)
+	}
+	// The whole log (7 events) reaches the stream's channel at once while
+	// its first frame is written.
+	w := &flushCounter{header: http.Header{}, slowFirstFrame: 500 * time.Millisecond}
+	sctx, cancel := context.WithCancel(ctx)
+	req := httptest.NewRequestWithContext(sctx, "GET", "/v1/sessions/"+s.ID+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	served := make(chan struct{})
+	go func() { defer close(served); srv.ServeHTTP(w, req) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		done := strings.Contains(w.body.String(), "event: turn_completed")
+		w.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn_completed in the stream:\n%s", w.body.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-served
+	// One flush opens the stream (its headers); the 7 frames need one more.
+	if w.frames != 7 || w.flushes > 2 {
+		t.Fatalf("%d frames, %d flushes; want 7 frames and at most 2 flushes", w.frames, w.flushes)
+	}
+}
+
 // BenchmarkSSEFanout: one turn (a message in, the answer out: 3 events) of
 // a session that N clients follow over SSE; an op ends when every client
 // has the turn's last event. Compare N=1 with N=100 (issue 15: ≤ 5×).

@@ -84,6 +84,9 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
 		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	if opts.MeterProvider != nil {
 		_, err := opts.MeterProvider.Meter("github.com/cairnhq/cairn/server").Int64ObservableGauge("cairn.sse.streams",
 			metric.WithDescription("Open event streams (SSE) of this server: per session and the cross-session feed."),
@@ -96,9 +99,6 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		if err != nil {
 			s.log.Error("metrics: cairn.sse.streams", "err", err)
 		}
-	}
-	if s.log == nil {
-		s.log = slog.Default()
 	}
 	s.streams.maxPer, s.streams.maxTotal, s.streamIdle = opts.MaxStreamsPerSession, opts.MaxStreams, opts.StreamIdle
 	if s.streams.maxPer <= 0 {

@@ -190,8 +190,6 @@ func (w *writer) commit(batch []*job) {
 		finish(nil)
 		return
 	}
-	w.batches.Add(1)
-	w.writes.Add(int64(len(taken)))
 	if _, err := w.exec(ctx, `COMMIT`); err != nil {
 		rollback() // a failed COMMIT may leave the transaction open
 		err = fmt.Errorf("sqlite: commit: %w", err)
@@ -203,6 +201,8 @@ func (w *writer) commit(batch []*job) {
 		finish(nil)
 		return
 	}
+	w.batches.Add(1)
+	w.writes.Add(int64(len(taken)))
 	for _, j := range taken {
 		if j.err == nil && j.after != nil {
 			j.after()
