@@ -114,9 +114,10 @@ func (c DriverCore) Step(st *engine.State, in engine.Input, now time.Time) (engi
 	return c.r.compiled.Load().machine.Step(st, in, now)
 }
 
-// CallModel performs a CallModel effect.
-func (c DriverCore) CallModel(ctx context.Context, sessionID string, eff engine.CallModel) (*model.Response, error) {
-	return c.r.callModel(ctx, sessionID, eff)
+// CallModel performs a CallModel effect of a session whose last event has
+// seq after (the place of its text deltas among the session's events).
+func (c DriverCore) CallModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
+	return c.r.callModel(ctx, sessionID, after, eff)
 }
 
 // RunTools performs a RunTools effect.

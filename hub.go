@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -36,11 +37,34 @@ type subscriber struct {
 	ch     chan Event
 	last   int64 // seq of the last event delivered
 	behind bool  // events after last exist that the worker must deliver
+	// held keeps, in order, text deltas whose place is after events this
+	// subscriber has not been sent yet (or that found its channel full):
+	// they go out right after those events, before the next ones.
+	held []heldDelta
+	// reply is the reply (the seq its deltas follow) whose first delta
+	// this subscriber was given: a later delta of another reply means it
+	// came in after that reply began.
+	reply int64
+	// muted: deltas were skipped and a model_deltas_skipped marker is
+	// sent (or held) in their place; no delta goes out until a reply
+	// begins while the subscriber is caught up.
+	muted bool
 }
 
-// subscriberBuffer is each subscriber's channel capacity; past it the
-// subscriber is behind and is served from the store.
-const subscriberBuffer = 64
+// heldDelta is a text delta (or a skip marker) waiting for its place.
+type heldDelta struct {
+	after int64 // the seq of the last event recorded before it
+	ev    Event
+}
+
+const (
+	// subscriberBuffer is each subscriber's channel capacity; past it the
+	// subscriber is behind and is served from the store.
+	subscriberBuffer = 64
+	// maxHeldDeltas bounds the deltas a subscriber holds for their place;
+	// past it the rest of the reply is skipped, with a marker.
+	maxHeldDeltas = 256
+)
 
 func (h *hub) init() {
 	if h.subs == nil {
@@ -84,7 +108,10 @@ func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
 	}
 }
 
-// published delivers events this process just committed.
+// published delivers events this process just committed, to every
+// subscriber they continue, also one the change feed has already marked
+// behind: the store may echo a commit before its writer gets here, and the
+// turn's next deltas must find the subscriber caught up.
 func (h *hub) published(session string, events []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -98,9 +125,7 @@ func (h *hub) published(session string, events []Event) {
 	}
 	poke := false
 	for sub := range subs {
-		if !sub.behind && !sub.deliver(events) {
-			sub.behind = true
-		}
+		sub.behind = !sub.deliver(events) || sub.last < h.latest[session]
 		poke = poke || sub.behind
 	}
 	if poke {
@@ -108,18 +133,14 @@ func (h *hub) published(session string, events []Event) {
 	}
 }
 
-// delta passes on an unstored event (a text delta) to subscribers that are
-// up to date; one that is behind or full misses it.
-func (h *hub) delta(session string, ev Event) {
+// delta passes on an unstored event (a text delta of one model reply) to
+// every subscriber, in its place: after the event with seq after, the last
+// one recorded before the model call. first marks the reply's first delta.
+func (h *hub) delta(session string, after int64, first bool, ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs[session] {
-		if !sub.behind || sub.last >= h.latest[session] {
-			select {
-			case sub.ch <- ev:
-			default:
-			}
-		}
+		sub.delta(after, first, ev)
 	}
 }
 
@@ -150,8 +171,9 @@ func (h *hub) changed(c store.Change) {
 	}
 }
 
-// deliver sends the events after sub.last, in order, without blocking. It
-// reports whether all of them fit; it stops at a gap.
+// deliver sends the events after sub.last, in order, without blocking, each
+// after the held deltas that come before it. It reports whether all of them,
+// and the deltas that follow the last, fit; it stops at a gap.
 func (sub *subscriber) deliver(events []Event) bool {
 	for _, ev := range events {
 		switch {
@@ -160,14 +182,91 @@ func (sub *subscriber) deliver(events []Event) bool {
 		case ev.Seq != sub.last+1:
 			return false // a gap: the worker reads it from the store
 		}
-		select {
-		case sub.ch <- ev:
-			sub.last = ev.Seq
-		default:
+		if sub.flush(); sub.due() || !sub.send(ev) {
 			return false
 		}
+		sub.last = ev.Seq
 	}
-	return true
+	sub.flush()
+	return !sub.due()
+}
+
+// delta places one text delta of the reply that follows seq after: sent at
+// once when the subscriber has every event before it, else held until it
+// has. A delta that finds no room skips the rest of its reply, and so does
+// a subscriber that came in after the reply began: a model_deltas_skipped
+// marker takes their place, so the deltas a stream carries are always a
+// beginning of the reply's text and model_response has the whole of it.
+func (sub *subscriber) delta(after int64, first bool, ev Event) {
+	sub.flush()
+	caughtUp := len(sub.held) == 0 && sub.last >= after
+	switch {
+	case sub.muted && !(first && caughtUp):
+		return // the marker covers it
+	case first:
+		sub.muted, sub.reply = false, after
+	case after != sub.reply:
+		sub.skip(after, ev, skippedJoined)
+		return
+	}
+	if caughtUp && sub.send(ev) {
+		return
+	}
+	if len(sub.held) >= maxHeldDeltas {
+		sub.skip(after, ev, skippedBehind)
+		return
+	}
+	sub.held = append(sub.held, heldDelta{after, ev})
+}
+
+// Why a stream skipped deltas (model_deltas_skipped's reason).
+const (
+	skippedBehind = "behind" // its reader fell behind the reply
+	skippedJoined = "joined" // it started after the reply began
+)
+
+// skip mutes sub's deltas from here and puts the marker in their place.
+// At most one marker is held beyond maxHeldDeltas: a muted subscriber holds
+// no deltas.
+func (sub *subscriber) skip(after int64, ev Event, reason string) {
+	sub.muted = true
+	marker := Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
+		Data: []byte(`{"reason":"` + reason + `"}`)}
+	if len(sub.held) == 0 && sub.last >= after && sub.send(marker) {
+		return
+	}
+	sub.held = append(sub.held, heldDelta{after, marker})
+}
+
+// flush sends, in order, the held deltas whose events sub has, while its
+// channel has room.
+func (sub *subscriber) flush() {
+	n := 0
+	for n < len(sub.held) && sub.held[n].after <= sub.last && sub.send(sub.held[n].ev) {
+		n++
+	}
+	switch {
+	case n == len(sub.held):
+		sub.held = nil
+	case n > 0:
+		sub.held = sub.held[n:]
+	}
+}
+
+// due reports whether a held delta is due (its events delivered) but did
+// not fit: nothing more may go out before it.
+func (sub *subscriber) due() bool {
+	return len(sub.held) > 0 && sub.held[0].after <= sub.last
+}
+
+// send puts ev on the channel if there is room.
+func (sub *subscriber) send(ev Event) bool {
+	select {
+	case sub.ch <- ev:
+		return true
+	default:
+		return false
+	}
 }
 
 // run is the worker: it serves subscribers that are behind from the store

@@ -503,8 +503,12 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, e
 // Subscribe delivers a session's events with seq > after, in seq order with
 // no gap and none twice, as they are recorded by this or any other process
 // sharing the store, and model text deltas of this process's turns as they
-// stream, until cancel is called. A subscriber that falls behind misses
-// nothing recorded: the events it lacks are read back from the store.
+// stream, each after the events recorded before its model call, until
+// cancel is called. A subscriber that falls behind misses nothing recorded:
+// the events it lacks are read back from the store. Deltas are not stored:
+// a subscriber that lags a reply, or comes in after it began, gets one
+// EventModelDeltasSkipped instead of the rest of that reply's deltas, so
+// the deltas it gets begin the reply's text (model_response has it all).
 func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
 	return r.hub.subscribe(sessionID, after)
 }
@@ -836,7 +840,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 	case engine.CallModel:
 		var resp *model.Response
 		var err error
-		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, eff) })
+		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, st.Seq, eff) })
 		in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
 		if err != nil && t != nil && (t.cancelRequested.Load() || r.halt.Load()) {
 			in = nil // dropped on purpose: the caller decides again
@@ -879,13 +883,17 @@ func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State
 	return fmt.Errorf("session %s: turn interrupted (recorded; another runner takes it over): %w", st.SessionID, cause)
 }
 
-func (r *Runner) callModel(ctx context.Context, sessionID string, eff engine.CallModel) (*model.Response, error) {
+// callModel runs one model call; after is the seq of the session's last
+// event, which its text deltas follow.
+func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
 	req := *eff.Request
+	first := true
 	req.OnTextDelta = func(delta string) {
 		data, _ := json.Marshal(map[string]string{"text": delta})
 		ev := Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
-		r.hub.delta(sessionID, ev)
+		r.hub.delta(sessionID, after, first, ev)
+		first = false
 		observe(ctx, ev)
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)

@@ -58,5 +58,6 @@ const (
 	CancelTop = session.CancelTop
 	CancelAll = session.CancelAll
 
-	EventModelDelta = session.EventModelDelta
+	EventModelDelta         = session.EventModelDelta
+	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/cairnhq/cairn"
@@ -48,7 +49,10 @@ type turnReader struct {
 	asked    map[string]string // interrupt id → call id, of approvals and questions
 	denied   map[string]bool
 	decided  map[string]bool // interrupts a decision of the learnt log answered
-	streamed bool            // the open model call streamed its text
+	// streamed is the text the open model call streamed. Deltas are a
+	// beginning of the reply (a stream that skips some skips the rest, with
+	// a model_deltas_skipped marker): its model_response adds what is left.
+	streamed strings.Builder
 }
 
 func newTurnReader(sink turnSink) *turnReader {
@@ -132,7 +136,7 @@ func (t *turnReader) observe(ev cairn.Event) {
 	case cairn.EventModelDelta:
 		var d struct{ Text string }
 		if talking && json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
-			t.streamed = true
+			t.streamed.WriteString(d.Text)
 			t.sink.textDelta(d.Text)
 		}
 	case session.EventModelResponse:
@@ -149,10 +153,13 @@ func (t *turnReader) observe(ev cairn.Event) {
 		if !talking || json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}
-		if !t.streamed && d.Message.Content != "" {
-			t.sink.textDelta(d.Message.Content)
+		// The text the deltas did not carry; none when they do not begin
+		// it (a provider that rewrites its text at the end keeps what it
+		// streamed).
+		if rest, ok := strings.CutPrefix(d.Message.Content, t.streamed.String()); ok && rest != "" {
+			t.sink.textDelta(rest)
 		}
-		t.streamed = false
+		t.streamed.Reset()
 		calls := make([]shownCall, 0, len(d.Message.ToolCalls))
 		for _, c := range d.Message.ToolCalls {
 			id := t.callID(ev.Frame, c.ID)

@@ -7,7 +7,7 @@ import (
 
 // Event is one immutable entry of a session's log. Data is the JSON payload
 // of its Type; docs/http-api.md lists the types and their data. Events with
-// Seq 0 (type EventModelDelta) are streamed to subscribers and never stored.
+// Seq 0 (types EventModelDelta and EventModelDeltasSkipped) are streamed to subscribers and never stored.
 type Event struct {
 	Seq  int64     `json:"seq"`
 	Type string    `json:"type"`
@@ -42,4 +42,9 @@ const (
 	// EventModelDelta is streamed text, never stored (Seq 0); only for
 	// agents whose model streams.
 	EventModelDelta = "model_delta"
+	// EventModelDeltasSkipped (Seq 0, never stored) tells a subscriber that
+	// it does not get the rest of the reply's deltas (its reader fell
+	// behind, or it came in after the reply began): the deltas it got are
+	// a beginning of the text, and the reply's model_response has all of it.
+	EventModelDeltasSkipped = "model_deltas_skipped"
 )

@@ -29,7 +29,10 @@ type MirrorArgs struct {
 // ModelArgs are a CallModel effect.
 type ModelArgs struct {
 	SessionID string
-	Effect    engine.CallModel
+	// Seq is the seq of the session's last event when the call starts: its
+	// text deltas follow it (0 in histories written before it was added).
+	Seq    int64 `json:",omitempty"`
+	Effect engine.CallModel
 }
 
 // ModelResult is a model call's outcome: a response, or why it failed (a
@@ -72,7 +75,7 @@ func (a *Activities) Mirror(ctx context.Context, in MirrorArgs) error {
 func (a *Activities) Model(ctx context.Context, in ModelArgs) (ModelResult, error) {
 	var resp *model.Response
 	var err error
-	a.beating(ctx, func(ctx context.Context) { resp, err = a.core.CallModel(ctx, in.SessionID, in.Effect) })
+	a.beating(ctx, func(ctx context.Context) { resp, err = a.core.CallModel(ctx, in.SessionID, in.Seq, in.Effect) })
 	if ctx.Err() != nil {
 		return ModelResult{}, ctx.Err() // cancelled: the workflow decides
 	}

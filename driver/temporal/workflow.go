@@ -314,7 +314,7 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 		})
 		var out ModelResult
-		err := workflow.ExecuteActivity(actx, ActivityModel, ModelArgs{SessionID: r.st.SessionID, Effect: eff}).Get(tctx, &out)
+		err := workflow.ExecuteActivity(actx, ActivityModel, ModelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff}).Get(tctx, &out)
 		switch {
 		case r.cancelled:
 			return engine.Cancel{Scope: session.CancelAll}, nil
