@@ -47,7 +47,7 @@ type subscriber struct {
 	reply int64
 	// muted: deltas were skipped and a model_deltas_skipped marker is
 	// sent (or held) in their place; no delta goes out until a reply
-	// begins while the subscriber is caught up.
+	// begins while there is room to hold its deltas.
 	muted bool
 }
 
@@ -199,17 +199,16 @@ func (sub *subscriber) deliver(events []Event) bool {
 // beginning of the reply's text and model_response has the whole of it.
 func (sub *subscriber) delta(after int64, first bool, ev Event) {
 	sub.flush()
-	caughtUp := len(sub.held) == 0 && sub.last >= after
 	switch {
-	case sub.muted && !(first && caughtUp):
-		return // the marker covers it
+	case sub.muted && (!first || len(sub.held) >= maxHeldDeltas):
+		return // the marker covers it: at most one is held beyond the deltas
 	case first:
 		sub.muted, sub.reply = false, after
 	case after != sub.reply:
 		sub.skip(after, ev, skippedJoined)
 		return
 	}
-	if caughtUp && sub.send(ev) {
+	if len(sub.held) == 0 && sub.last >= after && sub.send(ev) {
 		return
 	}
 	if len(sub.held) >= maxHeldDeltas {
@@ -226,8 +225,6 @@ const (
 )
 
 // skip mutes sub's deltas from here and puts the marker in their place.
-// At most one marker is held beyond maxHeldDeltas: a muted subscriber holds
-// no deltas.
 func (sub *subscriber) skip(after int64, ev Event, reason string) {
 	sub.muted = true
 	marker := Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,

@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -152,9 +153,10 @@ func TestDeltasWaitForTheirEvents(t *testing.T) {
 
 // A subscriber that cannot take a reply's deltas as fast as they come gets
 // as many as fit, then a model_deltas_skipped marker and none of the rest of
-// that reply: what it streamed is a beginning of the text, and the marker
-// comes before the reply's model_response. Its memory stays bounded, and
-// the next reply streams again once it has caught up.
+// that reply, nor of a reply that begins while it is still as far behind:
+// what it streamed is a beginning of the text, and the marker comes before
+// the reply's model_response. Its memory stays bounded, and a reply that
+// begins once there is room streams again.
 func TestSlowSubscriberGetsAMarker(t *testing.T) {
 	m := store.NewMemory()
 	appendEvents(t, m, 1, 3)
@@ -170,9 +172,12 @@ func TestSlowSubscriberGetsAMarker(t *testing.T) {
 		}
 		h.mu.Unlock()
 	}
-	h.published("s1", appendEvents(t, m, 4, 4)) // the reply's model_response
+	// A reply that begins while the subscriber is still as far behind is
+	// skipped too, under the same marker: none of its deltas, no second one.
+	h.delta("s1", 4, true, textDelta(-1))
+	h.published("s1", appendEvents(t, m, 4, 5)) // the replies' model_responses
 	var got []Event
-	for len(got) == 0 || got[len(got)-1].Seq != 4 {
+	for len(got) == 0 || got[len(got)-1].Seq != 5 {
 		select {
 		case ev := <-ch:
 			got = append(got, ev)
@@ -181,8 +186,8 @@ func TestSlowSubscriberGetsAMarker(t *testing.T) {
 		}
 	}
 	kept := subscriberBuffer + maxHeldDeltas
-	if len(got) != kept+2 {
-		t.Fatalf("got %d events, want %d deltas, the marker and seq 4", len(got), kept)
+	if len(got) != kept+3 || got[kept+1].Seq != 4 {
+		t.Fatalf("got %d events, want %d deltas, the marker, seq 4 and 5", len(got), kept)
 	}
 	for i, ev := range got[:kept] {
 		if want := fmt.Sprintf(`{"text":"%d "}`, i); string(ev.Data) != want {
@@ -192,7 +197,7 @@ func TestSlowSubscriberGetsAMarker(t *testing.T) {
 	if mk := got[kept]; mk.Type != EventModelDeltasSkipped || string(mk.Data) != `{"reason":"behind"}` {
 		t.Fatalf("after the deltas that fit: %s %s, want the marker", mk.Type, mk.Data)
 	}
-	h.delta("s1", 4, true, textDelta(0)) // the next reply
+	h.delta("s1", 5, true, textDelta(0)) // a reply that begins once it has caught up
 	if ev := <-ch; ev.Type != EventModelDelta {
 		t.Fatalf("the next reply: %s, want its delta", ev.Type)
 	}
@@ -217,4 +222,185 @@ func TestSubscriberJoiningMidReplyGetsAMarker(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %s\nwant %s", strings.Join(got, " "), want)
 	}
+}
+
+// FuzzHubPlacesEveryDelta plays a turn of this process against one
+// subscriber, in the interleaving the input picks: the turn's commits,
+// each handed to the hub after it is stored (published) and echoed by the
+// store's feed at any time after that, also before; its replies' deltas,
+// each after the commit before it was handed over; a resync; the worker's
+// store reads, with other steps run in the middle of a read; the reader
+// taking what it was sent; and the subscriber coming in at any point, from
+// any seq. Whatever the order, the subscriber gets every event once in seq
+// order, each delta after the event its reply follows and before the next,
+// every delta of a reply that began after it subscribed, and of a reply
+// it joined midway a marker and no delta.
+func FuzzHubPlacesEveryDelta(f *testing.F) {
+	f.Add([]byte{6, 0, 1, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{6, 5, 0, 2, 1, 0, 0, 4, 5, 0, 2, 0, 1, 0, 0})
+	f.Add([]byte{0, 1, 0, 6, 0, 0, 2, 0, 4, 7, 0, 1, 5, 0, 0, 0})
+	f.Add([]byte{0, 0, 0, 14, 4, 2, 0, 0, 0, 5, 4, 0, 0, 0, 7, 4, 0, 5})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 1000 {
+			return
+		}
+		ctx := context.Background()
+		mem := store.NewMemory()
+		appendEvents(t, mem, 1, 1)
+		h := &hub{}
+		var (
+			ch        <-chan Event
+			subAfter  = int64(-1) // the subscriber's after; -1: not subscribed
+			seq       = int64(1)  // stored
+			unhanded  []Event     // stored, not yet handed to the hub
+			echoes    []int64     // stored commits the feed has not echoed yet
+			replies   []int       // deltas sent per reply, by reply number
+			replyAt   []int64     // the seq each reply follows
+			joinedAt  = -1        // the reply in progress when the subscriber came in
+			before    int         // replies whose first delta went out before it came in
+			deltaLeft int
+			got       []Event
+			reading   bool
+		)
+		h.store = echoStore{Store: mem, during: func() {}}
+		step := func(op byte) {
+			switch op % 8 {
+			case 0: // the turn's next move
+				switch {
+				case len(unhanded) > 0:
+					h.published("s1", unhanded)
+					unhanded = nil
+					if len(replies) < 12 {
+						replies, replyAt = append(replies, 0), append(replyAt, seq)
+						deltaLeft = int(op/8)%6 + 1
+					}
+				case deltaLeft > 0:
+					i := len(replies) - 1
+					data := fmt.Sprintf(`{"reply":%d,"n":%d}`, i, replies[i])
+					h.delta("s1", replyAt[i], replies[i] == 0, Event{Type: EventModelDelta, Data: []byte(data)})
+					replies[i]++
+					deltaLeft--
+				default:
+					n := int64(op/8)%2 + 1
+					unhanded = appendEvents(t, mem, seq+1, seq+n)
+					seq += n
+					echoes = append(echoes, seq)
+				}
+			case 1, 2: // the feed echoes the oldest stored commit
+				if len(echoes) > 0 {
+					h.changed(store.Change{SessionID: "s1", Seq: echoes[0]})
+					echoes = echoes[1:]
+				}
+			case 3:
+				h.changed(store.Change{}) // the feed lost changes: resync
+			case 4:
+				if !reading {
+					reading = true
+					h.catchUp(ctx)
+					reading = false
+				}
+			case 5:
+				for ch != nil && len(ch) > 0 {
+					got = append(got, <-ch)
+				}
+			case 6:
+				if subAfter < 0 {
+					subAfter = int64(op/8) % (seq + 1)
+					for i, n := range replies {
+						if n > 0 {
+							before = i + 1
+						}
+					}
+					if deltaLeft > 0 && before == len(replies) {
+						joinedAt = len(replies) - 1
+					}
+					var cancel func()
+					ch, cancel = h.subscribe("s1", subAfter)
+					t.Cleanup(cancel)
+				}
+			}
+		}
+		for i := 0; i < len(ops); i++ {
+			if op := ops[i]; op%8 == 7 && i+1 < len(ops) && ops[i+1]%8 != 4 && ops[i+1]%8 != 7 {
+				// The next step happens in the middle of the worker's next
+				// store read (or not at all, if no read comes).
+				i++
+				next := ops[i]
+				h.store = echoStore{Store: mem, during: func() {
+					h.store = echoStore{Store: mem, during: func() {}}
+					step(next)
+				}}
+				continue
+			}
+			step(ops[i])
+		}
+		// The turn ends and everything is taken.
+		for deltaLeft > 0 || len(unhanded) > 0 {
+			step(0)
+		}
+		h.store = echoStore{Store: mem, during: func() {}}
+		if subAfter < 0 {
+			return
+		}
+		for range 1000 {
+			for len(ch) > 0 {
+				got = append(got, <-ch)
+			}
+			if len(got) > 0 && got[len(got)-1].Seq == seq || subAfter >= seq {
+				break
+			}
+			h.catchUp(ctx)
+		}
+
+		last := subAfter
+		seen := map[int]int{}    // reply → deltas received
+		marked := map[int]bool{} // replies with a marker after their last received delta
+		reply := -1              // the reply whose slot the stream is in
+		for _, ev := range got {
+			switch ev.Type {
+			case EventModelDelta:
+				var d struct{ Reply, N int }
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				if replyAt[d.Reply] != last {
+					t.Fatalf("reply %d's delta %d after seq %d, want after %d", d.Reply, d.N, last, replyAt[d.Reply])
+				}
+				if d.N != seen[d.Reply] || marked[d.Reply] {
+					t.Fatalf("reply %d: delta %d after %d deltas (marked: %v)", d.Reply, d.N, seen[d.Reply], marked[d.Reply])
+				}
+				seen[d.Reply]++
+				reply = d.Reply
+			case EventModelDeltasSkipped:
+				for i, at := range replyAt {
+					if at == last {
+						reply = i
+					}
+				}
+				marked[reply] = true
+			default:
+				if ev.Seq != last+1 {
+					t.Fatalf("event %d after %d", ev.Seq, last)
+				}
+				last = ev.Seq
+			}
+		}
+		if last != max(seq, subAfter) {
+			t.Fatalf("the stream ends at seq %d, want %d", last, seq)
+		}
+		for i, n := range replies {
+			switch {
+			case i < before && i != joinedAt:
+				if seen[i] > 0 {
+					t.Fatalf("reply %d, over before the subscription, streamed to it", i)
+				}
+			case i == joinedAt:
+				if seen[i] > 0 || !marked[i] {
+					t.Fatalf("joined reply %d: %d deltas, marked %v; want none and a marker", i, seen[i], marked[i])
+				}
+			case seen[i] != n:
+				t.Fatalf("reply %d: %d of %d deltas reached a subscriber that had come in before it", i, seen[i], n)
+			}
+		}
+	})
 }

@@ -507,8 +507,9 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, e
 // cancel is called. A subscriber that falls behind misses nothing recorded:
 // the events it lacks are read back from the store. Deltas are not stored:
 // a subscriber that lags a reply, or comes in after it began, gets one
-// EventModelDeltasSkipped instead of the rest of that reply's deltas, so
-// the deltas it gets begin the reply's text (model_response has it all).
+// EventModelDeltasSkipped instead of the rest of that reply's deltas (and
+// of replies that begin while it is that far behind), so the deltas it gets
+// of a reply begin its text (model_response has it all).
 func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
 	return r.hub.subscribe(sessionID, after)
 }

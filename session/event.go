@@ -44,7 +44,9 @@ const (
 	EventModelDelta = "model_delta"
 	// EventModelDeltasSkipped (Seq 0, never stored) tells a subscriber that
 	// it does not get the rest of the reply's deltas (its reader fell
-	// behind, or it came in after the reply began): the deltas it got are
-	// a beginning of the text, and the reply's model_response has all of it.
+	// behind, or it came in after the reply began), nor those of replies
+	// that begin while it is that far behind: the deltas it got of a reply
+	// are a beginning of its text, and the reply's model_response has all
+	// of it.
 	EventModelDeltasSkipped = "model_deltas_skipped"
 )

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,5 +84,73 @@ func TestWALStaysBoundedUnderLoad(t *testing.T) {
 	t.Logf("database %d KB, largest WAL %d KB, %d reads", db.Size()>>10, maxWAL.Load()>>10, reads.Load())
 	if maxWAL.Load() > 4*db.Size()+16<<20 {
 		t.Fatalf("the WAL reached %d KB against a %d KB database", maxWAL.Load()>>10, db.Size()>>10)
+	}
+}
+
+// A RESTART checkpoint that finds a reader still on old frames is tried
+// again with twice the wait each time (on a loaded machine reads outlast
+// any one fixed wait: with 100 ms every time, TestWALStaysBoundedUnderLoad
+// saw the WAL reach 11× the database), and the wait starts over once one
+// succeeds.
+func TestRestartWaitGrowsWhileReadersOutlastIt(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seq := int64(0)
+	commit := func(n int) {
+		t.Helper()
+		for range n {
+			seq++
+			now := time.Now()
+			h := store.Head{ID: "s", Agent: "main", Status: "running", Seq: seq, CreatedAt: now, UpdatedAt: now, Summary: []byte(`{}`)}
+			if err := s.Append(ctx, h, seq-1, []session.Event{{Seq: seq, Type: "user_message", Time: now, Data: []byte(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// upTo commits until the writer's batch count is the next multiple of
+	// every that is a RESTART's turn, then one more: the writer runs a
+	// RESTART after answering its batch, and has finished it once it
+	// answers the next.
+	upTo := func(every int64) {
+		t.Helper()
+		commit(int(every - s.w.batches.Load()%every))
+		commit(1)
+	}
+	commit(1)
+	// A reader holds a snapshot of the WAL until released.
+	reader, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	tx, err := reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	upTo(checkpointEvery)
+	if !s.w.restartPending || s.w.restartWaitNext != 2*restartWait {
+		t.Fatalf("after a RESTART the reader blocked: pending %v, next wait %s", s.w.restartPending, s.w.restartWaitNext)
+	}
+	upTo(checkpointRetry)
+	if !s.w.restartPending || s.w.restartWaitNext != 4*restartWait {
+		t.Fatalf("after a second: pending %v, next wait %s", s.w.restartPending, s.w.restartWaitNext)
+	}
+	tx.Rollback()
+	upTo(checkpointRetry)
+	if s.w.restartPending {
+		t.Fatal("the RESTART after the reader left did not succeed")
+	}
+	upTo(checkpointEvery)
+	if s.w.restartPending || s.w.restartWaitNext != 2*restartWait {
+		t.Fatalf("the RESTART after a success: pending %v, next wait %s (a failure would wait %s)", s.w.restartPending, s.w.restartWaitNext, s.w.restartWaitNext/2)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/groupcommit"
 )
@@ -29,11 +30,14 @@ const maxBatch = 256
 // the readers of old frames to finish, so the next commit writes from the
 // WAL's start again. It waits at most restartWait, so writes stall little;
 // when readers outlast that, it is tried again every checkpointRetry
-// commits until it succeeds.
+// commits, each time waiting twice as long (up to maxRestartWait), until it
+// succeeds: on a loaded machine reads last longer than any one fixed wait,
+// and with 100 ms every time the WAL reached 11× the database.
 const (
 	checkpointEvery = 128
 	checkpointRetry = 16
-	restartWait     = 100 // ms
+	restartWait     = 100 * time.Millisecond
+	maxRestartWait  = 1600 * time.Millisecond
 )
 
 // conn is what a write runs on: the writer's connection, inside the
@@ -62,8 +66,10 @@ type writer struct {
 	stmts   map[string]*sql.Stmt // prepared on conn
 	// batches and writes count transactions and the writes they held.
 	batches, writes atomic.Int64
-	// restartPending: the last RESTART checkpoint found readers busy.
-	restartPending bool
+	// restartPending: the last RESTART checkpoint found readers busy;
+	// the next waits restartWaitNext.
+	restartPending  bool
+	restartWaitNext time.Duration
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -210,14 +216,19 @@ func (w *writer) commit(batch []*job) {
 	}
 	finish(nil)
 	if n := w.batches.Load(); n%checkpointEvery == 0 || w.restartPending && n%checkpointRetry == 0 {
-		w.restartPending = !w.restart(ctx)
+		wait := restartWait
+		if w.restartPending {
+			wait = w.restartWaitNext
+		}
+		w.restartPending = !w.restart(ctx, wait)
+		w.restartWaitNext = min(2*wait, maxRestartWait)
 	}
 }
 
-// restart runs a RESTART checkpoint that waits at most restartWait for
-// readers, and reports whether the WAL can start over.
-func (w *writer) restart(ctx context.Context) bool {
-	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, restartWait)); err != nil {
+// restart runs a RESTART checkpoint that waits at most wait for readers,
+// and reports whether the WAL can start over.
+func (w *writer) restart(ctx context.Context, wait time.Duration) bool {
+	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, wait.Milliseconds())); err != nil {
 		return false
 	}
 	defer w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout))
