@@ -9,6 +9,7 @@ const state = {
   me: null,
   agents: [],
   inbox: new Map(), // session id → paused session summary
+  seqs: new Map(), // session id → the newest seq seen of it (older states are not applied)
   cards: new Map(), // the inbox cards shown, by session, interrupt and seq
   inboxGen: 0, // the inbox update under way (a newer one stops an older one)
   filters: { kind: '', agent: '', tool: '' },
@@ -174,22 +175,37 @@ function updateCount() {
   document.title = (n ? '(' + n + ') ' : '') + 'Cairn' + (state.view === 'inbox' ? ' inbox' : '');
 }
 
+// newest notes s's seq and reports whether s is at least as new as any state
+// of the session seen before: answers and the feed race (a decision's answer
+// can arrive after the feed's news of the next pause, which it must not undo).
+function newest(s) {
+  if ((state.seqs.get(s.id) || 0) > s.seq) return false;
+  state.seqs.set(s.id, s.seq);
+  return true;
+}
+
 function sessionChanged(s) {
+  if (!newest(s)) return;
   if (s.status === 'paused' && s.interrupts && s.interrupts.length) state.inbox.set(s.id, s);
   else state.inbox.delete(s.id);
   updateCount();
   updateInboxList();
 }
 
+// loadInbox reads every paused session. Changes the feed brings while it
+// reads are newer than the read and stay: a session the read does not list
+// leaves the inbox only if nothing changed it meanwhile.
 async function loadInbox() {
-  const fresh = new Map();
+  const before = new Map(state.inbox);
+  const listed = new Map();
   let cursor = '';
   do {
     const page = await api('GET', '/v1/sessions?status=paused&limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
-    for (const s of page.sessions) if (s.interrupts.length) fresh.set(s.id, s);
+    for (const s of page.sessions) if (s.interrupts.length) listed.set(s.id, s);
     cursor = page.next_cursor;
   } while (cursor);
-  state.inbox = fresh;
+  for (const [id, s] of state.inbox) if (!listed.has(id) && before.get(id) === s) state.inbox.delete(id);
+  for (const s of listed.values()) if (newest(s)) state.inbox.set(s.id, s);
   updateCount();
   updateInboxList();
 }
