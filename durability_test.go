@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,10 +385,16 @@ func TestStartMergesTheFirstCommit(t *testing.T) {
 // A Start whose first model call is cut short (the caller's context ends)
 // still records the session: its deferred first step goes in the commit
 // that records the interruption, so another runner can take the turn over.
+// The runner itself may do so at once (it then answers), so the log is
+// read up to the interruption.
 func TestStartInterruptedInItsFirstModelCallIsRecorded(t *testing.T) {
 	st := store.NewMemory()
 	calling := make(chan struct{})
+	var calls atomic.Int32
 	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if calls.Add(1) > 1 {
+			return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "taken over"}}, nil
+		}
 		close(calling)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -410,7 +417,9 @@ func TestStartInterruptedInItsFirstModelCallIsRecorded(t *testing.T) {
 	for _, ev := range evs {
 		types = append(types, ev.Type)
 	}
-	if got := strings.Join(types, " "); got != "session_started user_message turn_interrupted" {
+	// Beside a second test suite, the runner's takeover once continued the
+	// turn before this read (its second model call then failed the turn).
+	if got := strings.Join(types, " "); !strings.HasPrefix(got+" ", "session_started user_message turn_interrupted ") {
 		t.Fatalf("log: %s", got)
 	}
 }
