@@ -300,7 +300,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 					reading = false
 				}
 			case 5:
-				for ch != nil && len(ch) > 0 {
+				for len(ch) > 0 {
 					got = append(got, <-ch)
 				}
 			case 6:
