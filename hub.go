@@ -208,14 +208,11 @@ func (sub *subscriber) delta(after int64, first bool, ev Event) {
 		sub.skip(after, ev, skippedJoined)
 		return
 	}
-	if len(sub.held) == 0 && sub.last >= after && sub.send(ev) {
-		return
-	}
 	if len(sub.held) >= maxHeldDeltas {
 		sub.skip(after, ev, skippedBehind)
 		return
 	}
-	sub.held = append(sub.held, heldDelta{after, ev})
+	sub.put(after, ev)
 }
 
 // Why a stream skipped deltas (model_deltas_skipped's reason).
@@ -227,12 +224,17 @@ const (
 // skip mutes sub's deltas from here and puts the marker in their place.
 func (sub *subscriber) skip(after int64, ev Event, reason string) {
 	sub.muted = true
-	marker := Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
-		Data: []byte(`{"reason":"` + reason + `"}`)}
-	if len(sub.held) == 0 && sub.last >= after && sub.send(marker) {
+	sub.put(after, Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
+		Data: []byte(`{"reason":"` + reason + `"}`)})
+}
+
+// put sends ev (a delta or a marker following seq after) at once when
+// nothing waits before it and the channel has room, else holds it.
+func (sub *subscriber) put(after int64, ev Event) {
+	if len(sub.held) == 0 && sub.last >= after && sub.send(ev) {
 		return
 	}
-	sub.held = append(sub.held, heldDelta{after, marker})
+	sub.held = append(sub.held, heldDelta{after, ev})
 }
 
 // flush sends, in order, the held deltas whose events sub has, while its

@@ -260,9 +260,9 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 			before    int         // replies whose first delta went out before it came in
 			deltaLeft int
 			got       []Event
-			reading   bool
 		)
-		h.store = echoStore{Store: mem, during: func() {}}
+		plain := echoStore{Store: mem, during: func() {}}
+		h.store = plain
 		step := func(op byte) {
 			switch op % 8 {
 			case 0: // the turn's next move
@@ -294,11 +294,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 			case 3:
 				h.changed(store.Change{}) // the feed lost changes: resync
 			case 4:
-				if !reading {
-					reading = true
-					h.catchUp(ctx)
-					reading = false
-				}
+				h.catchUp(ctx)
 			case 5:
 				for len(ch) > 0 {
 					got = append(got, <-ch)
@@ -327,7 +323,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 				i++
 				next := ops[i]
 				h.store = echoStore{Store: mem, during: func() {
-					h.store = echoStore{Store: mem, during: func() {}}
+					h.store = plain
 					step(next)
 				}}
 				continue
@@ -338,7 +334,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 		for deltaLeft > 0 || len(unhanded) > 0 {
 			step(0)
 		}
-		h.store = echoStore{Store: mem, during: func() {}}
+		h.store = plain
 		if subAfter < 0 {
 			return
 		}

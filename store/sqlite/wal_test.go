@@ -137,20 +137,20 @@ func TestRestartWaitGrowsWhileReadersOutlastIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	upTo(checkpointEvery)
-	if !s.w.restartPending || s.w.restartWaitNext != 2*restartWait {
-		t.Fatalf("after a RESTART the reader blocked: pending %v, next wait %s", s.w.restartPending, s.w.restartWaitNext)
+	if s.w.retryWait != 2*restartWait {
+		t.Fatalf("after a RESTART the reader blocked: next wait %s, want %s", s.w.retryWait, 2*restartWait)
 	}
 	upTo(checkpointRetry)
-	if !s.w.restartPending || s.w.restartWaitNext != 4*restartWait {
-		t.Fatalf("after a second: pending %v, next wait %s", s.w.restartPending, s.w.restartWaitNext)
+	if s.w.retryWait != 4*restartWait {
+		t.Fatalf("after a second: next wait %s, want %s", s.w.retryWait, 4*restartWait)
 	}
 	tx.Rollback()
 	upTo(checkpointRetry)
-	if s.w.restartPending {
-		t.Fatal("the RESTART after the reader left did not succeed")
+	if s.w.retryWait != 0 {
+		t.Fatalf("the RESTART after the reader left did not succeed: next wait %s", s.w.retryWait)
 	}
 	upTo(checkpointEvery)
-	if s.w.restartPending || s.w.restartWaitNext != 2*restartWait {
-		t.Fatalf("the RESTART after a success: pending %v, next wait %s (a failure would wait %s)", s.w.restartPending, s.w.restartWaitNext, s.w.restartWaitNext/2)
+	if s.w.retryWait != 0 {
+		t.Fatalf("a later RESTART failed: next wait %s", s.w.retryWait)
 	}
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -66,10 +67,9 @@ type writer struct {
 	stmts   map[string]*sql.Stmt // prepared on conn
 	// batches and writes count transactions and the writes they held.
 	batches, writes atomic.Int64
-	// restartPending: the last RESTART checkpoint found readers busy;
-	// the next waits restartWaitNext.
-	restartPending  bool
-	restartWaitNext time.Duration
+	// retryWait is the wait of the next RESTART when the last one found
+	// readers busy (0: it did not).
+	retryWait time.Duration
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -215,13 +215,12 @@ func (w *writer) commit(batch []*job) {
 		}
 	}
 	finish(nil)
-	if n := w.batches.Load(); n%checkpointEvery == 0 || w.restartPending && n%checkpointRetry == 0 {
-		wait := restartWait
-		if w.restartPending {
-			wait = w.restartWaitNext
+	if n := w.batches.Load(); n%checkpointEvery == 0 || w.retryWait > 0 && n%checkpointRetry == 0 {
+		wait := cmp.Or(w.retryWait, restartWait)
+		w.retryWait = 0
+		if !w.restart(ctx, wait) {
+			w.retryWait = min(2*wait, maxRestartWait)
 		}
-		w.restartPending = !w.restart(ctx, wait)
-		w.restartWaitNext = min(2*wait, maxRestartWait)
 	}
 }
 
