@@ -61,6 +61,12 @@ type File struct {
 	// PublicURL is how people reach the server (https://cairn.example.org):
 	// action links in webhooks and inbox links are built from it.
 	PublicURL string `yaml:"public_url"`
+	// AllowedHosts are Host names a server without auth answers to besides
+	// loopback names and public_url's host (docs/web.md).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are web origins besides the server's own that may
+	// send state-changing requests (docs/web.md).
+	AllowedOrigins []string `yaml:"allowed_origins"`
 	// Webhooks are told about interrupts and ended turns; see docs/webhooks.md.
 	Webhooks []WebhookConfig `yaml:"webhooks"`
 	// Driver runs the turns: local (default: the serving process) or
@@ -253,6 +259,9 @@ type Config struct {
 	MCP *mcp.Hub
 	// PublicURL is public_url, without a trailing slash; empty when unset.
 	PublicURL string
+	// AllowedHosts and AllowedOrigins are allowed_hosts and allowed_origins
+	// (see server.Options).
+	AllowedHosts, AllowedOrigins []string
 	// Webhooks are the webhooks section, secrets read (see
 	// cairn.RunnerOptions.Webhooks); they need PublicURL.
 	Webhooks []cairn.Webhook
@@ -468,6 +477,18 @@ func (l *loader) server(f *File, cfg *Config) error {
 			return l.errf("public_url", "%q is not an absolute http(s) URL like https://cairn.example.org", f.PublicURL)
 		}
 		cfg.PublicURL = strings.TrimRight(f.PublicURL, "/")
+	}
+	for i, h := range f.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/:@ ") {
+			return l.errf(fmt.Sprintf("allowed_hosts[%d]", i), "%q is not a host name: write the name alone, like cairn.internal (no scheme, port or path)", h)
+		}
+	}
+	cfg.AllowedHosts = f.AllowedHosts
+	for i, o := range f.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return l.errf(fmt.Sprintf("allowed_origins[%d]", i), "%q is not a web origin: write scheme://host[:port], like https://app.example.org", o)
+		}
+		cfg.AllowedOrigins = append(cfg.AllowedOrigins, strings.TrimRight(o, "/"))
 	}
 	if cfg.Webhooks, err = l.webhooks(f); err != nil {
 		return err

@@ -343,7 +343,7 @@ func zombiesOnly(pgid int) bool {
 // in the file's terms, with a suggestion where one is close.
 func TestConfigMistakesTeach(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
-		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, auth, driver, lease, mcp_servers, models, public_url, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
+		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, allowed_hosts, allowed_origins, auth, driver, lease, mcp_servers, models, public_url, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
 		{"tool key typo", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `tools.deploy_code.aproval_ttl: unknown key "aproval_ttl"`},
 		{"tool key suggestion", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `did you mean "approval_ttl"?`},
 		{"model key typo", strings.Replace(valid, "{provider: scripted", "{provder: scripted", 1), `models.default.provder: unknown key "provder"`},
@@ -356,6 +356,9 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, anthropic, scripted; did you mean "openai"?`},
 		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
 		{"per-agent script for an unknown agent", strings.Replace(valid, "script: [{text: hi}]", "scripts: {mian: [{text: hi}]}", 1), `models.default.scripts.mian: unknown agent "mian"; defined agents: main; did you mean "main"?`},
+		{"origin with a path", "allowed_origins: [https://app.example.org/inbox]\n" + valid, `allowed_origins[0]: "https://app.example.org/inbox" is not a web origin: write scheme://host[:port]`},
+		{"origin without scheme", "allowed_origins: [app.example.org]\n" + valid, `allowed_origins[0]: "app.example.org" is not a web origin`},
+		{"host with a port", "allowed_hosts: [ok.internal, cairn.internal:8080]\n" + valid, `allowed_hosts[1]: "cairn.internal:8080" is not a host name: write the name alone`},
 		{"script reply typo", strings.Replace(valid, "script: [{text: hi}]", "script: [{txt: hi}]", 1), `models.default.script[0].txt: unknown key "txt" (known here: text, tool_calls); did you mean "text"?`},
 	}
 	for _, c := range cases {

@@ -16,6 +16,7 @@ func FuzzDecodeBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 		var req decisionsRequest
 		if !decodeBody(w, r, &req) && (w.Code != 400 || !strings.Contains(w.Body.String(), `"message"`)) {
 			t.Fatalf("body %q: %d %s", body, w.Code, w.Body)

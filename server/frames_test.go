@@ -133,7 +133,7 @@ func TestSSECoalescesFlushes(t *testing.T) {
 	// its first frame is written.
 	w := &flushCounter{header: http.Header{}, slowFirstFrame: 500 * time.Millisecond}
 	sctx, cancel := context.WithCancel(ctx)
-	req := httptest.NewRequestWithContext(sctx, "GET", "/v1/sessions/"+s.ID+"/events", nil)
+	req := httptest.NewRequestWithContext(sctx, "GET", "http://127.0.0.1/v1/sessions/"+s.ID+"/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	served := make(chan struct{})
 	go func() { defer close(served); srv.ServeHTTP(w, req) }()

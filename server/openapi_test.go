@@ -234,6 +234,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, api.URL+path, strings.NewReader(body))
 		req.Header.Set("Accept", "application/json")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}

@@ -75,6 +75,15 @@ type Options struct {
 	// MeterProvider, when set, receives the server's own metric:
 	// cairn.sse.streams, the open event streams.
 	MeterProvider metric.MeterProvider
+	// AllowedHosts are Host names the server answers to without Tokens,
+	// besides loopback addresses, localhost and BaseURL's host; any other
+	// Host gets 421 (a DNS-rebinding page names its own host). With Tokens
+	// every Host is answered.
+	AllowedHosts []string
+	// AllowedOrigins are web origins (scheme://host[:port]) besides the
+	// server's own from which a browser may send state-changing requests;
+	// any other origin gets 403 forbidden_origin.
+	AllowedOrigins []string
 }
 
 // New returns a server for runner. opts may be nil.
@@ -139,7 +148,12 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("/", s.noEndpoint)
-	s.handler = s.authenticate(s.mux)
+	g, err := newGuard(opts)
+	if err != nil {
+		// Fail closed: the bad origin is simply not trusted.
+		s.log.Error("server options", "err", err)
+	}
+	s.handler = g.wrap(s.authenticate(s.mux))
 	return s
 }
 
@@ -557,6 +571,9 @@ func decodeLenient(w http.ResponseWriter, r *http.Request, v any, limit int64) b
 }
 
 func decodeBodyWith(w http.ResponseWriter, r *http.Request, v any, limit int64, strict bool) bool {
+	if !jsonBody(w, r) {
+		return false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -523,6 +523,7 @@ func TestAuthAndRoles(t *testing.T) {
 	defer srv.Close()
 	as := func(token, method, path, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

@@ -75,6 +75,12 @@ const (
 // browser starts headless Chromium, or skips the test when it is missing.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	return browserWith(t)
+}
+
+// browserWith starts headless Chromium with extra command-line flags.
+func browserWith(t *testing.T, flags ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
@@ -84,6 +90,7 @@ func browser(t *testing.T) context.Context {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1280, 900))
+	opts = append(opts, flags...)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)

@@ -122,7 +122,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 		return err
 	}
 	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
-		Metrics: prom.handler, MeterProvider: prom.provider}).HTTPServer()
+		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
