@@ -371,6 +371,8 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stopping: // a reader: the turn goes on, the client resumes elsewhere
+			return
 		case ev, open := <-events:
 			if !open {
 				return

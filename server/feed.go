@@ -52,6 +52,9 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stopping:
+			stoppingFrame(w, flush)
+			return
 		case <-tick.C:
 			frame = ": keep-alive\n\n"
 		case c, ok := <-changes:

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -29,14 +31,19 @@ const (
 // HTTPServer returns an http.Server serving s with Cairn's timeouts: a
 // client that sends its headers or body too slowly (slowloris), or reads an
 // answer too slowly, is cut off; idle keep-alive connections are closed.
+//
+// Its Shutdown ends the event streams at once (CloseStreams) and waits
+// only for requests that run a turn.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       s.readTimeout,
 		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       IdleTimeout,
 	}
+	srv.RegisterOnShutdown(s.CloseStreams)
+	return srv
 }
 
 // extendWrite gives the next write WriteGrace. Errors mean the writer has
@@ -82,4 +89,37 @@ func (l *streams) acquire(id string) (release func(), reason string, ok bool) {
 			}
 		})
 	}, "", true
+}
+
+// CloseStreams ends every event stream (the per-session and cross-session
+// SSE streams, AI SDK stream resumptions, MCP's GET streams) at once, each
+// with a retry hint, and refuses new ones, so that a stopping server does
+// not wait on readers: browsers and clients reconnect, to another node
+// behind a load balancer, with Last-Event-ID. Requests that run a turn are
+// not ended. HTTPServer's server calls it when Shutdown begins; a caller
+// with its own http.Server registers it with RegisterOnShutdown.
+func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.stopping) }) }
+
+// stoppingFrame tells an SSE client to reconnect soon, elsewhere.
+func stoppingFrame(w http.ResponseWriter, flush func()) {
+	extendWrite(w)
+	io.WriteString(w, "retry: 1000\n: this server is stopping; reconnect with Last-Event-ID\n\n")
+	flush()
+}
+
+// endsOnStop ends the requests of h (a handler that holds long streams of
+// its own, like MCP's) when CloseStreams is called.
+func (s *Server) endsOnStop(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

@@ -36,6 +36,9 @@ type Server struct {
 	// streamIdle ends an event stream that delivered no event for so long.
 	streamIdle time.Duration
 	streams    streams
+	// stopping is closed by CloseStreams: event streams end at once.
+	stopping  chan struct{}
+	closeOnce sync.Once
 	// readTimeout and writeTimeout are HTTPServer's (tests shorten them).
 	readTimeout, writeTimeout time.Duration
 	// openapi is the OpenAPI document, built on first request.
@@ -92,7 +95,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
-		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics}
+		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics, stopping: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -139,7 +142,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	s.mux.HandleFunc("GET /{$}", s.serveIndex)
 	s.mux.HandleFunc("GET /ui/{file}", s.serveUI)
-	mcpHandler := s.mcpHandler()
+	mcpHandler := s.endsOnStop(s.mcpHandler())
 	s.mux.Handle("POST /mcp", mcpHandler)
 	s.mux.Handle("GET /mcp", mcpHandler)
 	s.mux.Handle("DELETE /mcp", mcpHandler)
@@ -492,6 +495,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stopping:
+			stoppingFrame(w, flush)
+			return
 		case <-idle.C:
 			extendWrite(w)
 			io.WriteString(w, ": idle: no event for a while; reconnect with Last-Event-ID to go on\n\n")
@@ -526,6 +532,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 // for the whole response (net/http clears the read deadline once the
 // request is read).
 func (s *Server) openStream(w http.ResponseWriter, id string) (release, flush func(), ok bool) {
+	select {
+	case <-s.stopping:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "stopping", "this server is stopping; reconnect (to another node) with Last-Event-ID")
+		return nil, nil, false
+	default:
+	}
 	release, reason, ok := s.streams.acquire(id)
 	if !ok {
 		w.Header().Set("Retry-After", "5")
