@@ -899,7 +899,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
-	resp, err := generate(ctx, agent.Model, &req)
+	resp, err := limitedGenerate(ctx, agent.Model, &req)
 	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	r.metrics.modelCall(ctx, eff.Agent, time.Since(start), err != nil)
 	if err == nil && resp == nil {
@@ -910,6 +910,34 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	}
 	endSpan(span, err)
 	return resp, err
+}
+
+// limitedGenerate calls the model under its limits (model.LimitsOf): the
+// whole call within Timeout, and a reply of at most MaxReplyBytes, whatever
+// the model. A call a limit ends is a ProviderError with its Code; the
+// caller's own cancellation is returned as is.
+func limitedGenerate(ctx context.Context, m model.Model, req *model.Request) (*model.Response, error) {
+	lim := model.LimitsOf(m)
+	callCtx := ctx
+	if lim.Timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, model.TimedOut("timeout", lim.Timeout))
+		defer cancel()
+	}
+	resp, err := generate(callCtx, m, req)
+	var limit *model.LimitError
+	switch {
+	case err != nil && ctx.Err() == nil && errors.As(context.Cause(callCtx), &limit):
+	case err == nil && resp != nil && lim.MaxReplyBytes > 0 && model.ReplySize(resp.Message) > lim.MaxReplyBytes:
+		limit = model.ReplyTooLarge(lim.MaxReplyBytes)
+	default:
+		return resp, err
+	}
+	provider, name := "model", "?"
+	if d, ok := m.(describer); ok {
+		provider, name = d.Describe()
+	}
+	return nil, model.NewProviderError(provider, name, limit, 0, "", "", 0)
 }
 
 // generate calls the model; a model that panics is a model error, not a

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/template"
@@ -151,6 +152,12 @@ type ModelConfig struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// MaxTokens bounds each response (anthropic; default 4096).
 	MaxTokens int64 `yaml:"max_tokens"`
+	// Timeout bounds a whole call, retries included (default 10m).
+	Timeout string `yaml:"timeout"`
+	// IdleTimeout ends an attempt silent for so long (default 60s).
+	IdleTimeout string `yaml:"idle_timeout"`
+	// MaxReplyBytes bounds a reply: 8MiB (default), 512KiB, 1000000.
+	MaxReplyBytes string `yaml:"max_reply_bytes"`
 	// Script is the scripted provider's replies, played again at every
 	// user message.
 	Script []ScriptReply `yaml:"script"`
@@ -839,6 +846,9 @@ func (l *loader) scripted(p string, mc ModelConfig) (model.Model, error) {
 	}
 	m := scripted.New(replies...)
 	m.Stream = mc.Stream
+	if m.Bounds, err = l.modelLimits(p, mc); err != nil {
+		return nil, err
+	}
 	for _, agent := range sortedKeys(mc.Scripts) {
 		if _, ok := l.agents[agent]; !ok {
 			return nil, l.errf(p+".scripts."+agent, "unknown agent %q; defined agents: %s%s", agent, strings.Join(sortedKeys(l.agents), ", "), didYouMean(agent, sortedKeys(l.agents)))
@@ -912,17 +922,56 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if mc.MaxRetries != nil && (*mc.MaxRetries < 0 || *mc.MaxRetries > 10) {
 			return nil, l.errf(p+".max_retries", "%d is not between 0 and 10", *mc.MaxRetries)
 		}
+		limits, err := l.modelLimits(p, mc)
+		if err != nil {
+			return nil, err
+		}
 		if mc.Provider == "anthropic" {
 			if mc.MaxTokens < 0 {
 				return nil, l.errf(p+".max_tokens", "must be positive")
 			}
-			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens}), nil
+			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens, Limits: limits}), nil
 		}
-		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries}), nil
+		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
 	case "":
 		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
 	}
 	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "anthropic", "scripted"}))
+}
+
+// modelLimits reads a model's timeout, idle_timeout and max_reply_bytes.
+func (l *loader) modelLimits(p string, mc ModelConfig) (model.Limits, error) {
+	var lim model.Limits
+	var err error
+	if lim.Timeout, err = l.duration(p+".timeout", mc.Timeout, 0); err != nil {
+		return lim, err
+	}
+	if lim.IdleTimeout, err = l.duration(p+".idle_timeout", mc.IdleTimeout, 0); err != nil {
+		return lim, err
+	}
+	if mc.MaxReplyBytes != "" {
+		if lim.MaxReplyBytes, err = parseBytes(mc.MaxReplyBytes); err != nil {
+			return lim, l.errf(p+".max_reply_bytes", "%v", err)
+		}
+	}
+	return lim, nil
+}
+
+// parseBytes reads a size: a whole number of bytes, or one with a unit
+// B, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (of 1000).
+func parseBytes(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	units := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+	unit, ok := units[strings.TrimSpace(s[i:])]
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if !ok || err != nil || n <= 0 || n > (1<<40)/unit {
+		return 0, fmt.Errorf("%q is not a size like 8MiB, 512KiB or 1000000 (bytes; units B, KiB, MiB, GiB, KB, MB, GB)", v)
+	}
+	return n * unit, nil
 }
 
 func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {

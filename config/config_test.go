@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/config"
+	"github.com/cairnhq/cairn/model"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -359,6 +360,9 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"origin with a path", "allowed_origins: [https://app.example.org/inbox]\n" + valid, `allowed_origins[0]: "https://app.example.org/inbox" is not a web origin: write scheme://host[:port]`},
 		{"origin without scheme", "allowed_origins: [app.example.org]\n" + valid, `allowed_origins[0]: "app.example.org" is not a web origin`},
 		{"host with a port", "allowed_hosts: [ok.internal, cairn.internal:8080]\n" + valid, `allowed_hosts[1]: "cairn.internal:8080" is not a host name: write the name alone`},
+		{"size without a number", strings.Replace(valid, "{provider: scripted,", "{provider: scripted, max_reply_bytes: lots,", 1), `models.default.max_reply_bytes: "lots" is not a size like 8MiB`},
+		{"size with an unknown unit", strings.Replace(valid, "{provider: scripted,", "{provider: scripted, max_reply_bytes: 8mb,", 1), `models.default.max_reply_bytes: "8mb" is not a size`},
+		{"idle timeout without unit", strings.Replace(valid, "{provider: scripted,", "{provider: scripted, idle_timeout: 60,", 1), `models.default.idle_timeout: "60" is not a positive duration`},
 		{"script reply typo", strings.Replace(valid, "script: [{text: hi}]", "script: [{txt: hi}]", 1), `models.default.script[0].txt: unknown key "txt" (known here: text, tool_calls); did you mean "text"?`},
 	}
 	for _, c := range cases {
@@ -454,4 +458,17 @@ func TestEchoBuiltin(t *testing.T) {
 		}
 	}
 	t.Fatal("no echo_it tool")
+}
+
+// A model's limits reach the model.
+func TestModelLimitsConfig(t *testing.T) {
+	yaml := strings.Replace(valid, "{provider: scripted,", "{provider: scripted, timeout: 2m, idle_timeout: 5s, max_reply_bytes: 512KiB,", 1)
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(yaml), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := model.LimitsOf(cfg.Agents[0].Model)
+	if l.Timeout != 2*time.Minute || l.IdleTimeout != 5*time.Second || l.MaxReplyBytes != 512<<10 {
+		t.Fatalf("%+v", l)
+	}
 }

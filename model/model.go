@@ -109,6 +109,9 @@ type ProviderError struct {
 	RequestID string `json:"request_id,omitempty"` // the provider's request id, when it sent one
 	Attempts  int    `json:"attempts"`             // requests made, retries included
 	Message   string `json:"message,omitempty"`    // the provider's message
+	// Code is set when one of the model's Limits ended the call:
+	// CodeReplyTooLarge or CodeTimeout.
+	Code string `json:"code,omitempty"`
 	Err       error  `json:"-"`                    // the underlying error
 }
 
@@ -118,8 +121,10 @@ func (e *ProviderError) Error() string {
 	fmt.Fprintf(&b, "%s %s: ", e.Provider, e.Model)
 	if e.Status != 0 {
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
-	} else {
+	} else if e.Code == "" {
 		b.WriteString("request failed")
+	} else {
+		b.WriteString(e.Code)
 	}
 	if e.RequestID != "" {
 		fmt.Fprintf(&b, " (request %s)", e.RequestID)
@@ -147,6 +152,13 @@ func NewProviderError(provider, modelName string, err error, status int, request
 		return err
 	}
 	pe := &ProviderError{Provider: provider, Model: modelName, Status: status, RequestID: requestID, Message: message, Err: err, Attempts: retries + 1}
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		pe.Code, pe.Message = le.Code, le.Error()
+		if le.Code == CodeReplyTooLarge || le.InAnswer {
+			pe.Attempts = 1 // an answer being read is not retried
+		}
+		return pe
+	}
 	if status != 0 {
 		if pe.Message == "" {
 			pe.Message = http.StatusText(status)

@@ -10,7 +10,9 @@ import (
 // is an error; for a failed model call, errors.As on it reaches the
 // *model.ProviderError with the provider's HTTP status and request id.
 type Failure struct {
-	// Code classifies the failure: "model_error", "max_iterations",
+	// Code classifies the failure: "model_error", "model_timeout",
+	// "model_reply_too_large" (a limit of the model ended its call),
+	// "max_iterations",
 	// "unknown_agent", "internal".
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -205,7 +205,9 @@ func (s *stepper) modelDone(in ModelDone) error {
 	}
 	if in.Err != nil {
 		why := session.Failure{Code: "model_error", Message: fmt.Sprintf("agent %q: model call failed: %v", f.Agent, in.Err)}
-		errors.As(in.Err, &why.Provider) // the status and request id survive the log
+		if errors.As(in.Err, &why.Provider) && why.Provider.Code != "" { // the status and request id survive the log
+			why.Code = why.Provider.Code // a limit ended it: model_timeout, model_reply_too_large
+		}
 		s.failFrame(f, why)
 		s.advance()
 		return nil

@@ -29,8 +29,12 @@ type Options struct {
 	// (exponential backoff with jitter, honouring Retry-After, under the
 	// caller's context); nil means DefaultMaxRetries.
 	MaxRetries *int
-	// HTTPClient replaces the SDK's HTTP client.
+	// HTTPClient replaces the SDK's HTTP client. Its transport is wrapped
+	// to apply Limits.
 	HTTPClient *http.Client
+	// Limits bound each call: its whole time, its silences and the size of
+	// its reply (zero fields: model.DefaultTimeout and the others).
+	Limits model.Limits
 }
 
 // DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
@@ -44,7 +48,13 @@ type Model struct {
 	retries int
 }
 
-var _ model.Model = (*Model)(nil)
+var (
+	_ model.Model   = (*Model)(nil)
+	_ model.Limited = (*Model)(nil)
+)
+
+// Limits returns the limits of each call (Options.Limits).
+func (m *Model) Limits() model.Limits { return m.opts.Limits }
 
 // New returns a Model calling the model named name, e.g. "claude-sonnet-4-5". opts may
 // be nil.
@@ -60,9 +70,7 @@ func New(name string, opts *Options) *Model {
 	if opts.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(opts.BaseURL))
 	}
-	if opts.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
-	}
+	ro = append(ro, option.WithHTTPClient(opts.Limits.HTTPClient(opts.HTTPClient)))
 	if opts.MaxTokens == 0 {
 		opts.MaxTokens = 4096
 	}

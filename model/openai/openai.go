@@ -30,8 +30,12 @@ type Options struct {
 	// SDK's: exponential backoff with jitter, honouring Retry-After, under
 	// the caller's context). nil means DefaultMaxRetries.
 	MaxRetries *int
-	// HTTPClient replaces the SDK's HTTP client.
+	// HTTPClient replaces the SDK's HTTP client. Its transport is wrapped
+	// to apply Limits.
 	HTTPClient *http.Client
+	// Limits bound each call: its whole time, its silences and the size of
+	// its reply (zero fields: model.DefaultTimeout and the others).
+	Limits model.Limits
 }
 
 // DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
@@ -45,7 +49,13 @@ type Model struct {
 	retries int
 }
 
-var _ model.Model = (*Model)(nil)
+var (
+	_ model.Model   = (*Model)(nil)
+	_ model.Limited = (*Model)(nil)
+)
+
+// Limits returns the limits of each call (Options.Limits).
+func (m *Model) Limits() model.Limits { return m.opts.Limits }
 
 // New returns a Model calling the model named name, e.g. "gpt-4o-mini" or "llama3.1". opts may
 // be nil. Like the SDK, it falls back to the OPENAI_API_KEY
@@ -66,9 +76,7 @@ func New(name string, opts *Options) *Model {
 		retries = *opts.MaxRetries
 	}
 	ro = append(ro, option.WithMaxRetries(retries))
-	if opts.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
-	}
+	ro = append(ro, option.WithHTTPClient(opts.Limits.HTTPClient(opts.HTTPClient)))
 	return &Model{client: sdk.NewClient(ro...), name: name, opts: *opts, retries: retries}
 }
 

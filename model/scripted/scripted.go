@@ -57,10 +57,16 @@ type Model struct {
 	// as a streaming provider would; without it, like a non-streaming
 	// provider, no deltas are sent.
 	Stream bool
+	// Bounds are the model's limits (the runner applies Timeout and
+	// MaxReplyBytes; a script has no silences to time).
+	Bounds model.Limits
 }
 
 // New returns a model that plays replies.
 func New(replies ...Reply) *Model { return &Model{Replies: replies} }
+
+// Limits implements model.Limited.
+func (m *Model) Limits() model.Limits { return m.Bounds }
 
 // Generate implements model.Model.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {

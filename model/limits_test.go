@@ -1,0 +1,104 @@
+package model_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// limitErr fetches url with a limited client and returns the LimitError
+// that ended the exchange, or fails.
+func limitErr(t *testing.T, lim model.Limits, url string) (*model.LimitError, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	resp, err := lim.HTTPClient(nil).Get(url)
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	var le *model.LimitError
+	if !errors.As(err, &le) {
+		t.Fatalf("err = %v, want a *model.LimitError", err)
+	}
+	return le, time.Since(start)
+}
+
+func TestIdleTimeoutBeforeTheHeaders(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	le, took := limitErr(t, model.Limits{IdleTimeout: 200 * time.Millisecond}, srv.URL)
+	if le.Code != model.CodeTimeout || le.Key != "idle_timeout" || le.InAnswer || took > 10*time.Second {
+		t.Fatalf("%+v after %v", le, took)
+	}
+}
+
+func TestIdleTimeoutAfterTheHeaders(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		<-release // headers and a first chunk, then nothing
+	}))
+	defer srv.Close()
+	defer close(release)
+	le, _ := limitErr(t, model.Limits{IdleTimeout: 200 * time.Millisecond}, srv.URL)
+	if le.Code != model.CodeTimeout || !le.InAnswer || !strings.Contains(le.Error(), "idle_timeout") {
+		t.Fatalf("%+v: %v", le, le)
+	}
+}
+
+// A trickle (a byte every 50 ms) never trips the idle timeout; the answer
+// is read whole.
+func TestTrickleKeepsAnAttemptAlive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range 10 {
+			io.WriteString(w, "x")
+			w.(http.Flusher).Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	resp, err := model.Limits{IdleTimeout: 300 * time.Millisecond}.HTTPClient(nil).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != strings.Repeat("x", 10) {
+		t.Fatalf("%q %v", b, err)
+	}
+}
+
+// A body past MaxReplyBytes fails there: it is never read whole.
+func TestReplyTooLarge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := strings.Repeat("a", 64<<10)
+		for range 800 { // 50 MiB
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	le, _ := limitErr(t, model.Limits{MaxReplyBytes: 1 << 20}, srv.URL)
+	if le.Code != model.CodeReplyTooLarge || le.Limit != "1MiB" || !strings.Contains(le.Error(), "max_reply_bytes") {
+		t.Fatalf("%+v: %v", le, le)
+	}
+}
+
+func TestLimitsDefaultsAndOff(t *testing.T) {
+	l := model.Limits{IdleTimeout: -1}.Resolved()
+	if l.Timeout != model.DefaultTimeout || l.IdleTimeout != -1 || l.MaxReplyBytes != model.DefaultMaxReplyBytes {
+		t.Fatalf("%+v", l)
+	}
+	if got := model.FormatBytes(8 << 20); got != "8MiB" {
+		t.Fatal(got)
+	}
+}
