@@ -84,7 +84,7 @@ func changeFrame(p principal, c cairn.SessionChange) string {
 	if !canSee(p, c.Session) {
 		return ""
 	}
-	data, err := json.Marshal(c.Session)
+	data, err := json.Marshal(previewSession(c.Session))
 	if err != nil {
 		return ""
 	}

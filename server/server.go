@@ -254,7 +254,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	visible := list[:0]
 	for _, sess := range list {
 		if canSee(p, sess) {
-			visible = append(visible, sess)
+			visible = append(visible, previewSession(sess))
 		}
 	}
 	writeListing(w, r, map[string]any{"sessions": visible, "next_cursor": nextCursor(next)})
@@ -405,6 +405,9 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	for i := range list {
+		list[i].Interrupt, _ = previewInterrupt(list[i].Interrupt)
 	}
 	writeListing(w, r, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
 }

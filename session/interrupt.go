@@ -47,6 +47,10 @@ type Interrupt struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// ExpiresAt is when an approval counts as rejected without a decision.
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Truncated, in a listing, names the fields shown as a preview
+	// ("arguments", "message", "question", "text"); a preview of arguments
+	// is a string. The session has them whole.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 // PathStep is one hop from the root frame towards a tool call: the agent,

@@ -32,6 +32,10 @@ type Session struct {
 	Usage          model.Usage `json:"usage"`
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
+	// Truncated, in a listing, names the fields shown as a preview ("output",
+	// "error.message"): the session itself (GET /v1/sessions/{id}) has them
+	// whole. Empty everywhere else.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 // Frame modes: how an agent's frame relates to the one that started it.

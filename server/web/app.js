@@ -392,9 +392,17 @@ async function reply(s, text, error) {
 
 // ---------- the arguments editor, generated from the tool's JSON Schema ----------
 
-function openEditor(s, it, agent, card, error, remember) {
+async function openEditor(s, it, agent, card, error, remember) {
   const old = card.querySelector('form.edit');
   if (old) { old.remove(); return; }
+  if ((it.truncated || []).includes('arguments')) {
+    // A listing holds a preview of long arguments; the session has them whole.
+    try {
+      const whole = (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).interrupts.find((x) => x.id === it.id);
+      if (!whole) throw new Error('this interrupt is no longer pending');
+      it = whole;
+    } catch (e) { error.textContent = e.message; return; }
+  }
   const tool = toolOf(agent, it.tool);
   schemaForm(card, (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments',
     (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'approve', arguments: value, remember: remember.checked ? 'session' : undefined }, error, fieldErrors));

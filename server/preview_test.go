@@ -1,0 +1,88 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/server"
+)
+
+type noteArgs struct {
+	Note string `json:"note"`
+}
+
+// Listings inline previews of long values: a page of sessions whose
+// outputs and arguments are megabytes stays small, names what it cut, and
+// the session itself has every value whole.
+func TestListingsInlinePreviews(t *testing.T) {
+	long := strings.Repeat("é", 1<<20) // 2 MiB of two-byte runes
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if strings.HasPrefix(last.Content, "pause") {
+			args, _ := json.Marshal(noteArgs{Note: long})
+			return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "save", Arguments: string(args)}}}}, nil
+		}
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: long}}, nil
+	})
+	save := cairn.NewTool(&cairn.Tool{Name: "save", Approval: cairn.Always(), Confirmation: "Save {{.note}}?"}, func(ctx context.Context, a noteArgs) (string, error) { return "ok", nil })
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{save}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hs := httptest.NewServer(server.New(r, nil))
+	defer hs.Close()
+	api := hs.URL
+	done, _ := r.Start(t.Context(), "main", "talk", nil)
+	paused, _ := r.Start(t.Context(), "main", "pause", nil)
+
+	get := func(path string, v any) int {
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		json.Unmarshal(b, v)
+		return len(b)
+	}
+	var list struct{ Sessions []cairn.Session }
+	if n := get("/v1/sessions", &list); n > 16<<10 {
+		t.Fatalf("the listing is %d bytes", n)
+	}
+	for _, s := range list.Sessions {
+		switch s.ID {
+		case done.ID:
+			if len(s.Output) > server.PreviewBytes+3 || !strings.HasSuffix(s.Output, "…") || len(s.Truncated) != 1 || s.Truncated[0] != "output" || !json.Valid([]byte(`"`+s.Output+`"`)) {
+				t.Fatalf("completed session in the listing: %d bytes, truncated %v", len(s.Output), s.Truncated)
+			}
+		case paused.ID:
+			in := s.Interrupts[0]
+			var preview string
+			if json.Unmarshal(in.Arguments, &preview) != nil || len(preview) > server.PreviewBytes+3 || strings.Join(in.Truncated, ",") != "message,arguments" {
+				t.Fatalf("paused session's interrupt in the listing: %d bytes of arguments, truncated %v", len(in.Arguments), in.Truncated)
+			}
+		}
+	}
+	var inbox struct{ Interrupts []cairn.PendingInterrupt }
+	if n := get("/v1/interrupts", &inbox); n > 16<<10 || len(inbox.Interrupts) != 1 || len(inbox.Interrupts[0].Truncated) != 2 {
+		t.Fatalf("the inbox is %d bytes: %+v", n, inbox.Interrupts)
+	}
+	var whole cairn.Session
+	get("/v1/sessions/"+paused.ID, &whole)
+	var args noteArgs
+	if json.Unmarshal(whole.Interrupts[0].Arguments, &args); args.Note != long || whole.Interrupts[0].Truncated != nil {
+		t.Fatalf("the session lost its arguments: %d bytes", len(args.Note))
+	}
+	get("/v1/sessions/"+done.ID, &whole)
+	if whole.Output != long || whole.Truncated != nil {
+		t.Fatalf("the session lost its output: %d bytes", len(whole.Output))
+	}
+}
