@@ -102,6 +102,9 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		case len(ds) > 0 && !p.atLeast(RoleApprover):
 			st.fail("forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
 			return
+		case reply != nil && !canSpeak(p, sess):
+			st.fail("forbidden", fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID))
+			return
 		case reply != nil:
 			out, err = s.runner.Send(ctx, sess.ID, *reply, sess.Seq, opts)
 		default:
@@ -120,6 +123,9 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		}
 		if sess == nil {
 			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Observe: st.observe})
+		} else if !canSpeak(p, sess) {
+			st.fail("forbidden", fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID))
+			return
 		} else {
 			out, err = s.runner.Send(ctx, sess.ID, text, 0, opts)
 		}

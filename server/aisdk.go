@@ -126,6 +126,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := lastUserText(req.Messages)
+	if len(decisions) == 0 && sess != nil && !canSpeak(p, sess) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("only the owner of chat %s or an admin posts messages in it; an approver answers its approval requests", req.ID))
+		return
+	}
 	if len(decisions) == 0 && text == "" {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the last message is neither a user message with text nor approval responses for this chat's pending tool calls")
 		return

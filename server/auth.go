@@ -57,9 +57,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin})))
 			return
 		}
-		h := r.Header.Get("Authorization")
-		secret, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || secret == "" {
+		// The scheme is case-insensitive (RFC 9110, 11.1).
+		scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		secret = strings.TrimSpace(secret)
+		if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token: send Authorization: Bearer <token>")
 			return
@@ -114,16 +115,26 @@ func require(w http.ResponseWriter, r *http.Request, role, what string) (princip
 	return p, true
 }
 
-// canSee reports whether the caller may use a session: its owner, or an
+// canSee reports whether the caller may read a session: its owner, or an
 // approver or admin.
 func canSee(p principal, sess *cairn.Session) bool {
-	return p.atLeast(RoleApprover) || (sess.Owner != "" && sess.Owner == p.name)
+	return p.atLeast(RoleApprover) || isOwner(p, sess)
 }
 
-// mayUse answers 403 (or 404) unless the caller may use the session in the
-// path. Approvers and admins may use any session, so only a user's request
+// canSpeak reports whether the caller may speak in a session (post a
+// message, cancel it): its owner, or an admin. An approver decides
+// interrupts and reads every session, but does not put words in another
+// user's mouth.
+func canSpeak(p principal, sess *cairn.Session) bool {
+	return p.atLeast(RoleAdmin) || isOwner(p, sess)
+}
+
+func isOwner(p principal, sess *cairn.Session) bool { return sess.Owner != "" && sess.Owner == p.name }
+
+// mayRead answers 404 unless the caller may read the session in the path.
+// Approvers and admins may read any session, so only a user's request
 // costs a read here; the handler's own call reports unknown sessions.
-func (s *Server) mayUse(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) mayRead(w http.ResponseWriter, r *http.Request) bool {
 	if callerOf(r).atLeast(RoleApprover) {
 		return true
 	}
@@ -131,7 +142,24 @@ func (s *Server) mayUse(w http.ResponseWriter, r *http.Request) bool {
 	return ok
 }
 
-// ownSession loads a session and answers 404/403 unless the caller may use it.
+// maySpeak answers 404 when the caller may not read the session in the
+// path, 403 when it may read it but not speak in it (canSpeak).
+func (s *Server) maySpeak(w http.ResponseWriter, r *http.Request, what string) bool {
+	p := callerOf(r)
+	if p.atLeast(RoleAdmin) {
+		return true
+	}
+	sess, ok := s.ownSession(w, r)
+	if ok && !canSpeak(p, sess) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s: session %s belongs to another user; an approver decides its interrupts but only its owner or an admin %s", what, sess.ID, what))
+		return false
+	}
+	return ok
+}
+
+// ownSession loads a session and answers 404 unless the caller may read it:
+// a session of another user answers exactly as one that does not exist, so
+// ids cannot be probed.
 func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Session, bool) {
 	sess, err := s.runner.Session(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -139,7 +167,7 @@ func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Sess
 		return nil, false
 	}
 	if p := callerOf(r); !canSee(p, sess) {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no session %q", r.PathValue("id")))
 		return nil, false
 	}
 	return sess, true

@@ -274,7 +274,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", `"text" is required`)
 		return
 	}
-	if !s.mayUse(w, r) {
+	if !s.maySpeak(w, r, "posts messages") {
 		return
 	}
 	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq, nil)
@@ -378,7 +378,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`"scope" must be "top" or "all", got %q`, req.Scope))
 		return
 	}
-	if !s.mayUse(w, r) {
+	if !s.maySpeak(w, r, "cancels") {
 		return
 	}
 	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, nil)
@@ -441,7 +441,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.mayUse(w, r) {
+	if !s.mayRead(w, r) {
 		return
 	}
 	if r.Header.Get("Accept") == "text/event-stream" {

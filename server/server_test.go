@@ -554,8 +554,32 @@ func TestAuthAndRoles(t *testing.T) {
 	if code, _ := as("user-token-aaaaaaaaaaaa", "GET", "/v1/interrupts?status=pending", ""); code != 403 {
 		t.Fatalf("user reads the inbox: %d", code)
 	}
-	if code, _ := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions/"+id, ""); code != 403 {
-		t.Fatalf("bob reads alice's session: %d", code)
+	// Bob cannot tell alice's session from one that does not exist.
+	code, theirs := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions/"+id, "")
+	_, missing := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions/ses_missing", "")
+	if code != 404 || errCode(theirs) != "not_found" || strings.ReplaceAll(fmt.Sprint(theirs), id, "ses_missing") != fmt.Sprint(missing) {
+		t.Fatalf("bob reads alice's session: %d %v (a missing one: %v)", code, theirs, missing)
+	}
+	for path, body := range map[string]string{"/messages": `{"text":"hi"}`, "/cancel": `{"scope":"all"}`} {
+		if code, _ := as("user-token-bbbbbbbbbbbb", "POST", "/v1/sessions/"+id+path, body); code != 404 {
+			t.Fatalf("bob %s alice's session: %d", path, code)
+		}
+	}
+	if code, _ := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions/"+id+"/events", ""); code != 404 {
+		t.Fatalf("bob reads alice's events: %d", code)
+	}
+	// An approver decides and reads, but does not speak for alice.
+	if code, body := as("approver-token-cccccccc", "POST", "/v1/sessions/"+id+"/messages", `{"text":"approve it yourself"}`); code != 403 || errCode(body) != "forbidden" {
+		t.Fatalf("approver posts into alice's session: %d %v", code, body)
+	}
+	if code, body := as("approver-token-cccccccc", "POST", "/v1/sessions/"+id+"/cancel", `{"scope":"all"}`); code != 403 || errCode(body) != "forbidden" {
+		t.Fatalf("approver cancels alice's session: %d %v", code, body)
+	}
+	// The bearer scheme is case-insensitive.
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/sessions/"+id, nil)
+	req.Header.Set("Authorization", "bearer user-token-aaaaaaaaaaaa")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("lower-case bearer: %v %v", err, resp)
 	}
 	if _, list := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions", ""); len(list["sessions"].([]any)) != 0 {
 		t.Fatalf("bob lists alice's session: %v", list)

@@ -232,7 +232,9 @@ func (s *Server) threadSession(w http.ResponseWriter, r *http.Request, id, agent
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("conversation %s belongs to agent %s, not %s", sess.ID, sess.Agent, agent))
 		return nil, false
 	case !canSee(callerOf(r), sess):
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("session %s belongs to another user", sess.ID))
+		// A client-chosen id someone else took first is refused, not
+		// shared; the message does not say whose it is.
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("the conversation id %q is taken; start the conversation under another id (a random one, as useChat and AG-UI clients make by default)", id))
 		return nil, false
 	}
 	return sess, true

@@ -238,7 +238,7 @@ func TestBrowserInbox(t *testing.T) {
 	}
 
 	// Reject with a reason the model sees (next turn of the same script).
-	apiCall(t, "POST", base+"/v1/sessions/"+ops+"/messages", approverToken, `{"text":"again"}`)
+	apiCall(t, "POST", base+"/v1/sessions/"+ops+"/messages", userToken, `{"text":"again"}`)
 	run("reject", chromedp.WaitVisible(item(ops), chromedp.ByQuery),
 		chromedp.SendKeys(item(ops)+" input.reason", "not on a Friday", chromedp.ByQuery),
 		chromedp.Click(item(ops)+" button.reject", chromedp.ByQuery), chromedp.WaitNotPresent(item(ops), chromedp.ByQuery))

@@ -40,6 +40,8 @@ const main = () => document.getElementById('main');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pretty = (v) => JSON.stringify(v, null, 2);
 const canDecide = () => state.me && state.me.role !== 'user';
+// Messages and cancels speak for the session's owner: its owner or an admin.
+const canSpeak = (s) => state.me && (!state.me.auth || state.me.role === 'admin' || s.owner === state.me.name);
 
 function ago(t) {
   const s = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
@@ -323,6 +325,10 @@ function interruptCard(s, it, agent) {
 
 function actions(s, it, agent, card, error) {
   const box = el('div', { class: 'actions' });
+  if (it.kind === 'message' && !canSpeak(s)) {
+    box.append(el('span', { class: 'muted' }, 'The session\'s owner replies.'));
+    return box;
+  }
   if (it.kind === 'message') {
     const text = el('input', { type: 'text', class: 'reply', placeholder: 'your reply', size: 40 });
     box.append(text, el('button', { class: 'primary', onclick: () => reply(s, text.value, error) }, 'Reply'));
