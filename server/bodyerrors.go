@@ -25,6 +25,9 @@ func explainJSONError(err error, body []byte, v any) string {
 		if field == "" {
 			field = "the body"
 		}
+		if msg, ok := numberMismatch(typeErr.Type, typeErr.Value); ok {
+			return field + ": " + msg
+		}
 		return fmt.Sprintf("%s: expected %s, got %s", field, jsonKind(typeErr.Type), article(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("the body is not valid JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: "))
@@ -109,6 +112,81 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	}
 	return "a JSON value"
+}
+
+// numberMismatch explains a number that a numeric field cannot hold: a
+// fraction for an integer, or a number out of range (encoding/json reports
+// both as "number", so "expected a number, got a number" would say nothing).
+func numberMismatch(t reflect.Type, value string) (string, bool) {
+	num, ok := strings.CutPrefix(value, "number ")
+	if !ok {
+		return "", false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	shown := num
+	if len(shown) > 24 {
+		shown = fmt.Sprintf("%s… (%d characters)", shown[:20], len(num))
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if strings.ContainsAny(num, ".eE") {
+			return fmt.Sprintf("expected a whole number, got %s", shown), true
+		}
+		return fmt.Sprintf("%s is out of range: expected a whole number that fits in %d bits", shown, t.Bits()), true
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("%s is out of range: expected a number that fits in a %d-bit float", shown, t.Bits()), true
+	}
+	return "", false
+}
+
+// loneSurrogate returns the offset of the first \u escape of a UTF-16
+// surrogate that has no partner: valid JSON syntax that encoding/json
+// would quietly turn into U+FFFD, so the stored text would differ from
+// the text sent. ok is false when there is none.
+func loneSurrogate(body []byte) (offset int, ok bool) {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range body[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' { // outside strings a backslash is a syntax error anyway
+			continue
+		}
+		r, isU := hex(i)
+		if !isU {
+			i++ // an escape of two characters: \\, \", \n…
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if low, ok := hex(i + 6); ok && low >= 0xDC00 && low <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i, true
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i, true
+		}
+		i += 5
+	}
+	return 0, false
 }
 
 // article reads a JSON kind as encoding/json reports it ("number",

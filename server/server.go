@@ -604,6 +604,10 @@ func decodeBodyWith(w http.ResponseWriter, r *http.Request, v any, limit int64, 
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the body is not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", badUTF8(body)))
 		return false
 	}
+	if at, lone := loneSurrogate(body); lone {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the body has a lone UTF-16 surrogate escape %s at byte %d, which is no character; send the text as UTF-8, or the escape with its pair (\\ud83d\\ude00)", body[at:at+6], at))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
