@@ -112,7 +112,7 @@ type ProviderError struct {
 	// Code is set when one of the model's Limits ended the call:
 	// CodeReplyTooLarge or CodeTimeout.
 	Code string `json:"code,omitempty"`
-	Err       error  `json:"-"`                    // the underlying error
+	Err  error  `json:"-"` // the underlying error
 }
 
 // Error describes the failure in one line.

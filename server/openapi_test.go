@@ -435,7 +435,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		!strings.Contains(body, `"type":"text-delta"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
 		t.Fatalf("chat: %d %v\n%s", resp.StatusCode, resp.Header, body)
 	}
-	do("POST", "/v1/agents/chat/chat", ulf, strings.Replace(chatBody, `"u1"`, `"u2"`, 1), 409) // the id is taken
+	do("POST", "/v1/agents/chat/chat", ulf, strings.Replace(chatBody, `"u1"`, `"u2"`, 1), 409)      // the id is taken
 	do("POST", "/v1/agents/chat/chat", approver, strings.Replace(chatBody, `"u1"`, `"u3"`, 1), 403) // uma's words
 	do("GET", "/v1/agents/chat/chat/ui_chat_1/stream", nobody, "", 401)
 	do("GET", "/v1/agents/chat/chat/ui_chat_1/stream", ulf, "", 404)
