@@ -62,19 +62,7 @@ func TestSIGTERMDoesNotWaitOnReaders(t *testing.T) {
 	for range 100 {
 		<-opened
 	}
-	start := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server waited its whole shutdown_grace on the streams")
-	}
-	took := time.Since(start)
+	took := stop(t, cmd, syscall.SIGTERM, 30*time.Second) // 30 s: the whole shutdown_grace
 	wg.Wait()
 	t.Logf("exit %v after SIGTERM with 100 open streams", took)
 	// Not a benchmark: the old behaviour took the whole 30 s grace.

@@ -149,7 +149,15 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 	cfg := filepath.Join(dir, "cairn.yaml")
 	os.WriteFile(cfg, []byte(crashConfig), 0o600)
 	cmd, _ := serve(t, cfg)
-	cmd.Process.Signal(os.Interrupt)
+	stop(t, cmd, os.Interrupt, 20*time.Second)
+}
+
+// stop signals a server and waits at most limit for it to exit cleanly;
+// it returns how long the exit took.
+func stop(t *testing.T, cmd *exec.Cmd, sig os.Signal, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	cmd.Process.Signal(sig)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -157,9 +165,10 @@ func TestShutdownOnSIGTERM(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v", err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not stop")
+	case <-time.After(limit):
+		t.Fatalf("the server did not stop within %v of %v", limit, sig)
 	}
+	return time.Since(start)
 }
 
 const inDoubtConfig = `
