@@ -142,9 +142,9 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	s.mux.HandleFunc("GET /{$}", s.serveIndex)
 	s.mux.HandleFunc("GET /ui/{file}", s.serveUI)
-	mcpHandler := s.endsOnStop(s.mcpHandler())
-	s.mux.Handle("POST /mcp", mcpHandler)
-	s.mux.Handle("GET /mcp", mcpHandler)
+	mcpHandler := s.mcpHandler()
+	s.mux.Handle("POST /mcp", mcpHandler) // a tool call runs a turn: it is waited for
+	s.mux.Handle("GET /mcp", s.endsOnStop(mcpHandler))
 	s.mux.Handle("DELETE /mcp", mcpHandler)
 	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
