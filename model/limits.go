@@ -2,10 +2,10 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -162,7 +162,7 @@ type limitedTransport struct {
 // answer rewinds.
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
-	w := &watchdog{cancel: cancel, idle: t.limits.IdleTimeout}
+	w := &watchdog{ctx: ctx, cancel: cancel, idle: t.limits.IdleTimeout}
 	w.start()
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
@@ -177,25 +177,20 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// watchdog cancels an attempt after idle without a kick; idle < 0: never.
+// watchdog cancels an attempt's ctx after idle without a kick, with a
+// LimitError as the cause; idle < 0: never.
 type watchdog struct {
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	idle   time.Duration
-	mu     sync.Mutex
 	timer  *time.Timer
-	bit    bool
 }
 
 func (w *watchdog) start() {
 	if w.idle < 0 {
 		return
 	}
-	w.timer = time.AfterFunc(w.idle, func() {
-		w.mu.Lock()
-		w.bit = true
-		w.mu.Unlock()
-		w.cancel(TimedOut("idle_timeout", w.idle))
-	})
+	w.timer = time.AfterFunc(w.idle, func() { w.cancel(TimedOut("idle_timeout", w.idle)) })
 }
 
 func (w *watchdog) kick() {
@@ -211,10 +206,11 @@ func (w *watchdog) stop() {
 	w.cancel(nil)
 }
 
+// fired reports whether the timer ended the attempt (the first cancel's
+// cause is the one kept; stop's own cancel has none).
 func (w *watchdog) fired() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.bit
+	var le *LimitError
+	return errors.As(context.Cause(w.ctx), &le)
 }
 
 // limitedBody counts an answer's bytes and rewinds the watchdog on each.

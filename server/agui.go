@@ -69,6 +69,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := callerOf(r)
+	notTheirs := fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID)
 	sess, ok := s.threadSession(w, r, in.ThreadID, agent)
 	if !ok {
 		return
@@ -103,7 +104,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			st.fail("forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
 			return
 		case reply != nil && !canSpeak(p, sess):
-			st.fail("forbidden", fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID))
+			st.fail("forbidden", notTheirs)
 			return
 		case reply != nil:
 			out, err = s.runner.Send(ctx, sess.ID, *reply, sess.Seq, opts)
@@ -124,7 +125,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		if sess == nil {
 			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Observe: st.observe})
 		} else if !canSpeak(p, sess) {
-			st.fail("forbidden", fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID))
+			st.fail("forbidden", notTheirs)
 			return
 		} else {
 			out, err = s.runner.Send(ctx, sess.ID, text, 0, opts)

@@ -46,8 +46,7 @@ func TestCloseStreamsEndsReadersNotRequests(t *testing.T) {
 			ended <- string(b)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // both streams are being read
-	srv.CloseStreams()
+	srv.CloseStreams() // the headers came: both streams are open
 	for range 2 {
 		select {
 		case body := <-ended:

@@ -54,8 +54,8 @@ func newGuard(opts *Options) (g *guard, err error) {
 	if len(opts.Tokens) == 0 {
 		g.hosts = map[string]bool{}
 		if opts.BaseURL != "" {
-			if u, err := url.Parse(opts.BaseURL); err == nil && u.Hostname() != "" {
-				g.hosts[strings.ToLower(u.Hostname())] = true
+			if u, err := url.Parse(opts.BaseURL); err == nil && u.Host != "" {
+				g.hosts[normalHost(u.Host)] = true
 			}
 		}
 		for _, h := range opts.AllowedHosts {

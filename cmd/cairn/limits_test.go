@@ -18,13 +18,19 @@ import (
 )
 
 // rssBytes reads a process's resident set size.
-func rssBytes(pid int) int64 {
+func rssBytes(pid int) int64 { return procBytes(pid, "VmRSS:") }
+
+// peakRSS reads a process's peak resident set size.
+func peakRSS(pid int) int64 { return procBytes(pid, "VmHWM:") }
+
+// procBytes reads a size in kB from /proc/PID/status (0 when unknown).
+func procBytes(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}

@@ -8,24 +8,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
-
-// peakRSS reads a process's peak resident set size (VmHWM).
-func peakRSS(pid int) int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
 
 // hostileProvider speaks OpenAI's Chat Completions wire format and
 // misbehaves as the user message asks: a 50 MB text or tool-call
@@ -49,10 +36,10 @@ func (p *hostileProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.calls[input]++
 	p.mu.Unlock()
-	big := strings.Repeat("A", 50<<20)
 	flush := func() { w.(http.Flusher).Flush() }
 	switch input {
 	case "big text", "big arguments":
+		big := strings.Repeat("A", 50<<20)
 		msg := map[string]any{"role": "assistant", "content": big}
 		if input == "big arguments" {
 			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
@@ -68,8 +55,9 @@ func (p *hostileProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": content}}}})
 			fmt.Fprintf(w, "data: %s\n\n", b)
 		}
-		for i := 0; i < len(big); i += 1 << 20 { // 1 MiB chunks: none alone trips a scanner
-			chunk(big[i : i+1<<20])
+		mib := strings.Repeat("A", 1<<20)
+		for range 50 { // 1 MiB chunks: none alone trips a scanner
+			chunk(mib)
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	case "stall", "stall stream":
