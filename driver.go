@@ -26,16 +26,20 @@ type Driver interface {
 	// Resume applies decisions (see Runner.Resume) and answers after the
 	// resumed turn.
 	Resume(ctx context.Context, id string, seq int64, decisions []Decision, actor Actor) (*Session, error)
-	// Send gives the user's next message (see Runner.Send).
-	Send(ctx context.Context, id, text string, seq int64) (*Session, error)
-	// Cancel cancels the top interactive agent or the whole turn (see Runner.Cancel).
-	Cancel(ctx context.Context, id, scope string) (*Session, error)
+	// Send gives the user's next message (see Runner.Send); actor is who
+	// sent it.
+	Send(ctx context.Context, id, text string, seq int64, actor Actor) (*Session, error)
+	// Cancel cancels the top interactive agent or the whole turn (see
+	// Runner.Cancel); actor is who cancelled.
+	Cancel(ctx context.Context, id, scope string, actor Actor) (*Session, error)
 }
 
 // DriverStart is a new session as a Driver gets it.
 type DriverStart struct {
 	ID, Agent, Input, Owner string
 	Metadata                map[string]any
+	// Actor is who sends the first message.
+	Actor Actor
 }
 
 // startWith opens a session through the driver.
@@ -44,7 +48,7 @@ func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *S
 		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q", agent)}
 	}
 	return r.observed(ctx, id, 0, func() (*Session, error) {
-		return r.driver.Start(ctx, DriverStart{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata}, opts.Detach)
+		return r.driver.Start(ctx, DriverStart{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)
 	})
 }
 

@@ -32,9 +32,12 @@ var ErrShuttingDown = errors.New("cairn: the runner is shutting down and takes n
 // turn is a running turn owned by this runner.
 type turn struct {
 	cancelRequested atomic.Bool
-	lost            atomic.Bool
-	mu              sync.Mutex
-	stopModel       context.CancelFunc // cancels the model call in flight, if any
+	// cancelBy is who asked for the cancel in this process; nil when the
+	// request came through the store (see cancelInput).
+	cancelBy  atomic.Pointer[Actor]
+	lost      atomic.Bool
+	mu        sync.Mutex
+	stopModel context.CancelFunc // cancels the model call in flight, if any
 	// unwritten holds a new session's first step (its events) until the
 	// turn's next commit (driveIn, commitTo); only the turn's goroutine
 	// uses it.
@@ -44,6 +47,25 @@ type turn struct {
 func (t *turn) requestCancel() {
 	t.cancelRequested.Store(true)
 	t.dropModelCall()
+}
+
+// requestCancelBy is requestCancel from a caller of this process.
+func (t *turn) requestCancelBy(by Actor) {
+	t.cancelBy.Store(&by)
+	t.requestCancel()
+}
+
+// cancelInput is the cancel a turn applies when it stops on a request:
+// by whoever asked, in this process or (read from the store's head) in
+// another.
+func (r *Runner) cancelInput(ctx context.Context, id string, t *turn) engine.Input {
+	in := engine.Cancel{Scope: session.CancelAll}
+	if by := t.cancelBy.Load(); by != nil {
+		in.Actor = *by
+	} else if h, err := r.store.Head(ctx, id); err == nil {
+		in.Actor = h.CancelBy
+	}
+	return in
 }
 
 // dropModelCall cancels the model call in flight, if any: a model call is
@@ -268,22 +290,23 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 //
 // opts may be nil.
 func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *TurnOptions) (*Session, error) {
-	ctx, _ = opts.apply(ctx)
+	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
-		return r.driver.Cancel(ctx, sessionID, scope)
+		return r.driver.Cancel(ctx, sessionID, scope, actor)
 	}
+	cancel := engine.Cancel{Scope: scope, Actor: actor}
 	h, err := r.store.Head(ctx, sessionID)
 	if err != nil {
 		return nil, storeError(err, sessionID)
 	}
 	if h.Status != StatusRunning || scope != session.CancelAll || !h.Lease.HeldBy("", r.now()) {
-		return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+		return r.apply(ctx, sessionID, cancel)
 	}
 	// A live owner runs the turn: ask it to stop, and wait for the outcome.
 	if t := r.active.get(sessionID); t != nil {
-		t.requestCancel()
+		t.requestCancelBy(actor)
 	}
-	if err := r.store.RequestCancel(ctx, sessionID); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := r.store.RequestCancel(ctx, sessionID, actor); err != nil && !errors.Is(err, store.ErrConflict) {
 		return nil, storeError(err, sessionID)
 	}
 	wait, stop := context.WithTimeout(ctx, r.leaseFor+5*time.Second)
@@ -303,11 +326,11 @@ func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *Turn
 		}
 		switch {
 		case h.Status == StatusPaused: // it paused before it saw the request
-			return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+			return r.apply(ctx, sessionID, cancel)
 		case h.Status != StatusRunning:
 			return sessionFromHead(h)
 		case !h.Lease.HeldBy("", r.now()): // its owner died: cancel it here
-			return r.apply(ctx, sessionID, engine.Cancel{Scope: scope})
+			return r.apply(ctx, sessionID, cancel)
 		}
 		select {
 		case <-wait.Done():

@@ -588,6 +588,16 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("nothing to cancel: %v", err)
 	}
 	s, _ = r.Send(ctx, s.ID, "again", 0, nil)
+	// A named actor is recorded and named to the parent agent.
+	s, err = r.Cancel(ctx, s.ID, "top", &cairn.TurnOptions{Actor: cairn.Actor{Name: "bob", Role: "admin"}})
+	if err != nil || s.Output != `main saw: agent "skill" was cancelled by bob (admin)` {
+		t.Fatalf("cancel top by bob: %v %q", err, s.Output)
+	}
+	evs, _ := r.Events(ctx, s.ID, 0)
+	if popped := eventOf(evs, "frame_popped", 2); !strings.Contains(string(popped.Data), `"actor":{"name":"bob","role":"admin"}`) {
+		t.Fatalf("frame_popped = %s", popped.Data)
+	}
+	s, _ = r.Send(ctx, s.ID, "again", 0, nil)
 	s, err = r.Cancel(ctx, s.ID, "all", nil)
 	if err != nil || s.Status != cairn.StatusCancelled || len(s.Stack) != 1 {
 		t.Fatalf("cancel all: %v %s %+v", err, s.Status, s.Stack)
@@ -597,6 +607,18 @@ func TestCancel(t *testing.T) {
 	if s.Status != cairn.StatusPaused || s.Stack[1].Agent != "skill" {
 		t.Fatalf("after cancel: %s %+v", s.Status, s.Stack)
 	}
+}
+
+// eventOf is the nth (from 1) event of type typ in evs, or a zero event.
+func eventOf(evs []cairn.Event, typ string, nth int) cairn.Event {
+	for _, ev := range evs {
+		if ev.Type == typ {
+			if nth--; nth == 0 {
+				return ev
+			}
+		}
+	}
+	return cairn.Event{}
 }
 
 // Restart while paused inside a depth-3 interactive stack: a new Runner on

@@ -98,7 +98,8 @@ func TestLiveOwnerIsNeverTakenOver(t *testing.T) {
 
 // A running session shows who owns it; B cancels it while A runs a tool:
 // A stops at its next step (the tool finishes), the session ends cancelled
-// and the model is not called again.
+// and the model is not called again. The cancel records who asked for it,
+// although A, not B, writes it.
 func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
@@ -115,7 +116,8 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	if _, err := b.Cancel(ctx, s.ID, "top", nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("cancel top of a running session: %v", err)
 	}
-	got, err := b.Cancel(ctx, s.ID, "all", nil)
+	bob := cairn.Actor{Name: "bob", Role: "admin"}
+	got, err := b.Cancel(ctx, s.ID, "all", &cairn.TurnOptions{Actor: bob})
 	if err != nil || got.Status != cairn.StatusCancelled {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
@@ -126,6 +128,13 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	}
 	if got := strings.Join(typesSeen[len(typesSeen)-2:], " "); got != "tool_result turn_cancelled" || slow.runs.Load() != 1 {
 		t.Fatalf("log ends %q, runs %d", got, slow.runs.Load())
+	}
+	var cancelled struct {
+		Reason string      `json:"reason"`
+		Actor  cairn.Actor `json:"actor"`
+	}
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &cancelled); err != nil || cancelled.Actor != bob || cancelled.Reason != "cancelled by bob (admin)" {
+		t.Fatalf("turn_cancelled = %s (%v)", evs[len(evs)-1].Data, err)
 	}
 }
 

@@ -378,6 +378,9 @@ type StartOptions struct {
 	Detach bool
 	// Owner records who started the session (for access control).
 	Owner string
+	// Actor is who sends the first message, recorded in its event; zero
+	// means Owner, with no role.
+	Actor Actor
 	// Observe, when set, sees the turn's events as they are recorded; see
 	// TurnOptions.Observe.
 	Observe func(Event)
@@ -386,6 +389,14 @@ type StartOptions struct {
 	// (telegram_123_456); 1–128 letters, digits and . _ - :. A session that
 	// already has it is ErrConflict.
 	ID string
+}
+
+// firstActor is who sends the first message: Actor, or else Owner.
+func (o *StartOptions) firstActor() Actor {
+	if o.Actor == (Actor{}) {
+		return Actor{Name: o.Owner}
+	}
+	return o.Actor
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -410,7 +421,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return r.startWith(ctx, id, agent, input, opts)
 	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: id, Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner}
+	in := engine.Start{SessionID: id, Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor()}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
@@ -455,7 +466,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 // turn has ended. It runs the turn until it ends or pauses. seq 0 means
 // "whatever is current". opts may be nil.
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*Session, error) {
-	ctx, _ = opts.apply(ctx)
+	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
 		after := seq
 		if after == 0 {
@@ -465,9 +476,9 @@ func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, op
 			}
 			after = h.Seq
 		}
-		return r.observed(ctx, sessionID, after, func() (*Session, error) { return r.driver.Send(ctx, sessionID, text, seq) })
+		return r.observed(ctx, sessionID, after, func() (*Session, error) { return r.driver.Send(ctx, sessionID, text, seq, actor) })
 	}
-	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq})
+	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq, Actor: actor})
 }
 
 // Session returns a session as last recorded.
@@ -800,7 +811,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		var in engine.Input
 		switch {
 		case owned && t.cancelRequested.Load():
-			in = engine.Cancel{Scope: session.CancelAll}
+			in = r.cancelInput(ctx, st.SessionID, t)
 		case ctx.Err() != nil:
 			return r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
 		case owned && r.halt.Load():
@@ -860,7 +871,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		// Nothing of this effect is recorded: a started tool stays in doubt.
 		return nil, r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
 	case in == nil && t.cancelRequested.Load():
-		return engine.Cancel{Scope: session.CancelAll}, nil
+		return r.cancelInput(ctx, st.SessionID, t), nil
 	case in == nil:
 		return nil, r.interrupt(ctx, to, st, t, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
 	}

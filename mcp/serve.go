@@ -126,7 +126,7 @@ func (s *server) run(ctx context.Context, req *sdk.CallToolRequest, agent, input
 		return res, nil, err
 	}
 	// The run goes on if the client goes away: its pause waits for anyone.
-	sess, err := s.r.Start(context.WithoutCancel(ctx), agent, input, &cairn.StartOptions{Owner: c.Name})
+	sess, err := s.r.Start(context.WithoutCancel(ctx), agent, input, &cairn.StartOptions{Owner: c.Name, Actor: cairn.Actor{Name: c.Name, Role: c.Role}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,7 +84,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	st.send(map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID})
 	s.learnSession(r, st.turnReader, sess)
 	ctx := turnContext(r)
-	opts := &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: st.observe}
+	opts := &cairn.TurnOptions{Actor: actorOf(p), Observe: st.observe}
 	var out *cairn.Session
 	var err error
 	switch {
@@ -123,7 +123,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if sess == nil {
-			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Observe: st.observe})
+			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Actor: actorOf(p), Observe: st.observe})
 		} else if !canSpeak(p, sess) {
 			st.fail("forbidden", notTheirs)
 			return

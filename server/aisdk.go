@@ -156,11 +156,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var out *cairn.Session
 	switch {
 	case len(decisions) > 0:
-		out, err = s.runner.Resume(ctx, sess.ID, sess.Seq, decisions, &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: observe})
+		out, err = s.runner.Resume(ctx, sess.ID, sess.Seq, decisions, &cairn.TurnOptions{Actor: actorOf(p), Observe: observe})
 	case sess == nil:
-		out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: req.ID, Owner: p.name, Observe: observe})
+		out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: req.ID, Owner: p.name, Actor: actorOf(p), Observe: observe})
 	default:
-		out, err = s.runner.Send(ctx, sess.ID, text, 0, &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}, Observe: observe})
+		out, err = s.runner.Send(ctx, sess.ID, text, 0, &cairn.TurnOptions{Actor: actorOf(p), Observe: observe})
 	}
 	st.end(out, err)
 }

@@ -175,5 +175,8 @@ func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Sess
 
 // decidedBy is the turn option that records p as who decides.
 func decidedBy(p principal) *cairn.TurnOptions {
-	return &cairn.TurnOptions{Actor: cairn.Actor{Name: p.name, Role: p.role}}
+	return &cairn.TurnOptions{Actor: actorOf(p)}
 }
+
+// actorOf is p as the audit trail records it.
+func actorOf(p principal) cairn.Actor { return cairn.Actor{Name: p.name, Role: p.role} }

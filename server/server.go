@@ -219,7 +219,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	detach := req.Wait != nil && !*req.Wait
-	sess, err := s.runner.Start(turnContext(r), req.Agent, *req.Input, &cairn.StartOptions{Metadata: req.Metadata, Detach: detach, Owner: callerOf(r).name})
+	sess, err := s.runner.Start(turnContext(r), req.Agent, *req.Input, &cairn.StartOptions{Metadata: req.Metadata, Detach: detach, Owner: callerOf(r).name, Actor: actorOf(callerOf(r))})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -277,7 +277,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if !s.maySpeak(w, r, "posts messages") {
 		return
 	}
-	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq, nil)
+	sess, err := s.runner.Send(turnContext(r), r.PathValue("id"), *req.Text, req.Seq, decidedBy(callerOf(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -381,7 +381,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.maySpeak(w, r, "cancels") {
 		return
 	}
-	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, nil)
+	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, decidedBy(callerOf(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -519,6 +519,7 @@ func TestAuthAndRoles(t *testing.T) {
 		{Name: "alice", Secret: "user-token-aaaaaaaaaaaa", Role: server.RoleUser},
 		{Name: "bob", Secret: "user-token-bbbbbbbbbbbb", Role: server.RoleUser},
 		{Name: "ops-lead", Secret: "approver-token-cccccccc", Role: server.RoleApprover},
+		{Name: "root", Secret: "admin-token-dddddddddddd", Role: server.RoleAdmin},
 	}}))
 	defer srv.Close()
 	as := func(token, method, path, body string) (int, map[string]any) {
@@ -596,18 +597,28 @@ func TestAuthAndRoles(t *testing.T) {
 	if code, s = as("approver-token-cccccccc", "POST", "/v1/sessions/"+id+"/decisions", decide); code != 200 || s["status"] != "completed" {
 		t.Fatalf("approver decides: %d %v", code, s)
 	}
+	// Alice speaks again and an admin cancels: every event a person causes
+	// names them.
+	if code, s = as("user-token-aaaaaaaaaaaa", "POST", "/v1/sessions/"+id+"/messages", `{"text":"Deploy once more."}`); code != 200 || s["status"] != "paused" {
+		t.Fatalf("alice speaks again: %d %v", code, s)
+	}
+	if code, s = as("admin-token-dddddddddddd", "POST", "/v1/sessions/"+id+"/cancel", `{"scope":"all"}`); code != 200 || s["status"] != "cancelled" {
+		t.Fatalf("admin cancels: %d %v", code, s)
+	}
 	_, evs := as("user-token-aaaaaaaaaaaa", "GET", "/v1/sessions/"+id+"/events", "")
+	var actors []string
 	for _, ev := range evs["events"].([]any) {
 		ev := ev.(map[string]any)
-		if ev["type"] == "decision" {
-			actor := ev["data"].(map[string]any)["actor"].(map[string]any)
-			if actor["name"] != "ops-lead" || actor["role"] != "approver" {
-				t.Fatalf("decision actor = %v", actor)
-			}
-			return
+		switch ev["type"] {
+		case "user_message", "decision", "turn_cancelled":
+			actor, _ := ev["data"].(map[string]any)["actor"].(map[string]any)
+			actors = append(actors, fmt.Sprintf("%s by %v/%v", ev["type"], actor["name"], actor["role"]))
 		}
 	}
-	t.Fatal("no decision event")
+	want := "user_message by alice/user, decision by ops-lead/approver, user_message by alice/user, turn_cancelled by root/admin"
+	if got := strings.Join(actors, ", "); got != want {
+		t.Fatalf("actors:\n got %s\nwant %s", got, want)
+	}
 }
 
 func TestStatelessInvoke(t *testing.T) {

@@ -86,6 +86,10 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		head.Summary = s.head.Summary
 	}
 	head.CancelRequested = s.head.CancelRequested && head.Status == "running"
+	head.CancelBy = session.Actor{}
+	if head.CancelRequested {
+		head.CancelBy = s.head.CancelBy
+	}
 	s.head = head
 	m.feed.Publish(Change{SessionID: head.ID, Seq: head.Seq, CancelRequested: head.CancelRequested})
 	return nil
@@ -107,7 +111,7 @@ func (m *Memory) RenewLease(ctx context.Context, id string, lease Lease) (bool, 
 }
 
 // RequestCancel implements Store.
-func (m *Memory) RequestCancel(ctx context.Context, id string) error {
+func (m *Memory) RequestCancel(ctx context.Context, id string, by session.Actor) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
@@ -117,7 +121,7 @@ func (m *Memory) RequestCancel(ctx context.Context, id string) error {
 	if s.head.Status != "running" {
 		return ErrConflict
 	}
-	s.head.CancelRequested = true
+	s.head.CancelRequested, s.head.CancelBy = true, by
 	m.feed.Publish(Change{SessionID: id, Seq: s.head.Seq, CancelRequested: true})
 	return nil
 }

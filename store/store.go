@@ -50,6 +50,9 @@ type Head struct {
 	// report it, Append keeps it while the status stays running and clears
 	// it otherwise.
 	CancelRequested bool
+	// CancelBy is who asked for the cancel (RequestCancel) while
+	// CancelRequested is set; the owner records it in the cancellation.
+	CancelBy session.Actor
 	// NextExpiry is when the first pending approval of a paused session
 	// expires (zero: none). Stores index it, so finding the sessions due for
 	// expiry does not read every paused one.
@@ -131,8 +134,9 @@ type Store interface {
 	// must stop, since its next Append would fail.
 	RenewLease(ctx context.Context, id string, lease Lease) (cancelRequested bool, err error)
 	// RequestCancel asks the owner of a running session to cancel its turn
-	// at its next step. ErrConflict when the session is not running.
-	RequestCancel(ctx context.Context, id string) error
+	// at its next step, on behalf of by (reported as Head.CancelBy).
+	// ErrConflict when the session is not running.
+	RequestCancel(ctx context.Context, id string, by session.Actor) error
 	// Watch delivers the changes committed by every process sharing the
 	// store, in commit order per session, until ctx ends. Consumers read the
 	// events they lack with Events; see Change for the resync signal.
@@ -244,4 +248,25 @@ func OrderBlobs(keys []string, found map[string][]byte) ([][]byte, error) {
 type Blob struct {
 	Key  string
 	Data []byte
+}
+
+// EncodeActor is how SQL stores keep Head.CancelBy in a text column: the
+// actor in JSON, or "" for nobody.
+func EncodeActor(a session.Actor) string {
+	if a == (session.Actor{}) {
+		return ""
+	}
+	b, _ := json.Marshal(a) // two strings: cannot fail
+	return string(b)
+}
+
+// DecodeActor reads what EncodeActor wrote. A column it cannot read (a
+// hand-edited row) gives the zero actor: who cancelled is for the audit
+// trail, and no cancel is refused for it.
+func DecodeActor(s string) session.Actor {
+	var a session.Actor
+	if s != "" && json.Unmarshal([]byte(s), &a) != nil {
+		return session.Actor{}
+	}
+	return a
 }

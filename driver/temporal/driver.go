@@ -37,7 +37,7 @@ func (d *Driver) Start(ctx context.Context, in cairn.DriverStart, detach bool) (
 		ID: in.ID, TaskQueue: d.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, WorkflowName, Params{Start: &engine.Start{SessionID: in.ID, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner}})
+	}, WorkflowName, Params{Start: &engine.Start{SessionID: in.ID, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner, Actor: in.Actor}})
 	h, err := d.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: UpdateWait, Args: []any{WaitArgs{Started: detach}},
@@ -55,13 +55,13 @@ func (d *Driver) Resume(ctx context.Context, id string, seq int64, decisions []c
 }
 
 // Send implements cairn.Driver.
-func (d *Driver) Send(ctx context.Context, id, text string, seq int64) (*cairn.Session, error) {
-	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: text, Seq: seq})
+func (d *Driver) Send(ctx context.Context, id, text string, seq int64, actor cairn.Actor) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: text, Seq: seq, Actor: actor})
 }
 
 // Cancel implements cairn.Driver.
-func (d *Driver) Cancel(ctx context.Context, id, scope string) (*cairn.Session, error) {
-	return d.update(ctx, id, UpdateCancel, CancelArgs{Scope: scope})
+func (d *Driver) Cancel(ctx context.Context, id, scope string, actor cairn.Actor) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateCancel, CancelArgs{Scope: scope, Actor: actor})
 }
 
 func (d *Driver) update(ctx context.Context, id, name string, args any) (*cairn.Session, error) {

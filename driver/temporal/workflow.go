@@ -56,13 +56,15 @@ type DecideArgs struct {
 
 // MessageArgs are the arguments of UpdateMessage.
 type MessageArgs struct {
-	Text string
-	Seq  int64
+	Text  string
+	Seq   int64
+	Actor session.Actor // who sent it
 }
 
 // CancelArgs are the arguments of UpdateCancel.
 type CancelArgs struct {
 	Scope string
+	Actor session.Actor // who cancelled
 }
 
 // sessionRun is one workflow run's state: the engine state and the step
@@ -70,11 +72,12 @@ type CancelArgs struct {
 type sessionRun struct {
 	w         *Workflows
 	st        *engine.State
-	pending   *engine.Step // a step applied and not yet driven
-	driving   bool         // the main loop is performing effects
-	turns     int          // turns that ended or paused in this run
-	mirrored  int          // steps written to the store in this run
-	cancelled bool         // a cancel of the whole turn was asked while driving
+	pending   *engine.Step  // a step applied and not yet driven
+	driving   bool          // the main loop is performing effects
+	turns     int           // turns that ended or paused in this run
+	mirrored  int           // steps written to the store in this run
+	cancelled bool          // a cancel of the whole turn was asked while driving
+	cancelBy  session.Actor // who asked for it
 	stopTurn  workflow.CancelFunc
 }
 
@@ -210,7 +213,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a DecideArgs) error { return validate(ctx, decide(a)) }}); err != nil {
 		return err
 	}
-	message := func(a MessageArgs) engine.Input { return engine.Message{Text: a.Text, Seq: a.Seq} }
+	message := func(a MessageArgs) engine.Input { return engine.Message{Text: a.Text, Seq: a.Seq, Actor: a.Actor} }
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateMessage,
 		func(ctx workflow.Context, a MessageArgs) (*cairn.Session, error) { return apply(ctx, message(a)) },
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a MessageArgs) error { return validate(ctx, message(a)) }}); err != nil {
@@ -219,10 +222,10 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancel,
 		func(ctx workflow.Context, a CancelArgs) (*cairn.Session, error) {
 			if r.pending == nil && !r.driving {
-				return apply(ctx, engine.Cancel{Scope: a.Scope})
+				return apply(ctx, engine.Cancel{Scope: a.Scope, Actor: a.Actor})
 			}
 			// A turn runs: stop it at its next step, dropping the call in flight.
-			r.cancelled = true
+			r.cancelled, r.cancelBy = true, a.Actor
 			if r.stopTurn != nil {
 				r.stopTurn()
 			}
@@ -258,7 +261,7 @@ func (r *sessionRun) drive(ctx workflow.Context) error {
 		}
 		if len(step.Effects) == 0 {
 			r.turns++
-			r.cancelled = false
+			r.cancelled, r.cancelBy = false, session.Actor{}
 			return nil
 		}
 		in, err := r.perform(ctx, step.Effects[0])
@@ -300,7 +303,7 @@ func (r *sessionRun) mirror(ctx workflow.Context, events []cairn.Event) error {
 // not idempotent as an in-doubt approval.
 func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.Input, error) {
 	if r.cancelled {
-		return engine.Cancel{Scope: session.CancelAll}, nil
+		return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
 	}
 	switch eff := eff.(type) {
 	case engine.CallModel:
@@ -317,7 +320,7 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 		err := workflow.ExecuteActivity(actx, ActivityModel, ModelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff}).Get(tctx, &out)
 		switch {
 		case r.cancelled:
-			return engine.Cancel{Scope: session.CancelAll}, nil
+			return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
 		case err != nil:
 			return engine.ModelDone{Frame: eff.Frame, Err: fmt.Errorf("the model call did not complete: %w", err)}, nil
 		}
@@ -343,7 +346,7 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			return nil, err
 		}
 		if r.cancelled {
-			return engine.Cancel{Scope: session.CancelAll}, nil
+			return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
 		}
 		return engine.Recover{}, nil
 	}

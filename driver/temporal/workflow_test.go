@@ -217,3 +217,44 @@ func TestContinueAsNewCarriesTheSession(t *testing.T) {
 		t.Fatalf("carried %+v, mirrored %+v", carried, mirrored)
 	}
 }
+
+// A message and a cancel sent through the workflow's updates record who
+// sent them in the mirrored log, as a decision does.
+func TestWorkflowRecordsWhoSpeaksAndCancels(t *testing.T) {
+	f := newFixture(t, 0)
+	alice := cairn.Actor{Name: "alice", Role: "user"}
+	bob := cairn.Actor{Name: "bob", Role: "admin"}
+	var cancelled, spoke *outcome
+	f.run("ses_wf_actors",
+		func() {
+			cancelled = f.update(ctemporal.UpdateCancel, ctemporal.CancelArgs{Scope: cairn.CancelAll, Actor: bob})
+		},
+		func() {
+			spoke = f.update(ctemporal.UpdateMessage, ctemporal.MessageArgs{Text: "once more", Actor: alice})
+		},
+	)
+	if cancelled == nil || cancelled.err != nil || cancelled.result == nil || cancelled.result.Status != cairn.StatusCancelled {
+		t.Fatalf("cancel: %+v", cancelled)
+	}
+	if spoke == nil || spoke.err != nil || spoke.result == nil || spoke.result.Status != cairn.StatusPaused {
+		t.Fatalf("message: %+v", spoke)
+	}
+	evs, err := f.runner.Events(context.Background(), "ses_wf_actors", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		if ev.Type == "user_message" || ev.Type == "turn_cancelled" {
+			got = append(got, ev.Type+" "+string(ev.Data))
+		}
+	}
+	want := []string{
+		`user_message {"text":"ship it"}`,
+		`turn_cancelled {"reason":"cancelled by bob (admin)","actor":{"name":"bob","role":"admin"}}`,
+		`user_message {"text":"once more","actor":{"name":"alice","role":"user"}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -550,3 +550,61 @@ func TestApprovedArgumentsFromAnotherLogAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestPeopleAreRecordedInTheirEvents: a message and a cancel record who
+// sent them, as a decision does, and the reason names who cancelled.
+func TestPeopleAreRecordedInTheirEvents(t *testing.T) {
+	m := testMachine()
+	st := &State{}
+	alice := session.Actor{Name: "alice", Role: "user"}
+	bob := session.Actor{Name: "bob", Role: "admin"}
+	var log []session.Event
+	s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy", Owner: "alice", Actor: alice})
+	log = append(log, s.Events...)
+	s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: assistant(model.ToolCall{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`})})
+	log = append(log, s.Events...)
+	s = step(t, m, st, Cancel{Scope: session.CancelAll, Actor: bob})
+	log = append(log, s.Events...)
+	if types(s.Events) != "tool_result turn_cancelled" {
+		t.Fatalf("cancel: %s", types(s.Events))
+	}
+	var result ToolResult
+	var cancelled TurnCancelled
+	if err := json.Unmarshal(s.Events[0].Data, &result); err != nil || result.Content != "cancelled by bob (admin)" {
+		t.Fatalf("cancelled call's result = %+v (%v)", result, err)
+	}
+	if err := json.Unmarshal(s.Events[1].Data, &cancelled); err != nil || cancelled.Actor != bob || cancelled.Reason != "cancelled by bob (admin)" {
+		t.Fatalf("turn_cancelled = %s (%v)", s.Events[1].Data, err)
+	}
+	s = step(t, m, st, Message{Text: "again", Actor: alice})
+	log = append(log, s.Events...)
+	var senders []session.Actor
+	for _, ev := range log {
+		if ev.Type == session.EventUserMessage {
+			var um UserMessage
+			if err := json.Unmarshal(ev.Data, &um); err != nil {
+				t.Fatal(err)
+			}
+			senders = append(senders, um.Actor)
+		}
+	}
+	if !reflect.DeepEqual(senders, []session.Actor{alice, alice}) {
+		t.Fatalf("user_message actors = %+v", senders)
+	}
+	if replayed, err := Replay(log); err != nil || !reflect.DeepEqual(replayed, st) {
+		t.Fatalf("replay: %v", err)
+	}
+	// Without an actor (a local caller), the words stay the user's and
+	// the event carries no actor field.
+	st = &State{}
+	s = step(t, m, st, Start{SessionID: "s2", Agent: "main", Text: "hi"})
+	if strings.Contains(string(s.Events[1].Data), "actor") {
+		t.Fatalf("anonymous user_message = %s", s.Events[1].Data)
+	}
+	if got := cancelledBy(session.Actor{}); got != "cancelled by the user" {
+		t.Fatalf("anonymous cancel reason = %q", got)
+	}
+	if got := cancelledBy(alice); got != "cancelled by alice" {
+		t.Fatalf("owner's cancel reason = %q", got)
+	}
+}

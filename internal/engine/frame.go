@@ -26,6 +26,8 @@ type FramePopped struct {
 	Reason  string `json:"reason"` // completed | failed | cancelled
 	Result  string `json:"result"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Actor is who cancelled the frame (Reason cancelled), when known.
+	Actor session.Actor `json:"actor,omitzero"`
 }
 
 // Handoff records a frame replaced by another agent's frame, which keeps

@@ -21,6 +21,8 @@ type Start struct {
 	Metadata  map[string]any
 	// Owner is who started the session (an auth token's name), if known.
 	Owner string
+	// Actor is who sent the first message, recorded in its event.
+	Actor session.Actor
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -29,6 +31,8 @@ type Start struct {
 type Message struct {
 	Text string
 	Seq  int64
+	// Actor is who sent it, recorded in its event for the audit trail.
+	Actor session.Actor
 }
 
 // Decide answers some or all pending approval and input interrupts. Seq
@@ -44,6 +48,8 @@ type Decide struct {
 type Cancel struct {
 	Scope string
 	Seq   int64 // 0: whatever is current
+	// Actor is who cancelled, recorded in the cancellation's events.
+	Actor session.Actor
 }
 
 // ModelDone reports the outcome of a CallModel effect.

@@ -23,6 +23,8 @@ type SessionStarted struct {
 // UserMessage is a message from the user to a frame (the top of the stack).
 type UserMessage struct {
 	Text string `json:"text"`
+	// Actor is who sent it, when known (the audit trail).
+	Actor session.Actor `json:"actor,omitzero"`
 }
 
 // TurnPaused records that the session waits for a person.
@@ -47,6 +49,8 @@ type TurnFailed struct {
 // TurnCancelled records that the user cancelled the whole turn.
 type TurnCancelled struct {
 	Reason string `json:"reason,omitempty"`
+	// Actor is who cancelled, when known (the audit trail).
+	Actor session.Actor `json:"actor,omitzero"`
 }
 
 // TurnInterrupted records that a runner stopped driving the turn before
@@ -114,7 +118,7 @@ func (s *stepper) start(in Start) error {
 		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s", in.Agent, strings.Join(s.m.agentNames(), ", "))
 	}
 	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
-	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text})
+	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor})
 	s.advance()
 	return nil
 }
@@ -139,9 +143,23 @@ func (s *stepper) message(in Message) error {
 	default:
 		return errorf(session.CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
 	}
-	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text})
+	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text, Actor: in.Actor})
 	s.advance()
 	return nil
+}
+
+// cancelledBy says who cancelled, for the reason the model and the log
+// read: "cancelled by the user" when nobody is named (a local caller, or
+// the session's owner without a name), else the name and, for someone
+// other than a plain user, the role ("cancelled by bob (admin)").
+func cancelledBy(a session.Actor) string {
+	switch {
+	case a.Name == "":
+		return "cancelled by the user"
+	case a.Role == "" || a.Role == "user":
+		return "cancelled by " + a.Name
+	}
+	return fmt.Sprintf("cancelled by %s (%s)", a.Name, a.Role)
 }
 
 func countDecisions(st *State) int {
@@ -166,6 +184,7 @@ func (s *stepper) cancel(in Cancel) error {
 	if running && in.Scope == session.CancelTop {
 		return errorf(session.CodeConflict, "session %s is running: cancel it with scope all, or wait until it pauses", st.SessionID)
 	}
+	by := cancelledBy(in.Actor)
 	switch in.Scope {
 	case session.CancelTop:
 		top := st.Top()
@@ -173,7 +192,7 @@ func (s *stepper) cancel(in Cancel) error {
 			return errorf(session.CodeConflict, "session %s has no interactive frame to cancel", st.SessionID)
 		}
 		s.emit(session.EventFramePopped, top, &FramePopped{Frame: top.ID, Reason: PopCancelled, IsError: true,
-			Result: fmt.Sprintf("agent %q was cancelled by the user", top.Agent)})
+			Result: fmt.Sprintf("agent %q was %s", top.Agent, by), Actor: in.Actor})
 		s.advance()
 	case session.CancelAll:
 		root := st.Root()
@@ -182,12 +201,12 @@ func (s *stepper) cancel(in Cancel) error {
 			case CallDone:
 			case CallStarted: // its runner stopped while it ran
 				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
-					Content: "cancelled by the user while it was running: it may or may not have taken effect"})
+					Content: by + " while it was running: it may or may not have taken effect"})
 			default:
-				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: "cancelled by the user"})
+				s.emit(session.EventToolResult, root, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true, Content: by})
 			}
 		}
-		s.emit(session.EventTurnCancelled, root, &TurnCancelled{Reason: "cancelled by the user"})
+		s.emit(session.EventTurnCancelled, root, &TurnCancelled{Reason: by, Actor: in.Actor})
 	default:
 		return errorf(session.CodeInvalidRequest, "scope: %q is not one of top, all", in.Scope)
 	}

@@ -49,6 +49,7 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS cairn_sessions_next_expiry ON cairn_sessions(next_expiry) WHERE next_expiry IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_outbox (
 	id         TEXT PRIMARY KEY,
@@ -69,7 +70,7 @@ CREATE TABLE IF NOT EXISTS cairn_blobs (key TEXT PRIMARY KEY, data BYTEA NOT NUL
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
 const channel = "cairn_changes"
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by`
 
 func leaseUntil(l store.Lease) any {
 	if l.Owner == "" {
@@ -262,7 +263,11 @@ func scanHead(row pgx.Row) (store.Head, error) {
 	var h store.Head
 	var summary []byte
 	var until, expiry *time.Time
-	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry)
+	var cancelBy string
+	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy)
+	if h.CancelRequested {
+		h.CancelBy = store.DecodeActor(cancelBy)
+	}
 	h.CreatedAt, h.UpdatedAt, h.Summary = h.CreatedAt.UTC(), h.UpdatedAt.UTC(), summary
 	if until != nil {
 		h.Lease.Until = until.UTC()
@@ -291,10 +296,10 @@ func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (b
 }
 
 // RequestCancel implements store.Store.
-func (s *Store) RequestCancel(ctx context.Context, id string) error {
+func (s *Store) RequestCancel(ctx context.Context, id string, by session.Actor) error {
 	var seq int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `UPDATE cairn_sessions SET cancel_requested=true WHERE id=$1 AND status='running' RETURNING seq`, id).Scan(&seq); err != nil {
+		if err := tx.QueryRow(ctx, `UPDATE cairn_sessions SET cancel_requested=true, cancel_by=$2 WHERE id=$1 AND status='running' RETURNING seq`, id, store.EncodeActor(by)).Scan(&seq); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprintf("%d 1 %s", seq, id))

@@ -68,6 +68,7 @@ var addedColumns = [][2]string{
 	{"sessions", `rev INTEGER NOT NULL DEFAULT 0`}, // commit order across the file, for Watch
 	{"used_tokens", `outcome BLOB`},
 	{"sessions", `next_expiry TEXT NOT NULL DEFAULT ''`},
+	{"sessions", `cancel_by TEXT NOT NULL DEFAULT ''`}, // who asked for the cancel: a session.Actor in JSON
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -323,10 +324,10 @@ func (s *Store) RenewLease(ctx context.Context, id string, lease store.Lease) (b
 }
 
 // RequestCancel implements store.Store.
-func (s *Store) RequestCancel(ctx context.Context, id string) error {
+func (s *Store) RequestCancel(ctx context.Context, id string, by session.Actor) error {
 	var seq int64
 	err := s.write(ctx, func(ctx context.Context, tx conn) error {
-		return tx.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, id).Scan(&seq)
+		return tx.QueryRowContext(ctx, `UPDATE sessions SET cancel_requested=1, cancel_by=?, rev=`+nextRev+` WHERE id=? AND status='running' RETURNING seq`, store.EncodeActor(by), id).Scan(&seq)
 	}, nil)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.Head(ctx, id); err != nil {
@@ -642,7 +643,7 @@ func (s *Store) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
 
 type scanner interface{ Scan(dest ...any) error }
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by`
 
 // optionalTime stores a zero time as "".
 func optionalTime(t time.Time) string {
@@ -654,10 +655,13 @@ func optionalTime(t time.Time) string {
 
 func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
-	var created, updated, until, expiry string
+	var created, updated, until, expiry, cancelBy string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy); err != nil {
 		return h, err
+	}
+	if h.CancelRequested {
+		h.CancelBy = store.DecodeActor(cancelBy)
 	}
 	if expiry != "" {
 		var err error

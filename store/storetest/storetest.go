@@ -390,24 +390,25 @@ func testCancelRequestReachesTheOwner(t *testing.T, open func(t *testing.T) (a, 
 	t0 := epoch()
 	a, b := open(t)
 	must(t, a.Append(ctx, runningHead("s", 1, "node-a", t0, time.Minute), 0, []session.Event{sharedEvent(1)}))
-	if err := b.RequestCancel(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+	if err := b.RequestCancel(ctx, "nope", session.Actor{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cancel unknown: %v", err)
 	}
-	must(t, b.RequestCancel(ctx, "s"))
+	bob := session.Actor{Name: "bob", Role: "admin"}
+	must(t, b.RequestCancel(ctx, "s", bob))
 	if cancel, err := a.RenewLease(ctx, "s", store.Lease{Owner: "node-a", Until: t0.Add(time.Minute)}); err != nil || !cancel {
 		t.Fatalf("renew after a cancel request: %v %v", cancel, err)
 	}
 	must(t, a.Append(ctx, runningHead("s", 2, "node-a", t0, time.Minute), 1, []session.Event{sharedEvent(2)}))
-	if h, _ := b.Head(ctx, "s"); !h.CancelRequested {
-		t.Fatal("a running step cleared the cancel request")
+	if h, _ := a.Head(ctx, "s"); !h.CancelRequested || h.CancelBy != bob {
+		t.Fatalf("after a running step: cancel requested %v by %+v, want by %+v", h.CancelRequested, h.CancelBy, bob)
 	}
 	done := runningHead("s", 3, "node-a", t0, 0)
 	done.Status = "cancelled"
 	must(t, a.Append(ctx, done, 2, []session.Event{sharedEvent(3)}))
-	if h, _ := b.Head(ctx, "s"); h.CancelRequested {
-		t.Fatal("the request outlived the turn")
+	if h, _ := b.Head(ctx, "s"); h.CancelRequested || h.CancelBy != (session.Actor{}) {
+		t.Fatalf("the request outlived the turn: %v by %+v", h.CancelRequested, h.CancelBy)
 	}
-	if err := b.RequestCancel(ctx, "s"); !errors.Is(err, store.ErrConflict) {
+	if err := b.RequestCancel(ctx, "s", bob); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("cancel of a session that is not running: %v", err)
 	}
 }
@@ -424,7 +425,7 @@ func testWatchSeesTheOtherProcess(t *testing.T, open func(t *testing.T) (a, b st
 	}
 	must(t, b.Append(ctx, runningHead("w", 1, "node-b", t0, time.Minute), 0, []session.Event{sharedEvent(1)}))
 	must(t, b.Append(ctx, runningHead("w", 3, "node-b", t0, time.Minute), 1, []session.Event{sharedEvent(2), sharedEvent(3)}))
-	must(t, b.RequestCancel(ctx, "w"))
+	must(t, b.RequestCancel(ctx, "w", session.Actor{}))
 	var seen []store.Change
 	deadline := time.After(10 * time.Second)
 	for len(seen) == 0 || seen[len(seen)-1].SessionID != "w" || !seen[len(seen)-1].CancelRequested {
