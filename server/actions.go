@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/session"
@@ -25,22 +26,33 @@ type actionPage struct {
 	Done    bool   // decided by this request
 	Link    *cairn.ActionLink
 	In      *cairn.Interrupt
-	Args    string // the call's arguments, indented
+	Args    string // the call's arguments, indented (the start of them when long)
+	More    string // the rest of long arguments, folded behind "expand"
 	Outcome string // the session's status after the decision
 }
 
-var actionTemplate = template.Must(template.New("action").Parse(`<!doctype html>
+// foldArgsAt is how much of a call's arguments the page shows before the
+// rest is folded behind "expand".
+const foldArgsAt = 2000
+
+// MoreChars is how many characters are folded.
+func (p *actionPage) MoreChars() int { return utf8.RuneCountInString(p.More) }
+
+// The page shows what a model, a tool or a person wrote through visible
+// (session.Visible): a right-to-left override cannot turn "gpj.exe" into
+// "exe.jpg", here or in the arguments.
+var actionTemplate = template.Must(template.New("action").Funcs(template.FuncMap{"visible": session.Visible}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>{{.Title}} · Cairn</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
-pre{background:#f4f4f4;padding:.75rem;overflow:auto}button{font-size:1rem;padding:.5rem 1.25rem;border-radius:.3rem;border:1px solid #888;cursor:pointer}
+pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}p,code{overflow-wrap:anywhere}button{font-size:1rem;padding:.5rem 1.25rem;border-radius:.3rem;border:1px solid #888;cursor:pointer}
 .approve{background:#1a7f37;color:#fff;border-color:#1a7f37}.reject{background:#cf222e;color:#fff;border-color:#cf222e}
 textarea{width:100%;min-height:4rem;font:inherit}.note{color:#555}</style></head><body>
 <h1>{{.Title}}</h1>
-{{if .Message}}<p>{{.Message}}</p>{{end}}
-{{with .In}}<p><strong>{{if .Message}}{{.Message}}{{else if .Question}}{{.Question}}{{else}}Tool {{.Tool}}{{end}}</strong></p>
-{{if .Tool}}<p class="note">Tool <code>{{.Tool}}</code> in session <code>{{$.Link.SessionID}}</code>{{with .ExpiresAt}}, waiting until {{.Format "2006-01-02 15:04 MST"}}{{end}}.</p>{{end}}
-{{if $.Args}}<pre>{{$.Args}}</pre>{{end}}{{end}}
+{{if .Message}}<p>{{visible .Message}}</p>{{end}}
+{{with .In}}<p><strong>{{if .Message}}{{visible .Message}}{{else if .Question}}{{visible .Question}}{{else}}Tool {{visible .Tool}}{{end}}</strong></p>
+{{if .Tool}}<p class="note">Tool <code>{{visible .Tool}}</code> in session <code>{{$.Link.SessionID}}</code>{{with .ExpiresAt}}, waiting until {{.Format "2006-01-02 15:04 MST"}}{{end}}.</p>{{end}}
+{{if $.Args}}<pre>{{visible $.Args}}{{if $.More}}…{{end}}</pre>{{if $.More}}<details><summary>expand ({{$.MoreChars}} more characters)</summary><pre>{{visible $.More}}</pre></details>{{end}}{{end}}{{end}}
 {{if and .In (not .Done)}}<form method="post">
 {{if eq .Link.Action "reject"}}<p><label>Reason (the agent sees it)<br><textarea name="reason"></textarea></label></p>
 <button class="reject" type="submit">Reject</button>{{else}}<button class="approve" type="submit">Approve</button>{{end}}
@@ -72,7 +84,9 @@ func (s *Server) actionForm(w http.ResponseWriter, r *http.Request) {
 					title = "Decline this question?"
 				}
 			}
-			writeActionPage(w, http.StatusOK, &actionPage{Title: title, Link: link, In: &in, Args: indented(in.Arguments)})
+			page := &actionPage{Title: title, Link: link, In: &in, Args: indented(in.Arguments)}
+			page.Args, page.More = fold(page.Args, foldArgsAt)
+			writeActionPage(w, http.StatusOK, page)
 			return
 		}
 	}
@@ -152,6 +166,17 @@ func writeActionPage(w http.ResponseWriter, status int, page *actionPage) {
 
 func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// fold splits s after n characters: what shows, and what is folded.
+func fold(s string, n int) (head, rest string) {
+	for i := range s {
+		if n == 0 {
+			return s[:i], s[i:]
+		}
+		n--
+	}
+	return s, ""
 }
 
 func indented(raw json.RawMessage) string {

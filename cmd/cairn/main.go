@@ -37,7 +37,8 @@ var version = "0.1.0-dev"
 
 func main() {
 	if err := newRoot(os.Stdin, os.Stdout, os.Stderr).Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "cairn:", err)
+		// An error may quote what a server, a model or a person wrote.
+		fmt.Fprintln(newVisibleWriter(os.Stderr), "cairn:", err)
 		os.Exit(1)
 	}
 }
@@ -71,7 +72,9 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	serve.Flags().BoolVar(&withWorker, "with-worker", false, "with driver: temporal, also run a worker in this process (one-process setup); otherwise run `cairn worker`")
 	_ = serve.MarkFlagRequired("config")
-	root.AddCommand(serve, newSessionsCmd(stdout), newAgentsCmd(stdout), newChatCmd(stdin, stdout, stderr), newMCPCmd(stdin, stdout, stderr), newWorkerCmd(stderr))
+	// What people read passes a visibleWriter; MCP's stdout is a protocol.
+	shown := newVisibleWriter(stdout)
+	root.AddCommand(serve, newSessionsCmd(shown), newAgentsCmd(shown), newChatCmd(stdin, shown, stderr), newMCPCmd(stdin, stdout, stderr), newWorkerCmd(stderr))
 	return root
 }
 

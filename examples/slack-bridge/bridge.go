@@ -12,10 +12,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -125,7 +127,7 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 		if !ok {
 			return nil // posted before this bridge started, or not by it
 		}
-		text := fmt.Sprintf("%s by %s", verb(dec.Action), cmp.Or(dec.Actor.Name, "someone"))
+		text := session.Visible(fmt.Sprintf("%s by %s", verb(dec.Action), cmp.Or(dec.Actor.Name, "someone")))
 		if p.Type == webhook.InterruptExpired {
 			text = "Expired: nobody decided in time, so it did not run."
 		}
@@ -133,19 +135,40 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 			slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)))
 		return err
 	case webhook.SessionCompleted:
-		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(fmt.Sprintf("Session %s completed: %s", d.SessionID, d.Output), false))
+		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(session.Visible(fmt.Sprintf("Session %s completed: %s", d.SessionID, d.Output)), false))
 		return err
 	case webhook.SessionFailed:
-		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(fmt.Sprintf("Session %s failed: %s", d.SessionID, d.Error.Message), false))
+		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(session.Visible(fmt.Sprintf("Session %s failed: %s", d.SessionID, d.Error.Message)), false))
 		return err
 	}
 	return nil
 }
 
+// summary says what waits. What a model or a tool wrote goes through
+// session.Visible: a right-to-left override in a file name shows as
+// ⟨U+202E⟩ instead of turning "gpj.exe" into "exe.jpg".
 func summary(d webhook.Data) string {
 	in := d.Interrupt
 	what := cmp.Or(in.Message, in.Question)
-	return fmt.Sprintf("*%s* (agent %s, tool `%s`)", what, d.Agent, in.Tool)
+	return session.Visible(fmt.Sprintf("*%s* (agent %s, tool `%s`)", what, d.Agent, in.Tool))
+}
+
+// argsShown is how much of a call's arguments a message shows (a Slack
+// section holds 3,000 characters); the action link's page has the rest.
+const argsShown = 2500
+
+// shownArgs are the arguments as the message shows them: visible, and cut
+// after argsShown characters with a word on where the rest is.
+func shownArgs(raw []byte) string {
+	s := session.Visible(string(raw))
+	n := 0
+	for i := range s {
+		if n == argsShown {
+			return s[:i] + fmt.Sprintf("… (%d more characters: the approve link's page shows them whole)", utf8.RuneCountInString(s[i:]))
+		}
+		n++
+	}
+	return s
 }
 
 // approvalBlocks are the message: what waits, its arguments, and one button
@@ -153,7 +176,7 @@ func summary(d webhook.Data) string {
 func approvalBlocks(d webhook.Data) []slack.Block {
 	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, summary(d), false, false), nil, nil)}
 	if len(d.Interrupt.Arguments) > 0 {
-		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+string(d.Interrupt.Arguments)+"```", false, false), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+shownArgs(d.Interrupt.Arguments)+"```", false, false), nil, nil))
 	}
 	var buttons []slack.BlockElement
 	if d.Actions.Approve != "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -18,6 +19,7 @@ import (
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -131,4 +133,24 @@ func waitMessage(t *testing.T, fs *FakeSlack, ok func(FakeMessage) bool) FakeMes
 	}
 	t.Fatalf("no such message in the fake channel after 10 s: %+v", fs.Messages())
 	return FakeMessage{}
+}
+
+// A right-to-left override in what the model wrote shows as a marker in
+// the Slack message, and long arguments are cut to fit a section.
+func TestBridgeShowsHiddenCharactersAndCutsLongArguments(t *testing.T) {
+	long := strings.Repeat("x", 10_000)
+	d := webhook.Data{Agent: "ops", Interrupt: &cairn.Interrupt{ID: "int_1", Tool: "send_file", Message: "Send \u202egpj.exe?",
+		Arguments: []byte("{\"name\":\"\u202egpj.exe\",\"note\":\"" + long + "\"}")}, Actions: &webhook.Actions{Approve: "http://x/a"}}
+	blocks := approvalBlocks(d)
+	head := blocks[0].(*slack.SectionBlock).Text.Text
+	args := blocks[1].(*slack.SectionBlock).Text.Text
+	if head != "*Send ⟨U+202E⟩gpj.exe?* (agent ops, tool `send_file`)" {
+		t.Fatalf("summary = %q", head)
+	}
+	if strings.ContainsRune(args, '\u202e') || !strings.Contains(args, `"name":"⟨U+202E⟩gpj.exe"`) {
+		t.Fatalf("arguments keep the override: %.80q", args)
+	}
+	if n := utf8.RuneCountInString(args); n > 3000 || !strings.Contains(args, "more characters: the approve link's page shows them whole") {
+		t.Fatalf("arguments block: %d characters, ends %q", n, args[len(args)-80:])
+	}
 }

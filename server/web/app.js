@@ -31,9 +31,75 @@ function el(tag, attrs, ...children) {
   }
   for (const c of children.flat()) {
     if (c === undefined || c === null || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    e.append(c instanceof Node ? c : shown(String(c), !UNFOLDED.has(tag)));
   }
   return e;
+}
+
+// ---------- what the page shows of text it did not write ----------
+// Every string the page shows goes through el(), so through shown():
+// characters a reader cannot see, or that reorder the text around them (a
+// right-to-left override shows "\u202egpj.exe" as "exe.jpg"), appear as a
+// marked ⟨U+202E⟩, as session.Visible does for the terminal, the action
+// pages and the Slack bridge; a long value is folded behind "expand".
+
+// HIDDEN: control (but newline and tab), format (bidi controls, zero-width
+// characters, the BOM, tags), line and paragraph separators, blank letters.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034F\u115F\u1160\u3164\uFFA0\u180B-\u180F]/gu;
+const PICTURE = /[\p{Extended_Pictographic}\uFE0F\u{1F3FB}-\u{1F3FF}]/u;
+const FOLD_CHARS = 1200; // a value longer than this, or of more lines,
+const FOLD_LINES = 30; //   shows its start and an "expand" button
+const UNFOLDED = new Set(['option', 'button', 'title', 'textarea']);
+
+// hiddenAt: s[i] is a character to mark (a joiner inside an emoji is not).
+function hiddenAt(s, i, ch) {
+  if (ch === '\n' || ch === '\t') return false;
+  if (ch !== '\u200D') return true;
+  const before = String.fromCodePoint(s.codePointAt(i > 1 && /[\uDC00-\uDFFF]/.test(s[i - 1]) ? i - 2 : i - 1) || 32);
+  const after = String.fromCodePoint(s.codePointAt(i + 1) || 32);
+  return !(PICTURE.test(before) && PICTURE.test(after));
+}
+
+const marker = (ch) => '⟨U+' + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '⟩';
+
+// visibleText is s with hidden characters written as markers (for text
+// set without el(): error messages).
+function visibleText(s) {
+  return String(s).replace(HIDDEN, (ch, i, all) => hiddenAt(all, i, ch) ? marker(ch) : ch);
+}
+
+// marked is s as nodes: its text, and a span.hidden-char per marker.
+function marked(s) {
+  HIDDEN.lastIndex = 0;
+  if (!HIDDEN.test(s)) return document.createTextNode(s);
+  const out = document.createDocumentFragment();
+  let from = 0;
+  for (const m of s.matchAll(HIDDEN)) {
+    if (!hiddenAt(s, m.index, m[0])) continue;
+    if (m.index > from) out.append(s.slice(from, m.index));
+    const code = marker(m[0]);
+    out.append(el('span', { class: 'hidden-char', title: 'an invisible character, ' + code.slice(1, -1) }, code));
+    from = m.index + m[0].length;
+  }
+  if (from < s.length) out.append(s.slice(from));
+  return out;
+}
+
+// shown is s as the page shows it: marked and, when fold and it is long,
+// folded to its start with an "expand" button that shows the rest.
+function shown(s, fold) {
+  let cut = s.length > FOLD_CHARS ? FOLD_CHARS : -1;
+  for (let i = 0, n = 0; fold && i < s.length && i < FOLD_CHARS; i++) {
+    if (s[i] === '\n' && ++n === FOLD_LINES) { cut = i; break; }
+  }
+  if (!fold || cut < 0) return marked(s);
+  if (/[\uD800-\uDBFF]/.test(s[cut - 1])) cut--; // not inside a surrogate pair
+  const box = el('span', { class: 'folded' });
+  const rest = s.length - cut;
+  const expand = el('button', { class: 'expand', type: 'button', title: 'show the whole value' }, 'expand (' + rest.toLocaleString('en') + ' more characters)');
+  expand.addEventListener('click', () => box.replaceChildren(marked(s)));
+  box.append(marked(s.slice(0, cut)), '… ', expand);
+  return box;
 }
 
 const main = () => document.getElementById('main');
@@ -66,7 +132,7 @@ function headers(extra) {
 
 class APIError extends Error {
   constructor(status, body) {
-    super((body && body.error && body.error.message) || 'HTTP ' + status);
+    super(visibleText((body && body.error && body.error.message) || 'HTTP ' + status));
     this.status = status;
     this.code = body && body.error && body.error.code;
   }
@@ -549,9 +615,12 @@ async function renderSessions(params) {
 
 // ---------- one session ----------
 
+const MAX_DEPTH = 8; // deeper frames are drawn at this depth (app.css has .depth-0 … .depth-8)
+
 function eventLine(ev, depth) {
   const d = ev.data || {};
-  const row = (who, ...body) => el('div', { class: 'row', dataset: { frame: ev.frame || '', seq: ev.seq }, style: 'padding-left:' + (depth * 1.4) + 'rem' },
+  // Indented by class, not a style attribute: the page's CSP allows no inline style.
+  const row = (who, ...body) => el('div', { class: 'row depth-' + Math.min(depth, MAX_DEPTH), dataset: { frame: ev.frame || '', seq: ev.seq, depth } },
     el('span', { class: 'who' }, who), ...body);
   switch (ev.type) {
     case 'user_message': return row('user', d.text);
