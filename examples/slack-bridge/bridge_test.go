@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
