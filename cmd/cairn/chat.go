@@ -271,7 +271,7 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		fmt.Fprintf(c.out, "%swarning: %s was running when Cairn stopped and may already have taken effect (idempotency key %s)\n", where, it.Tool, it.IdempotencyKey)
 	}
 	for {
-		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, or a reason: ", where, it.Message))
+		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {
 			return nil, false
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -236,7 +237,23 @@ func lastAgent(path []cairn.PathStep) string {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		return s[:n-1] + "…"
+		n--
+		for n > 0 && !utf8.RuneStart(s[n]) { // not inside a character
+			n--
+		}
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// clip cuts s after n characters and says how many more there were: a
+// terminal shows a long value's start, not 100,000 characters.
+func clip(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i] + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(s[i:]))
+		}
+		n--
 	}
 	return s
 }

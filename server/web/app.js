@@ -46,6 +46,7 @@ function el(tag, attrs, ...children) {
 // HIDDEN: control (but newline and tab), format (bidi controls, zero-width
 // characters, the BOM, tags), line and paragraph separators, blank letters.
 const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034F\u115F\u1160\u3164\uFFA0\u180B-\u180F]/gu;
+const HAS_HIDDEN = new RegExp(HIDDEN.source, 'u'); // no lastIndex to carry between calls
 const PICTURE = /[\p{Extended_Pictographic}\uFE0F\u{1F3FB}-\u{1F3FF}]/u;
 const FOLD_CHARS = 1200; // a value longer than this, or of more lines,
 const FOLD_LINES = 30; //   shows its start and an "expand" button
@@ -70,8 +71,7 @@ function visibleText(s) {
 
 // marked is s as nodes: its text, and a span.hidden-char per marker.
 function marked(s) {
-  HIDDEN.lastIndex = 0;
-  if (!HIDDEN.test(s)) return document.createTextNode(s);
+  if (!HAS_HIDDEN.test(s)) return document.createTextNode(s);
   const out = document.createDocumentFragment();
   let from = 0;
   for (const m of s.matchAll(HIDDEN)) {
@@ -376,10 +376,10 @@ function interruptCard(s, it, agent) {
   card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' ? agent : it.tool),
-    it.kind === 'approval' && el('p', { class: 'msg' }, it.message),
-    it.kind === 'input' && el('p', { class: 'msg' }, it.question),
-    it.kind === 'message' && el('p', { class: 'msg' }, it.text),
-    it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, pretty(it.arguments)),
+    it.kind === 'approval' && el('p', { class: 'msg' }, cardValue(s, it, 'message')),
+    it.kind === 'input' && el('p', { class: 'msg' }, cardValue(s, it, 'question')),
+    it.kind === 'message' && el('p', { class: 'msg' }, cardValue(s, it, 'text')),
+    it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
     it.in_doubt && el('div', { class: 'warning' }, 'This call was running when Cairn stopped: it may already have taken effect. Check before approving it again' +
       (it.idempotency_key ? ' (idempotency key ' + it.idempotency_key + ').' : '.')),
     el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
@@ -387,6 +387,29 @@ function interruptCard(s, it, agent) {
     actions(s, it, agent, card, error),
     error].filter(Boolean));
   return card;
+}
+
+// cardValue is an interrupt's field as its card shows it. A listing holds
+// a preview of a long value (named in it.truncated): the card shows its
+// start, and "expand" loads the whole value from the session.
+function cardValue(s, it, field) {
+  const text = (v) => field === 'arguments' ? pretty(v) : v;
+  if (!(it.truncated || []).includes(field)) return text(it[field]);
+  const box = el('span', { class: 'folded' });
+  const expand = el('button', { class: 'expand', type: 'button', title: 'load and show the whole value' }, 'expand (the whole value)');
+  expand.addEventListener('click', async () => {
+    try { box.replaceChildren(marked(text((await wholeInterrupt(s, it))[field]))); } catch (e) { expand.textContent = e.message; }
+  });
+  // The preview of arguments is the start of their JSON, as a string.
+  box.append(marked(String(it[field]).replace(/…$/, '').slice(0, FOLD_CHARS)), '… ', expand);
+  return box;
+}
+
+// wholeInterrupt is it as the session has it, with no value cut.
+async function wholeInterrupt(s, it) {
+  const whole = (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).interrupts.find((x) => x.id === it.id);
+  if (!whole) throw new Error('this interrupt is no longer pending');
+  return whole;
 }
 
 function actions(s, it, agent, card, error) {
@@ -469,11 +492,7 @@ async function openEditor(s, it, agent, card, error, remember) {
   if (old) { old.remove(); return; }
   if ((it.truncated || []).includes('arguments')) {
     // A listing holds a preview of long arguments; the session has them whole.
-    try {
-      const whole = (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).interrupts.find((x) => x.id === it.id);
-      if (!whole) throw new Error('this interrupt is no longer pending');
-      it = whole;
-    } catch (e) { error.textContent = e.message; return; }
+    try { it = await wholeInterrupt(s, it); } catch (e) { error.textContent = e.message; return; }
   }
   const tool = toolOf(agent, it.tool);
   schemaForm(card, (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments',
