@@ -154,6 +154,19 @@ func signIn(base, token string) chromedp.Tasks {
 		chromedp.SendKeys("#token", token, chromedp.ByID), chromedp.Click("#login button[type=submit]", chromedp.ByQuery)}
 }
 
+// stepper returns a function that runs chromedp actions, each call at
+// most a minute, and fails the test naming what did not happen.
+func stepper(t *testing.T, ctx context.Context) func(what string, actions ...chromedp.Action) {
+	return func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := chromedp.Run(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 // item is the inbox card of session id.
 func item(id string) string { return `article.item[data-session="` + id + `"]` }
 

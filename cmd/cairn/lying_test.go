@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -74,14 +73,7 @@ func TestBrowserPageCannotBeMadeToLie(t *testing.T) {
 	}
 	liarID, nestedID := liar["id"].(string), nested["id"].(string)
 
-	step := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := chromedp.Run(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(t, ctx)
 	// Every CSP violation of every page load is counted.
 	step("count CSP violations", chromedp.ActionFunc(func(ctx context.Context) error {
 		_, err := page.AddScriptToEvaluateOnNewDocument(`window.__csp = [];

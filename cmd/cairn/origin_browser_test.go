@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -96,14 +95,7 @@ func TestBrowserOtherOriginsCannotDriveTheLocalMode(t *testing.T) {
 	defer evil.Close()
 	_, evilPort, _ := net.SplitHostPort(strings.TrimPrefix(evil.URL, "http://"))
 
-	step := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := chromedp.Run(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(t, ctx)
 	var results []string
 	start := `{"agent":"ops","input":"rm -rf"}`
 	name := fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","reason":"`, s["seq"], intr)
