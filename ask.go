@@ -73,12 +73,6 @@ func Answers(ctx context.Context) []Answer {
 	return tc.ask.answers
 }
 
-// ErrInDoubt is what a tool returns (wrapped or not) when it cannot tell
-// whether its work took effect, such as a held MCP call lost in a restart.
-// The call then pauses as an in-doubt approval: a person decides whether it
-// runs again, as after a crash.
-var ErrInDoubt = errors.New("cairn: the tool cannot tell whether its work took effect")
-
 type askState struct {
 	mu      sync.Mutex
 	answers []Answer

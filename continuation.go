@@ -22,10 +22,6 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-// ErrInvalidContinuation: a continuation token is malformed, truncated,
-// modified, signed with an unknown key, or meant for another agent. Nothing ran.
-var ErrInvalidContinuation error = &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation"}
-
 // Token formats: "cairn.v2.<payload>.<mac>", both parts base64url without
 // padding, mac = HMAC-SHA256(key, "cairn.v2.<payload>"), the payload
 // compressed with DEFLATE: the Continuation's JSON (one line), a newline,

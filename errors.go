@@ -27,7 +27,37 @@ var (
 	ErrExpired error = &session.Error{Code: session.CodeExpired, Message: "expired"}
 	// ErrInvalidRequest: a request is malformed (no decisions, bad action…).
 	ErrInvalidRequest error = &session.Error{Code: session.CodeInvalidRequest, Message: "invalid request"}
+	// ErrInvalidContinuation: a continuation token is malformed, truncated,
+	// modified, signed with an unknown key, or meant for another agent.
+	// Nothing ran.
+	ErrInvalidContinuation error = &session.Error{Code: session.CodeInvalidContinuation, Message: "invalid continuation"}
+	// ErrInvalidLink: an action link that no runner on this store signed,
+	// or that was altered.
+	ErrInvalidLink error = &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link"}
 )
+
+// Errors of the runner's own state and of tools.
+var (
+	// ErrLeaseLost: another process took the session over while this one
+	// ran its turn (this process stalled past its lease). Nothing more was
+	// recorded by this process; the new owner goes on. It wraps ErrConflict
+	// one way: errors.Is(err, ErrConflict) holds for it (and the HTTP API
+	// answers 409 conflict), but a stale seq or another conflict is not
+	// ErrLeaseLost, so a caller can tell the two apart.
+	ErrLeaseLost error = leaseLost{}
+	// ErrShuttingDown: the runner is draining (Shutdown) and takes no new turns.
+	ErrShuttingDown = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
+	// ErrInDoubt is what a tool returns (wrapped or not) when it cannot tell
+	// whether its work took effect, such as a held MCP call lost in a
+	// restart. The call then pauses as an in-doubt approval: a person
+	// decides whether it runs again, as after a crash.
+	ErrInDoubt = errors.New("cairn: the tool cannot tell whether its work took effect")
+)
+
+type leaseLost struct{}
+
+func (leaseLost) Error() string { return "lease lost: another process took over the session" }
+func (leaseLost) Unwrap() error { return ErrConflict }
 
 // ErrorCode returns the machine-readable code of an error returned by a
 // Runner ("conflict", "unknown_interrupt", …), or "" for other errors.

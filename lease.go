@@ -21,14 +21,6 @@ import (
 // take the session over.
 const DefaultLease = 15 * time.Second
 
-// ErrLeaseLost: another process took the session over while this one ran
-// its turn (this process stalled past its lease). Nothing more was recorded
-// by this process; the new owner goes on.
-var ErrLeaseLost error = &session.Error{Code: session.CodeConflict, Message: "lease lost: another process took over the session"}
-
-// ErrShuttingDown: the runner is draining (Shutdown) and takes no new turns.
-var ErrShuttingDown = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
-
 // turn is a running turn owned by this runner.
 type turn struct {
 	cancelRequested atomic.Bool

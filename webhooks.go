@@ -227,10 +227,6 @@ func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.In
 // the token follows. The HTTP server (package server) serves it.
 const ActionLinkPath = "/v1/actions/"
 
-// ErrInvalidLink: an action link that no runner on this store signed, or
-// that was altered.
-var ErrInvalidLink error = &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link"}
-
 // ActionLink is what a signed action link does: decide one interrupt with
 // one action. Webhook payloads carry them (webhook.Actions) so an email or
 // a chat button decides without a token; each works once.

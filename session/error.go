@@ -1,8 +1,6 @@
 package session
 
 import (
-	"errors"
-
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -73,8 +71,10 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is an *Error with the same code, so sentinel
-// values work with errors.Is.
+// values work with errors.Is. Only target itself counts, not what it
+// wraps: an error that wraps a sentinel (cairn.ErrLeaseLost wraps
+// ErrConflict) is not matched by every error of that code.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
 }
