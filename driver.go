@@ -31,7 +31,7 @@ type Driver interface {
 	Send(ctx context.Context, id, text string, seq int64, actor Actor) (*Session, error)
 	// Cancel cancels the top interactive agent or the whole turn (see
 	// Runner.Cancel); actor is who cancelled.
-	Cancel(ctx context.Context, id, scope string, actor Actor) (*Session, error)
+	Cancel(ctx context.Context, id string, scope CancelScope, actor Actor) (*Session, error)
 }
 
 // DriverStart is a new session as a Driver gets it.

@@ -415,7 +415,7 @@ func TestStartInterruptedInItsFirstModelCallIsRecorded(t *testing.T) {
 	}
 	var types []string
 	for _, ev := range evs {
-		types = append(types, ev.Type)
+		types = append(types, string(ev.Type))
 	}
 	// Beside a second test suite, the runner's takeover once continued the
 	// turn before this read (its second model call then failed the turn).

@@ -281,7 +281,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 // cancelled here. ErrConflict when there is nothing to cancel.
 //
 // opts may be nil.
-func (r *Runner) Cancel(ctx context.Context, sessionID, scope string, opts *TurnOptions) (*Session, error) {
+func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope, opts *TurnOptions) (*Session, error) {
 	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
 		return r.driver.Cancel(ctx, sessionID, scope, actor)

@@ -77,11 +77,11 @@ func (m *metrics) committed(ctx context.Context, step engine.Step, took time.Dur
 	for i, ev := range step.Events {
 		switch ev.Type {
 		case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled, session.EventTurnInterrupted:
-			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", ev.Type[len("turn_"):])))
+			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(ev.Type[len("turn_"):]))))
 		case session.EventDecision:
 			p, _ := engine.Payload(step.Events, step.Payloads, i)
 			if d, ok := p.(*engine.DecisionMade); ok {
-				m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", d.Kind), attribute.String("action", d.Action), attribute.String("role", d.Actor.Role)))
+				m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(d.Kind)), attribute.String("action", string(d.Action)), attribute.String("role", d.Actor.Role)))
 			}
 		}
 	}

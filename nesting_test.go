@@ -348,7 +348,7 @@ func TestInteractiveStack(t *testing.T) {
 	stack := func(s *cairn.Session) string {
 		var parts []string
 		for _, f := range s.Stack {
-			parts = append(parts, f.Agent+"/"+f.Mode)
+			parts = append(parts, f.Agent+"/"+string(f.Mode))
 		}
 		return strings.Join(parts, ",")
 	}
@@ -511,7 +511,7 @@ func TestAskPausesForInput(t *testing.T) {
 	var kinds []string
 	for _, ev := range evs {
 		if ev.Type == "input_requested" || ev.Type == "decision" {
-			kinds = append(kinds, ev.Type)
+			kinds = append(kinds, string(ev.Type))
 		}
 	}
 	if strings.Join(kinds, " ") != "input_requested decision input_requested decision" {
@@ -612,7 +612,7 @@ func TestCancel(t *testing.T) {
 // eventOf is the nth (from 1) event of type typ in evs, or a zero event.
 func eventOf(evs []cairn.Event, typ string, nth int) cairn.Event {
 	for _, ev := range evs {
-		if ev.Type == typ {
+		if string(ev.Type) == typ {
 			if nth--; nth == 0 {
 				return ev
 			}

@@ -124,7 +124,7 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	evs, _ := b.Events(ctx, s.ID, 0)
 	var typesSeen []string
 	for _, ev := range evs {
-		typesSeen = append(typesSeen, ev.Type)
+		typesSeen = append(typesSeen, string(ev.Type))
 	}
 	if got := strings.Join(typesSeen[len(typesSeen)-2:], " "); got != "tool_result turn_cancelled" || slow.runs.Load() != 1 {
 		t.Fatalf("log ends %q, runs %d", got, slow.runs.Load())

@@ -9,6 +9,16 @@ type (
 	Session = session.Session
 	// Status is the lifecycle state of a session.
 	Status = session.Status
+	// Kind is what an interrupt waits for.
+	Kind = session.Kind
+	// Action is what a decision does with an interrupt.
+	Action = session.Action
+	// Mode is how an agent's frame relates to the one that started it.
+	Mode = session.Mode
+	// CancelScope is how much of a session a cancel ends.
+	CancelScope = session.CancelScope
+	// EventType names what an event records.
+	EventType = session.EventType
 	// StackFrame is one frame of the chain of agents that talk with the user.
 	StackFrame = session.StackFrame
 	// Failure says why a turn failed.

@@ -33,7 +33,7 @@ func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		types = append(types, ev.Type)
+		types = append(types, string(ev.Type))
 		if ev.Type == cairn.EventModelDelta {
 			var d struct{ Text string }
 			json.Unmarshal(ev.Data, &d)

@@ -138,11 +138,11 @@ func TestCaughtUpSubscriberGetsDeltasWhenTheFeedEchoesFirst(t *testing.T) {
 		done = ev.Type == session.EventTurnCompleted
 		if ev.Type == cairn.EventModelDelta {
 			text.WriteString(string(ev.Data))
-			if len(types) > 0 && types[len(types)-1] == ev.Type {
+			if len(types) > 0 && types[len(types)-1] == string(ev.Type) {
 				continue
 			}
 		}
-		types = append(types, ev.Type)
+		types = append(types, string(ev.Type))
 	}
 	want := "decision tool_started tool_result model_delta model_response turn_completed"
 	if got := strings.Join(types, " "); got != want {

@@ -57,7 +57,7 @@ type Tool struct {
 	// Set by AgentTool, InteractiveAgentTool and Handoff, whose Handler is nil.
 	kind   engine.ToolKind
 	target string
-	mode   string
+	mode   Mode
 }
 
 var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
@@ -100,7 +100,7 @@ func Handoff(agent string, spec *Tool) *Tool {
 	return t
 }
 
-func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode string) *Tool {
+func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode Mode) *Tool {
 	t := &Tool{}
 	if spec != nil {
 		*t = *spec

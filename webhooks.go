@@ -206,7 +206,7 @@ func messageID(sessionID string, seq int64, typ, about, endpoint string) string 
 // actions are in's action links for endpoint: approve and reject for an
 // approval, reject for a question (an answer needs its text).
 func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.Interrupt, endpoint string) (*webhook.Actions, error) {
-	link := func(action string) (string, error) {
+	link := func(action Action) (string, error) {
 		tok, err := h.links.sign(ctx, ActionLink{SessionID: sessionID, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
 		return h.publicURL + ActionLinkPath + tok, err
 	}
@@ -234,7 +234,7 @@ type ActionLink struct {
 	SessionID   string
 	InterruptID string
 	// Action is session.ActionApprove or session.ActionReject.
-	Action string
+	Action Action
 	// Endpoint is the webhook the link was sent to; the decision's actor
 	// names it ({"name": Endpoint, "role": "action-link"}).
 	Endpoint string
@@ -314,7 +314,7 @@ const maxLinkToken = 2048
 type linkClaims struct {
 	Session   string `json:"s"`
 	Interrupt string `json:"i"`
-	Action    string `json:"a"`
+	Action    Action `json:"a"`
 	Endpoint  string `json:"w,omitempty"`
 	Expires   int64  `json:"e,omitempty"` // unix seconds; 0: none
 }

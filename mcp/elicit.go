@@ -252,6 +252,7 @@ func (h *Hub) follow(changes <-chan cairn.SessionChange) {
 				// not is stopped after a grace period.
 				time.AfterFunc(10*time.Second, hc.cancel)
 			}
+		case cairn.StatusRunning, cairn.StatusPaused: // the held calls stay held
 		}
 	}
 }

@@ -251,7 +251,7 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 		}
 		var ds []cairn.Decision
 		for _, d := range in.Decisions {
-			cd := cairn.Decision{InterruptID: d.InterruptID, Action: d.Action, Reason: d.Reason, Text: d.Text}
+			cd := cairn.Decision{InterruptID: d.InterruptID, Action: cairn.Action(d.Action), Reason: d.Reason, Text: d.Text}
 			if d.Arguments != nil {
 				cd.Arguments, _ = json.Marshal(d.Arguments)
 			}
@@ -396,6 +396,7 @@ func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
 		case in.URL == "":
 			d.Text, _ = res.Content["answer"].(string)
 		}
+	case cairn.KindMessage: // answered by a message, never elicited as a decision
 	}
 	return d
 }
@@ -448,6 +449,7 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 			msg += ": " + sess.Error.Message
 		}
 		return errorResult(msg)
+	case cairn.StatusRunning, cairn.StatusCancelled: // said as it is, below
 	}
 	return errorResult(fmt.Sprintf("the run is %s", sess.Status))
 }

@@ -392,7 +392,7 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // turnEnded reports whether an event of this type ends a turn.
-func turnEnded(typ string) bool {
+func turnEnded(typ session.EventType) bool {
 	switch typ {
 	case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled:
 		return true

@@ -381,7 +381,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.maySpeak(w, r, "cancels") {
 		return
 	}
-	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, decidedBy(callerOf(r)))
+	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), cairn.CancelScope(req.Scope), decidedBy(callerOf(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return

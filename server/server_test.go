@@ -368,7 +368,7 @@ func TestEventsListAndSSE(t *testing.T) {
 	for {
 		id, typ, data := next()
 		types = append(types, typ)
-		if typ == cairn.EventModelDelta {
+		if typ == string(cairn.EventModelDelta) {
 			if id != "" {
 				t.Fatalf("delta has an id: %s", id)
 			}

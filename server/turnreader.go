@@ -110,8 +110,8 @@ func (t *turnReader) noteFrame(ev cairn.Event) {
 		return
 	}
 	var d struct {
-		Frame string `json:"frame"`
-		Mode  string `json:"mode"`
+		Frame string       `json:"frame"`
+		Mode  session.Mode `json:"mode"`
 	}
 	if json.Unmarshal(ev.Data, &d) == nil && d.Mode == session.ModeTool {
 		t.internal[d.Frame] = true
@@ -184,8 +184,8 @@ func (t *turnReader) observe(ev cairn.Event) {
 		t.noteAsked(ev)
 	case session.EventDecision:
 		var d struct {
-			CallID string `json:"call_id"`
-			Action string `json:"action"`
+			CallID string         `json:"call_id"`
+			Action session.Action `json:"action"`
 		}
 		if json.Unmarshal(ev.Data, &d) == nil && d.Action == cairn.ActionReject {
 			t.denied[t.callID(ev.Frame, d.CallID)] = true

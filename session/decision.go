@@ -2,14 +2,17 @@ package session
 
 import "encoding/json"
 
+// Action is what a decision does with an interrupt.
+type Action string
+
 // Decision actions.
 const (
 	// ActionApprove runs an awaited call, with Decision.Arguments if set.
-	ActionApprove = "approve"
+	ActionApprove Action = "approve"
 	// ActionReject refuses a call or a question; the model sees the reason.
-	ActionReject = "reject"
+	ActionReject Action = "reject"
 	// ActionAnswer answers a question (KindInput) with Decision.Text.
-	ActionAnswer = "answer"
+	ActionAnswer Action = "answer"
 )
 
 // RememberSession is the Decision.Remember value that applies an approval
@@ -22,7 +25,7 @@ type Decision struct {
 	InterruptID string `json:"interrupt_id"`
 	// Action is ActionApprove or ActionReject for an approval, ActionAnswer
 	// (with Text) or ActionReject for a question.
-	Action string `json:"action"`
+	Action Action `json:"action"`
 	// Arguments, on approve, replace the call's arguments. They are validated
 	// against the tool's schema before anything runs.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -57,7 +60,7 @@ type Remembered struct {
 	// ActionReject (later calls are refused with Reason, without asking).
 	// Empty, in sessions recorded before rejections could be remembered,
 	// means ActionApprove.
-	Action string `json:"action,omitempty"`
+	Action Action `json:"action,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -10,7 +10,7 @@ import (
 // Seq 0 (types EventModelDelta and EventModelDeltasSkipped) are streamed to subscribers and never stored.
 type Event struct {
 	Seq  int64     `json:"seq"`
-	Type string    `json:"type"`
+	Type EventType `json:"type"`
 	Time time.Time `json:"time"`
 	// Frame is the id of the agent frame the event belongs to, and Agent
 	// that frame's agent.
@@ -19,34 +19,37 @@ type Event struct {
 	Data  json.RawMessage `json:"data"`
 }
 
+// EventType names what an event records; its Data is that type's payload.
+type EventType string
+
 // Event types. They are part of the outside contract: stored, streamed and
 // documented in docs/http-api.md.
 const (
-	EventSessionStarted    = "session_started"
-	EventUserMessage       = "user_message"
-	EventModelResponse     = "model_response"
-	EventApprovalRequested = "approval_requested"
-	EventInputRequested    = "input_requested"
-	EventDecision          = "decision"
-	EventToolStarted       = "tool_started"
-	EventToolResult        = "tool_result"
-	EventFramePushed       = "frame_pushed"
-	EventFramePopped       = "frame_popped"
-	EventHandoff           = "handoff"
-	EventAgentMessage      = "agent_message"
-	EventTurnPaused        = "turn_paused"
-	EventTurnCompleted     = "turn_completed"
-	EventTurnFailed        = "turn_failed"
-	EventTurnCancelled     = "turn_cancelled"
-	EventTurnInterrupted   = "turn_interrupted"
+	EventSessionStarted    EventType = "session_started"
+	EventUserMessage       EventType = "user_message"
+	EventModelResponse     EventType = "model_response"
+	EventApprovalRequested EventType = "approval_requested"
+	EventInputRequested    EventType = "input_requested"
+	EventDecision          EventType = "decision"
+	EventToolStarted       EventType = "tool_started"
+	EventToolResult        EventType = "tool_result"
+	EventFramePushed       EventType = "frame_pushed"
+	EventFramePopped       EventType = "frame_popped"
+	EventHandoff           EventType = "handoff"
+	EventAgentMessage      EventType = "agent_message"
+	EventTurnPaused        EventType = "turn_paused"
+	EventTurnCompleted     EventType = "turn_completed"
+	EventTurnFailed        EventType = "turn_failed"
+	EventTurnCancelled     EventType = "turn_cancelled"
+	EventTurnInterrupted   EventType = "turn_interrupted"
 	// EventModelDelta is streamed text, never stored (Seq 0); only for
 	// agents whose model streams.
-	EventModelDelta = "model_delta"
+	EventModelDelta EventType = "model_delta"
 	// EventModelDeltasSkipped (Seq 0, never stored) tells a subscriber that
 	// it does not get the rest of the reply's deltas (its reader fell
 	// behind, or it came in after the reply began), nor those of replies
 	// that begin while it is that far behind: the deltas it got of a reply
 	// are a beginning of its text, and the reply's model_response has all
 	// of it.
-	EventModelDeltasSkipped = "model_deltas_skipped"
+	EventModelDeltasSkipped EventType = "model_deltas_skipped"
 )

@@ -5,23 +5,51 @@ import (
 	"time"
 )
 
+// Kind is what an interrupt waits for. A new kind is added here, and the
+// exhaustive check in .ci/run then points at every switch that must learn it.
+type Kind string
+
 // Interrupt kinds.
 const (
 	// KindApproval: a tool call waits for a decision (approve or reject).
-	KindApproval = "approval"
+	KindApproval Kind = "approval"
 	// KindInput: a tool asked the user a question (answer or reject).
-	KindInput = "input"
+	KindInput Kind = "input"
 	// KindMessage: an interactive sub-agent spoke and waits for the user's
 	// next message (Runner.Send).
-	KindMessage = "message"
+	KindMessage Kind = "message"
 )
+
+// Actions are the decisions a person may make on an interrupt of kind k:
+// approve or reject an approval, answer or reject a question. A message
+// interrupt takes none: it is answered by the user's next message
+// (Runner.Send), so front ends offer a reply instead.
+func (k Kind) Actions() []Action {
+	switch k {
+	case KindApproval:
+		return []Action{ActionApprove, ActionReject}
+	case KindInput:
+		return []Action{ActionAnswer, ActionReject}
+	case KindMessage:
+		return nil
+	}
+	return nil
+}
+
+// Decided reports whether an interrupt of kind k is answered by a decision
+// (POST …/decisions) rather than by a message.
+func (k Kind) Decided() bool { return len(k.Actions()) > 0 }
+
+// Actions are the decisions a person may make on the interrupt; see
+// Kind.Actions.
+func (in Interrupt) Actions() []Action { return in.Kind.Actions() }
 
 // Interrupt is why a session is paused: a tool call that waits for a
 // decision, a question, or an interactive agent waiting for the user.
 type Interrupt struct {
 	// ID is stable for the life of the pause and unique in the session.
 	ID   string `json:"id"`
-	Kind string `json:"kind"`
+	Kind Kind   `json:"kind"`
 	// Path is the chain of (agent, tool, call id) from the root frame to
 	// the frame of the call; empty for a call of the root agent.
 	Path      []PathStep      `json:"path"`

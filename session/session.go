@@ -38,24 +38,30 @@ type Session struct {
 	Truncated []string `json:"truncated,omitempty"`
 }
 
-// Frame modes: how an agent's frame relates to the one that started it.
+// Mode is how an agent's frame relates to the one that started it.
+type Mode string
+
+// Frame modes.
 const (
 	// ModeMain is the session's root agent.
-	ModeMain = "main"
+	ModeMain Mode = "main"
 	// ModeTool is an agent used as a tool: it runs to completion and its
 	// final text is the tool's result; its pauses bubble up with their path.
-	ModeTool = "tool"
+	ModeTool Mode = "tool"
 	// ModeInteractive is an agent that takes over the conversation until it
 	// calls the tool "complete"; its result is the tool's result.
-	ModeInteractive = "interactive"
+	ModeInteractive Mode = "interactive"
 )
+
+// CancelScope is how much of a session a cancel ends.
+type CancelScope string
 
 // Cancel scopes.
 const (
 	// CancelTop pops the top interactive agent; its parent's turn goes on.
-	CancelTop = "top"
+	CancelTop CancelScope = "top"
 	// CancelAll unwinds the whole stack and ends the turn as cancelled.
-	CancelAll = "all"
+	CancelAll CancelScope = "all"
 )
 
 // StackFrame is one frame of the chain from the root agent to the agent that
@@ -64,5 +70,5 @@ type StackFrame struct {
 	Agent string `json:"agent"`
 	// Mode is ModeMain for the root agent, ModeInteractive for a sub-agent
 	// that took over the conversation.
-	Mode string `json:"mode"`
+	Mode Mode `json:"mode"`
 }

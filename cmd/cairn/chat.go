@@ -264,6 +264,8 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		}
 		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans}, true
 	case cairn.KindApproval:
+	case cairn.KindMessage: // the next line answers it
+		return nil, true
 	default:
 		return nil, true
 	}

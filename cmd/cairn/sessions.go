@@ -112,7 +112,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 
-	decide := func(use, short, action string) *cobra.Command {
+	decide := func(use, short string, action cairn.Action) *cobra.Command {
 		var reason, text, arguments, content string
 		var remember bool
 		d := &cobra.Command{
@@ -217,8 +217,10 @@ func brief(s *cairn.Session) string {
 				return fmt.Sprintf("question: %s (answer with --content, a JSON object under %s)%s", in.Question, in.Schema, more)
 			}
 			return fmt.Sprintf("question: %s%s", in.Question, more)
-		default:
+		case cairn.KindMessage:
 			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
+		default:
+			return fmt.Sprintf("%s: %s%s", in.Kind, in.Text, more)
 		}
 	}
 	if s.Error != nil {

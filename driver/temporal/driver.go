@@ -60,7 +60,7 @@ func (d *Driver) Send(ctx context.Context, id, text string, seq int64, actor cai
 }
 
 // Cancel implements cairn.Driver.
-func (d *Driver) Cancel(ctx context.Context, id, scope string, actor cairn.Actor) (*cairn.Session, error) {
+func (d *Driver) Cancel(ctx context.Context, id string, scope cairn.CancelScope, actor cairn.Actor) (*cairn.Session, error) {
 	return d.update(ctx, id, UpdateCancel, CancelArgs{Scope: scope, Actor: actor})
 }
 

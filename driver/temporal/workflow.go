@@ -63,7 +63,7 @@ type MessageArgs struct {
 
 // CancelArgs are the arguments of UpdateCancel.
 type CancelArgs struct {
-	Scope string
+	Scope session.CancelScope
 	Actor session.Actor // who cancelled
 }
 

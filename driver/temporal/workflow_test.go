@@ -246,7 +246,7 @@ func TestWorkflowRecordsWhoSpeaksAndCancels(t *testing.T) {
 	var got []string
 	for _, ev := range evs {
 		if ev.Type == "user_message" || ev.Type == "turn_cancelled" {
-			got = append(got, ev.Type+" "+string(ev.Data))
+			got = append(got, string(ev.Type)+" "+string(ev.Data))
 		}
 	}
 	want := []string{

@@ -197,10 +197,10 @@ func (s *stepper) record(p decided, actor session.Actor) {
 // DecisionMade records one decision and who made it.
 type DecisionMade struct {
 	InterruptID string          `json:"interrupt_id"`
-	Kind        string          `json:"kind"`
+	Kind        session.Kind    `json:"kind"`
 	CallID      string          `json:"call_id"`
 	Tool        string          `json:"tool"`
-	Action      string          `json:"action"`
+	Action      session.Action  `json:"action"`
 	Reason      string          `json:"reason,omitempty"`
 	Text        string          `json:"text,omitempty"`          // answer
 	Content     json.RawMessage `json:"content,omitempty"`       // answer to a question with a schema

@@ -57,7 +57,7 @@ func step(t *testing.T, m *Machine, st *State, in Input) Step {
 func types(evs []session.Event) string {
 	var out []string
 	for _, e := range evs {
-		out = append(out, e.Type)
+		out = append(out, string(e.Type))
 	}
 	return strings.Join(out, " ")
 }
@@ -262,7 +262,7 @@ func FuzzReplay(f *testing.F) {
 	f.Add("session_started", `{}`, "tool_result", `{"call_id":"c"}`)
 	f.Add("turn_paused", `{"interrupts":[{}]}`, "decision", `{"call_id":"c","action":"approve","new_arguments":{}}`)
 	f.Fuzz(func(t *testing.T, t1, d1, t2, d2 string) {
-		evs := []session.Event{{Seq: 1, Type: t1, Frame: "f1", Data: json.RawMessage(d1)}, {Seq: 2, Type: t2, Frame: "f1", Data: json.RawMessage(d2)}}
+		evs := []session.Event{{Seq: 1, Type: session.EventType(t1), Frame: "f1", Data: json.RawMessage(d1)}, {Seq: 2, Type: session.EventType(t2), Frame: "f1", Data: json.RawMessage(d2)}}
 		_, _ = Replay(evs)
 	})
 }
@@ -468,7 +468,7 @@ func TestStepPayloadsAreTheEvents(t *testing.T) {
 	s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: &model.Response{Message: model.Message{Content: "done"}}})
 	steps = append(steps, s)
 
-	seen := map[string]bool{}
+	seen := map[session.EventType]bool{}
 	for i, s := range steps {
 		if len(s.Payloads) != len(s.Events) {
 			t.Fatalf("step %d: %d payloads for %d events", i, len(s.Payloads), len(s.Events))
@@ -502,7 +502,7 @@ func TestStepPayloadsAreTheEvents(t *testing.T) {
 	if ViewChanged(plain, []any{&DecisionMade{Action: session.ActionApprove}}) || !ViewChanged(plain, nil) {
 		t.Fatal("ViewChanged decoded an event whose payload it was given")
 	}
-	for _, typ := range []string{session.EventDecision, session.EventTurnPaused, session.EventTurnCompleted, session.EventToolStarted} {
+	for _, typ := range []session.EventType{session.EventDecision, session.EventTurnPaused, session.EventTurnCompleted, session.EventToolStarted} {
 		if !seen[typ] {
 			t.Fatalf("the flow never made a %s event", typ)
 		}

@@ -12,12 +12,12 @@ import (
 
 // FramePushed records a child frame starting on a call of its parent.
 type FramePushed struct {
-	Frame      string `json:"frame"`
-	Agent      string `json:"agent"`
-	Mode       string `json:"mode"`
-	Parent     string `json:"parent"`
-	ParentCall string `json:"parent_call"`
-	Input      string `json:"input"`
+	Frame      string       `json:"frame"`
+	Agent      string       `json:"agent"`
+	Mode       session.Mode `json:"mode"`
+	Parent     string       `json:"parent"`
+	ParentCall string       `json:"parent_call"`
+	Input      string       `json:"input"`
 }
 
 // FramePopped records a child frame ending; its result answers the parent's call.
@@ -232,7 +232,7 @@ func (s *stepper) completeResult(f *Frame, c *Call) (string, bool) {
 type Frame struct {
 	ID    string
 	Agent string
-	Mode  string
+	Mode  session.Mode
 	// Parent and ParentCall link a child frame to the call it answers.
 	Parent     string
 	ParentCall string

@@ -46,7 +46,7 @@ type Decide struct {
 // Cancel pops the top interactive frame (its parent sees "cancelled by the
 // user") or unwinds the whole stack and ends the turn as cancelled.
 type Cancel struct {
-	Scope string
+	Scope session.CancelScope
 	Seq   int64 // 0: whatever is current
 	// Actor is who cancelled, recorded in the cancellation's events.
 	Actor session.Actor
@@ -238,7 +238,7 @@ type stepper struct {
 
 // emit records an event and applies it. Payloads are built by the engine from
 // validated data, so a marshal or projection failure is a bug, not bad input.
-func (s *stepper) emit(typ string, f *Frame, payload eventData) {
+func (s *stepper) emit(typ session.EventType, f *Frame, payload eventData) {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))

@@ -129,7 +129,7 @@ func (p *program) next(st *State, pending Effect) Input {
 			if p.pick(3) == 0 {
 				continue
 			}
-			d := session.Decision{InterruptID: in.ID, Action: []string{session.ActionApprove, session.ActionReject, session.ActionAnswer}[p.pick(3)], Text: "yes"}
+			d := session.Decision{InterruptID: in.ID, Action: []session.Action{session.ActionApprove, session.ActionReject, session.ActionAnswer}[p.pick(3)], Text: "yes"}
 			if p.pick(3) == 0 {
 				d.Arguments = json.RawMessage([]string{`{"env":"staging"}`, `[]`, `{}`}[p.pick(3)])
 			}
@@ -149,7 +149,7 @@ func (p *program) next(st *State, pending Effect) Input {
 	case 2:
 		return Message{Text: "more"}
 	case 3:
-		return Cancel{Scope: []string{session.CancelTop, session.CancelAll}[p.pick(2)]}
+		return Cancel{Scope: []session.CancelScope{session.CancelTop, session.CancelAll}[p.pick(2)]}
 	case 4:
 		return Expire{}
 	case 5:

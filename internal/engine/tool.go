@@ -9,7 +9,7 @@ import (
 	"github.com/cairnhq/cairn/model"
 )
 
-func (a *Agent) toolNames(mode string) []string {
+func (a *Agent) toolNames(mode session.Mode) []string {
 	names := make([]string, 0, len(a.Definitions)+1)
 	for _, d := range a.Definitions {
 		names = append(names, d.Name)
@@ -60,7 +60,7 @@ type Tool struct {
 	// Target is the agent a ToolAgent or ToolHandoff tool runs.
 	Target string
 	// Mode is session.ModeTool or session.ModeInteractive for a ToolAgent tool.
-	Mode string
+	Mode session.Mode
 }
 
 // ToolKind says how the engine carries out a call.

@@ -140,6 +140,8 @@ func (s *stepper) message(in Message) error {
 		if top == nil || top.SaidSeq == 0 {
 			return errorf(session.CodeConflict, "session %s is paused but its top frame is not waiting for a message", st.SessionID)
 		}
+	case session.StatusRunning:
+		fallthrough
 	default:
 		return errorf(session.CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
 	}

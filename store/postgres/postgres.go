@@ -153,7 +153,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	n := len(events)
 	seqs, types, times, frames, agents, data := make([]int64, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([][]byte, n)
 	for i, e := range events {
-		seqs[i], types[i], times[i], frames[i], agents[i], data[i] = e.Seq, e.Type, e.Time, e.Frame, e.Agent, e.Data
+		seqs[i], types[i], times[i], frames[i], agents[i], data[i] = e.Seq, string(e.Type), e.Time, e.Frame, e.Agent, e.Data
 	}
 	var outIDs, outTopics []string
 	var outBodies [][]byte

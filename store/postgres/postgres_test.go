@@ -100,7 +100,7 @@ func TestGroupCommitFailsAloneAndBatches(t *testing.T) {
 		return store.Head{ID: id, Agent: "main", Status: "running", Seq: seq, CreatedAt: t0, UpdatedAt: t0, Summary: []byte(`{}`)}
 	}
 	ev := func(seq int64, typ string) []session.Event {
-		return []session.Event{{Seq: seq, Type: typ, Time: t0, Data: []byte(`{}`)}}
+		return []session.Event{{Seq: seq, Type: session.EventType(typ), Time: t0, Data: []byte(`{}`)}}
 	}
 	const n = 64
 	for round := range 3 {
