@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"sync"
 	"time"
@@ -225,7 +226,7 @@ const (
 func (sub *subscriber) skip(after int64, ev Event, reason string) {
 	sub.muted = true
 	sub.put(after, Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
-		Data: []byte(`{"reason":"` + reason + `"}`)})
+		Data: mustJSON(session.ModelDeltasSkipped{Reason: reason})})
 }
 
 // put sends ev (a delta or a marker following seq after) at once when
@@ -373,4 +374,10 @@ func (r *Runner) startFeed() error {
 		}
 	}()
 	return nil
+}
+
+// mustJSON encodes a value that cannot fail to encode (strings only).
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

@@ -902,7 +902,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	req := *eff.Request
 	first := true
 	req.OnTextDelta = func(delta string) {
-		data, _ := json.Marshal(map[string]string{"text": delta})
+		data, _ := json.Marshal(session.ModelDelta{Text: delta})
 		ev := Event{Type: EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
 		r.hub.delta(sessionID, after, first, ev)
 		first = false

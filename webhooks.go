@@ -184,7 +184,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 		if p.Actor == expiryActor {
 			typ = webhook.InterruptExpired
 		}
-		return []note{{typ: typ, about: p.InterruptID, data: webhook.Data{Decision: ev.Data}}}, nil
+		return []note{{typ: typ, about: p.InterruptID, data: webhook.Data{Decision: p}}}, nil
 	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
 	case *engine.TurnFailed:

@@ -158,13 +158,9 @@ func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 		t.Fatalf("the tool ran %d times", len(rec.runs()))
 	}
 	decided := rc.waitFor(webhook.InterruptDecided, 1)[0]
-	var dec struct {
-		InterruptID string      `json:"interrupt_id"`
-		Action      string      `json:"action"`
-		Actor       cairn.Actor `json:"actor"`
-	}
-	if err := json.Unmarshal(decided.Data.Decision, &dec); err != nil || dec.InterruptID != link.InterruptID || dec.Action != "approve" || dec.Actor != (cairn.Actor{Name: "ops", Role: "action-link"}) {
-		t.Fatalf("interrupt.decided = %s (%v)", decided.Data.Decision, err)
+	dec := decided.Data.Decision
+	if dec == nil || dec.InterruptID != link.InterruptID || dec.Action != cairn.ActionApprove || dec.Actor != (cairn.Actor{Name: "ops", Role: "action-link"}) {
+		t.Fatalf("interrupt.decided = %+v", dec)
 	}
 	if done := rc.waitFor(webhook.SessionCompleted, 1)[0]; done.Data.Output != "Result: Deleted test.txt" || done.Data.SessionID != s.ID {
 		t.Fatalf("session.completed = %+v", done.Data)
@@ -243,8 +239,8 @@ func TestWebhooksAnnounceExpiry(t *testing.T) {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}
 	expired := rc.waitFor(webhook.InterruptExpired, 1)[0]
-	if !strings.Contains(string(expired.Data.Decision), `"approval expired"`) || len(rec.runs()) != 0 {
-		t.Fatalf("interrupt.expired = %s, runs %v", expired.Data.Decision, rec.runs())
+	if d := expired.Data.Decision; d == nil || d.Reason != "approval expired" || len(rec.runs()) != 0 {
+		t.Fatalf("interrupt.expired = %+v, runs %v", d, rec.runs())
 	}
 }
 

@@ -67,15 +67,17 @@ func (t *turnReader) unlock() { t.mu.Unlock() }
 // decided, for a turn that goes on from there.
 func (t *turnReader) learn(evs []cairn.Event) {
 	for _, ev := range evs {
-		t.noteFrame(ev)
-		switch ev.Type {
-		case session.EventApprovalRequested, session.EventInputRequested:
-			t.noteAsked(ev)
-		case session.EventDecision:
-			var d struct {
-				InterruptID string `json:"interrupt_id"`
-			}
-			if json.Unmarshal(ev.Data, &d) == nil && d.InterruptID != "" {
+		p, err := session.DecodeEvent(ev)
+		if err != nil {
+			continue
+		}
+		switch d := p.(type) {
+		case *session.FramePushed:
+			t.noteFrame(d)
+		case *session.InterruptRequested:
+			t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
+		case *session.DecisionMade:
+			if d.InterruptID != "" {
 				t.decided[d.InterruptID] = true
 			}
 		}
@@ -92,28 +94,10 @@ func (t *turnReader) answering(ds []cairn.Decision) {
 	}
 }
 
-// noteAsked records which call an approval or a question is about.
-func (t *turnReader) noteAsked(ev cairn.Event) {
-	var d struct {
-		CallID    string `json:"call_id"`
-		Interrupt struct {
-			ID string `json:"id"`
-		} `json:"interrupt"`
-	}
-	if json.Unmarshal(ev.Data, &d) == nil {
-		t.asked[d.Interrupt.ID] = t.callID(ev.Frame, d.CallID)
-	}
-}
-
-func (t *turnReader) noteFrame(ev cairn.Event) {
-	if ev.Type != session.EventFramePushed {
-		return
-	}
-	var d struct {
-		Frame string       `json:"frame"`
-		Mode  session.Mode `json:"mode"`
-	}
-	if json.Unmarshal(ev.Data, &d) == nil && d.Mode == session.ModeTool {
+// noteFrame records a frame of an agent used as a tool: its calls are
+// internal to the call that started it.
+func (t *turnReader) noteFrame(d *session.FramePushed) {
+	if d.Mode == session.ModeTool {
 		t.internal[d.Frame] = true
 	}
 }
@@ -128,29 +112,23 @@ func (t *turnReader) callID(frame, callID string) string {
 
 // observe reads one event as it is recorded (TurnOptions.Observe).
 func (t *turnReader) observe(ev cairn.Event) {
+	p, err := session.DecodeEvent(ev)
+	if err != nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.noteFrame(ev)
 	talking := !t.internal[ev.Frame]
-	switch ev.Type {
-	case cairn.EventModelDelta:
-		var d struct{ Text string }
-		if talking && json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+	switch d := p.(type) {
+	case *session.FramePushed:
+		t.noteFrame(d)
+	case *session.ModelDelta:
+		if talking && d.Text != "" {
 			t.streamed.WriteString(d.Text)
 			t.sink.textDelta(d.Text)
 		}
-	case session.EventModelResponse:
-		var d struct {
-			Message struct {
-				Content   string `json:"content"`
-				ToolCalls []struct {
-					ID        string `json:"id"`
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"tool_calls"`
-			} `json:"message"`
-		}
-		if !talking || json.Unmarshal(ev.Data, &d) != nil {
+	case *session.ModelResponse:
+		if !talking {
 			return
 		}
 		// The text the deltas did not carry; none when they do not begin
@@ -167,38 +145,20 @@ func (t *turnReader) observe(ev cairn.Event) {
 			calls = append(calls, shownCall{ID: id, Name: c.Name, Args: json.RawMessage(c.Arguments)})
 		}
 		t.sink.modelDone(calls)
-	case session.EventApprovalRequested:
-		var d struct {
-			CallID    string          `json:"call_id"`
-			Interrupt cairn.Interrupt `json:"interrupt"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil {
+	case *session.InterruptRequested:
+		id := t.callID(ev.Frame, d.CallID)
+		t.asked[d.Interrupt.ID] = id
+		if ev.Type != session.EventApprovalRequested {
 			return
 		}
-		id := t.callID(ev.Frame, d.CallID)
 		known := t.shown[id]
 		t.shown[id] = true
-		t.asked[d.Interrupt.ID] = id
 		t.sink.approval(id, d.Interrupt, known)
-	case session.EventInputRequested:
-		t.noteAsked(ev)
-	case session.EventDecision:
-		var d struct {
-			CallID string         `json:"call_id"`
-			Action session.Action `json:"action"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.Action == cairn.ActionReject {
+	case *session.DecisionMade:
+		if d.Action == cairn.ActionReject {
 			t.denied[t.callID(ev.Frame, d.CallID)] = true
 		}
-	case session.EventToolResult:
-		var d struct {
-			CallID  string `json:"call_id"`
-			Content string `json:"content"`
-			IsError bool   `json:"is_error"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil {
-			return
-		}
+	case *session.ToolResult:
 		if id := t.callID(ev.Frame, d.CallID); t.shown[id] {
 			t.sink.result(id, d.Content, d.IsError, t.denied[id])
 		}

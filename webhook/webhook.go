@@ -10,7 +10,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -61,7 +60,7 @@ type Data struct {
 	Actions *Actions `json:"actions,omitempty"`
 	// Decision is the decision event's data (interrupt.decided,
 	// interrupt.expired): interrupt_id, kind, tool, action, reason, actor…
-	Decision json.RawMessage `json:"decision,omitempty"`
+	Decision *session.DecisionMade `json:"decision,omitempty"`
 	// Output is the root agent's answer (session.completed).
 	Output string `json:"output,omitempty"`
 	// Error is why the turn failed (session.failed).

@@ -22,6 +22,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
 	"github.com/cairnhq/cairn/internal/suggest"
+	"github.com/cairnhq/cairn/session"
 )
 
 func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -350,51 +351,52 @@ func runEditor(editor string, current json.RawMessage) (string, error) {
 // observe shows the turn as it happens: streamed text, tools running and
 // done, and which agent speaks when sub-agents are at work.
 func (c *chatter) observe(ev cairn.Event) {
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	str := func(k string) string { v, _ := d[k].(string); return v }
-	switch ev.Type {
-	case "session_started":
-		fmt.Fprintf(c.out, "(session %s: continue it later with --session %s)\n", str("session_id"), str("session_id"))
-	case cairn.EventModelDelta:
+	p, err := session.DecodeEvent(ev)
+	if err != nil {
+		return
+	}
+	switch d := p.(type) {
+	case *session.SessionStarted:
+		fmt.Fprintf(c.out, "(session %s: continue it later with --session %s)\n", d.SessionID, d.SessionID)
+	case *session.ModelDelta:
 		if c.streamed.Len() == 0 {
 			fmt.Fprintf(c.out, "%s> ", ev.Agent)
 		}
-		c.streamed.WriteString(str("text"))
-		fmt.Fprint(c.out, str("text"))
-	case "model_response":
+		c.streamed.WriteString(d.Text)
+		fmt.Fprint(c.out, d.Text)
+	case *session.ModelResponse:
 		if c.streamed.Len() > 0 {
 			fmt.Fprintln(c.out)
 		}
-	case "user_message":
+	case *session.UserMessage:
 		c.streamed.Reset()
-	case "tool_started":
+	case *session.ToolStarted:
 		if c.started == nil {
 			c.started = map[string]time.Time{}
 		}
-		c.started[str("call_id")] = time.Now()
-		fmt.Fprintf(c.out, "  running %s…\n", str("tool"))
+		c.started[d.CallID] = time.Now()
+		fmt.Fprintf(c.out, "  running %s…\n", d.Tool)
 		c.streamed.Reset()
-	case "tool_result":
-		at, ok := c.started[str("call_id")]
+	case *session.ToolResult:
+		at, ok := c.started[d.CallID]
 		if !ok {
 			return // a refused or rejected call: it never ran
 		}
-		delete(c.started, str("call_id"))
+		delete(c.started, d.CallID)
 		took := time.Since(at).Round(100 * time.Millisecond).Seconds()
-		if d["is_error"] == true {
-			fmt.Fprintf(c.out, "  %s failed (%.1f s): %s\n", str("tool"), took, oneLine(str("content"), 80))
+		if d.IsError {
+			fmt.Fprintf(c.out, "  %s failed (%.1f s): %s\n", d.Tool, took, oneLine(d.Content, 80))
 		} else {
-			fmt.Fprintf(c.out, "  %s done (%.1f s)\n", str("tool"), took)
+			fmt.Fprintf(c.out, "  %s done (%.1f s)\n", d.Tool, took)
 		}
-	case "frame_pushed":
-		fmt.Fprintf(c.out, "  → %s (%s) for %s\n", str("agent"), str("mode"), ev.Agent)
+	case *session.FramePushed:
+		fmt.Fprintf(c.out, "  → %s (%s) for %s\n", d.Agent, d.Mode, ev.Agent)
 		c.streamed.Reset()
-	case "frame_popped":
-		fmt.Fprintf(c.out, "  ← %s %s\n", ev.Agent, str("reason"))
+	case *session.FramePopped:
+		fmt.Fprintf(c.out, "  ← %s %s\n", ev.Agent, d.Reason)
 		c.streamed.Reset()
-	case "handoff":
-		fmt.Fprintf(c.out, "  → %s hands the conversation to %s\n", ev.Agent, str("agent"))
+	case *session.Handoff:
+		fmt.Fprintf(c.out, "  → %s hands the conversation to %s\n", ev.Agent, d.Agent)
 		c.streamed.Reset()
 	}
 }

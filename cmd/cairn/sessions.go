@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // client talks to a running cairn server.
@@ -281,88 +282,92 @@ func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {
 
 // actorOf names who made a decision: "ana (approver)", or "anonymous"
 // when the server had no auth.
-func actorOf(d map[string]any) string {
-	actor, _ := d["actor"].(map[string]any)
-	name, _ := actor["name"].(string)
-	role, _ := actor["role"].(string)
+func actorOf(a cairn.Actor) string {
 	switch {
-	case name == "" && role == "":
+	case a.Name == "" && a.Role == "":
 		return "anonymous"
-	case role == "":
-		return name
-	case name == "":
-		return "(" + role + ")"
+	case a.Role == "":
+		return a.Name
+	case a.Name == "":
+		return "(" + a.Role + ")"
 	}
-	return name + " (" + role + ")"
+	return a.Name + " (" + a.Role + ")"
 }
 
 // describe summarises an event's data for the timeline.
 func describe(ev cairn.Event) string {
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	str := func(k string) string { v, _ := d[k].(string); return v }
-	raw := func(k string) string { b, _ := json.Marshal(d[k]); return string(b) }
-	switch ev.Type {
-	case "user_message", "agent_message":
-		return oneLine(str("text"), 80)
-	case "model_response":
-		msg, _ := d["message"].(map[string]any)
-		if calls, _ := msg["tool_calls"].([]any); len(calls) > 0 {
+	p, err := session.DecodeEvent(ev)
+	if err != nil {
+		return ""
+	}
+	switch d := p.(type) {
+	case *session.UserMessage:
+		return oneLine(d.Text, 80)
+	case *session.AgentMessage:
+		return oneLine(d.Text, 80)
+	case *session.ModelResponse:
+		if calls := d.Message.ToolCalls; len(calls) > 0 {
 			var names []string
 			for _, c := range calls {
-				c, _ := c.(map[string]any)
-				names = append(names, fmt.Sprintf("%v(%v)", c["name"], c["arguments"]))
+				names = append(names, fmt.Sprintf("%s(%s)", c.Name, c.Arguments))
 			}
 			return "calls " + oneLine(strings.Join(names, ", "), 100)
 		}
-		content, _ := msg["content"].(string)
-		return oneLine(content, 80)
-	case "approval_requested", "input_requested":
-		in, _ := d["interrupt"].(map[string]any)
-		text, _ := in["message"].(string)
-		if q, _ := in["question"].(string); q != "" {
-			text = q
+		return oneLine(d.Message.Content, 80)
+	case *session.InterruptRequested:
+		text := d.Interrupt.Message
+		if d.Interrupt.Question != "" {
+			text = d.Interrupt.Question
 		}
-		return fmt.Sprintf("%v %s", in["id"], oneLine(text, 80))
-	case "decision":
-		out := fmt.Sprintf("%s %s by %s", str("action"), str("tool"), actorOf(d))
-		if str("arguments_sha256") != "" {
-			out += fmt.Sprintf(" args sha256:%.12s", str("arguments_sha256"))
+		return fmt.Sprintf("%s %s", d.Interrupt.ID, oneLine(text, 80))
+	case *session.DecisionMade:
+		out := fmt.Sprintf("%s %s by %s", d.Action, d.Tool, actorOf(d.Actor))
+		if d.ArgsDigest != "" {
+			out += fmt.Sprintf(" args sha256:%.12s", d.ArgsDigest)
 		}
-		if str("text") != "" {
-			out += fmt.Sprintf(" answer %q", str("text"))
+		if d.Text != "" {
+			out += fmt.Sprintf(" answer %q", d.Text)
 		}
-		if str("new_arguments_sha256") != "" {
-			out += fmt.Sprintf(" → %.12s %s", str("new_arguments_sha256"), raw("new_arguments"))
+		if d.NewArgsDigest != "" {
+			out += fmt.Sprintf(" → %.12s %s", d.NewArgsDigest, compact(d.NewArgs))
 		}
-		if str("reason") != "" {
-			out += ": " + str("reason")
+		if d.Reason != "" {
+			out += ": " + d.Reason
 		}
-		if str("remember") != "" {
-			out += " [remember " + str("remember") + "]"
+		if d.Remember != "" {
+			out += " [remember " + d.Remember + "]"
 		}
 		return out
-	case "tool_started":
-		return fmt.Sprintf("%s %s", str("tool"), raw("arguments"))
-	case "tool_result":
+	case *session.ToolStarted:
+		return fmt.Sprintf("%s %s", d.Tool, compact(d.Arguments))
+	case *session.ToolResult:
 		prefix := ""
-		if d["is_error"] == true {
+		if d.IsError {
 			prefix = "error: "
 		}
-		return fmt.Sprintf("%s → %s%s", str("tool"), prefix, oneLine(str("content"), 80))
-	case "frame_pushed":
-		return fmt.Sprintf("%s (%s) %s", str("agent"), str("mode"), str("frame"))
-	case "frame_popped":
-		return fmt.Sprintf("%s %s: %s", str("frame"), str("reason"), oneLine(str("result"), 60))
-	case "handoff":
-		return "to " + str("agent")
-	case "turn_completed":
-		return oneLine(str("output"), 80)
-	case "turn_failed":
-		e, _ := d["error"].(map[string]any)
-		return fmt.Sprintf("%v", e["message"])
+		return fmt.Sprintf("%s → %s%s", d.Tool, prefix, oneLine(d.Content, 80))
+	case *session.FramePushed:
+		return fmt.Sprintf("%s (%s) %s", d.Agent, d.Mode, d.Frame)
+	case *session.FramePopped:
+		return fmt.Sprintf("%s %s: %s", d.Frame, d.Reason, oneLine(d.Result, 60))
+	case *session.Handoff:
+		return "to " + d.Agent
+	case *session.TurnCompleted:
+		return oneLine(d.Output, 80)
+	case *session.TurnFailed:
+		return d.Error.Message
 	}
 	return ""
+}
+
+// compact is JSON on one line ("null" for none), as the timeline shows
+// arguments.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Compact(&b, raw) != nil {
+		return "null"
+	}
+	return b.String()
 }
 
 // urlQuestion reports whether interrupt id asks the user to visit a URL

@@ -112,14 +112,9 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 		b.messages[d.Interrupt.ID] = ts
 		b.mu.Unlock()
 	case webhook.InterruptDecided, webhook.InterruptExpired:
-		var dec struct {
-			InterruptID string `json:"interrupt_id"`
-			Action      string `json:"action"`
-			Reason      string `json:"reason"`
-			Actor       struct{ Name, Role string }
-		}
-		if err := json.Unmarshal(d.Decision, &dec); err != nil {
-			return err
+		dec := d.Decision
+		if dec == nil {
+			return errors.New("a decision payload without its decision")
 		}
 		b.mu.Lock()
 		ts, ok := b.messages[dec.InterruptID]
@@ -269,7 +264,7 @@ func (b *Bridge) follow(ctx context.Context, link, action string, user slack.Use
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return fmt.Sprintf("%s by %s; the session is %s.", verb(action), who, out.Status)
+		return fmt.Sprintf("%s by %s; the session is %s.", verb(session.Action(action)), who, out.Status)
 	case http.StatusConflict:
 		return "Already decided: " + out.Error.Message
 	case http.StatusGone:
@@ -278,8 +273,8 @@ func (b *Bridge) follow(ctx context.Context, link, action string, user slack.Use
 	return fmt.Sprintf("Cairn refused it (%d %s): %s", resp.StatusCode, out.Error.Code, out.Error.Message)
 }
 
-func verb(action string) string {
-	if action == "approve" {
+func verb(action session.Action) string {
+	if action == session.ActionApprove {
 		return "Approved"
 	}
 	return "Rejected"

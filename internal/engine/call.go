@@ -11,29 +11,6 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// ModelResponse is the assistant message of one model call.
-type ModelResponse struct {
-	Message model.Message `json:"message"`
-	Usage   model.Usage   `json:"usage"`
-}
-
-// ToolStarted is recorded durably before a tool runs.
-type ToolStarted struct {
-	CallID         string           `json:"call_id"`
-	Tool           string           `json:"tool"`
-	Arguments      json.RawMessage  `json:"arguments"`
-	IdempotencyKey string           `json:"idempotency_key"`
-	Answers        []session.Answer `json:"answers,omitempty"`
-}
-
-// ToolResult is the result of one call, as the model will see it.
-type ToolResult struct {
-	CallID  string `json:"call_id"`
-	Tool    string `json:"tool"`
-	Content string `json:"content"`
-	IsError bool   `json:"is_error,omitempty"`
-}
-
 // idempotencyKey is the key of call c: unique in the session, the same
 // each time the call runs.
 func idempotencyKey(st *State, f *Frame, c *Call) string {
@@ -83,7 +60,7 @@ func (f *Frame) call(id string) *Call {
 	return nil
 }
 
-func (p *ModelResponse) project(st *State, ev *session.Event, frame *Frame) error {
+func projectModelResponse(p *ModelResponse, st *State, ev *session.Event, frame *Frame) error {
 	if frame == nil {
 		return noFrame(ev)
 	}
@@ -103,7 +80,7 @@ func (p *ModelResponse) project(st *State, ev *session.Event, frame *Frame) erro
 	return nil
 }
 
-func (p *ToolStarted) project(st *State, ev *session.Event, frame *Frame) error {
+func projectToolStarted(p *ToolStarted, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
 		return err
@@ -112,7 +89,7 @@ func (p *ToolStarted) project(st *State, ev *session.Event, frame *Frame) error 
 	return nil
 }
 
-func (p *ToolResult) project(st *State, ev *session.Event, frame *Frame) error {
+func projectToolResult(p *ToolResult, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
 		return err

@@ -194,27 +194,7 @@ func (s *stepper) record(p decided, actor session.Actor) {
 	}
 }
 
-// DecisionMade records one decision and who made it.
-type DecisionMade struct {
-	InterruptID string          `json:"interrupt_id"`
-	Kind        session.Kind    `json:"kind"`
-	CallID      string          `json:"call_id"`
-	Tool        string          `json:"tool"`
-	Action      session.Action  `json:"action"`
-	Reason      string          `json:"reason,omitempty"`
-	Text        string          `json:"text,omitempty"`          // answer
-	Content     json.RawMessage `json:"content,omitempty"`       // answer to a question with a schema
-	Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
-	NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
-	// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
-	// before and after, for audit trails that keep digests only.
-	ArgsDigest    string        `json:"arguments_sha256,omitempty"`
-	NewArgsDigest string        `json:"new_arguments_sha256,omitempty"`
-	Remember      string        `json:"remember,omitempty"`
-	Actor         session.Actor `json:"actor"`
-}
-
-func (p *DecisionMade) project(st *State, ev *session.Event, frame *Frame) error {
+func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
 		return err

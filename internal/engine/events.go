@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/cairnhq/cairn/session"
@@ -9,47 +8,7 @@ import (
 
 // decodePayload decodes an event's data into the payload of its type.
 func decodePayload(ev *session.Event) (eventData, error) {
-	var p eventData
-	switch ev.Type {
-	case session.EventSessionStarted:
-		p = &SessionStarted{}
-	case session.EventUserMessage:
-		p = &UserMessage{}
-	case session.EventModelResponse:
-		p = &ModelResponse{}
-	case session.EventApprovalRequested, session.EventInputRequested:
-		p = &InterruptRequested{}
-	case session.EventDecision:
-		p = &DecisionMade{}
-	case session.EventToolStarted:
-		p = &ToolStarted{}
-	case session.EventToolResult:
-		p = &ToolResult{}
-	case session.EventFramePushed:
-		p = &FramePushed{}
-	case session.EventFramePopped:
-		p = &FramePopped{}
-	case session.EventHandoff:
-		p = &Handoff{}
-	case session.EventAgentMessage:
-		p = &AgentMessage{}
-	case session.EventTurnPaused:
-		p = &TurnPaused{}
-	case session.EventTurnCompleted:
-		p = &TurnCompleted{}
-	case session.EventTurnFailed:
-		p = &TurnFailed{}
-	case session.EventTurnCancelled:
-		p = &TurnCancelled{}
-	case session.EventTurnInterrupted:
-		p = &TurnInterrupted{}
-	default:
-		return nil, fmt.Errorf("event %d: unknown type %q", ev.Seq, ev.Type)
-	}
-	if err := json.Unmarshal(ev.Data, p); err != nil {
-		return nil, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
-	}
-	return p, nil
+	return session.DecodeEvent(*ev)
 }
 
 // Payload is the data of events[i]: payloads[i] when the engine gave it
@@ -90,10 +49,46 @@ func applyLog(st *State, events []session.Event) error {
 	return nil
 }
 
-// eventData is the payload of an event type: it knows how the event changes
-// a session's state. project is the only place where state changes.
-type eventData interface {
-	project(st *State, ev *session.Event, frame *Frame) error
+// eventData is the payload of an event type (package session's types).
+type eventData = session.Payload
+
+// project changes st by one event: the only place where state changes.
+func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
+	switch p := data.(type) {
+	case *SessionStarted:
+		return projectSessionStarted(p, st, ev, frame)
+	case *UserMessage:
+		return projectUserMessage(p, st, ev, frame)
+	case *ModelResponse:
+		return projectModelResponse(p, st, ev, frame)
+	case *InterruptRequested:
+		return projectInterruptRequested(p, st, ev, frame)
+	case *DecisionMade:
+		return projectDecisionMade(p, st, ev, frame)
+	case *ToolStarted:
+		return projectToolStarted(p, st, ev, frame)
+	case *ToolResult:
+		return projectToolResult(p, st, ev, frame)
+	case *FramePushed:
+		return projectFramePushed(p, st, ev, frame)
+	case *FramePopped:
+		return projectFramePopped(p, st, ev, frame)
+	case *Handoff:
+		return projectHandoff(p, st, ev, frame)
+	case *AgentMessage:
+		return projectAgentMessage(p, st, ev, frame)
+	case *TurnPaused:
+		return projectTurnPaused(p, st, ev, frame)
+	case *TurnCompleted:
+		return projectTurnCompleted(p, st, ev, frame)
+	case *TurnFailed:
+		return projectTurnFailed(p, st, ev, frame)
+	case *TurnCancelled:
+		return projectTurnCancelled(p, st, ev, frame)
+	case *TurnInterrupted:
+		return projectTurnInterrupted(p, st, ev, frame)
+	}
+	return fmt.Errorf("event %d (%s): no projection for %T", ev.Seq, ev.Type, data)
 }
 
 // apply projects one event onto st.
@@ -103,7 +98,7 @@ func apply(st *State, ev *session.Event, data eventData) error {
 	}
 	st.Seq = ev.Seq
 	st.UpdatedAt = ev.Time
-	return data.project(st, ev, st.frame(ev.Frame))
+	return project(st, ev, st.frame(ev.Frame), data)
 }
 
 func noFrame(ev *session.Event) error {

@@ -10,41 +10,6 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// FramePushed records a child frame starting on a call of its parent.
-type FramePushed struct {
-	Frame      string       `json:"frame"`
-	Agent      string       `json:"agent"`
-	Mode       session.Mode `json:"mode"`
-	Parent     string       `json:"parent"`
-	ParentCall string       `json:"parent_call"`
-	Input      string       `json:"input"`
-}
-
-// FramePopped records a child frame ending; its result answers the parent's call.
-type FramePopped struct {
-	Frame   string `json:"frame"`
-	Reason  string `json:"reason"` // completed | failed | cancelled
-	Result  string `json:"result"`
-	IsError bool   `json:"is_error,omitempty"`
-	// Actor is who cancelled the frame (Reason cancelled), when known.
-	Actor session.Actor `json:"actor,omitzero"`
-}
-
-// Handoff records a frame replaced by another agent's frame, which keeps
-// the conversation, the parent link and the mode.
-type Handoff struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Agent  string `json:"agent"`
-	CallID string `json:"call_id"`
-}
-
-// AgentMessage records an interactive agent's text to the user; the
-// frame then waits for the user's reply.
-type AgentMessage struct {
-	Text string `json:"text"`
-}
-
 // Pop reasons.
 const (
 	PopCompleted = "completed"
@@ -75,7 +40,7 @@ func (s *State) frame(id string) *Frame {
 	return nil
 }
 
-func (p *FramePushed) project(st *State, ev *session.Event, frame *Frame) error {
+func projectFramePushed(p *FramePushed, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, st.frame(p.Parent), p.ParentCall)
 	if err != nil {
 		return err
@@ -90,7 +55,7 @@ func (p *FramePushed) project(st *State, ev *session.Event, frame *Frame) error 
 	return nil
 }
 
-func (p *FramePopped) project(st *State, ev *session.Event, frame *Frame) error {
+func projectFramePopped(p *FramePopped, st *State, ev *session.Event, frame *Frame) error {
 	f := st.frame(p.Frame)
 	if f == nil || f.Parent == "" {
 		return fmt.Errorf("event %d: cannot pop frame %q", ev.Seq, p.Frame)
@@ -107,7 +72,7 @@ func (p *FramePopped) project(st *State, ev *session.Event, frame *Frame) error 
 	return nil
 }
 
-func (p *Handoff) project(st *State, ev *session.Event, frame *Frame) error {
+func projectHandoff(p *Handoff, st *State, ev *session.Event, frame *Frame) error {
 	f := st.frame(p.From)
 	if f == nil || st.frame(p.To) != nil {
 		return fmt.Errorf("event %d: bad handoff %s → %s", ev.Seq, p.From, p.To)
@@ -124,7 +89,7 @@ func (p *Handoff) project(st *State, ev *session.Event, frame *Frame) error {
 	return nil
 }
 
-func (p *AgentMessage) project(st *State, ev *session.Event, frame *Frame) error {
+func projectAgentMessage(p *AgentMessage, st *State, ev *session.Event, frame *Frame) error {
 	if frame == nil {
 		return noFrame(ev)
 	}

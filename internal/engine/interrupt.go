@@ -9,16 +9,7 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// InterruptRequested records that a call waits for a person: a decision
-// (approval_requested) or an answer (input_requested).
-type InterruptRequested struct {
-	CallID    string            `json:"call_id"`
-	Interrupt session.Interrupt `json:"interrupt"`
-	// Held: the tool holds its work in flight across this question.
-	Held bool `json:"held,omitempty"`
-}
-
-func (p *InterruptRequested) project(st *State, ev *session.Event, frame *Frame) error {
+func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
 		return err

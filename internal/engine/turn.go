@@ -11,55 +11,7 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// SessionStarted opens a session: the root frame is created.
-type SessionStarted struct {
-	SessionID string         `json:"session_id"`
-	Agent     string         `json:"agent"`
-	Frame     string         `json:"frame"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	Owner     string         `json:"owner,omitempty"`
-}
-
-// UserMessage is a message from the user to a frame (the top of the stack).
-type UserMessage struct {
-	Text string `json:"text"`
-	// Actor is who sent it, when known (the audit trail).
-	Actor session.Actor `json:"actor,omitzero"`
-}
-
-// TurnPaused records that the session waits for a person.
-type TurnPaused struct {
-	Interrupts []session.Interrupt `json:"interrupts"`
-	// Created lists the ids of the interrupts that no earlier pause listed:
-	// asked for in this turn (a parallel batch decided in part pauses again
-	// on the rest, which are not new). Webhooks announce these.
-	Created []string `json:"created,omitempty"`
-}
-
-// TurnCompleted records the root agent's answer.
-type TurnCompleted struct {
-	Output string `json:"output"`
-}
-
-// TurnFailed records why a turn could not finish.
-type TurnFailed struct {
-	Error session.Failure `json:"error"`
-}
-
-// TurnCancelled records that the user cancelled the whole turn.
-type TurnCancelled struct {
-	Reason string `json:"reason,omitempty"`
-	// Actor is who cancelled, when known (the audit trail).
-	Actor session.Actor `json:"actor,omitzero"`
-}
-
-// TurnInterrupted records that a runner stopped driving the turn before
-// its end and released the session; it stays running until taken over.
-type TurnInterrupted struct {
-	Reason string `json:"reason"`
-}
-
-func (p *SessionStarted) project(st *State, ev *session.Event, frame *Frame) error {
+func projectSessionStarted(p *SessionStarted, st *State, ev *session.Event, frame *Frame) error {
 	if st.Seq != 1 {
 		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 	}
@@ -70,7 +22,7 @@ func (p *SessionStarted) project(st *State, ev *session.Event, frame *Frame) err
 	return nil
 }
 
-func (p *UserMessage) project(st *State, ev *session.Event, frame *Frame) error {
+func projectUserMessage(p *UserMessage, st *State, ev *session.Event, frame *Frame) error {
 	if frame == nil {
 		return noFrame(ev)
 	}
@@ -80,29 +32,29 @@ func (p *UserMessage) project(st *State, ev *session.Event, frame *Frame) error 
 	return nil
 }
 
-func (p *TurnPaused) project(st *State, ev *session.Event, frame *Frame) error {
+func projectTurnPaused(p *TurnPaused, st *State, ev *session.Event, frame *Frame) error {
 	st.Status, st.Paused = session.StatusPaused, ev.Seq
 	return nil
 }
 
-func (p *TurnCompleted) project(st *State, ev *session.Event, frame *Frame) error {
+func projectTurnCompleted(p *TurnCompleted, st *State, ev *session.Event, frame *Frame) error {
 	st.Status, st.Output = session.StatusCompleted, p.Output
 	return nil
 }
 
-func (p *TurnFailed) project(st *State, ev *session.Event, frame *Frame) error {
+func projectTurnFailed(p *TurnFailed, st *State, ev *session.Event, frame *Frame) error {
 	f := p.Error
 	st.Status, st.Error = session.StatusFailed, &f
 	return nil
 }
 
-func (p *TurnInterrupted) project(st *State, ev *session.Event, frame *Frame) error {
+func projectTurnInterrupted(p *TurnInterrupted, st *State, ev *session.Event, frame *Frame) error {
 	// the state is unchanged: whoever takes over recovers it
 
 	return nil
 }
 
-func (p *TurnCancelled) project(st *State, ev *session.Event, frame *Frame) error {
+func projectTurnCancelled(p *TurnCancelled, st *State, ev *session.Event, frame *Frame) error {
 	st.Status = session.StatusCancelled
 	root := st.Root()
 	st.Frames = []*Frame{root}

@@ -1,0 +1,24 @@
+package engine
+
+import "github.com/cairnhq/cairn/session"
+
+// The event payloads are defined in package session (public, data only);
+// the engine projects them onto its State (project).
+type (
+	SessionStarted     = session.SessionStarted
+	UserMessage        = session.UserMessage
+	ModelResponse      = session.ModelResponse
+	InterruptRequested = session.InterruptRequested
+	DecisionMade       = session.DecisionMade
+	ToolStarted        = session.ToolStarted
+	ToolResult         = session.ToolResult
+	FramePushed        = session.FramePushed
+	FramePopped        = session.FramePopped
+	Handoff            = session.Handoff
+	AgentMessage       = session.AgentMessage
+	TurnPaused         = session.TurnPaused
+	TurnCompleted      = session.TurnCompleted
+	TurnFailed         = session.TurnFailed
+	TurnCancelled      = session.TurnCancelled
+	TurnInterrupted    = session.TurnInterrupted
+)

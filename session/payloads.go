@@ -1,0 +1,236 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/cairnhq/cairn/model"
+)
+
+// The payloads of the stored event types: Event.Data decoded (DecodeEvent).
+// They are data only; the engine's projections read them to rebuild a
+// session's state, and every reader (the HTTP adapters, the CLI, webhooks)
+// reads them instead of walking JSON by hand. docs/http-api.md lists them.
+
+// Payload is the decoded data of a stored event: one of the types below,
+// as a pointer.
+type Payload interface{ isPayload() }
+
+// DecodeEvent decodes ev.Data into the payload of ev.Type (a
+// *DecisionMade for a decision, a *TurnPaused for turn_paused, …). An
+// unknown type (a streamed model_delta, or a type of a newer server) is an
+// error that says so; so is data that does not fit the type.
+func DecodeEvent(ev Event) (Payload, error) {
+	var p Payload
+	switch ev.Type {
+	case EventSessionStarted:
+		p = &SessionStarted{}
+	case EventUserMessage:
+		p = &UserMessage{}
+	case EventModelResponse:
+		p = &ModelResponse{}
+	case EventApprovalRequested, EventInputRequested:
+		p = &InterruptRequested{}
+	case EventDecision:
+		p = &DecisionMade{}
+	case EventToolStarted:
+		p = &ToolStarted{}
+	case EventToolResult:
+		p = &ToolResult{}
+	case EventFramePushed:
+		p = &FramePushed{}
+	case EventFramePopped:
+		p = &FramePopped{}
+	case EventHandoff:
+		p = &Handoff{}
+	case EventAgentMessage:
+		p = &AgentMessage{}
+	case EventTurnPaused:
+		p = &TurnPaused{}
+	case EventTurnCompleted:
+		p = &TurnCompleted{}
+	case EventTurnFailed:
+		p = &TurnFailed{}
+	case EventTurnCancelled:
+		p = &TurnCancelled{}
+	case EventTurnInterrupted:
+		p = &TurnInterrupted{}
+	case EventModelDelta:
+		p = &ModelDelta{}
+	case EventModelDeltasSkipped:
+		p = &ModelDeltasSkipped{}
+	default:
+		return nil, fmt.Errorf("event %d: unknown type %q", ev.Seq, ev.Type)
+	}
+	if err := json.Unmarshal(ev.Data, p); err != nil {
+		return nil, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
+	}
+	return p, nil
+}
+
+// SessionStarted opens a session: the root frame is created.
+type SessionStarted struct {
+	SessionID string         `json:"session_id"`
+	Agent     string         `json:"agent"`
+	Frame     string         `json:"frame"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Owner     string         `json:"owner,omitempty"`
+}
+
+// UserMessage is a message from the user to a frame (the top of the stack).
+type UserMessage struct {
+	Text string `json:"text"`
+	// Actor is who sent it, when known (the audit trail).
+	Actor Actor `json:"actor,omitzero"`
+}
+
+// ModelResponse is the assistant message of one model call.
+type ModelResponse struct {
+	Message model.Message `json:"message"`
+	Usage   model.Usage   `json:"usage"`
+}
+
+// InterruptRequested records that a call waits for a person: a decision
+// (approval_requested) or an answer (input_requested).
+type InterruptRequested struct {
+	CallID    string    `json:"call_id"`
+	Interrupt Interrupt `json:"interrupt"`
+	// Held: the tool holds its work in flight across this question.
+	Held bool `json:"held,omitempty"`
+}
+
+// DecisionMade records one decision and who made it.
+type DecisionMade struct {
+	InterruptID string          `json:"interrupt_id"`
+	Kind        Kind            `json:"kind"`
+	CallID      string          `json:"call_id"`
+	Tool        string          `json:"tool"`
+	Action      Action          `json:"action"`
+	Reason      string          `json:"reason,omitempty"`
+	Text        string          `json:"text,omitempty"`          // answer
+	Content     json.RawMessage `json:"content,omitempty"`       // answer to a question with a schema
+	Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
+	NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
+	// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
+	// before and after, for audit trails that keep digests only.
+	ArgsDigest    string `json:"arguments_sha256,omitempty"`
+	NewArgsDigest string `json:"new_arguments_sha256,omitempty"`
+	Remember      string `json:"remember,omitempty"`
+	Actor         Actor  `json:"actor"`
+}
+
+// ToolStarted is recorded durably before a tool runs.
+type ToolStarted struct {
+	CallID         string          `json:"call_id"`
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Answers        []Answer        `json:"answers,omitempty"`
+}
+
+// ToolResult is the result of one call, as the model will see it.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Tool    string `json:"tool"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// FramePushed records a child frame starting on a call of its parent.
+type FramePushed struct {
+	Frame      string `json:"frame"`
+	Agent      string `json:"agent"`
+	Mode       Mode   `json:"mode"`
+	Parent     string `json:"parent"`
+	ParentCall string `json:"parent_call"`
+	Input      string `json:"input"`
+}
+
+// FramePopped records a child frame ending; its result answers the parent's call.
+type FramePopped struct {
+	Frame   string `json:"frame"`
+	Reason  string `json:"reason"` // completed | failed | cancelled
+	Result  string `json:"result"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Actor is who cancelled the frame (Reason cancelled), when known.
+	Actor Actor `json:"actor,omitzero"`
+}
+
+// Handoff records a frame replaced by another agent's frame, which keeps
+// the conversation, the parent link and the mode.
+type Handoff struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Agent  string `json:"agent"`
+	CallID string `json:"call_id"`
+}
+
+// AgentMessage records an interactive agent's text to the user; the
+// frame then waits for the user's reply.
+type AgentMessage struct {
+	Text string `json:"text"`
+}
+
+// TurnPaused records that the session waits for a person.
+type TurnPaused struct {
+	Interrupts []Interrupt `json:"interrupts"`
+	// Created lists the ids of the interrupts that no earlier pause listed:
+	// asked for in this turn (a parallel batch decided in part pauses again
+	// on the rest, which are not new). Webhooks announce these.
+	Created []string `json:"created,omitempty"`
+}
+
+// TurnCompleted records the root agent's answer.
+type TurnCompleted struct {
+	Output string `json:"output"`
+}
+
+// TurnFailed records why a turn could not finish.
+type TurnFailed struct {
+	Error Failure `json:"error"`
+}
+
+// TurnCancelled records that the user cancelled the whole turn.
+type TurnCancelled struct {
+	Reason string `json:"reason,omitempty"`
+	// Actor is who cancelled, when known (the audit trail).
+	Actor Actor `json:"actor,omitzero"`
+}
+
+// TurnInterrupted records that a runner stopped driving the turn before
+// its end and released the session; it stays running until taken over.
+type TurnInterrupted struct {
+	Reason string `json:"reason"`
+}
+
+// ModelDelta is streamed text of a model's reply (never stored).
+type ModelDelta struct {
+	Text string `json:"text"`
+}
+
+// ModelDeltasSkipped tells a subscriber it gets no more of a reply's
+// deltas (never stored); see EventModelDeltasSkipped.
+type ModelDeltasSkipped struct {
+	// Reason is "behind" (the reader fell behind) or "joined" (it came in
+	// after the reply began).
+	Reason string `json:"reason"`
+}
+
+func (*ModelDelta) isPayload()         {}
+func (*ModelDeltasSkipped) isPayload() {}
+func (*SessionStarted) isPayload()     {}
+func (*UserMessage) isPayload()        {}
+func (*ModelResponse) isPayload()      {}
+func (*InterruptRequested) isPayload() {}
+func (*DecisionMade) isPayload()       {}
+func (*ToolStarted) isPayload()        {}
+func (*ToolResult) isPayload()         {}
+func (*FramePushed) isPayload()        {}
+func (*FramePopped) isPayload()        {}
+func (*Handoff) isPayload()            {}
+func (*AgentMessage) isPayload()       {}
+func (*TurnPaused) isPayload()         {}
+func (*TurnCompleted) isPayload()      {}
+func (*TurnFailed) isPayload()         {}
+func (*TurnCancelled) isPayload()      {}
+func (*TurnInterrupted) isPayload()    {}
