@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -22,7 +21,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
@@ -30,6 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/command"
 	"github.com/cairnhq/cairn/mcp"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
@@ -1034,7 +1033,7 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 		// that should measure Cairn, not a forked command.
 		t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) { return string(args), nil }
 	} else {
-		t.Handler = commandHandler(name, tc.Command, l.dir)
+		t.Handler = command.Tool(name, tc.Command, l.dir)
 	}
 	return t, nil
 }
@@ -1096,34 +1095,6 @@ func celPolicy(expr string) (cairn.ApprovalPolicy, error) {
 		}
 		return b, nil
 	}, nil
-}
-
-// commandHandler runs argv with the arguments JSON on stdin, in dir, in its
-// own process group (killed as a whole when the call's context ends).
-func commandHandler(name string, argv []string, dir string) func(context.Context, json.RawMessage) (string, error) {
-	return func(ctx context.Context, args json.RawMessage) (string, error) {
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = dir
-		cmd.Stdin = bytes.NewReader(args)
-		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+cairn.IdempotencyKey(ctx), "CAIRN_TOOL="+name)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 2 * time.Second
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		if err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = strings.TrimSpace(stdout.String())
-			}
-			return "", fmt.Errorf("%v: %s", err, msg)
-		}
-		return strings.TrimRight(stdout.String(), "\n"), nil
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

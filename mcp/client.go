@@ -17,12 +17,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/command"
 )
 
 // Server says how to reach one MCP server: a command (stdio) or a URL
@@ -421,7 +421,7 @@ func (c *conn) connectLocked(ctx context.Context) error {
 		for k, v := range c.spec.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: stopped with its children
+		command.OwnGroup(cmd) // stopped with its children
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			return err
@@ -493,9 +493,7 @@ func (c *conn) stopLocked(wait bool) {
 
 // killGroup stops a command server's process group, if there is one.
 func killGroup(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	command.KillGroup(cmd)
 }
 
 // Pid is the process id of a command server, for tests and operators; 0

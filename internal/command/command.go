@@ -1,0 +1,48 @@
+// Package command runs the programs behind command tools and command MCP
+// servers: each in its own process group, so stopping one stops the
+// children it started too (a shell script's sleep, a server's workers).
+package command
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+)
+
+// Tool returns the handler of a command tool: it runs argv in dir with the
+// call's arguments (JSON) on stdin, and CAIRN_IDEMPOTENCY_KEY and
+// CAIRN_TOOL (name) in its environment. Its stdout, without the trailing
+// newlines, is the result; a non-zero exit is an error carrying stderr (or
+// stdout). When the call's context ends the whole process group is killed.
+func Tool(name string, argv []string, dir string) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, args json.RawMessage) (string, error) {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Stdin = bytes.NewReader(args)
+		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+cairn.IdempotencyKey(ctx), "CAIRN_TOOL="+name)
+		OwnGroup(cmd)
+		cmd.Cancel = func() error { return KillGroup(cmd) }
+		cmd.WaitDelay = 2 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = strings.TrimSpace(stdout.String())
+			}
+			return "", fmt.Errorf("%v: %s", err, msg)
+		}
+		return strings.TrimRight(stdout.String(), "\n"), nil
+	}
+}
