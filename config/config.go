@@ -35,6 +35,7 @@ import (
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/store/storeurl"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -796,25 +797,18 @@ func (l *loader) tokens(a *AuthConfig) ([]server.Token, error) {
 	return out, nil
 }
 
+// store normalizes the store URL (storeurl.Normalize), its ${VAR}
+// expanded from the environment.
 func (l *loader) store(s string) (string, error) {
-	switch {
-	case s == "":
-		return "sqlite:" + filepath.Join(l.dir, "cairn.db"), nil
-	case s == "memory:" || s == "memory":
-		return "memory:", nil
-	case strings.HasPrefix(s, "sqlite:"):
-		p := strings.TrimPrefix(s, "sqlite:")
-		if p == "" {
-			return "", l.errf("store", "sqlite: needs a path, e.g. sqlite:./cairn.db")
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(l.dir, p)
-		}
-		return "sqlite:" + p, nil
-	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		return os.ExpandEnv(s), nil
+	s, err := l.expand("store", s)
+	if err != nil {
+		return "", err
 	}
-	return "", l.errf("store", "%q is not a store URL; use memory, sqlite:PATH or postgres://…", s)
+	url, err := storeurl.Normalize(s, l.dir)
+	if err != nil {
+		return "", l.errf("store", "%v", err)
+	}
+	return url, nil
 }
 
 // tokenLedger checks token_ledger. With store: memory and keys from
@@ -824,7 +818,7 @@ func (l *loader) tokenLedger(f *File, cfg *Config) (string, error) {
 	p := f.TokenLedger
 	switch {
 	case p != "" && cfg.Store != "memory:":
-		return "", l.errf("token_ledger", "only used with store: memory; the %s store records spent continuation tokens itself: remove token_ledger", strings.SplitN(cfg.Store, ":", 2)[0])
+		return "", l.errf("token_ledger", "only used with store: memory; the %s store records spent continuation tokens itself: remove token_ledger", storeurl.Kind(cfg.Store))
 	case p == "" && cfg.Store == "memory:" && len(cfg.ContinuationKeys) > 0:
 		return "", l.errf("token_ledger", "store: memory with secret_env: continuation tokens outlive this process, so the record of spent ones must too; add token_ledger: ./cairn-tokens.db (a SQLite file) or use a sqlite or postgres store")
 	case p == "":

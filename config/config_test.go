@@ -472,3 +472,23 @@ func TestModelLimitsConfig(t *testing.T) {
 		t.Fatalf("%+v", l)
 	}
 }
+
+// The store URL's ${VAR} come from the environment Load is given, as
+// everywhere else in the file: a missing one is an error naming it.
+func TestStoreURLExpandsTheGivenEnvironment(t *testing.T) {
+	pg := strings.Replace(valid, "store: memory", "store: postgres://cairn:${PGPASSWORD}@db:5432/cairn?sslmode=disable", 1)
+	env := func(name string) (string, bool) {
+		if name == "PGPASSWORD" {
+			return "s3cret", true
+		}
+		return "", false
+	}
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(pg), env)
+	if err != nil || cfg.Store != "postgres://cairn:s3cret@db:5432/cairn?sslmode=disable" {
+		t.Fatalf("store %q, %v", cfg.Store, err)
+	}
+	t.Setenv("PGPASSWORD", "from-the-process")
+	if _, err := config.Parse("/etc/cairn/cairn.yaml", []byte(pg), noEnv); err == nil || !strings.Contains(err.Error(), "environment variable PGPASSWORD is not set") {
+		t.Fatalf("an unset variable (in the environment given): %v", err)
+	}
+}

@@ -28,7 +28,6 @@ import (
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store"
-	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
@@ -218,16 +217,4 @@ func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledge
 		return l, noClose, "single use; valid only until this process stops (store: memory signs with a key generated at start)", nil
 	}
 	return l, noClose, "single use across every process sharing this store", nil
-}
-
-func openStore(ctx context.Context, url string) (store.Store, error) {
-	switch {
-	case url == "memory:":
-		return store.NewMemory(), nil
-	case strings.HasPrefix(url, "sqlite:"):
-		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return postgres.Open(ctx, url)
-	}
-	return nil, fmt.Errorf("unsupported store %q", url)
 }

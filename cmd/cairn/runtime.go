@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn/config"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/storeurl"
 )
 
 // agentRuntime is what every command that runs agents sets up from a config:
@@ -34,7 +35,7 @@ func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptio
 			rt.Close()
 		}
 	}()
-	if rt.store, err = openStore(ctx, cfg.Store); err != nil {
+	if rt.store, err = storeurl.Open(ctx, cfg.Store); err != nil {
 		return nil, err
 	}
 	if prepare != nil {
