@@ -34,7 +34,6 @@ import (
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
-	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/storeurl"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -248,7 +247,7 @@ type Config struct {
 	Store  string
 	Agents []*cairn.Agent
 	// Tokens are the bearer tokens of the auth section; empty without one.
-	Tokens []server.Token
+	Tokens []Token
 	// ContinuationKeys come from the variable named by secret_env (keys
 	// separated by commas; the first signs). Empty: generate and store one.
 	ContinuationKeys [][]byte
@@ -762,11 +761,22 @@ func (l *loader) duration(key, v string, def time.Duration) (time.Duration, erro
 	return d, nil
 }
 
-func (l *loader) tokens(a *AuthConfig) ([]server.Token, error) {
+// Token is a bearer token of the auth section, its secret read from the
+// environment (the server's server.Token).
+type Token struct {
+	// Name identifies the holder (default: the role).
+	Name string
+	// Secret is the token itself.
+	Secret string
+	// Role is user, approver or admin.
+	Role string
+}
+
+func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 	if len(a.Tokens) == 0 {
 		return nil, l.errf("auth.tokens", "list at least one token, or remove auth (the server then listens on loopback only)")
 	}
-	var out []server.Token
+	var out []Token
 	names, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range a.Tokens {
 		switch t.Role {
@@ -792,7 +802,7 @@ func (l *loader) tokens(a *AuthConfig) ([]server.Token, error) {
 			return nil, l.errf("auth.tokens", "tokens[%d]: the name %q or its token is used twice", i, name)
 		}
 		names[name], secrets[secret] = true, true
-		out = append(out, server.Token{Name: name, Secret: secret, Role: t.Role})
+		out = append(out, Token{Name: name, Secret: secret, Role: t.Role})
 	}
 	return out, nil
 }

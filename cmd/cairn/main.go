@@ -123,7 +123,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, &server.Options{Logger: log, Tokens: cfg.Tokens, BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
 		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
@@ -217,4 +217,13 @@ func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledge
 		return l, noClose, "single use; valid only until this process stops (store: memory signs with a key generated at start)", nil
 	}
 	return l, noClose, "single use across every process sharing this store", nil
+}
+
+// serverTokens are the config's tokens as the server takes them.
+func serverTokens(ts []config.Token) []server.Token {
+	out := make([]server.Token, len(ts))
+	for i, t := range ts {
+		out[i] = server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role}
+	}
+	return out
 }
