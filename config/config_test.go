@@ -104,6 +104,8 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 		{"no command", strings.Replace(valid, `command: ["sh", "-c", "echo oops >&2; exit 3"]`, `description: x`, 1), `tools.broken.command: missing`},
 		{"bad ttl", strings.Replace(valid, "approval_ttl: 1h", "approval_ttl: -1h", 1), `tools.deploy_code.approval_ttl: "-1h" is not a positive duration`},
 		{"bad store", strings.Replace(valid, "store: memory", "store: redis://x", 1), `store: "redis://x" is not a store URL`},
+		{"duplicate tool", strings.Replace(valid, "agents:\n", "  broken:\n    command: [\"true\"]\nagents:\n", 1), `cairn.yaml:19: tools.broken: "broken" is given twice in this mapping (first at line 17); keep one`},
+		{"duplicate key", strings.Replace(valid, "max_iterations: 4", "max_iterations: 4\n    model: other", 1), `cairn.yaml:24: agents.main.model: "model" is given twice in this mapping (first at line 21); keep one`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,6 +30,11 @@ func (l *loader) explain(n *yaml.Node, t reflect.Type, path string) *Error {
 	if n.Kind == yaml.AliasNode || t.Kind() == reflect.Interface || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
 		return nil
 	}
+	if n.Kind == yaml.MappingNode {
+		if e := l.duplicateKey(n, path); e != nil {
+			return e
+		}
+	}
 	wrong := func(expected string) *Error {
 		return &Error{File: l.path, Line: n.Line, Path: path, Msg: fmt.Sprintf("expected %s, got %s", expected, describe(n))}
 	}
@@ -76,6 +81,21 @@ func (l *loader) explain(n *yaml.Node, t reflect.Type, path string) *Error {
 		if expected := scalarMismatch(n, t); expected != "" {
 			return wrong(expected)
 		}
+	}
+	return nil
+}
+
+// duplicateKey reports a key given twice in one mapping, at the second,
+// naming the line of the first; nil when every key is given once.
+func (l *loader) duplicateKey(n *yaml.Node, path string) *Error {
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if line, seen := first[key.Value]; seen {
+			return &Error{File: l.path, Line: key.Line, Path: join(path, key.Value),
+				Msg: fmt.Sprintf("%q is given twice in this mapping (first at line %d); keep one", key.Value, line)}
+		}
+		first[key.Value] = key.Line
 	}
 	return nil
 }
