@@ -2,7 +2,6 @@ package cairn
 
 import (
 	"encoding/json"
-	"reflect"
 
 	"github.com/cairnhq/cairn/internal/engine"
 )
@@ -27,7 +26,7 @@ type ToolInfo struct {
 	Kind  string `json:"kind"`
 	Agent string `json:"agent,omitempty"`
 	// Approval says when a call waits for a person: "never", "always", a
-	// CEL expression over args, or the tool's ApprovalRule.
+	// CEL expression over args, or the words of the tool's Policy.
 	Approval     string `json:"approval"`
 	Confirmation string `json:"confirmation,omitempty"`
 	Idempotent   bool   `json:"idempotent,omitempty"`
@@ -52,7 +51,7 @@ func (r *Runner) Agents() []AgentInfo {
 
 func toolInfo(t *compiledTool) ToolInfo {
 	info := ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Kind: "function",
-		Agent: t.target, Approval: t.ApprovalRule, Confirmation: t.Confirmation, Idempotent: t.Idempotent}
+		Agent: t.target, Approval: t.Approval.Rule(), Confirmation: t.Confirmation, Idempotent: t.Idempotent}
 	switch {
 	case t.kind == engine.ToolHandoff:
 		info.Kind = "handoff"
@@ -60,16 +59,6 @@ func toolInfo(t *compiledTool) ToolInfo {
 		info.Kind = "interactive_agent"
 	case t.kind == engine.ToolAgent:
 		info.Kind = "agent"
-	}
-	if info.Approval == "" {
-		switch {
-		case t.Approval == nil:
-			info.Approval = "never"
-		case reflect.ValueOf(t.Approval).Pointer() == reflect.ValueOf(always).Pointer():
-			info.Approval = "always"
-		default:
-			info.Approval = "policy"
-		}
 	}
 	if t.ApprovalTTL > 0 {
 		info.ApprovalTTL = t.ApprovalTTL.String()

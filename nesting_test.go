@@ -52,7 +52,7 @@ type recorder struct {
 	runs []string
 }
 
-func (r *recorder) tool(name string, approval cairn.ApprovalPolicy) *cairn.Tool {
+func (r *recorder) tool(name string, approval cairn.Policy) *cairn.Tool {
 	return cairn.NewTool(&cairn.Tool{Name: name, Description: "Does " + name + ".", Approval: approval}, func(ctx context.Context, a struct {
 		Q string `json:"q"`
 	}) (string, error) {

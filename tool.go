@@ -35,12 +35,10 @@ type Tool struct {
 	// Handler runs the tool with the validated argument JSON. Its result is
 	// what the model sees. An error becomes an error result the model sees.
 	Handler func(ctx context.Context, args json.RawMessage) (string, error)
-	// Approval decides whether a call waits for a person. Nil means never.
-	Approval ApprovalPolicy
-	// ApprovalRule says in words when Approval asks, for people and clients
-	// (Runner.Agents, GET /v1/agents): "always", a CEL expression, "amount
-	// over 100". Empty: "always" for Always(), "policy" for another one.
-	ApprovalRule string
+	// Approval decides whether a call waits for a person, and says when in
+	// words: Always(), ApprovalIf(pred), PolicyFunc(rule, fn); the zero
+	// Policy never asks.
+	Approval Policy
 	// Confirmation is a text/template over the decoded arguments, shown to
 	// the approver: "Delete file '{{.filename}}'? This cannot be undone."
 	Confirmation string
@@ -93,7 +91,7 @@ func Handoff(agent string, spec *Tool) *Tool {
 	if spec == nil || spec.Description == "" {
 		t.Description = fmt.Sprintf("Hand the conversation over to the %s agent.", agent)
 	}
-	if t.Approval != nil && t.Confirmation == "" {
+	if !t.Approval.IsNever() && t.Confirmation == "" {
 		t.Confirmation = fmt.Sprintf("Hand the conversation over to the %s agent?", agent)
 	}
 	t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -114,28 +112,6 @@ func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode Mode) *To
 	t.Parameters, t.Handler = agentToolSchema, nil
 	t.kind, t.target, t.mode = kind, agent, mode
 	return t
-}
-
-// ApprovalPolicy reports whether a call with the given argument JSON must
-// wait for a person's decision. It must be deterministic: the same arguments
-// give the same answer.
-type ApprovalPolicy func(args json.RawMessage) (bool, error)
-
-// Always is the policy that asks a person before every call.
-func Always() ApprovalPolicy { return always }
-
-func always(json.RawMessage) (bool, error) { return true, nil }
-
-// ApprovalIf is the policy that asks a person when pred returns true for
-// the call's arguments, decoded into Args.
-func ApprovalIf[Args any](pred func(Args) bool) ApprovalPolicy {
-	return func(raw json.RawMessage) (bool, error) {
-		var a Args
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return false, err
-		}
-		return pred(a), nil
-	}
 }
 
 // NewTool builds a tool from a typed function: spec gives its Name,
@@ -346,8 +322,8 @@ func (t *compiledTool) engineTool() *engine.Tool {
 			return nil
 		},
 	}
-	if t.Approval != nil {
-		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return t.Approval(a.Raw) }
+	if !t.Approval.IsNever() {
+		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return t.Approval.Asks(a.Raw) }
 	}
 	if t.template != nil {
 		et.Confirm = func(a engine.ToolArgs) (string, error) {

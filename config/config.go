@@ -707,7 +707,7 @@ func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bo
 	if err != nil {
 		return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
 	}
-	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, ApprovalRule: approvalRule(sa.Approval), Confirmation: sa.Confirmation}
+	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
 	switch sa.Mode {
 	case "", "tool":
 		return cairn.AgentTool(sa.Agent, spec), nil
@@ -726,7 +726,7 @@ func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string
 	if err != nil {
 		return nil, l.errf(p+".handoffs", "handoffs[%d].approval: %v", i, err)
 	}
-	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, ApprovalRule: approvalRule(h.Approval), Confirmation: h.Confirmation})
+	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, Confirmation: h.Confirmation})
 	if seen[t.Name] {
 		return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, h.Agent)
 	}
@@ -1028,7 +1028,6 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 			return nil, l.errf(p+".confirmation", "not a valid Go template: %v", err)
 		}
 	}
-	t.ApprovalRule = approvalRule(tc.Approval)
 	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
@@ -1042,25 +1041,18 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	return t, nil
 }
 
-// approvalPolicy parses never (or empty), always, or a CEL expression.
-// approvalRule is the approval key's text as clients see it.
-func approvalRule(s string) string {
-	if s = strings.TrimSpace(s); s == "" {
-		return "never"
-	}
-	return s
-}
-
-func approvalPolicy(s string) (cairn.ApprovalPolicy, error) {
+// approvalPolicy parses never (or empty), always, or a CEL expression,
+// described by the key's own text.
+func approvalPolicy(s string) (cairn.Policy, error) {
 	switch a := strings.TrimSpace(s); a {
 	case "", "never":
-		return nil, nil
+		return cairn.Never(), nil
 	case "always":
 		return cairn.Always(), nil
 	default:
 		pol, err := celPolicy(a)
 		if err != nil {
-			return nil, fmt.Errorf("not never, always or a valid CEL expression over args: %w", err)
+			return cairn.Policy{}, fmt.Errorf("not never, always or a valid CEL expression over args: %w", err)
 		}
 		return pol, nil
 	}
@@ -1068,23 +1060,23 @@ func approvalPolicy(s string) (cairn.ApprovalPolicy, error) {
 
 // celPolicy compiles a CEL expression over `args` (the decoded arguments) to
 // an approval policy. It is compiled once, here.
-func celPolicy(expr string) (cairn.ApprovalPolicy, error) {
+func celPolicy(expr string) (cairn.Policy, error) {
 	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
 	if err != nil {
-		return nil, err
+		return cairn.Policy{}, err
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return cairn.Policy{}, iss.Err()
 	}
 	if ast.OutputType() != cel.BoolType {
-		return nil, fmt.Errorf("the expression gives %s, not bool", ast.OutputType())
+		return cairn.Policy{}, fmt.Errorf("the expression gives %s, not bool", ast.OutputType())
 	}
 	prg, err := env.Program(ast)
 	if err != nil {
-		return nil, err
+		return cairn.Policy{}, err
 	}
-	return func(raw json.RawMessage) (bool, error) {
+	return cairn.PolicyFunc(expr, func(raw json.RawMessage) (bool, error) {
 		var args map[string]any
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return false, err
@@ -1098,7 +1090,7 @@ func celPolicy(expr string) (cairn.ApprovalPolicy, error) {
 			return false, fmt.Errorf("approval expression %q gave %v, not a bool", expr, out.Value())
 		}
 		return b, nil
-	}, nil
+	}), nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -59,7 +59,7 @@ func TestValidConfig(t *testing.T) {
 		t.Fatalf("approval_ttl = %v", deploy.ApprovalTTL)
 	}
 	for args, want := range map[string]bool{`{"environment":"production"}`: true, `{"environment":"staging"}`: false} {
-		got, err := deploy.Approval(json.RawMessage(args))
+		got, err := deploy.Approval.Asks(json.RawMessage(args))
 		if err != nil || got != want {
 			t.Errorf("approval(%s) = %v, %v; want %v", args, got, err, want)
 		}
@@ -186,7 +186,7 @@ func TestNestingConfig(t *testing.T) {
 		if a.Name == "main" {
 			for _, tl := range a.Tools {
 				names = append(names, tl.Name)
-				if tl.Name == "run_analysis_pipeline" && tl.Approval == nil {
+				if tl.Name == "run_analysis_pipeline" && tl.Approval.IsNever() {
 					t.Error("subagent approval: always was lost")
 				}
 			}
@@ -221,8 +221,8 @@ func TestHandoffApprovalConfig(t *testing.T) {
 		for _, tl := range a.Tools {
 			if a.Name == "main" && tl.Name == "transfer_to_billing" {
 				found = true
-				if tl.Approval == nil || tl.ApprovalRule != "always" || tl.Confirmation != "Move this chat to billing?" {
-					t.Fatalf("transfer_to_billing: approval %v, confirmation %q", tl.Approval != nil, tl.Confirmation)
+				if tl.Approval.IsNever() || tl.Approval.Rule() != "always" || tl.Confirmation != "Move this chat to billing?" {
+					t.Fatalf("transfer_to_billing: approval %q, confirmation %q", tl.Approval.Rule(), tl.Confirmation)
 				}
 			}
 		}
@@ -453,7 +453,7 @@ func TestEchoBuiltin(t *testing.T) {
 	for _, tl := range cfg.Agents[0].Tools {
 		if tl.Name == "echo_it" {
 			out, err := tl.Handler(context.Background(), json.RawMessage(`{"q":"x"}`))
-			if need, _ := tl.Approval(json.RawMessage(`{}`)); out != `{"q":"x"}` || err != nil || !need {
+			if need, _ := tl.Approval.Asks(json.RawMessage(`{}`)); out != `{"q":"x"}` || err != nil || !need {
 				t.Fatalf("echo = %q, %v; approval %v", out, err, need)
 			}
 			return

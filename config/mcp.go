@@ -141,7 +141,7 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 		if err != nil {
 			return nil, l.errf(p+".approval", "%v", err)
 		}
-		spec.Approval, spec.ApprovalRule = pol, approvalRule(tc.Approval)
+		spec.Approval = pol
 	}
 	for key, v := range map[string]string{"timeout": tc.Timeout, "approval_ttl": tc.ApprovalTTL} {
 		if v == "" {

@@ -35,11 +35,11 @@ agents:
 	for _, a := range cfg.Agents {
 		tools[a.Name] = map[string]string{}
 		for _, tl := range a.Tools {
-			tools[a.Name][tl.Name] = tl.ApprovalRule
+			tools[a.Name][tl.Name] = tl.Approval.Rule()
 		}
 		for _, set := range a.Toolsets { // fs.*: the server's tools as they are listed
 			for _, tl := range set.Tools() {
-				tools[a.Name][tl.Name] = tl.ApprovalRule
+				tools[a.Name][tl.Name] = tl.Approval.Rule()
 			}
 		}
 	}

@@ -256,29 +256,25 @@ func ModelName(server, tool string) string {
 	return safe(server) + "__" + safe(tool)
 }
 
-// Approval is what a tool's annotations say about asking a person, per the
-// MCP spec's defaults: read-only tools never ask; others ask when
-// destructiveHint is true or absent. The rule is the text clients show.
-func Approval(a *sdk.ToolAnnotations) (ask bool, rule string) {
+// Approval is the policy a tool's annotations give, per the MCP spec's
+// defaults: read-only tools never ask; others ask when destructiveHint is
+// true or absent. Its rule says why, for clients to show.
+func Approval(a *sdk.ToolAnnotations) cairn.Policy {
 	switch {
 	case a == nil:
-		return true, "always (no annotations: MCP assumes destructive)"
+		return cairn.Always().Describe("always (no annotations: MCP assumes destructive)")
 	case a.ReadOnlyHint:
-		return false, "never (annotations: read-only)"
+		return cairn.Never().Describe("never (annotations: read-only)")
 	case a.DestructiveHint == nil:
-		return true, "always (annotations: destructiveHint absent, so destructive)"
+		return cairn.Always().Describe("always (annotations: destructiveHint absent, so destructive)")
 	case *a.DestructiveHint:
-		return true, "always (annotations: destructive)"
+		return cairn.Always().Describe("always (annotations: destructive)")
 	}
-	return false, "never (annotations: not destructive)"
+	return cairn.Never().Describe("never (annotations: not destructive)")
 }
 
 func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
-	ask, rule := Approval(t.Annotations)
-	out := &cairn.Tool{Name: ModelName(c.spec.Name, t.Name), Description: t.Description, ApprovalRule: rule, Timeout: h.timeout}
-	if ask {
-		out.Approval = cairn.Always()
-	}
+	out := &cairn.Tool{Name: ModelName(c.spec.Name, t.Name), Description: t.Description, Approval: Approval(t.Annotations), Timeout: h.timeout}
 	if t.Annotations != nil {
 		out.Idempotent = t.Annotations.IdempotentHint
 	}
@@ -286,8 +282,8 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 		out.Parameters = schema
 	}
 	if spec != nil {
-		if spec.ApprovalRule != "" {
-			out.Approval, out.ApprovalRule = spec.Approval, spec.ApprovalRule
+		if !spec.Approval.IsZero() {
+			out.Approval = spec.Approval
 		}
 		if spec.Confirmation != "" {
 			out.Confirmation = spec.Confirmation

@@ -46,7 +46,7 @@ func TestFilesystemServerApprovals(t *testing.T) {
 	sandbox := t.TempDir()
 	h := connect(t, mcp.Server{Name: "fs", Command: []string{mcptest.Server(t, "mcp-server-filesystem"), sandbox}})
 	write, read := h.Tool("fs", "write_file", nil), h.Tool("fs", "read_file", nil)
-	if write == nil || read == nil || write.Name != "fs__write_file" || write.Approval == nil || read.Approval != nil || !write.Idempotent {
+	if write == nil || read == nil || write.Name != "fs__write_file" || write.Approval.IsNever() || !read.Approval.IsNever() || !write.Idempotent {
 		t.Fatalf("tools: write %+v, read %+v", write, read)
 	}
 	target := filepath.Join(sandbox, "notes.txt")

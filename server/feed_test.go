@@ -26,8 +26,7 @@ func feedServer(t *testing.T) string {
 		}) (string, error) {
 			return "deployed", nil
 		})
-	refund := cairn.NewTool(&cairn.Tool{Name: "refund", Description: "Refund.", Approval: cairn.ApprovalIf(func(a struct{ Amount int }) bool { return a.Amount > 100 }),
-		ApprovalRule: "amount over 100"}, func(ctx context.Context, a struct{ Amount int }) (string, error) { return "ok", nil })
+	refund := cairn.NewTool(&cairn.Tool{Name: "refund", Description: "Refund.", Approval: cairn.ApprovalIf(func(a struct{ Amount int }) bool { return a.Amount > 100 }).Describe("amount over 100")}, func(ctx context.Context, a struct{ Amount int }) (string, error) { return "ok", nil })
 	lookup := cairn.NewTool(&cairn.Tool{Name: "lookup", Description: "Look up.", Approval: cairn.ApprovalIf(func(struct{}) bool { return false })},
 		func(ctx context.Context, a struct{}) (string, error) { return "ok", nil })
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"production"}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
