@@ -228,7 +228,7 @@ func (ts *toolset) Notify(fn func()) {
 
 // Tool is the server's tool as a Cairn tool named server__tool, with the
 // approval its annotations imply (see Approval); spec, when not nil,
-// overrides Approval, ApprovalRule, Confirmation, Timeout, Idempotent and
+// overrides Approval (when not the zero Policy), Confirmation, Timeout, Idempotent and
 // ApprovalTTL. Nil when there is no such tool.
 func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
 	c := h.servers[server]
