@@ -44,7 +44,7 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	in := s.Interrupts[0]
 	if in.ExpiresAt == nil || !in.ExpiresAt.Equal(clk.now().Add(time.Second)) {
 		t.Fatalf("expires_at = %v", in.ExpiresAt)
@@ -86,7 +86,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	deadline := time.Now().Add(10 * time.Second)
 	for s.Status != cairn.StatusCompleted && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -106,7 +106,7 @@ func TestRememberedApproval(t *testing.T) {
 		scripted.Reply{Text: "done"},
 	)
 	r := newRunner(t, m, deleteTool(&rec))
-	s, _ := r.Start(ctx, "main", "delete two", nil)
+	s := noErr(t)(r.Start(ctx, "main", "delete two", nil))
 	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: "forever"}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("remember forever: %v", err)
 	}
@@ -126,7 +126,7 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	r := newRunner(t, deleteScript(), deleteTool(&rec))
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename":"b.txt"}`)}},
 		&cairn.TurnOptions{Actor: cairn.Actor{Name: "ops-lead", Role: "approver"}})
 	if err != nil {
@@ -231,7 +231,7 @@ func TestCachedStateNeverStale(t *testing.T) {
 	r2, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: sq})
 	defer r1.Close()
 	defer r2.Close()
-	s, _ := r1.Start(ctx, "main", "Delete test.txt", nil) // r1 caches the paused state
+	s := noErr(t)(r1.Start(ctx, "main", "Delete test.txt", nil)) // r1 caches the paused state
 	if _, err := r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 			r1, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store})
 			defer r1.Close()
 			long := strings.Repeat("a fairly long user message. ", 40)
-			s, _ := r1.Start(ctx, "main", long, nil)
+			s := noErr(t)(r1.Start(ctx, "main", long, nil))
 			const turns = 200
 			for i := range turns {
 				if s, err = r1.Send(ctx, s.ID, fmt.Sprint(i, long), 0, nil); err != nil {
@@ -320,7 +320,7 @@ func TestAutoApproveIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	if s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
 		t.Fatalf("%s runs %v", s.Status, rec.runs())
 	}

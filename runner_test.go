@@ -85,7 +85,7 @@ func deleteScript() *scripted.Model {
 	)
 }
 
-func TestSeed003ApproveRunsOnceAndModelSeesOutput(t *testing.T) {
+func TestApprovedCallRunsOnceAndTheModelSeesItsOutput(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	m := &recordingModel{inner: deleteScript()}
@@ -128,12 +128,12 @@ func TestSeed003ApproveRunsOnceAndModelSeesOutput(t *testing.T) {
 	}
 }
 
-func TestSeed003RejectNeverRunsAndModelSeesReason(t *testing.T) {
+func TestRejectedCallNeverRunsAndTheModelSeesTheReason(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	m := &recordingModel{inner: deleteScript()}
 	r := newRunner(t, m, deleteTool(&runs))
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "I don't want to delete that file"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,11 +151,11 @@ func TestSeed003RejectNeverRunsAndModelSeesReason(t *testing.T) {
 	}
 }
 
-func TestSeed003ApproveWithModifiedArguments(t *testing.T) {
+func TestApprovalWithEditedArgumentsRunsThem(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	id := s.Interrupts[0].ID
 
 	// Invalid replacements are refused and change nothing.
@@ -379,7 +379,7 @@ func TestConcurrentDecisionsOneWinner(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	var wg sync.WaitGroup
 	var ok, conflicts atomic.Int32
 	start := make(chan struct{})
@@ -410,7 +410,7 @@ func TestRefusedDecisionsChangeNothing(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	id := s.Interrupts[0].ID
 	cases := []struct {
 		name string
@@ -446,7 +446,7 @@ func TestFollowUpMessageStartsNewTurn(t *testing.T) {
 	ctx := context.Background()
 	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "you said {{.Input}}"})}
 	r := newRunner(t, m)
-	s, _ := r.Start(ctx, "main", "one", nil)
+	s := noErr(t)(r.Start(ctx, "main", "one", nil))
 	s, err := r.Send(ctx, s.ID, "two", s.Seq, nil)
 	if err != nil || s.Output != "you said two" {
 		t.Fatalf("%v %q", err, s.Output)
@@ -490,7 +490,7 @@ func TestTypedToolSchema(t *testing.T) {
 	// The schema is enforced: a value outside the enum never reaches the handler.
 	m := &recordingModel{inner: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"moon"}`}}}, scripted.Reply{Text: "{{.LastResult}}"})}
 	r := newRunner(t, m, tool)
-	s, _ := r.Start(context.Background(), "main", "go", nil)
+	s := noErr(t)(r.Start(context.Background(), "main", "go", nil))
 	if !strings.Contains(s.Output, "do not match its schema") {
 		t.Fatalf("output %q", s.Output)
 	}

@@ -60,11 +60,11 @@ func TestToolsetChanges(t *testing.T) {
 		return call("c1", names[len(names)-1], `{}`)
 	})
 	r := mustRunner(t, &cairn.Agent{Name: "main", Model: brain, Tools: []*cairn.Tool{echo("own")}, Toolsets: []cairn.Toolset{set}})
-	if s, _ := r.Start(ctx, "main", "go", nil); s.Output != "first ran" {
+	if s := noErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "first ran" {
 		t.Fatalf("before: %q", s.Output)
 	}
 	set.add(echo("second"))
-	if s, _ := r.Start(ctx, "main", "go", nil); s.Output != "second ran" || len(seen[2]) != 3 {
+	if s := noErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "second ran" || len(seen[2]) != 3 {
 		t.Fatalf("after: %q, tools %v", s.Output, seen)
 	}
 	set.add(echo("own")) // clashes with the agent's own tool: ignored

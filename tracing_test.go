@@ -20,7 +20,7 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	s, _ := r.Start(ctx, "main", "Delete test.txt", nil)
+	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)
 
 	byName := map[string][]sdktrace.ReadOnlySpan{}

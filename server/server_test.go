@@ -145,7 +145,7 @@ func interrupts(s map[string]any) []map[string]any {
 
 func seqOf(s map[string]any) int64 { return int64(s["seq"].(float64)) }
 
-func TestSeed000Scenarios(t *testing.T) {
+func TestToolCallsApprovalsAndRejectionsOverHTTP(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			e := newEnv(t, stream)

@@ -17,9 +17,9 @@ type deleteArgs struct {
 	Filename string `json:"filename"`
 }
 
-// Seed 003 through the Anthropic adapter: approve runs the tool once and the
+// Through the Anthropic adapter: approve runs the tool once and the
 // model sees its output; reject never runs it and the model sees the reason.
-func TestSeed003ApproveAndReject(t *testing.T) {
+func TestApproveAndRejectThroughTheMessagesAPI(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			fake := fakeanthropic.Start(t, func(r fakeanthropic.Request) fakeanthropic.Reply {
@@ -60,7 +60,7 @@ func TestSeed003ApproveAndReject(t *testing.T) {
 				t.Fatalf("approve: %v %q %v", err, s.Output, deleted)
 			}
 
-			s, _ = r.Start(ctx, "files", "Delete the file named 'test.txt'", nil)
+			s = noErr(t)(r.Start(ctx, "files", "Delete the file named 'test.txt'", nil))
 			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "reject", Reason: "keep it"}}, nil)
 			if err != nil || !strings.Contains(s.Output, "I did not delete it: The user rejected this tool call: keep it") || len(deleted) != 1 {
 				t.Fatalf("reject: %v %q %v", err, s.Output, deleted)
@@ -117,5 +117,17 @@ func TestStreamingDeltasAndErrors(t *testing.T) {
 	s, err := r2.Start(context.Background(), "a", "hi", nil)
 	if err != nil || s.Status != "failed" || !strings.Contains(s.Error.Message, "anthropic claude-test") {
 		t.Fatalf("%v %+v", err, s.Error)
+	}
+}
+
+// noErr fails t when a call under test errs, and returns its session:
+// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
+func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
+	return func(s *cairn.Session, err error) *cairn.Session {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("call under test: %v", err)
+		}
+		return s
 	}
 }
