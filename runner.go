@@ -37,7 +37,7 @@ type Agent struct {
 	Model        model.Model
 	Tools        []*Tool
 	// Toolsets are sources of more tools that may change while the runner
-	// runs, such as an MCP server's (mcp.Hub.Toolset): the runner re-reads
+	// runs, such as an MCP server's (mcptools.Hub.Toolset): the runner re-reads
 	// them when they say they changed.
 	Toolsets []Toolset
 	// MaxIterations is the number of model calls allowed in one turn; the

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/command"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
@@ -262,7 +262,7 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MCP holds the connections to the file's MCP servers (nil: none);
 	// Close ends them.
-	MCP *mcp.Hub
+	MCP *mcptools.Hub
 	// PublicURL is public_url, without a trailing slash; empty when unset.
 	PublicURL string
 	// AllowedHosts and AllowedOrigins are allowed_hosts and allowed_origins
@@ -364,7 +364,7 @@ type loader struct {
 	// agents are the file's agents, for checking references to them.
 	agents map[string]AgentConfig
 	// hub holds the file's MCP servers, and mcpTools their tools' overrides.
-	hub      *mcp.Hub
+	hub      *mcptools.Hub
 	mcpTools map[string]ToolConfig
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 )
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -32,7 +32,7 @@ func (l *loader) expand(key, v string) (string, error) {
 
 // mcpServers connects to the file's MCP servers and checks the overrides
 // under tools: (server.tool keys); nil without servers.
-func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
+func (l *loader) mcpServers(f *File) (*mcptools.Hub, error) {
 	l.mcpTools = map[string]ToolConfig{}
 	for name, tc := range f.Tools {
 		if strings.Contains(name, ".") {
@@ -45,13 +45,13 @@ func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
 		}
 		return nil, nil
 	}
-	var servers []mcp.Server
+	var servers []mcptools.Server
 	for _, name := range sortedKeys(f.MCPServers) {
 		sc, p := f.MCPServers[name], "mcp_servers."+name
 		if !toolName.MatchString(name) || strings.Contains(name, "__") {
 			return nil, l.errf(p, "server names are 1–64 letters, digits, _ or - (no __)")
 		}
-		s := mcp.Server{Name: name, Command: sc.Command, URL: sc.URL, Dir: l.dir, Env: map[string]string{}, Headers: map[string]string{}}
+		s := mcptools.Server{Name: name, Command: sc.Command, URL: sc.URL, Dir: l.dir, Env: map[string]string{}, Headers: map[string]string{}}
 		if (len(sc.Command) > 0) == (sc.URL != "") {
 			return nil, l.errf(p, "give either command (a stdio server) or url (streamable HTTP)")
 		}
@@ -71,7 +71,7 @@ func (l *loader) mcpServers(f *File) (*mcp.Hub, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	hub, err := mcp.Connect(ctx, servers, nil)
+	hub, err := mcptools.Connect(ctx, servers, nil)
 	if err != nil {
 		return nil, &Error{File: l.path, Line: l.line("mcp_servers"), Path: "mcp_servers", Msg: err.Error()}
 	}

@@ -10,18 +10,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
 )
 
 // mcpHandler serves the agents as MCP tools over streamable HTTP at /mcp,
 // with the API's tokens: a token's name owns the sessions it starts, and
 // only approvers and admins decide (see docs/mcp.md).
 func (s *Server) mcpHandler() http.Handler {
-	opts := &mcp.ServerOptions{Logger: s.log, Caller: s.mcpCaller}
+	opts := &mcpserver.Options{Logger: s.log, Caller: s.mcpCaller}
 	if s.baseURL != "" {
 		opts.Inbox = func(id string) string { return strings.TrimSuffix(s.baseURL, "/") + "/#/sessions/" + id }
 	}
-	srv := mcp.NewServer(s.runner, opts)
+	srv := mcpserver.New(s.runner, opts)
 	h := http.Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	if len(s.tokens) > 0 {
 		// authenticate already refused unknown tokens; this hands the
@@ -38,7 +38,7 @@ func (s *Server) mcpHandler() http.Handler {
 }
 
 // mcpCaller is who calls a tool over /mcp.
-func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcp.Caller {
+func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcpserver.Caller {
 	p := principal{role: RoleAdmin} // no tokens configured: loopback only
 	if len(s.tokens) > 0 {
 		p = principal{}
@@ -46,6 +46,6 @@ func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcp.Caller {
 			p = principal{name: extra.TokenInfo.UserID, role: extra.TokenInfo.Scopes[0]}
 		}
 	}
-	return mcp.Caller{Name: p.name, Role: p.role, MayDecide: p.atLeast(RoleApprover),
+	return mcpserver.Caller{Name: p.name, Role: p.role, MayDecide: p.atLeast(RoleApprover),
 		MaySee: func(sess *cairn.Session) bool { return canSee(p, sess) }}
 }

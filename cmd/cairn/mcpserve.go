@@ -13,7 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
 )
 
 // newMCPCmd is `cairn mcp`: the configured agents as tools of an MCP
@@ -49,7 +49,7 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 	}
 	defer rt.Close()
 	runner := rt.runner
-	srv := mcp.NewServer(runner, &mcp.ServerOptions{Logger: log})
+	srv := mcpserver.New(runner, &mcpserver.Options{Logger: log})
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
 		return nil // stopped by a signal

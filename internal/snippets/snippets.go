@@ -18,7 +18,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
@@ -168,7 +169,7 @@ func Serving(runner *cairn.Runner, s string) {
 
 // MCP is docs/library.md, 11. MCP both ways.
 func MCP(ctx context.Context, runner *cairn.Runner, m model.Model) error {
-	hub, err := mcp.Connect(ctx, []mcp.Server{{Name: "fs", Command: []string{"mcp-server-filesystem", "./sandbox"}}}, nil)
+	hub, err := mcptools.Connect(ctx, []mcptools.Server{{Name: "fs", Command: []string{"mcp-server-filesystem", "./sandbox"}}}, nil)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func MCP(ctx context.Context, runner *cairn.Runner, m model.Model) error {
 	agent := &cairn.Agent{Name: "main", Model: m, Toolsets: []cairn.Toolset{hub.Toolset("fs", nil)}}
 	hub.Follow(ctx, runner) // a cancelled session's held question hears "cancel"
 
-	srv := mcp.NewServer(runner, nil)      // the agents as MCP tools
+	srv := mcpserver.New(runner, nil)      // the agents as MCP tools
 	srv.Run(ctx, &sdkmcp.StdioTransport{}) // or sdkmcp.NewStreamableHTTPHandler
 	_ = agent
 	return err

@@ -1,4 +1,9 @@
-package mcp
+// Package mcpserver serves Cairn agents as MCP tools (the server side of
+// the Model Context Protocol): a tool call runs a turn, a pause asks the
+// MCP client with elicitation, and a resume tool continues a session (see
+// docs/mcp.md). Package mcptools is the other way round: the tools of MCP
+// servers for Cairn agents.
+package mcpserver
 
 import (
 	"context"
@@ -25,9 +30,9 @@ type Caller struct {
 	MaySee func(*cairn.Session) bool
 }
 
-// ServerOptions are the optional settings of NewServer; nil means the
+// Options are the optional settings of New; nil means the
 // defaults.
-type ServerOptions struct {
+type Options struct {
 	// Caller says who calls, from the request (its TokenInfo over HTTP);
 	// nil: everyone may decide everything (stdio, the person who started
 	// the process).
@@ -46,14 +51,14 @@ const ResumeTool = "cairn_resume"
 // maxAsks bounds how often one pause is asked again after a refused answer.
 const maxAsks = 3
 
-// NewServer serves the runner's agents as MCP tools: each agent is a tool
+// New serves the runner's agents as MCP tools: each agent is a tool
 // taking {"input": string} and giving the agent's output. When a run
 // pauses, the server asks the client with elicitation (see docs/mcp.md);
 // a client without elicitation gets a result that says the run is paused,
 // and decides later with the cairn_resume tool.
-func NewServer(r *cairn.Runner, opts *ServerOptions) *sdk.Server {
+func New(r *cairn.Runner, opts *Options) *sdk.Server {
 	if opts == nil {
-		opts = &ServerOptions{}
+		opts = &Options{}
 	}
 	s := &server{r: r, opts: *opts}
 	if s.opts.Logger == nil {
@@ -77,7 +82,7 @@ func NewServer(r *cairn.Runner, opts *ServerOptions) *sdk.Server {
 
 type server struct {
 	r    *cairn.Runner
-	opts ServerOptions
+	opts Options
 }
 
 type agentInput struct {

@@ -1,7 +1,10 @@
-// Package mcp connects Cairn to the Model Context Protocol: the tools of MCP
-// servers become Cairn tools, under approval policies taken from their
-// annotations (see docs/mcp.md). It uses the official Go SDK.
-package mcp
+// Package mcptools gives Cairn agents the tools of MCP servers (the client
+// side of the Model Context Protocol): they become Cairn tools, under
+// approval policies taken from their annotations, and an MCP server's
+// questions (elicitation) become the inbox's questions (see docs/mcp.md).
+// Package mcpserver is the other way round: agents served as MCP tools.
+// Both use the official Go SDK.
+package mcptools
 
 import (
 	"bufio"

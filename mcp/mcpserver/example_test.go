@@ -1,4 +1,4 @@
-package mcp_test
+package mcpserver_test
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 
 // Serve an agent as an MCP tool: its deploy waits for approval, which the
 // MCP client gives by answering the elicitation form.
-func ExampleNewServer() {
+func ExampleNew() {
 	ctx := context.Background()
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
 		func(ctx context.Context, a struct{}) (string, error) { return "deployed", nil })
@@ -23,7 +23,7 @@ func ExampleNewServer() {
 
 	// The server side; a real one runs on stdio (cairn mcp) or HTTP (/mcp).
 	clientEnd, serverEnd := sdk.NewInMemoryTransports()
-	ss, _ := mcp.NewServer(runner, nil).Connect(ctx, serverEnd, nil)
+	ss, _ := mcpserver.New(runner, nil).Connect(ctx, serverEnd, nil)
 	defer ss.Close()
 
 	// An MCP client that approves what it is asked.

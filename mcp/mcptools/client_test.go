@@ -1,4 +1,4 @@
-package mcp_test
+package mcptools_test
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/mcptest"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 
-func connect(t *testing.T, servers ...mcp.Server) *mcp.Hub {
+func connect(t *testing.T, servers ...mcptools.Server) *mcptools.Hub {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := mcp.Connect(ctx, servers, nil)
+	h, err := mcptools.Connect(ctx, servers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func runner(t *testing.T, m *scripted.Model, tools ...*cairn.Tool) *cairn.Runner
 func TestFilesystemServerApprovals(t *testing.T) {
 	ctx := context.Background()
 	sandbox := t.TempDir()
-	h := connect(t, mcp.Server{Name: "fs", Command: []string{mcptest.Server(t, "mcp-server-filesystem"), sandbox}})
+	h := connect(t, mcptools.Server{Name: "fs", Command: []string{mcptest.Server(t, "mcp-server-filesystem"), sandbox}})
 	write, read := h.Tool("fs", "write_file", nil), h.Tool("fs", "read_file", nil)
 	if write == nil || read == nil || write.Name != "fs__write_file" || write.Approval.IsNever() || !read.Approval.IsNever() || !write.Idempotent {
 		t.Fatalf("tools: write %+v, read %+v", write, read)
@@ -97,7 +97,7 @@ func TestFilesystemServerApprovals(t *testing.T) {
 // create_entities (destructiveHint false) does not.
 func TestMemoryServerApprovals(t *testing.T) {
 	ctx := context.Background()
-	h := connect(t, mcp.Server{Name: "memory", Command: []string{mcptest.Server(t, "mcp-server-memory")},
+	h := connect(t, mcptools.Server{Name: "memory", Command: []string{mcptest.Server(t, "mcp-server-memory")},
 		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}})
 	create, del := h.Tool("memory", "create_entities", nil), h.Tool("memory", "delete_entities", nil)
 	m := &scripted.Model{Replies: []scripted.Reply{
@@ -120,7 +120,7 @@ func TestMemoryServerApprovals(t *testing.T) {
 // call restarts it and works.
 func TestKilledServerRestarts(t *testing.T) {
 	ctx := context.Background()
-	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
+	h := connect(t, mcptools.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
 	slow, echo := h.Tool("everything", "trigger-long-running-operation", nil), h.Tool("everything", "echo", nil)
 	if slow == nil || echo == nil {
 		t.Fatalf("tools: %v", h.ToolNames("everything"))

@@ -1,4 +1,4 @@
-package mcp_test
+package mcpserver_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 
@@ -51,11 +51,11 @@ func connectTo(t *testing.T, r *cairn.Runner, handler func(context.Context, *sdk
 }
 
 // connectAs is connectTo with the server's idea of the caller.
-func connectAs(t *testing.T, r *cairn.Runner, caller func(*sdk.RequestExtra) mcp.Caller, handler func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
+func connectAs(t *testing.T, r *cairn.Runner, caller func(*sdk.RequestExtra) mcpserver.Caller, handler func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	ct, st := sdk.NewInMemoryTransports()
-	srv := mcp.NewServer(r, &mcp.ServerOptions{Caller: caller, Inbox: func(id string) string { return "http://127.0.0.1:8080/#/sessions/" + id }})
+	srv := mcpserver.New(r, &mcpserver.Options{Caller: caller, Inbox: func(id string) string { return "http://127.0.0.1:8080/#/sessions/" + id }})
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestServedAgentWithoutElicitation(t *testing.T) {
 		len(paused.Interrupts) != 1 || !strings.HasSuffix(paused.Inbox, paused.SessionID) || deployed.Load() != 0 {
 		t.Fatalf("paused result: %s %+v", text(res), paused)
 	}
-	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ResumeTool, Arguments: map[string]any{"session_id": paused.SessionID,
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpserver.ResumeTool, Arguments: map[string]any{"session_id": paused.SessionID,
 		"decisions": []any{map[string]any{"interrupt_id": paused.Interrupts[0].ID, "action": "approve"}}}})
 	if err != nil || res.IsError || text(res) != "lead: ops: deployed api" || deployed.Load() != 1 {
 		t.Fatalf("resume: %v %s (deployed %d)", err, text(res), deployed.Load())
@@ -185,7 +185,7 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 	ctx := context.Background()
 	var deployed atomic.Int32
 	r := servedRunner(t, &deployed)
-	user := func(*sdk.RequestExtra) mcp.Caller { return mcp.Caller{Name: "uma", Role: "user"} }
+	user := func(*sdk.RequestExtra) mcpserver.Caller { return mcpserver.Caller{Name: "uma", Role: "user"} }
 	approve := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 	}
@@ -211,7 +211,7 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 		t.Fatalf("the forged answers changed the session: %+v", s)
 	}
 	// Nor through cairn_resume.
-	resumed, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ResumeTool, Arguments: map[string]any{"session_id": paused.SessionID,
+	resumed, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpserver.ResumeTool, Arguments: map[string]any{"session_id": paused.SessionID,
 		"decisions": []any{map[string]any{"interrupt_id": paused.Interrupts[0].ID, "action": "approve"}}}})
 	if (err == nil && !resumed.IsError) || deployed.Load() != 0 {
 		t.Fatalf("cairn_resume by a user: %v %+v", err, resumed)

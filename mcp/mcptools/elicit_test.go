@@ -1,4 +1,4 @@
-package mcp_test
+package mcptools_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/mcptest"
-	"github.com/cairnhq/cairn/mcp"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -28,9 +28,9 @@ const elicitTool = "everything__trigger-elicitation-request"
 // everythingRunner runs an agent with every tool of server-everything (a
 // Toolset: its elicitation tools are registered only after the client said
 // it can answer, and announced with notifications/tools/list_changed).
-func everythingRunner(t *testing.T, st store.Store) (*cairn.Runner, *mcp.Hub) {
+func everythingRunner(t *testing.T, st store.Store) (*cairn.Runner, *mcptools.Hub) {
 	t.Helper()
-	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
+	h := connect(t, mcptools.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
 	m := &scripted.Model{Replies: []scripted.Reply{
 		{ToolCalls: []scripted.Call{{Name: elicitTool, Arguments: `{}`}}},
 		{Text: "{{.LastResult}}"},
@@ -156,7 +156,7 @@ func TestCancelledSessionCancelsTheQuestion(t *testing.T) {
 		})
 	api := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(api.Close) // after the client's connection closes (cleanups run last first)
-	h := connect(t, mcp.Server{Name: "asker", URL: api.URL})
+	h := connect(t, mcptools.Server{Name: "asker", URL: api.URL})
 	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "asker__confirm", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
 	r := runner(t, m, h.Tool("asker", "confirm", nil))
 	followCtx, stop := context.WithCancel(ctx)
@@ -202,7 +202,7 @@ func TestToolListChanged(t *testing.T) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "first", Annotations: readOnly}, echo("first"))
 	api := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(api.Close)
-	h := connect(t, mcp.Server{Name: "grower", URL: api.URL})
+	h := connect(t, mcptools.Server{Name: "grower", URL: api.URL})
 	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "grower__second", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Toolsets: []cairn.Toolset{h.Toolset("grower", nil)}}}, nil)
 	if err != nil {
@@ -235,7 +235,7 @@ func TestToolListChanged(t *testing.T) {
 // answer (no text, once done) goes back as accept.
 func TestURLElicitation(t *testing.T) {
 	ctx := context.Background()
-	h := connect(t, mcp.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
+	h := connect(t, mcptools.Server{Name: "everything", Command: []string{mcptest.Server(t, "mcp-server-everything")}})
 	const tool = "everything__trigger-url-elicitation"
 	m := &scripted.Model{Replies: []scripted.Reply{
 		{ToolCalls: []scripted.Call{{Name: tool, Arguments: `{"url":"https://id.example/authorize?state=7","message":"Sign in to the example"}`}}},
@@ -296,7 +296,7 @@ func TestHungServerTimesOutAndRestarts(t *testing.T) {
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(api.Close)
-	h := connect(t, mcp.Server{Name: "sleepy", URL: api.URL})
+	h := connect(t, mcptools.Server{Name: "sleepy", URL: api.URL})
 	m := &scripted.Model{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "sleepy__echo", Arguments: `{}`}}}, {Text: "{{.LastResult}}"}}}
 	r := runner(t, m, h.Tool("sleepy", "echo", &cairn.Tool{Timeout: 300 * time.Millisecond}))
 
