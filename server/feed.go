@@ -10,25 +10,6 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// meBody says who the caller is, for a client to show what its role allows.
-type meBody struct {
-	Name string `json:"name"`
-	Role string `json:"role" jsonschema:"user, approver or admin"`
-	// Auth is false when the server has no tokens (every caller is an anonymous admin).
-	Auth bool `json:"auth"`
-}
-
-// me answers who the caller is.
-func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	p := callerOf(r)
-	writeJSON(w, http.StatusOK, meBody{Name: p.name, Role: p.role, Auth: len(s.tokens) > 0})
-}
-
-// listAgents describes the configured agents and their tools.
-func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"agents": s.runner.Agents()})
-}
-
 // streamChanges is the cross-session live feed (SSE): an event "session"
 // with the session as recorded each time its status or pending interrupts
 // may have changed, on any process sharing the store, and "resync" when
@@ -48,26 +29,26 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
-		var frame string
+		var msg string
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.stopping:
-			stoppingFrame(w, flush)
+			stoppingMessage(w, flush)
 			return
 		case <-tick.C:
-			frame = ": keep-alive\n\n"
+			msg = ": keep-alive\n\n"
 		case c, ok := <-changes:
 			if !ok {
 				return
 			}
-			frame = changeFrame(p, c)
+			msg = changeMessage(p, c)
 		}
-		if frame == "" {
+		if msg == "" {
 			continue
 		}
 		extendWrite(w)
-		if _, err := io.WriteString(w, frame); err != nil {
+		if _, err := io.WriteString(w, msg); err != nil {
 			return
 		}
 		if len(changes) == 0 {
@@ -76,8 +57,8 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// changeFrame is the SSE frame of c for p, or "" when p may not see it.
-func changeFrame(p principal, c cairn.SessionChange) string {
+// changeMessage is the SSE message of c for p, or "" when p may not see it.
+func changeMessage(p principal, c cairn.SessionChange) string {
 	if c.Resync {
 		return "event: resync\ndata: {}\n\n"
 	}

@@ -100,8 +100,8 @@ func (l *streams) acquire(id string) (release func(), reason string, ok bool) {
 // with its own http.Server registers it with RegisterOnShutdown.
 func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.stopping) }) }
 
-// stoppingFrame tells an SSE client to reconnect soon, elsewhere.
-func stoppingFrame(w http.ResponseWriter, flush func()) {
+// stoppingMessage tells an SSE client to reconnect soon, elsewhere.
+func stoppingMessage(w http.ResponseWriter, flush func()) {
 	extendWrite(w)
 	io.WriteString(w, "retry: 1000\n: this server is stopping; reconnect with Last-Event-ID\n\n")
 	flush()

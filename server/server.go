@@ -49,8 +49,8 @@ type Server struct {
 	webOnce sync.Once
 	web     map[string]asset
 	baseURL string
-	// frames are the SSE frames of recorded events, encoded once.
-	frames  frames
+	// sse holds the SSE messages of recorded events, encoded once.
+	sse     sseCache
 	metrics http.Handler
 }
 
@@ -499,7 +499,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		case <-ctx.Done():
 			return
 		case <-s.stopping:
-			stoppingFrame(w, flush)
+			stoppingMessage(w, flush)
 			return
 		case <-idle.C:
 			extendWrite(w)
@@ -518,7 +518,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			}
 			idle.Reset(s.streamIdle)
 			extendWrite(w)
-			if _, err := w.Write(s.frames.frame(id, ev)); err != nil {
+			if _, err := w.Write(s.sse.message(id, ev)); err != nil {
 				return
 			}
 			if len(live) == 0 {

@@ -77,7 +77,7 @@ func TestSSEEncodesEachEventOnce(t *testing.T) {
 			t.Fatalf("stream %d:\n%s\nstream 0:\n%s", i, b, bodies[0])
 		}
 	}
-	if n := srv.frames.encoded.Load(); n != 10 {
+	if n := srv.sse.encoded.Load(); n != 10 {
 		t.Fatalf("%d encodings for 10 events and %d subscribers, want 10", n, subscribers)
 	}
 }

@@ -9,53 +9,53 @@ import (
 	"github.com/cairnhq/cairn"
 )
 
-// frames caches the Server-Sent Events frame of each recorded event, so
+// sseCache caches the Server-Sent Events message of each recorded event, so
 // that the subscribers of a session share one encoding per event (a
 // recorded event never changes: the log is append-only and ids are never
 // reused). Text deltas (seq 0) are encoded per stream.
-type frames struct {
+type sseCache struct {
 	mu   sync.Mutex
-	m    map[frameKey]*frameEntry
-	ring []frameKey // the keys in insertion order; the oldest is evicted
+	m    map[sseKey]*sseEntry
+	ring []sseKey // the keys in insertion order; the oldest is evicted
 	next int
 	// encoded counts encodings, for tests.
 	encoded atomic.Int64
 }
 
-// frameEntry is encoded once, by whichever stream gets there first.
-type frameEntry struct {
+// sseEntry is encoded once, by whichever stream gets there first.
+type sseEntry struct {
 	once sync.Once
 	b    []byte
 }
 
-type frameKey struct {
+type sseKey struct {
 	session string
 	seq     int64
 }
 
-// framesKept bounds the cache: the last events of the busiest sessions.
-const framesKept = 4096
+// sseKept bounds the cache: the last events of the busiest sessions.
+const sseKept = 4096
 
-// frame returns ev's SSE frame: "id: SEQ", "event: TYPE", "data: JSON".
-func (f *frames) frame(session string, ev cairn.Event) []byte {
+// message returns ev's SSE message: "id: SEQ", "event: TYPE", "data: JSON".
+func (f *sseCache) message(session string, ev cairn.Event) []byte {
 	if ev.Seq == 0 {
 		return f.encode(ev)
 	}
-	k := frameKey{session, ev.Seq}
+	k := sseKey{session, ev.Seq}
 	f.mu.Lock()
 	e, ok := f.m[k]
 	if !ok {
 		if f.m == nil {
-			f.m = make(map[frameKey]*frameEntry, framesKept)
+			f.m = make(map[sseKey]*sseEntry, sseKept)
 		}
-		if len(f.ring) < framesKept {
+		if len(f.ring) < sseKept {
 			f.ring = append(f.ring, k)
 		} else {
 			delete(f.m, f.ring[f.next])
 			f.ring[f.next] = k
-			f.next = (f.next + 1) % framesKept
+			f.next = (f.next + 1) % sseKept
 		}
-		e = &frameEntry{}
+		e = &sseEntry{}
 		f.m[k] = e
 	}
 	f.mu.Unlock()
@@ -63,7 +63,7 @@ func (f *frames) frame(session string, ev cairn.Event) []byte {
 	return e.b
 }
 
-func (f *frames) encode(ev cairn.Event) []byte {
+func (f *sseCache) encode(ev cairn.Event) []byte {
 	f.encoded.Add(1)
 	data, _ := json.Marshal(ev)
 	if ev.Seq > 0 {

@@ -1,0 +1,22 @@
+package server
+
+import "net/http"
+
+// meBody says who the caller is, for a client to show what its role allows.
+type meBody struct {
+	Name string `json:"name"`
+	Role string `json:"role" jsonschema:"user, approver or admin"`
+	// Auth is false when the server has no tokens (every caller is an anonymous admin).
+	Auth bool `json:"auth"`
+}
+
+// me answers who the caller is.
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	p := callerOf(r)
+	writeJSON(w, http.StatusOK, meBody{Name: p.name, Role: p.role, Auth: len(s.tokens) > 0})
+}
+
+// listAgents describes the configured agents and their tools.
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": s.runner.Agents()})
+}
