@@ -173,7 +173,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 				continue
 			}
 			n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
-			if in.Kind == session.KindApproval || in.Kind == session.KindInput {
+			if slices.Contains(in.Actions(), session.ActionReject) { // links approve and reject
 				n.linked = &in
 			}
 			out = append(out, n)
@@ -212,13 +212,15 @@ func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.In
 	}
 	var a webhook.Actions
 	var err error
-	if in.Kind == session.KindApproval {
+	if slices.Contains(in.Actions(), session.ActionApprove) {
 		if a.Approve, err = link(session.ActionApprove); err != nil {
 			return nil, err
 		}
 	}
-	if a.Reject, err = link(session.ActionReject); err != nil {
-		return nil, err
+	if slices.Contains(in.Actions(), session.ActionReject) {
+		if a.Reject, err = link(session.ActionReject); err != nil {
+			return nil, err
+		}
 	}
 	return &a, nil
 }

@@ -85,7 +85,7 @@ func (s *stepper) message(in Message) error {
 	case session.StatusCompleted, session.StatusFailed, session.StatusCancelled:
 	case session.StatusPaused:
 		for _, in := range st.Interrupts() {
-			if in.Kind != session.KindMessage {
+			if in.Kind.Decided() {
 				return errorf(session.CodeConflict, "session %s waits for %d decision(s) or answer(s): decide them first (POST …/decisions)", st.SessionID, countDecisions(st))
 			}
 		}
@@ -119,7 +119,7 @@ func cancelledBy(a session.Actor) string {
 func countDecisions(st *State) int {
 	n := 0
 	for _, in := range st.Interrupts() {
-		if in.Kind != session.KindMessage {
+		if in.Kind.Decided() {
 			n++
 		}
 	}
