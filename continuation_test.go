@@ -25,11 +25,7 @@ func TestContinuationTokens(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	st := store.NewMemory()
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st, ContinuationKeys: [][]byte{key('a')}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st, ContinuationKeys: [][]byte{key('a')}})
 	res, err := r.Invoke(ctx, "main", "Delete test.txt", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +39,7 @@ func TestContinuationTokens(t *testing.T) {
 	approve := []cairn.Decision{{InterruptID: res.Interrupts[0].ID, Action: cairn.ActionApprove}}
 	tok := res.Continuation
 
-	foreign, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')}})
+	foreign := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')}})
 	foreignRes, _ := foreign.Invoke(ctx, "main", "Delete test.txt", nil)
 	dot := strings.LastIndexByte(tok, '.')
 	payload := inflate(t, tok[len("cairn.v2."):dot])
@@ -105,11 +101,7 @@ func twoRunnersOnOneStore(t *testing.T, rec *counter) (*cairn.Runner, *cairn.Run
 	st := store.NewMemory()
 	var runners [2]*cairn.Runner
 	for i := range runners {
-		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}, &cairn.RunnerOptions{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+		r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(rec)}}}, &cairn.RunnerOptions{Store: st})
 		runners[i] = r
 	}
 	return runners[0], runners[1]
@@ -183,18 +175,14 @@ func TestContinuationWhitespaceRefused(t *testing.T) {
 // when the token would be issued, not handed out to fail on resume.
 func TestContinuationTooLargeIsRefusedAtIssue(t *testing.T) {
 	var rec counter
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
 	// Random text: tokens are compressed, so a repeated letter would fit.
 	noise := func(n int) string {
 		b := make([]byte, n*3/4)
 		rand.Read(b)
 		return base64.StdEncoding.EncodeToString(b)
 	}
-	_, err = r.Invoke(context.Background(), "main", "Delete test.txt "+noise(cairn.MaxContinuationBytes*3/2), nil)
+	_, err := r.Invoke(context.Background(), "main", "Delete test.txt "+noise(cairn.MaxContinuationBytes*3/2), nil)
 	if cairn.ErrorCode(err) != "too_large" || !strings.Contains(err.Error(), "POST /v1/sessions") {
 		t.Fatalf("err = %v, want too_large naming the alternative", err)
 	}
@@ -274,11 +262,7 @@ func TestStoreCapabilitiesAreOptional(t *testing.T) {
 
 	// Sessions need only the log.
 	var rec counter
-	r, err := cairn.NewRunner(agents(&rec), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, agents(&rec), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}})
 	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -296,11 +280,7 @@ func TestStoreCapabilitiesAreOptional(t *testing.T) {
 	// With keys, tokens are issued; resuming one needs a ledger, and says so
 	// before anything runs.
 	var rec2 counter
-	r2, err := cairn.NewRunner(agents(&rec2), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}, ContinuationKeys: [][]byte{key('k')}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close()
+	r2 := runnerFor(t, agents(&rec2), &cairn.RunnerOptions{Store: logOnly{store.NewMemory()}, ContinuationKeys: [][]byte{key('k')}})
 	res, err := r2.Invoke(ctx, "main", "Delete test.txt", nil)
 	if err != nil || res.Continuation == "" {
 		t.Fatalf("invoke with keys: %v %+v", err, res)
@@ -360,11 +340,7 @@ func TestVersion1ContinuationStillResumes(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	agents := []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
-	r, err := cairn.NewRunner(agents, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, agents, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('a')}})
 	// A stored session pauses the same way; its log is what a v1 token held.
 	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 	if err != nil || s.Status != cairn.StatusPaused {

@@ -39,11 +39,7 @@ func TestApprovalExpiry(t *testing.T) {
 	m := &recordingModel{inner: deleteScript()}
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = time.Second
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
 	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	in := s.Interrupts[0]
 	if in.ExpiresAt == nil || !in.ExpiresAt.Equal(clk.now().Add(time.Second)) {
@@ -81,11 +77,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	var rec counter
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = 200 * time.Millisecond
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
 	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	deadline := time.Now().Add(10 * time.Second)
 	for s.Status != cairn.StatusCompleted && time.Now().Before(deadline) {
@@ -177,11 +169,7 @@ func TestExactlyOnceOnEveryStore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			var rec counter
-			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
 			s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -227,8 +215,8 @@ func TestCachedStateNeverStale(t *testing.T) {
 	agents := func() []*cairn.Agent {
 		return []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}
 	}
-	r1, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: sq})
-	r2, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: sq})
+	r1 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: sq})
+	r2 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: sq})
 	defer r1.Close()
 	defer r2.Close()
 	s := noErr(t)(r1.Start(ctx, "main", "Delete test.txt", nil)) // r1 caches the paused state
@@ -263,8 +251,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 	}{{"chunked", sq, true}, {"whole (a store without Blobs)", struct{ store.Store }{sq}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
-			r1, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store})
-			defer r1.Close()
+			r1 := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store})
 			long := strings.Repeat("a fairly long user message. ", 40)
 			s := noErr(t)(r1.Start(ctx, "main", long, nil))
 			const turns = 200
@@ -298,8 +285,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 				}
 			}
 			t.Logf("log %d bytes, root %d, tail %d (%d events)", logBytes, len(root), tailBytes, len(tail))
-			r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store, CachedSessions: -1})
-			defer r2.Close()
+			r2 := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store, CachedSessions: -1})
 			s, err = r2.Send(ctx, s.ID, "last one", 0, nil)
 			if err != nil || s.Output != "echo: last one" {
 				t.Fatalf("%v %q", err, s.Output)
@@ -315,11 +301,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 func TestAutoApproveIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
 	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	if s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
 		t.Fatalf("%s runs %v", s.Status, rec.runs())
@@ -359,10 +341,7 @@ func TestStartMergesTheFirstCommit(t *testing.T) {
 	}{{"", 4}, {"chosen-by-the-client", 5}} {
 		st := &appendCounter{Store: store.NewMemory()}
 		var rec counter
-		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{Store: st})
 		s, err := r.Start(ctx, "main", "Delete test.txt", &cairn.StartOptions{ID: tc.id})
 		if err != nil || s.Status != cairn.StatusPaused {
 			t.Fatalf("%v %+v", err, s)
@@ -399,11 +378,7 @@ func TestStartInterruptedInItsFirstModelCallIsRecorded(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: st, NewID: func() string { return "ses_fixed" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: st, NewID: func() string { return "ses_fixed" }})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-calling; cancel() }()
 	if _, err := r.Start(ctx, "main", "hello", nil); err == nil {

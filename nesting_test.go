@@ -71,11 +71,7 @@ func (r *recorder) all() []string {
 
 func mustRunner(t *testing.T, agents ...*cairn.Agent) *cairn.Runner {
 	t.Helper()
-	r, err := cairn.NewRunner(agents, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := runnerFor(t, agents, nil)
 	return r
 }
 
@@ -647,7 +643,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st1})
+	r1 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: st1})
 	s := noErr(t)(r1.Start(ctx, "main", "go", nil))
 	if len(s.Stack) != 3 || s.Status != cairn.StatusPaused {
 		t.Fatalf("%+v", s)
@@ -660,8 +656,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	r2, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st2})
-	defer r2.Close()
+	r2 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: st2})
 	s, err = r2.Send(ctx, s.ID, "more", 0, nil)
 	if err != nil || s.Output != "research heard: more" {
 		t.Fatalf("%v %q", err, s.Output)
@@ -676,17 +671,5 @@ func TestAgentToolTargetMustExist(t *testing.T) {
 	_, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: scripted.New(), Tools: []*cairn.Tool{cairn.AgentTool("ghost", &cairn.Tool{Name: "ask", Description: "x"})}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), `runs agent "ghost"`) {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-// noErr fails t when a call under test errs, and returns its session:
-// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
-func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
-	return func(s *cairn.Session, err error) *cairn.Session {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("call under test: %v", err)
-		}
-		return s
 	}
 }

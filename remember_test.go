@@ -79,14 +79,10 @@ func TestHandoffNeedsApproval(t *testing.T) {
 		"triage":  {{ToolCalls: []scripted.Call{{Name: "transfer_to_billing", Arguments: `{}`}}}, {Text: "Triage again: {{.LastResult}}"}},
 		"billing": {{Text: "Billing here."}},
 	}}
-	r, err := cairn.NewRunner([]*cairn.Agent{
+	r := runnerFor(t, []*cairn.Agent{
 		{Name: "triage", Model: model, Tools: []*cairn.Tool{cairn.Handoff("billing", &cairn.Tool{Approval: cairn.Always()})}},
 		{Name: "billing", Model: model},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 
 	s := noErr(t)(r.Start(ctx, "triage", "I was charged twice", nil))
 	if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || s.Interrupts[0].Tool != "transfer_to_billing" ||

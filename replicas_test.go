@@ -57,10 +57,7 @@ func node(t *testing.T, path string, lease time.Duration, tool *cairn.Tool) *cai
 		t.Fatal(err)
 	}
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Store: st, Lease: lease, Takeover: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Store: st, Lease: lease, Takeover: 100 * time.Millisecond})
 	t.Cleanup(func() { r.Close(); st.Close() })
 	return r
 }

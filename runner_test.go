@@ -70,11 +70,7 @@ func (m *recordingModel) last() *model.Request {
 
 func newRunner(t *testing.T, m model.Model, tools ...*cairn.Tool) *cairn.Runner {
 	t.Helper()
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Instructions: "Help manage files.", Model: m, Tools: tools}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Instructions: "Help manage files.", Model: m, Tools: tools}}, nil)
 	return r
 }
 
@@ -359,10 +355,7 @@ func TestMaxIterations(t *testing.T) {
 		replies = append(replies, scripted.Reply{ToolCalls: []scripted.Call{{Name: "again", Arguments: `{}`}}})
 	}
 	m := &recordingModel{inner: scripted.New(replies...)}
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "looper", Model: m, Tools: []*cairn.Tool{loop}, MaxIterations: 3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runnerFor(t, []*cairn.Agent{{Name: "looper", Model: m, Tools: []*cairn.Tool{loop}, MaxIterations: 3}}, nil)
 	s, err := r.Start(ctx, "looper", "go", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,7 @@ func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
 		return fakeopenai.Reply{Content: "Hello there, I am streaming.", Hold: hold}
 	})
 	m := openai.New("m", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, nil)
 	var types []string
 	var text strings.Builder
 	released := false
@@ -78,10 +74,7 @@ func TestScriptedDeltasOnlyWhenStreaming(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		m := scripted.New(scripted.Reply{Text: "Hello there."})
 		m.Stream = stream
-		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, nil)
 		deltas := 0
 		for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
 			return r.Start(context.Background(), "main", "hi", &cairn.StartOptions{Observe: observe})

@@ -99,11 +99,7 @@ func TestCaughtUpSubscriberGetsDeltasWhenTheFeedEchoesFirst(t *testing.T) {
 	t.Cleanup(st.release)
 	var runs counter
 	m := &scripted.Model{Replies: deleteScript().Replies, Stream: true}
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{Store: st})
 	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 	if err != nil || s.Status != cairn.StatusPaused {
 		t.Fatalf("start: %v %v", s, err)

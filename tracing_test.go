@@ -14,11 +14,7 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	var runs counter
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{TracerProvider: tp})
 	ctx := context.Background()
 	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)

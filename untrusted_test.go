@@ -54,11 +54,7 @@ func TestEmptyArgumentsApprovedAnywhereRunWithEmptyObject(t *testing.T) {
 		return st
 	}
 	runner := func(t *testing.T, st store.Store, rec *counter) *cairn.Runner {
-		r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(rec)}}}, &cairn.RunnerOptions{Store: st, CachedSessions: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+		r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(rec)}}}, &cairn.RunnerOptions{Store: st, CachedSessions: -1})
 		return r
 	}
 	check := func(t *testing.T, s *cairn.Session, err error, rec *counter) {
@@ -89,11 +85,7 @@ func TestEmptyArgumentsApprovedAnywhereRunWithEmptyObject(t *testing.T) {
 		var rec counter
 		key := []byte(strings.Repeat("k", 32))
 		mk := func() *cairn.Runner {
-			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Close() })
+			r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: emptyArgsScript(), Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key}})
 			return r
 		}
 		res, err := mk().Invoke(ctx, "main", "reset", nil)
@@ -151,11 +143,7 @@ func TestRepeatedCallIDsMemoryStaysFlat(t *testing.T) {
 		return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
 			{ID: "dup", Name: "reset", Arguments: `{"n":1}`}, {ID: "dup", Name: "reset", Arguments: `{"n":2}`}, {ID: "", Name: "reset", Arguments: ""}}}}, nil
 	})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{argsTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats

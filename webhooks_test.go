@@ -110,11 +110,7 @@ func hookedRunner(t *testing.T, m *scripted.Model, opts *cairn.RunnerOptions, to
 	t.Cleanup(func() { st.Close() })
 	opts.Store = st
 	opts.PublicURL = "https://cairn.example.org"
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: tools}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: tools}}, opts)
 	return r
 }
 
