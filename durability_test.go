@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
@@ -79,11 +80,10 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	tool.ApprovalTTL = 200 * time.Millisecond
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
 	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Status != cairn.StatusCompleted && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	testwait.For(t, 10*time.Second, "the expired approval to end the turn", func() bool {
 		s, _ = r.Session(ctx, s.ID)
-	}
+		return s.Status == cairn.StatusCompleted
+	})
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") {
 		t.Fatalf("%s %q", s.Status, s.Output)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -162,11 +163,10 @@ func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
 	}
 	b := node(t, path, 3*time.Second, slow.tool())
 	var got *cairn.Session
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if got, _ = b.Session(ctx, s.ID); got.Status == cairn.StatusPaused {
-			break
-		}
-	}
+	testwait.For(t, 5*time.Second, "B to take the session over", func() bool {
+		got, _ = b.Session(ctx, s.ID)
+		return got.Status == cairn.StatusPaused
+	})
 	if got.Status != cairn.StatusPaused || !got.Interrupts[0].InDoubt || slow.runs.Load() != 1 {
 		t.Fatalf("taken over: %+v, runs %d", got, slow.runs.Load())
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
@@ -397,15 +398,10 @@ func TestDetachedStart(t *testing.T) {
 	if code != 201 || s["status"] != "running" {
 		t.Fatalf("%d %v", code, s)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, 10*time.Second, "the detached session to pause", func() bool {
 		_, got := e.do("GET", "/v1/sessions/"+s["id"].(string), "")
-		if got["status"] == "paused" {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("detached session never paused")
+		return got["status"] == "paused"
+	})
 }
 
 func TestCancelAndAnswerOverHTTP(t *testing.T) {
@@ -488,11 +484,10 @@ func TestApprovalTTLOverHTTP(t *testing.T) {
 			}
 		} else {
 			var got map[string]any
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if _, got = e.do("GET", "/v1/sessions/"+id, ""); got["status"] == "completed" || got["status"] == "failed" {
-					break
-				}
-			}
+			testwait.For(t, 5*time.Second, "the session to go on after the TTL", func() bool {
+				_, got = e.do("GET", "/v1/sessions/"+id, "")
+				return got["status"] == "completed" || got["status"] == "failed"
+			})
 			reqs := fake.Requests()
 			lastMsg := reqs[len(reqs)-1].Messages
 			if got["status"] != "completed" || !strings.Contains(lastMsg[len(lastMsg)-1].Text(), "approval expired") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"net"
 	"net/http"
 	"os"
@@ -156,13 +157,7 @@ func TestBoundedUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for open.Load() < 1000 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if open.Load() != 1000 {
-		t.Fatalf("%d of 1000 streams open", open.Load())
-	}
+	testwait.For(t, 30*time.Second, "1000 open streams", func() bool { return open.Load() == 1000 })
 
 	// Under all of it the server answers.
 	for _, path := range []string{"/healthz", "/v1/sessions?limit=10", "/v1/interrupts?limit=10"} {

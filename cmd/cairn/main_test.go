@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testwait"
 )
 
 var binary string
@@ -222,10 +223,7 @@ func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 	// Approve; the request hangs while the tool runs, and dies with the server.
 	go http.Post(base+"/v1/sessions/"+id+"/decisions", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], approval)))
-	deadline := time.Now().Add(20 * time.Second)
-	for !started() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, "the tool to start", started)
 	b, _ := os.ReadFile(runsFile)
 	var pid int
 	var key string
@@ -242,11 +240,10 @@ func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 
 	_, base = serve(t, cfg)
 	var got map[string]any
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got = getJSON(t, base+"/v1/sessions/"+id); got["status"] == "paused" {
-			break
-		}
-	}
+	testwait.For(t, 20*time.Second, "the restarted server to pause the call in doubt", func() bool {
+		got = getJSON(t, base+"/v1/sessions/"+id)
+		return got["status"] == "paused"
+	})
 	ins, _ := got["interrupts"].([]any)
 	if got["status"] != "paused" || len(ins) != 1 || ins[0].(map[string]any)["in_doubt"] != true {
 		t.Fatalf("after restart: %v", got)

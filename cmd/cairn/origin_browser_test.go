@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -138,15 +139,9 @@ func TestBrowserOtherOriginsCannotDriveTheLocalMode(t *testing.T) {
 	// The page from the server itself approves.
 	step("approve on the page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(item(id)+" button.approve", chromedp.ByQuery),
 		chromedp.Click(item(id)+" button.approve", chromedp.ByQuery), chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		sess := getJSON(t, base+"/v1/sessions/"+id)
-		if sess["status"] == "completed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after approving on the page: %v", sess["status"])
-		}
-	}
+	testwait.For(t, 20*time.Second, "the session approved on the page to complete", func() bool {
+		return getJSON(t, base+"/v1/sessions/"+id)["status"] == "completed"
+	})
 	if strings.Count(runs(), "production") != 1 {
 		t.Fatalf("runs %q, want the one approved deploy", runs())
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -175,14 +176,10 @@ func TestReplicasKill9MidTool(t *testing.T) {
 				_, s := post(t, c.url(victim)+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
 				go decide(c.url(victim), s)
 				id := s["id"].(string)
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-					if starts, _ := c.runs(); len(starts) == round+1 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("round %d: the tool never started", round)
-					}
-				}
+				testwait.For(t, 10*time.Second, fmt.Sprintf("round %d's tool to start", round), func() bool {
+					starts, _ := c.runs()
+					return len(starts) == round+1
+				})
 				c.nodes[victim].Process.Signal(os.Kill)
 				c.nodes[victim].Wait()
 				killed := time.Now()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/temporaltest"
+	"github.com/cairnhq/cairn/internal/testwait"
 )
 
 var temporalFull = flag.Bool("temporal.full", false, "run the full Temporal fault counts (kill -9 of a worker mid-tool ×10)")
@@ -236,14 +237,9 @@ func TestTemporalWorkerKill9MidTool(t *testing.T) {
 				decide(url, s) // answers once the turn pauses again (in doubt) or ends
 			}()
 		}
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if n := len(starts.FindAllString(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), -1)); n-before == perRound {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the tools did not start", round)
-			}
-		}
+		testwait.For(t, 20*time.Second, fmt.Sprintf("round %d's tools to start", round), func() bool {
+			return len(starts.FindAllString(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), -1))-before == perRound
+		})
 		w.Process.Signal(syscall.SIGKILL)
 		w.Wait()
 		killed := time.Now()
