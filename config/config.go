@@ -1,6 +1,8 @@
 // Package config loads Cairn's YAML configuration file (docs/config.md):
 // models, tools (command tools with approval policies in CEL), agents and the
 // store. Every error names the file, the line, the key path and the problem.
+// Load reads and checks; it starts no process and dials nothing. With
+// mcp_servers, Config.Connect starts them and completes the agents.
 package config
 
 import (
@@ -260,9 +262,13 @@ type Config struct {
 	Lease time.Duration
 	// ShutdownGrace is how long a stop lets running turns finish.
 	ShutdownGrace time.Duration
-	// MCP holds the connections to the file's MCP servers (nil: none);
-	// Close ends them.
+	// MCPServers are the file's MCP servers; Connect starts them.
+	MCPServers []mcptools.Server
+	// MCP holds the connections to the file's MCP servers once Connect
+	// started them (nil: none); Close ends them.
 	MCP *mcptools.Hub
+	// connect is what Connect does; nil when done or nothing to do.
+	connect func(ctx context.Context) error
 	// PublicURL is public_url, without a trailing slash; empty when unset.
 	PublicURL string
 	// AllowedHosts and AllowedOrigins are allowed_hosts and allowed_origins
@@ -366,6 +372,7 @@ type loader struct {
 	// hub holds the file's MCP servers, and mcpTools their tools' overrides.
 	hub      *mcptools.Hub
 	mcpTools map[string]ToolConfig
+	servers  []mcptools.Server
 }
 
 func (l *loader) errf(keyPath, format string, args ...any) error {
@@ -433,23 +440,115 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		}
 		tools[name] = t
 	}
-	if cfg.MCP, err = l.mcpServers(f); err != nil {
+	if err := l.mcpServers(f); err != nil {
 		return nil, err
 	}
-	l.hub = cfg.MCP
-	defer func() {
-		if err != nil {
-			cfg.Close()
-		}
-	}()
+	var slots [][]toolSlot
 	for _, name := range sortedKeys(f.Agents) {
-		agent, err := l.agent(name, f, models, tools)
+		agent, s, err := l.agent(name, f, models, tools)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Agents = append(cfg.Agents, agent)
+		cfg.Agents, slots = append(cfg.Agents, agent), append(slots, s)
+	}
+	if len(l.servers) == 0 {
+		for i, a := range cfg.Agents {
+			if a.Tools, _, err = l.assemble(a.Name, slots[i], f); err != nil {
+				return nil, err
+			}
+		}
+		return cfg, nil
+	}
+	// The agents' MCP tools come from the servers, which Connect starts.
+	cfg.MCPServers = l.servers
+	agents := cfg.Agents
+	cfg.Agents = nil
+	cfg.connect = func(ctx context.Context) error {
+		hub, err := l.connectMCP(ctx)
+		if err != nil {
+			return err
+		}
+		l.hub = hub
+		for i, a := range agents {
+			if a.Tools, a.Toolsets, err = l.assemble(a.Name, slots[i], f); err != nil {
+				hub.Close()
+				return err
+			}
+		}
+		cfg.MCP, cfg.Agents = hub, agents
+		return nil
 	}
 	return cfg, nil
+}
+
+// Connect starts the file's MCP servers and completes the agents with
+// their tools (Agents is empty until then when the file has mcp_servers;
+// without any, Connect does nothing). Close stops the servers. An MCP tool
+// an agent or an override names that its server does not list is an error
+// at its key path.
+func (c *Config) Connect(ctx context.Context) error {
+	if c.connect == nil {
+		return nil
+	}
+	connect := c.connect
+	c.connect = nil
+	return connect(ctx)
+}
+
+// toolSlot is one entry of an agent's tools, in the file's order: a tool
+// built from the file, or a reference to an MCP server's tool (server.tool
+// or server.*), resolved once the server runs.
+type toolSlot struct {
+	tool *cairn.Tool
+	key  string // agents.NAME.tools, for errors
+	i    int
+	ref  string
+}
+
+// assemble resolves an agent's slots into its tools and toolsets, each
+// tool once.
+func (l *loader) assemble(agent string, slots []toolSlot, f *File) ([]*cairn.Tool, []cairn.Toolset, error) {
+	var tools []*cairn.Tool
+	var sets []cairn.Toolset
+	seen := map[string]bool{}
+	add := func(key, name string, t *cairn.Tool) error {
+		if seen[t.Name] {
+			return l.errf(key, "tool %q is listed twice", name)
+		}
+		seen[t.Name] = true
+		tools = append(tools, t)
+		return nil
+	}
+	for _, s := range slots {
+		if s.ref == "" {
+			if err := add("agents."+agent+".tools", s.tool.Name, s.tool); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		ts, set, err := l.mcpRef(s.key, s.i, s.ref, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if set != nil {
+			server, _, _ := strings.Cut(s.ref, ".")
+			if seen[server+".*"] {
+				return nil, nil, l.errf(s.key, "tool %q is listed twice", s.ref)
+			}
+			seen[server+".*"] = true
+			sets = append(sets, set)
+			for _, t := range set.Tools() {
+				seen[t.Name] = true
+			}
+			continue
+		}
+		for _, t := range ts {
+			if err := add(s.key, s.ref, t); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return tools, sets, nil
 }
 
 // server reads the settings of the process: keys, auth, store, lease.
@@ -622,72 +721,61 @@ func (l *loader) keys(secretEnv string) ([][]byte, error) {
 }
 
 // agent builds one agent: its model, its tools, sub-agents and handoffs.
-func (l *loader) agent(name string, f *File, models map[string]model.Model, tools map[string]*cairn.Tool) (*cairn.Agent, error) {
+func (l *loader) agent(name string, f *File, models map[string]model.Model, tools map[string]*cairn.Tool) (*cairn.Agent, []toolSlot, error) {
 	a, p := f.Agents[name], "agents."+name
 	if a.Model == "" {
-		return nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
+		return nil, nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
 	}
 	m := models[a.Model]
 	if m == nil {
-		return nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
+		return nil, nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
 	}
 	if a.MaxIterations < 0 {
-		return nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
+		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
 	}
 	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	var slots []toolSlot
 	seen := map[string]bool{}
 	for i, tn := range a.Tools {
 		if strings.Contains(tn, ".") {
-			ts, set, err := l.mcpRef(p+".tools", i, tn, f)
-			if err != nil {
-				return nil, err
+			server, tool, _ := strings.Cut(tn, ".")
+			if _, ok := f.MCPServers[server]; !ok {
+				names := sortedKeys(f.MCPServers)
+				return nil, nil, l.errf(p+".tools", "tools[%d]: %q: no MCP server %q; configured: %s%s", i, tn, server, strings.Join(names, ", "), didYouMean(server, names))
 			}
-			if set != nil {
-				server, _, _ := strings.Cut(tn, ".")
-				if seen[server+".*"] {
-					return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+			if tool != "*" {
+				if _, err := l.mcpOverride(tn); err != nil {
+					return nil, nil, err
 				}
-				seen[server+".*"] = true
-				agent.Toolsets = append(agent.Toolsets, set)
-				for _, t := range set.Tools() {
-					seen[t.Name] = true
-				}
-				continue
 			}
-			for _, t := range ts {
-				if seen[t.Name] {
-					return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
-				}
-				seen[t.Name] = true
-				agent.Tools = append(agent.Tools, t)
-			}
+			slots = append(slots, toolSlot{key: p + ".tools", i: i, ref: tn})
 			continue
 		}
 		t := tools[tn]
 		if t == nil {
-			return nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
+			return nil, nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
 		}
 		if seen[tn] {
-			return nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+			return nil, nil, l.errf(p+".tools", "tool %q is listed twice", tn)
 		}
 		seen[tn] = true
-		agent.Tools = append(agent.Tools, t)
+		slots = append(slots, toolSlot{tool: t})
 	}
 	for i, sa := range a.Subagents {
 		t, err := l.subagent(p, i, sa, seen)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		agent.Tools = append(agent.Tools, t)
+		slots = append(slots, toolSlot{tool: t})
 	}
 	for i, h := range a.Handoffs {
 		t, err := l.handoff(p, name, i, h, seen)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		agent.Tools = append(agent.Tools, t)
+		slots = append(slots, toolSlot{tool: t})
 	}
-	return agent, nil
+	return agent, slots, nil
 }
 
 // subagent builds the tool that offers another agent (subagents[i] of p).

@@ -30,57 +30,59 @@ func (l *loader) expand(key, v string) (string, error) {
 	return out, nil
 }
 
-// mcpServers connects to the file's MCP servers and checks the overrides
-// under tools: (server.tool keys); nil without servers.
-func (l *loader) mcpServers(f *File) (*mcptools.Hub, error) {
+// mcpServers reads the file's MCP servers (their specs: nothing is
+// started here) and the overrides under tools: (server.tool keys).
+func (l *loader) mcpServers(f *File) error {
 	l.mcpTools = map[string]ToolConfig{}
 	for name, tc := range f.Tools {
 		if strings.Contains(name, ".") {
 			l.mcpTools[name] = tc
 		}
 	}
-	if len(f.MCPServers) == 0 {
-		for _, name := range sortedKeys(l.mcpTools) {
-			return nil, l.errf("tools."+name, "%q names an MCP tool (server.tool), but no mcp_servers are configured", name)
+	for _, name := range sortedKeys(l.mcpTools) {
+		server, _, _ := strings.Cut(name, ".")
+		if len(f.MCPServers) == 0 {
+			return l.errf("tools."+name, "%q names an MCP tool (server.tool), but no mcp_servers are configured", name)
 		}
-		return nil, nil
+		if _, ok := f.MCPServers[server]; !ok {
+			return l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), didYouMean(server, sortedKeys(f.MCPServers)))
+		}
 	}
-	var servers []mcptools.Server
 	for _, name := range sortedKeys(f.MCPServers) {
 		sc, p := f.MCPServers[name], "mcp_servers."+name
 		if !toolName.MatchString(name) || strings.Contains(name, "__") {
-			return nil, l.errf(p, "server names are 1–64 letters, digits, _ or - (no __)")
+			return l.errf(p, "server names are 1–64 letters, digits, _ or - (no __)")
 		}
 		s := mcptools.Server{Name: name, Command: sc.Command, URL: sc.URL, Dir: l.dir, Env: map[string]string{}, Headers: map[string]string{}}
 		if (len(sc.Command) > 0) == (sc.URL != "") {
-			return nil, l.errf(p, "give either command (a stdio server) or url (streamable HTTP)")
+			return l.errf(p, "give either command (a stdio server) or url (streamable HTTP)")
 		}
 		for k, v := range sc.Env {
 			var err error
 			if s.Env[k], err = l.expand(p+".env."+k, v); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		for k, v := range sc.Headers {
 			var err error
 			if s.Headers[k], err = l.expand(p+".headers."+k, v); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		servers = append(servers, s)
+		l.servers = append(l.servers, s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	hub, err := mcptools.Connect(ctx, servers, nil)
+	return nil
+}
+
+// connectMCP starts the MCP servers and checks that the overrides under
+// tools: name tools they list.
+func (l *loader) connectMCP(ctx context.Context) (*mcptools.Hub, error) {
+	hub, err := mcptools.Connect(ctx, l.servers, nil)
 	if err != nil {
 		return nil, &Error{File: l.path, Line: l.line("mcp_servers"), Path: "mcp_servers", Msg: err.Error()}
 	}
 	for _, name := range sortedKeys(l.mcpTools) {
 		server, tool, _ := strings.Cut(name, ".")
-		if _, ok := f.MCPServers[server]; !ok {
-			hub.Close()
-			return nil, l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), didYouMean(server, sortedKeys(f.MCPServers)))
-		}
 		if names := hub.ToolNames(server); !slices.Contains(names, tool) {
 			hub.Close()
 			return nil, l.errf("tools."+name, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), didYouMean(tool, names))

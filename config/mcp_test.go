@@ -26,7 +26,22 @@ agents:
   main: {model: m, tools: [fs.*]}
   reader: {model: m, tools: [fs.read_file]}
 `, bin, dir)
-	cfg, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(base), noEnv)
+	// Parse reads the file and starts nothing; Connect starts the servers
+	// and completes the agents with their tools.
+	load := func(text string) (*config.Config, error) {
+		cfg, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(text), noEnv)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.MCP != nil || len(cfg.Agents) != 0 || len(cfg.MCPServers) != 1 {
+			t.Fatalf("Parse started the MCP servers or built their agents: hub %v, %d agents, %d servers", cfg.MCP, len(cfg.Agents), len(cfg.MCPServers))
+		}
+		if err := cfg.Connect(t.Context()); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+	cfg, err := load(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +69,7 @@ agents:
 		{"fs.read_file: {approval: always}", "fs.read_file: {approval: always, command: [x]}", `tools.fs.read_file: an MCP tool takes only approval`},
 		{"fs: {command:", "fs: {url: http://127.0.0.1:1/mcp, command:", `mcp_servers.fs: give either command`},
 	} {
-		cfg, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(strings.Replace(base, c.from, c.to, 1)), noEnv)
+		cfg, err := load(strings.Replace(base, c.from, c.to, 1))
 		if err == nil {
 			cfg.Close()
 		}

@@ -38,6 +38,9 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer cfg.Close()
+			if err := cfg.Connect(cmd.Context()); err != nil {
+				return err
+			}
 			if agent, err = pickAgent(cfg, agent); err != nil {
 				return err
 			}

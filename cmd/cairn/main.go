@@ -83,7 +83,10 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err != nil {
 		return err
 	}
-	defer cfg.Close() // stops the MCP servers it started
+	defer cfg.Close() // stops the MCP servers Connect started
+	if err := cfg.Connect(ctx); err != nil {
+		return err
+	}
 	if len(cfg.Tokens) == 0 {
 		if err := checkLoopback(addr); err != nil {
 			return err

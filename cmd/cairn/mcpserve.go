@@ -43,6 +43,9 @@ func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer cfg.Close()
+	if err := cfg.Connect(ctx); err != nil {
+		return err
+	}
 	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, Lease: cfg.Lease}, log, nil)
 	if err != nil {
 		return err

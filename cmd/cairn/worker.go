@@ -41,6 +41,9 @@ func workerCmd(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return err
 	}
 	defer cfg.Close()
+	if err := cfg.Connect(ctx); err != nil {
+		return err
+	}
 	if cfg.Temporal == nil {
 		return errors.New(cfgPath + ": cairn worker runs the workflows of driver: temporal; this config has the local driver (cairn serve runs its turns)")
 	}
