@@ -1,0 +1,123 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
+)
+
+// agent builds one agent: its model, its tools, sub-agents and handoffs.
+func (l *loader) agent(name string, f *File, models map[string]model.Model, tools map[string]*cairn.Tool) (*cairn.Agent, []toolSlot, error) {
+	a, p := f.Agents[name], "agents."+name
+	if a.Model == "" {
+		return nil, nil, l.errf(p+".model", "missing; name one of the models: %s", strings.Join(sortedKeys(f.Models), ", "))
+	}
+	m := models[a.Model]
+	if m == nil {
+		return nil, nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
+	}
+	if a.MaxIterations < 0 {
+		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
+	}
+	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	var slots []toolSlot
+	seen := map[string]bool{}
+	for i, tn := range a.Tools {
+		if strings.Contains(tn, ".") {
+			server, tool, _ := strings.Cut(tn, ".")
+			if _, ok := f.MCPServers[server]; !ok {
+				names := sortedKeys(f.MCPServers)
+				return nil, nil, l.errf(p+".tools", "tools[%d]: %q: no MCP server %q; configured: %s%s", i, tn, server, strings.Join(names, ", "), didYouMean(server, names))
+			}
+			if tool != "*" {
+				if _, err := l.mcpOverride(tn); err != nil {
+					return nil, nil, err
+				}
+			}
+			slots = append(slots, toolSlot{key: p + ".tools", i: i, ref: tn})
+			continue
+		}
+		t := tools[tn]
+		if t == nil {
+			return nil, nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
+		}
+		if seen[tn] {
+			return nil, nil, l.errf(p+".tools", "tool %q is listed twice", tn)
+		}
+		seen[tn] = true
+		slots = append(slots, toolSlot{tool: t})
+	}
+	for i, sa := range a.Subagents {
+		t, err := l.subagent(p, i, sa, seen)
+		if err != nil {
+			return nil, nil, err
+		}
+		slots = append(slots, toolSlot{tool: t})
+	}
+	for i, h := range a.Handoffs {
+		t, err := l.handoff(p, name, i, h, seen)
+		if err != nil {
+			return nil, nil, err
+		}
+		slots = append(slots, toolSlot{tool: t})
+	}
+	return agent, slots, nil
+}
+
+// subagent builds the tool that offers another agent (subagents[i] of p).
+func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bool) (*cairn.Tool, error) {
+	if err := l.otherAgent(p+".subagents", fmt.Sprintf("subagents[%d].agent", i), sa.Agent, ""); err != nil {
+		return nil, err
+	}
+	name := sa.Tool
+	if name == "" {
+		name = "ask_" + sa.Agent
+	}
+	if !toolName.MatchString(name) || seen[name] {
+		return nil, l.errf(p+".subagents", "subagents[%d].tool: %q is not a free tool name (1–64 letters, digits, _ or -, not used twice)", i, name)
+	}
+	seen[name] = true
+	pol, err := approvalPolicy(sa.Approval)
+	if err != nil {
+		return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
+	}
+	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
+	switch sa.Mode {
+	case "", "tool":
+		return cairn.AgentTool(sa.Agent, spec), nil
+	case "interactive":
+		return cairn.InteractiveAgentTool(sa.Agent, spec), nil
+	}
+	return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
+}
+
+// handoff builds the transfer_to_<agent> tool of handoffs[i] of agent self.
+func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string]bool) (*cairn.Tool, error) {
+	if err := l.otherAgent(p+".handoffs", fmt.Sprintf("handoffs[%d]", i), h.Agent, self); err != nil {
+		return nil, err
+	}
+	pol, err := approvalPolicy(h.Approval)
+	if err != nil {
+		return nil, l.errf(p+".handoffs", "handoffs[%d].approval: %v", i, err)
+	}
+	t := cairn.Handoff(h.Agent, &cairn.Tool{Approval: pol, Confirmation: h.Confirmation})
+	if seen[t.Name] {
+		return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is listed twice", i, h.Agent)
+	}
+	seen[t.Name] = true
+	return t, nil
+}
+
+// otherAgent checks that agent names a defined agent other than self.
+func (l *loader) otherAgent(key, what, agent, self string) error {
+	names := sortedKeys(l.agents)
+	if _, ok := l.agents[agent]; !ok {
+		return l.errf(key, "%s: unknown agent %q; defined agents: %s%s", what, agent, strings.Join(names, ", "), didYouMean(agent, names))
+	}
+	if agent == self {
+		return l.errf(key, "%s: %q is the agent itself; name another agent", what, agent)
+	}
+	return nil
+}

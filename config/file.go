@@ -1,0 +1,207 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is the configuration file as written.
+type File struct {
+	Store     string `yaml:"store"`
+	SecretEnv string `yaml:"secret_env"`
+	// TokenLedger is a SQLite file recording spent continuation tokens when
+	// the store is memory (other stores keep the ledger themselves).
+	TokenLedger string                 `yaml:"token_ledger"`
+	Auth        *AuthConfig            `yaml:"auth"`
+	Models      map[string]ModelConfig `yaml:"models"`
+	Tools       map[string]ToolConfig  `yaml:"tools"`
+	Agents      map[string]AgentConfig `yaml:"agents"`
+	// MCPServers are MCP servers whose tools agents may use (server.tool,
+	// or server.* for all of them); see docs/mcp.md.
+	MCPServers map[string]MCPServerConfig `yaml:"mcp_servers"`
+	// Lease is how long a process owns a running turn without renewing it
+	// (default 15s); other processes sharing the store take over after it.
+	Lease string `yaml:"lease"`
+	// ShutdownGrace is how long SIGTERM lets running turns finish before
+	// they are handed over to another process (default 30s).
+	ShutdownGrace string `yaml:"shutdown_grace"`
+	// PublicURL is how people reach the server (https://cairn.example.org):
+	// action links in webhooks and inbox links are built from it.
+	PublicURL string `yaml:"public_url"`
+	// AllowedHosts are Host names a server without auth answers to besides
+	// loopback names and public_url's host (docs/web.md).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are web origins besides the server's own that may
+	// send state-changing requests (docs/web.md).
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// Webhooks are told about interrupts and ended turns; see docs/webhooks.md.
+	Webhooks []WebhookConfig `yaml:"webhooks"`
+	// Driver runs the turns: local (default: the serving process) or
+	// temporal (workflows on a Temporal cluster); see docs/temporal.md.
+	Driver string `yaml:"driver"`
+	// Temporal is the cluster of driver: temporal.
+	Temporal *TemporalConfig `yaml:"temporal"`
+}
+
+// TemporalConfig is how to reach a Temporal cluster.
+type TemporalConfig struct {
+	HostPort  string `yaml:"host_port"`  // default 127.0.0.1:7233
+	Namespace string `yaml:"namespace"`  // default "default"
+	TaskQueue string `yaml:"task_queue"` // default "cairn"
+	// TLS: client certificate and key files, the CA that signed the
+	// server's certificate, and the name to check it against (all optional).
+	TLS *TemporalTLSConfig `yaml:"tls"`
+	// APIKeyEnv names the variable holding a Temporal Cloud API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Heartbeat is how soon a worker that died mid-call is noticed
+	// (default 10s): its tool calls then become in-doubt approvals.
+	Heartbeat string `yaml:"heartbeat"`
+	// MaxHistory is how many history events a session's workflow run may
+	// reach before it continues as new from a snapshot, once it waits for
+	// a person (default 10000).
+	MaxHistory int `yaml:"max_history"`
+}
+
+// TemporalTLSConfig is the TLS of the connection to Temporal.
+type TemporalTLSConfig struct {
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	CAFile     string `yaml:"ca_file"`
+	ServerName string `yaml:"server_name"`
+}
+
+// WebhookConfig is one webhook endpoint.
+type WebhookConfig struct {
+	// Name identifies it in the outbox and the audit trail (default: url).
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+	// SecretEnv names the environment variable holding the signing secret
+	// (whsec_ followed by base64).
+	SecretEnv string `yaml:"secret_env"`
+	// Events it hears (default: all).
+	Events []string `yaml:"events"`
+	// Timeout bounds one delivery attempt (default 10s).
+	Timeout string `yaml:"timeout"`
+}
+
+// MCPServerConfig is one MCP server: a command speaking MCP on stdio, or
+// the URL of a streamable HTTP endpoint. ${VAR} in env and headers values
+// is replaced by the environment variable.
+type MCPServerConfig struct {
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// AuthConfig lists the bearer tokens the server accepts.
+type AuthConfig struct {
+	Tokens []TokenConfig `yaml:"tokens"`
+}
+
+// TokenConfig is one bearer token, read from an environment variable.
+type TokenConfig struct {
+	Name     string `yaml:"name"`
+	TokenEnv string `yaml:"token_env"`
+	Role     string `yaml:"role"`
+}
+
+// ModelConfig is one entry of models.
+type ModelConfig struct {
+	Provider  string `yaml:"provider"`
+	Model     string `yaml:"model"`
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Stream selects the streaming API (text deltas reach event subscribers).
+	Stream bool `yaml:"stream"`
+	// MaxRetries bounds retries of 429, 5xx and connection errors (nil: 3).
+	MaxRetries *int `yaml:"max_retries"`
+	// MaxTokens bounds each response (anthropic; default 4096).
+	MaxTokens int64 `yaml:"max_tokens"`
+	// Timeout bounds a whole call, retries included (default 10m).
+	Timeout string `yaml:"timeout"`
+	// IdleTimeout ends an attempt silent for so long (default 60s).
+	IdleTimeout string `yaml:"idle_timeout"`
+	// MaxReplyBytes bounds a reply: 8MiB (default), 512KiB, 1000000.
+	MaxReplyBytes string `yaml:"max_reply_bytes"`
+	// Script is the scripted provider's replies, played again at every
+	// user message.
+	Script []ScriptReply `yaml:"script"`
+	// Scripts are the scripted provider's per-agent scripts, which go on
+	// across the user's messages (a text reply ends a turn).
+	Scripts map[string][]ScriptReply `yaml:"scripts"`
+}
+
+// ScriptReply is one reply of a scripted model.
+type ScriptReply struct {
+	Text      string       `yaml:"text"`
+	ToolCalls []ScriptCall `yaml:"tool_calls"`
+}
+
+// ScriptCall is one tool call of a scripted reply.
+type ScriptCall struct {
+	ID        string `yaml:"id"`
+	Name      string `yaml:"name"`
+	Arguments any    `yaml:"arguments"`
+}
+
+// ToolConfig is one entry of tools.
+type ToolConfig struct {
+	Description  string         `yaml:"description"`
+	Parameters   map[string]any `yaml:"parameters"`
+	Command      []string       `yaml:"command"`
+	Timeout      string         `yaml:"timeout"`
+	Approval     string         `yaml:"approval"`
+	Confirmation string         `yaml:"confirmation"`
+	ApprovalTTL  string         `yaml:"approval_ttl"`
+	Idempotent   bool           `yaml:"idempotent"`
+	Builtin      string         `yaml:"builtin"`
+}
+
+// AgentConfig is one entry of agents.
+type AgentConfig struct {
+	Model         string           `yaml:"model"`
+	Instructions  string           `yaml:"instructions"`
+	Tools         []string         `yaml:"tools"`
+	Subagents     []SubagentConfig `yaml:"subagents"`
+	Handoffs      []HandoffConfig  `yaml:"handoffs"`
+	MaxIterations int              `yaml:"max_iterations"`
+}
+
+// HandoffConfig lets an agent hand the conversation over to another agent:
+// its name alone (handoffs: [billing]) or {agent, approval, confirmation}
+// to have a person confirm the transfer.
+type HandoffConfig struct {
+	Agent        string `yaml:"agent"`
+	Approval     string `yaml:"approval"`
+	Confirmation string `yaml:"confirmation"`
+}
+
+// UnmarshalYAML accepts the agent's name as a plain string.
+func (h *HandoffConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&h.Agent)
+	}
+	if n.Kind == yaml.MappingNode {
+		known := yamlFields(reflect.TypeFor[HandoffConfig]())
+		for i := 0; i < len(n.Content); i += 2 {
+			if _, ok := known[n.Content[i].Value]; !ok {
+				return fmt.Errorf("line %d: unknown field %q", n.Content[i].Line, n.Content[i].Value) // explained by explain
+			}
+		}
+	}
+	type plain HandoffConfig
+	return n.Decode((*plain)(h))
+}
+
+// SubagentConfig offers another agent to an agent as a tool.
+type SubagentConfig struct {
+	Agent        string `yaml:"agent"`
+	Tool         string `yaml:"tool"`
+	Description  string `yaml:"description"`
+	Mode         string `yaml:"mode"` // tool (default) | interactive
+	Approval     string `yaml:"approval"`
+	Confirmation string `yaml:"confirmation"`
+}

@@ -1,0 +1,150 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/openai"
+	"github.com/cairnhq/cairn/model/scripted"
+)
+
+// scripted builds a scripted model from script (every turn) and scripts
+// (per agent, across turns); the agents named must exist.
+func (l *loader) scripted(p string, mc ModelConfig) (model.Model, error) {
+	replies, err := l.scriptReplies(p+".script", mc.Script)
+	if err != nil {
+		return nil, err
+	}
+	m := scripted.New(replies...)
+	m.Stream = mc.Stream
+	if m.Bounds, err = l.modelLimits(p, mc); err != nil {
+		return nil, err
+	}
+	for _, agent := range sortedKeys(mc.Scripts) {
+		if _, ok := l.agents[agent]; !ok {
+			return nil, l.errf(p+".scripts."+agent, "unknown agent %q; defined agents: %s%s", agent, strings.Join(sortedKeys(l.agents), ", "), didYouMean(agent, sortedKeys(l.agents)))
+		}
+		rs, err := l.scriptReplies(p+".scripts."+agent, mc.Scripts[agent])
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == 0 {
+			return nil, l.errf(p+".scripts."+agent, "the script is empty: list the agent's replies ({text: …} or {tool_calls: […]})")
+		}
+		if m.Scripts == nil {
+			m.Scripts = map[string][]scripted.Reply{}
+		}
+		m.Scripts[agent] = rs
+	}
+	if len(replies) == 0 && len(m.Scripts) == 0 {
+		return nil, l.errf(p+".script", "a scripted model needs a script: a list of replies ({text: …} or {tool_calls: […]}), or scripts: per agent")
+	}
+	return m, nil
+}
+
+func (l *loader) scriptReplies(key string, script []ScriptReply) ([]scripted.Reply, error) {
+	var replies []scripted.Reply
+	for i, r := range script {
+		rep := scripted.Reply{Text: r.Text}
+		for j, c := range r.ToolCalls {
+			args := "{}"
+			switch a := c.Arguments.(type) {
+			case nil:
+			case string:
+				args = a
+			default:
+				b, err := json.Marshal(a)
+				if err != nil {
+					return nil, l.errf(key, "[%d].tool_calls[%d].arguments: %v", i, j, err)
+				}
+				args = string(b)
+			}
+			if c.Name == "" {
+				return nil, l.errf(key, "[%d].tool_calls[%d]: name is missing", i, j)
+			}
+			rep.ToolCalls = append(rep.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+		}
+		replies = append(replies, rep)
+	}
+	return replies, nil
+}
+
+func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
+	switch mc.Provider {
+	case "scripted":
+		return l.scripted(p, mc)
+	case "openai", "anthropic":
+		if mc.Model == "" {
+			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")
+		}
+		keyEnv := mc.APIKeyEnv
+		if keyEnv == "" && mc.BaseURL == "" {
+			// The providers themselves always need a key.
+			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[mc.Provider]
+		}
+		key := ""
+		if keyEnv != "" {
+			v, ok := l.env(keyEnv)
+			if !ok || v == "" {
+				return nil, l.errf(p+".api_key_env", "environment variable %s is not set; export %s=… (or, for a local compatible server, set base_url and drop api_key_env)", keyEnv, keyEnv)
+			}
+			key = v
+		}
+		if mc.MaxRetries != nil && (*mc.MaxRetries < 0 || *mc.MaxRetries > 10) {
+			return nil, l.errf(p+".max_retries", "%d is not between 0 and 10", *mc.MaxRetries)
+		}
+		limits, err := l.modelLimits(p, mc)
+		if err != nil {
+			return nil, err
+		}
+		if mc.Provider == "anthropic" {
+			if mc.MaxTokens < 0 {
+				return nil, l.errf(p+".max_tokens", "must be positive")
+			}
+			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens, Limits: limits}), nil
+		}
+		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
+	case "":
+		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
+	}
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "anthropic", "scripted"}))
+}
+
+// modelLimits reads a model's timeout, idle_timeout and max_reply_bytes.
+func (l *loader) modelLimits(p string, mc ModelConfig) (model.Limits, error) {
+	var lim model.Limits
+	var err error
+	if lim.Timeout, err = l.duration(p+".timeout", mc.Timeout, 0); err != nil {
+		return lim, err
+	}
+	if lim.IdleTimeout, err = l.duration(p+".idle_timeout", mc.IdleTimeout, 0); err != nil {
+		return lim, err
+	}
+	if mc.MaxReplyBytes != "" {
+		if lim.MaxReplyBytes, err = parseBytes(mc.MaxReplyBytes); err != nil {
+			return lim, l.errf(p+".max_reply_bytes", "%v", err)
+		}
+	}
+	return lim, nil
+}
+
+// parseBytes reads a size: a whole number of bytes, or one with a unit
+// B, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (of 1000).
+func parseBytes(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	units := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+	unit, ok := units[strings.TrimSpace(s[i:])]
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if !ok || err != nil || n <= 0 || n > (1<<40)/unit {
+		return 0, fmt.Errorf("%q is not a size like 8MiB, 512KiB or 1000000 (bytes; units B, KiB, MiB, GiB, KB, MB, GB)", v)
+	}
+	return n * unit, nil
+}

@@ -1,0 +1,280 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/store/storeurl"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+// server reads the settings of the process: keys, auth, store, lease.
+func (l *loader) server(f *File, cfg *Config) error {
+	var err error
+	if cfg.ContinuationKeys, err = l.keys(f.SecretEnv); err != nil {
+		return err
+	}
+	if f.Auth != nil {
+		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
+			return err
+		}
+	}
+	if cfg.Store, err = l.store(f.Store); err != nil {
+		return err
+	}
+	if cfg.TokenLedger, err = l.tokenLedger(f, cfg); err != nil {
+		return err
+	}
+	if cfg.Lease, err = l.duration("lease", f.Lease, cairn.DefaultLease); err != nil {
+		return err
+	}
+	if cfg.Lease < 3*time.Second {
+		return l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
+	}
+	if cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second); err != nil {
+		return err
+	}
+	if f.PublicURL != "" {
+		if u, err := url.Parse(f.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return l.errf("public_url", "%q is not an absolute http(s) URL like https://cairn.example.org", f.PublicURL)
+		}
+		cfg.PublicURL = strings.TrimRight(f.PublicURL, "/")
+	}
+	for i, h := range f.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/:@ ") {
+			return l.errf(fmt.Sprintf("allowed_hosts[%d]", i), "%q is not a host name: write the name alone, like cairn.internal (no scheme, port or path)", h)
+		}
+	}
+	cfg.AllowedHosts = f.AllowedHosts
+	for i, o := range f.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return l.errf(fmt.Sprintf("allowed_origins[%d]", i), "%q is not a web origin: write scheme://host[:port], like https://app.example.org", o)
+		}
+		cfg.AllowedOrigins = append(cfg.AllowedOrigins, strings.TrimRight(o, "/"))
+	}
+	if cfg.Webhooks, err = l.webhooks(f); err != nil {
+		return err
+	}
+	cfg.Temporal, err = l.temporal(f)
+	return err
+}
+
+// temporal reads driver and the temporal section.
+func (l *loader) temporal(f *File) (*Temporal, error) {
+	switch f.Driver {
+	case "", "local":
+		if f.Temporal != nil {
+			return nil, l.errf("temporal", "the temporal section is read only with driver: temporal")
+		}
+		return nil, nil
+	case "temporal":
+	default:
+		return nil, l.errf("driver", "%q is not local or temporal%s", f.Driver, didYouMean(f.Driver, []string{"local", "temporal"}))
+	}
+	if f.Store == "memory" || f.Store == "memory:" {
+		return nil, l.errf("store", "driver: temporal mirrors sessions to the store for the API and the workers to share; use sqlite:PATH (one machine) or postgres://…")
+	}
+	tc := TemporalConfig{}
+	if f.Temporal != nil {
+		tc = *f.Temporal
+	}
+	t := &Temporal{HostPort: cmp.Or(tc.HostPort, "127.0.0.1:7233"), Namespace: cmp.Or(tc.Namespace, "default"), TaskQueue: cmp.Or(tc.TaskQueue, "cairn")}
+	var err error
+	if t.Heartbeat, err = l.duration("temporal.heartbeat", tc.Heartbeat, 10*time.Second); err != nil {
+		return nil, err
+	}
+	if t.MaxHistory = tc.MaxHistory; t.MaxHistory < 0 {
+		return nil, l.errf("temporal.max_history", "%d is negative; 0 means the default (10000)", t.MaxHistory)
+	}
+	if _, _, err := net.SplitHostPort(t.HostPort); err != nil {
+		return nil, l.errf("temporal.host_port", "%q is not HOST:PORT (e.g. 127.0.0.1:7233)", t.HostPort)
+	}
+	if tc.TLS != nil {
+		abs := func(p string) string {
+			if p != "" && !filepath.IsAbs(p) {
+				return filepath.Join(l.dir, p)
+			}
+			return p
+		}
+		t.CertFile, t.KeyFile, t.CAFile, t.ServerName = abs(tc.TLS.CertFile), abs(tc.TLS.KeyFile), abs(tc.TLS.CAFile), tc.TLS.ServerName
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			return nil, l.errf("temporal.tls", "cert_file and key_file go together (a client certificate and its key)")
+		}
+		for key, p := range map[string]string{"cert_file": t.CertFile, "key_file": t.KeyFile, "ca_file": t.CAFile} {
+			if _, err := os.Stat(p); p != "" && err != nil {
+				return nil, l.errf("temporal.tls."+key, "%v", err)
+			}
+		}
+	}
+	if tc.APIKeyEnv != "" {
+		key, ok := l.env(tc.APIKeyEnv)
+		if !ok || key == "" {
+			return nil, l.errf("temporal.api_key_env", "environment variable %s is not set", tc.APIKeyEnv)
+		}
+		t.APIKey = key
+	}
+	return t, nil
+}
+
+// webhooks reads the webhooks section; secrets come from the environment.
+func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
+	if len(f.Webhooks) > 0 && f.PublicURL == "" {
+		return nil, l.errf("webhooks", "webhooks need public_url, the address people reach this server at: their action links are built from it (public_url: https://cairn.example.org)")
+	}
+	var out []cairn.Webhook
+	names := map[string]bool{}
+	for i, w := range f.Webhooks {
+		key := fmt.Sprintf("webhooks[%d]", i)
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, l.errf("webhooks", "%s.url: %q is not an absolute http(s) URL", key, w.URL)
+		}
+		if w.SecretEnv == "" {
+			return nil, l.errf("webhooks", "%s.secret_env: name the environment variable that holds the signing secret (whsec_ followed by base64: echo whsec_$(openssl rand -base64 32))", key)
+		}
+		secret, ok := l.env(w.SecretEnv)
+		if !ok || secret == "" {
+			return nil, l.errf("webhooks", "%s.secret_env: environment variable %s is not set", key, w.SecretEnv)
+		}
+		if err := webhook.CheckSecret(secret); err != nil {
+			return nil, l.errf("webhooks", "%s: %s: %v", key, w.SecretEnv, err)
+		}
+		for j, ev := range w.Events {
+			if !slices.Contains(webhook.EventTypes(), ev) {
+				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, strings.Join(webhook.EventTypes(), ", "), didYouMean(ev, webhook.EventTypes()))
+			}
+		}
+		timeout, err := l.duration(key+".timeout", w.Timeout, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		name := cmp.Or(w.Name, w.URL)
+		if names[name] {
+			return nil, l.errf("webhooks", "%s: the name %q is used twice; give each endpoint its own name", key, name)
+		}
+		names[name] = true
+		out = append(out, cairn.Webhook{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout})
+	}
+	return out, nil
+}
+
+// keys reads the continuation keys from the variable secret_env names.
+func (l *loader) keys(secretEnv string) ([][]byte, error) {
+	if secretEnv == "" {
+		return nil, nil
+	}
+	v, ok := l.env(secretEnv)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, l.errf("secret_env", "environment variable %s is not set; export it (openssl rand -hex 32) or remove secret_env to let Cairn generate and store a key", secretEnv)
+	}
+	var keys [][]byte
+	for i, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		if len(k) < 32 {
+			return nil, l.errf("secret_env", "key %d in %s is %d characters; use at least 32 (openssl rand -hex 32)", i, secretEnv, len(k))
+		}
+		keys = append(keys, []byte(k))
+	}
+	return keys, nil
+}
+
+// minTokenLength keeps guessable tokens out.
+const minTokenLength = 16
+
+// duration parses an optional positive duration.
+func (l *loader) duration(key, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, l.errf(key, "%q is not a positive duration like 15s or 1m", v)
+	}
+	return d, nil
+}
+
+// Token is a bearer token of the auth section, its secret read from the
+// environment (the server's server.Token).
+type Token struct {
+	// Name identifies the holder (default: the role).
+	Name string
+	// Secret is the token itself.
+	Secret string
+	// Role is user, approver or admin.
+	Role string
+}
+
+func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
+	if len(a.Tokens) == 0 {
+		return nil, l.errf("auth.tokens", "list at least one token, or remove auth (the server then listens on loopback only)")
+	}
+	var out []Token
+	names, secrets := map[string]bool{}, map[string]bool{}
+	for i, t := range a.Tokens {
+		switch t.Role {
+		case "user", "approver", "admin":
+		default:
+			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin%s", i, t.Role, didYouMean(t.Role, []string{"user", "approver", "admin"}))
+		}
+		if t.TokenEnv == "" {
+			return nil, l.errf("auth.tokens", "tokens[%d].token_env: name the environment variable that holds the token", i)
+		}
+		secret, ok := l.env(t.TokenEnv)
+		if !ok || secret == "" {
+			return nil, l.errf("auth.tokens", "tokens[%d].token_env: environment variable %s is not set", i, t.TokenEnv)
+		}
+		if len(secret) < minTokenLength {
+			return nil, l.errf("auth.tokens", "tokens[%d]: the token in %s is shorter than %d characters; use a random one (openssl rand -hex 32)", i, t.TokenEnv, minTokenLength)
+		}
+		name := t.Name
+		if name == "" {
+			name = t.Role
+		}
+		if names[name] || secrets[secret] {
+			return nil, l.errf("auth.tokens", "tokens[%d]: the name %q or its token is used twice", i, name)
+		}
+		names[name], secrets[secret] = true, true
+		out = append(out, Token{Name: name, Secret: secret, Role: t.Role})
+	}
+	return out, nil
+}
+
+// store normalizes the store URL (storeurl.Normalize), its ${VAR}
+// expanded from the environment.
+func (l *loader) store(s string) (string, error) {
+	s, err := l.expand("store", s)
+	if err != nil {
+		return "", err
+	}
+	url, err := storeurl.Normalize(s, l.dir)
+	if err != nil {
+		return "", l.errf("store", "%v", err)
+	}
+	return url, nil
+}
+
+// tokenLedger checks token_ledger. With store: memory and keys from
+// secret_env, tokens outlive the process, so the record of spent ones must
+// too: a used token must not become valid again after a restart.
+func (l *loader) tokenLedger(f *File, cfg *Config) (string, error) {
+	p := f.TokenLedger
+	switch {
+	case p != "" && cfg.Store != "memory:":
+		return "", l.errf("token_ledger", "only used with store: memory; the %s store records spent continuation tokens itself: remove token_ledger", storeurl.Kind(cfg.Store))
+	case p == "" && cfg.Store == "memory:" && len(cfg.ContinuationKeys) > 0:
+		return "", l.errf("token_ledger", "store: memory with secret_env: continuation tokens outlive this process, so the record of spent ones must too; add token_ledger: ./cairn-tokens.db (a SQLite file) or use a sqlite or postgres store")
+	case p == "":
+		return "", nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(l.dir, p)
+	}
+	return p, nil
+}
