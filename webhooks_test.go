@@ -2,94 +2,20 @@ package cairn_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/hooktest"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/webhook"
 )
 
 const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-// hookReceiver verifies each delivery with the Standard Webhooks library
-// and keeps the payloads, once per delivery id.
-type hookReceiver struct {
-	t        *testing.T
-	verifier *standardwebhooks.Webhook
-	mu       sync.Mutex
-	byID     map[string]webhook.Payload
-	order    []string
-	arrived  chan struct{}
-}
-
-func newHookReceiver(t *testing.T) (*hookReceiver, string) {
-	v, err := standardwebhooks.NewWebhook(hookSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := &hookReceiver{t: t, verifier: v, byID: map[string]webhook.Payload{}, arrived: make(chan struct{}, 100)}
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	return rc, srv.URL + "/hooks"
-}
-
-func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if err := rc.verifier.Verify(body, r.Header); err != nil {
-		rc.t.Errorf("a delivery does not verify: %v", err)
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	var p webhook.Payload
-	if err := json.Unmarshal(body, &p); err != nil {
-		rc.t.Errorf("payload %s: %v", body, err)
-	}
-	rc.mu.Lock()
-	id := r.Header.Get("webhook-id")
-	if _, dup := rc.byID[id]; !dup {
-		rc.order = append(rc.order, id)
-	}
-	rc.byID[id] = p
-	rc.mu.Unlock()
-	rc.arrived <- struct{}{}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// waitFor waits until the deliveries hold n payloads of type typ, and returns them.
-func (rc *hookReceiver) waitFor(typ string, n int) []webhook.Payload {
-	rc.t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		var got []webhook.Payload
-		rc.mu.Lock()
-		for _, id := range rc.order {
-			if rc.byID[id].Type == typ {
-				got = append(got, rc.byID[id])
-			}
-		}
-		rc.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-rc.arrived:
-		case <-deadline:
-			rc.t.Fatalf("%d %s deliveries after 10 s, want %d", len(got), typ, n)
-		}
-	}
-}
 
 // token is the part of an action link after its path.
 func token(t *testing.T, link string) string {
@@ -116,14 +42,15 @@ func hookedRunner(t *testing.T, m *scripted.Model, opts *cairn.RunnerOptions, to
 
 func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 	ctx := context.Background()
-	rc, url := newHookReceiver(t)
+	rc := hooktest.New(t, hookSecret)
+	url := rc.URL
 	var rec counter
 	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []cairn.Webhook{{Name: "ops", URL: url, Secret: hookSecret}}}, deleteTool(&rec))
 	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 	if err != nil || s.Status != cairn.StatusPaused {
 		t.Fatalf("%v %+v", err, s)
 	}
-	created := rc.waitFor(webhook.InterruptCreated, 1)[0]
+	created := rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0]
 	d := created.Data
 	if d.SessionID != s.ID || d.Seq != s.Seq || d.Agent != "main" || d.Interrupt == nil || d.Interrupt.ID != s.Interrupts[0].ID ||
 		d.Interrupt.Message != "Delete file 'test.txt'? This cannot be undone." || d.Actions == nil || d.Actions.Approve == "" || d.Actions.Reject == "" {
@@ -153,12 +80,12 @@ func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 	if len(rec.runs()) != 1 {
 		t.Fatalf("the tool ran %d times", len(rec.runs()))
 	}
-	decided := rc.waitFor(webhook.InterruptDecided, 1)[0]
+	decided := rc.WaitFor(webhook.InterruptDecided, 1, 10*time.Second)[0]
 	dec := decided.Data.Decision
 	if dec == nil || dec.InterruptID != link.InterruptID || dec.Action != cairn.ActionApprove || dec.Actor != (cairn.Actor{Name: "ops", Role: "action-link"}) {
 		t.Fatalf("interrupt.decided = %+v", dec)
 	}
-	if done := rc.waitFor(webhook.SessionCompleted, 1)[0]; done.Data.Output != "Result: Deleted test.txt" || done.Data.SessionID != s.ID {
+	if done := rc.WaitFor(webhook.SessionCompleted, 1, 10*time.Second)[0]; done.Data.Output != "Result: Deleted test.txt" || done.Data.SessionID != s.ID {
 		t.Fatalf("session.completed = %+v", done.Data)
 	}
 }
@@ -168,8 +95,10 @@ func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 // only the events it lists.
 func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 	ctx := context.Background()
-	all, allURL := newHookReceiver(t)
-	ends, endsURL := newHookReceiver(t)
+	all := hooktest.New(t, hookSecret)
+	allURL := all.URL
+	ends := hooktest.New(t, hookSecret)
+	endsURL := ends.URL
 	var rec counter
 	m := scripted.New(
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"a.txt"}`}, {Name: "delete_file", Arguments: `{"filename":"b.txt"}`}}},
@@ -182,7 +111,7 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 	if _, err := r.Start(ctx, "main", "delete two", nil); err != nil {
 		t.Fatal(err)
 	}
-	created := all.waitFor(webhook.InterruptCreated, 2)
+	created := all.WaitFor(webhook.InterruptCreated, 2, 10*time.Second)
 	if strings.Contains(string(created[0].Data.Interrupt.Arguments), "b.txt") { // deliveries may arrive in any order
 		created[0], created[1] = created[1], created[0]
 	}
@@ -194,18 +123,16 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 	if err != nil || s.Status != cairn.StatusCompleted {
 		t.Fatalf("after approving the other: %v %+v", err, s)
 	}
-	all.waitFor(webhook.SessionCompleted, 1)
-	ends.waitFor(webhook.SessionCompleted, 1)
-	if n := len(all.waitFor(webhook.InterruptCreated, 0)); n != 2 {
+	all.WaitFor(webhook.SessionCompleted, 1, 10*time.Second)
+	ends.WaitFor(webhook.SessionCompleted, 1, 10*time.Second)
+	if n := len(all.WaitFor(webhook.InterruptCreated, 0, 10*time.Second)); n != 2 {
 		t.Fatalf("%d interrupt.created, want 2 (the second pause announces nothing new)", n)
 	}
-	if n := len(all.waitFor(webhook.InterruptDecided, 2)); n != 2 {
+	if n := len(all.WaitFor(webhook.InterruptDecided, 2, 10*time.Second)); n != 2 {
 		t.Fatalf("%d interrupt.decided", n)
 	}
-	ends.mu.Lock()
-	defer ends.mu.Unlock()
-	if len(ends.order) != 1 {
-		t.Fatalf("the endpoint listing only session.completed got %d deliveries", len(ends.order))
+	if n := ends.Len(); n != 1 {
+		t.Fatalf("the endpoint listing only session.completed got %d deliveries", n)
 	}
 	if got := rec.runs(); len(got) != 1 || got[0] != "b.txt" {
 		t.Fatalf("runs %v", got)
@@ -216,7 +143,8 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 // links answer ErrExpired.
 func TestWebhooksAnnounceExpiry(t *testing.T) {
 	ctx := context.Background()
-	rc, url := newHookReceiver(t)
+	rc := hooktest.New(t, hookSecret)
+	url := rc.URL
 	clk := newClock()
 	var rec counter
 	tool := deleteTool(&rec)
@@ -226,7 +154,7 @@ func TestWebhooksAnnounceExpiry(t *testing.T) {
 	if _, err := r.Start(ctx, "main", "Delete test.txt", nil); err != nil {
 		t.Fatal(err)
 	}
-	created := rc.waitFor(webhook.InterruptCreated, 1)[0]
+	created := rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0]
 	clk.add(2 * time.Minute)
 	if _, err := r.FollowActionLink(ctx, token(t, created.Data.Actions.Approve), "", nil); !errors.Is(err, cairn.ErrExpired) {
 		t.Fatalf("expired link: %v, want ErrExpired", err)
@@ -234,7 +162,7 @@ func TestWebhooksAnnounceExpiry(t *testing.T) {
 	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}
-	expired := rc.waitFor(webhook.InterruptExpired, 1)[0]
+	expired := rc.WaitFor(webhook.InterruptExpired, 1, 10*time.Second)[0]
 	if d := expired.Data.Decision; d == nil || d.Reason != "approval expired" || len(rec.runs()) != 0 {
 		t.Fatalf("interrupt.expired = %+v, runs %v", d, rec.runs())
 	}

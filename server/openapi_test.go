@@ -25,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/hooktest"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -127,7 +128,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"})
 	release := make(chan struct{}) // holds the slow agent's turn running
-	hooks := newLinkCatcher(t)
+	hooks := hooktest.New(t, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	hold := cairn.NewTool(&cairn.Tool{Name: "hold", Description: "Waits."}, func(ctx context.Context, _ struct{}) (string, error) {
 		<-release
 		return "released", nil
@@ -137,7 +138,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
 		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
 	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
-		PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{URL: hooks.url, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []string{webhook.InterruptCreated}}}})
+		PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{URL: hooks.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []string{webhook.InterruptCreated}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +484,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		return string(b)
 	}
 	linked := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it by mail"}`, 201)
-	links := hooks.actions(linked["id"].(string))
+	links := *hooks.WaitForSession(webhook.InterruptCreated, linked["id"].(string), 10*time.Second).Data.Actions
 	if body := page("GET", links.Approve, "", "", 200); !strings.Contains(body, `<form method="post">`) || !strings.Contains(body, "deploy") {
 		t.Fatalf("the link's page:\n%s", body)
 	}
@@ -496,7 +497,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	altered := links.Reject[:len(links.Reject)-2] + "xx"
 	page("GET", altered, "", "", 403)
 	page("POST", altered, "", "", 403)
-	lateLinks := hooks.actions(late["id"].(string))
+	lateLinks := *hooks.WaitForSession(webhook.InterruptCreated, late["id"].(string), 10*time.Second).Data.Actions
 	page("GET", lateLinks.Approve, "", "", 410)
 	page("POST", lateLinks.Reject, "", "", 410)
 	if v := do("POST", strings.TrimPrefix(altered, "https://cairn.example.org"), nobody, "", 403); v["error"].(map[string]any)["code"] != "invalid_link" {
@@ -540,46 +541,6 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	if os.Getenv("CAIRN_WRITE_OPENAPI") != "" {
 		os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644)
 	}
-}
-
-// linkCatcher receives webhooks and keeps each session's action links.
-type linkCatcher struct {
-	t     *testing.T
-	url   string
-	mu    sync.Mutex
-	links map[string]webhook.Actions
-}
-
-func newLinkCatcher(t *testing.T) *linkCatcher {
-	c := &linkCatcher{t: t, links: map[string]webhook.Actions{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p webhook.Payload
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.Data.Actions == nil {
-			t.Errorf("webhook: %v %+v", err, p)
-			return
-		}
-		c.mu.Lock()
-		c.links[p.Data.SessionID] = *p.Data.Actions
-		c.mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	c.url = srv.URL
-	return c
-}
-
-// actions waits for the action links of session id.
-func (c *linkCatcher) actions(id string) webhook.Actions {
-	c.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		c.mu.Lock()
-		a, ok := c.links[id]
-		c.mu.Unlock()
-		if ok {
-			return a
-		}
-	}
-	c.t.Fatalf("no interrupt.created webhook for session %s after 10 s", id)
-	return webhook.Actions{}
 }
 
 // bearer sends a bearer token with every request.

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
+	"github.com/cairnhq/cairn/internal/hooktest"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -44,73 +41,6 @@ tools:
 agents:
   main: {model: demo, tools: [deploy]}
 `
-
-// webhookReceiver verifies every delivery with the Standard Webhooks
-// library and counts them by webhook-id. While hold is set, the first
-// delivery it gets is held open (never answered) and announced on held.
-type webhookReceiver struct {
-	t        *testing.T
-	verifier *standardwebhooks.Webhook
-	mu       sync.Mutex
-	count    map[string]int             // verified deliveries by id
-	payload  map[string]webhook.Payload // by id
-	hold     bool
-	held     chan string
-}
-
-func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if err := rc.verifier.Verify(body, r.Header); err != nil {
-		rc.t.Errorf("a delivery does not verify: %v\n%s", err, body)
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	var p webhook.Payload
-	if err := json.Unmarshal(body, &p); err != nil {
-		rc.t.Errorf("payload: %v\n%s", err, body)
-	}
-	id := r.Header.Get("webhook-id")
-	rc.mu.Lock()
-	rc.count[id]++
-	rc.payload[id] = p
-	hold := rc.hold
-	rc.hold = false
-	rc.mu.Unlock()
-	if hold {
-		rc.held <- id
-		<-r.Context().Done() // the sender is killed with the request open
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// ids returns the delivered ids of type typ, and their delivery counts.
-func (rc *webhookReceiver) ids(typ string) map[string]int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	out := map[string]int{}
-	for id, p := range rc.payload {
-		if p.Type == typ {
-			out[id] = rc.count[id]
-		}
-	}
-	return out
-}
-
-func (rc *webhookReceiver) waitFor(typ string, n int, within time.Duration) map[string]int {
-	rc.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := rc.ids(typ)
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			rc.t.Fatalf("%d %s delivered after %s, want %d", len(got), typ, within, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // balancer forwards to whichever node is up, like the load balancer that
 // public_url names in production.
@@ -145,17 +75,15 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 
 func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 	t.Setenv("CAIRN_TEST_WEBHOOK_SECRET", webhookSecret)
-	verifier, _ := standardwebhooks.NewWebhook(webhookSecret)
-	rc := &webhookReceiver{t: t, verifier: verifier, count: map[string]int{}, payload: map[string]webhook.Payload{}, hold: true, held: make(chan string, 1)}
-	hooks := httptest.NewServer(rc)
-	defer hooks.Close()
+	rc := hooktest.New(t, webhookSecret)
+	held := rc.Hold() // the first delivery is held open
 	lb := &balancer{}
 	front := httptest.NewServer(lb)
 	defer front.Close()
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(webhookConfig, storeURL, front.URL, hooks.URL)), 0o600)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(webhookConfig, storeURL, front.URL, rc.URL)), 0o600)
 	a, aURL := serve(t, cfg)
 	lb.to(aURL)
 
@@ -172,7 +100,7 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 	}
 	var heldID string
 	select {
-	case heldID = <-rc.held:
+	case heldID = <-held:
 	case <-time.After(15 * time.Second):
 		t.Fatal("no delivery reached the receiver")
 	}
@@ -182,10 +110,11 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 	_, bURL := serve(t, cfg)
 	lb.to(bURL)
 
-	created := rc.waitFor(webhook.InterruptCreated, n, 30*time.Second)
+	rc.WaitFor(webhook.InterruptCreated, n, 30*time.Second)
+	created := rc.Deliveries(webhook.InterruptCreated)
 	for created[heldID] < 2 && time.Since(killedAt) < 40*time.Second {
 		time.Sleep(50 * time.Millisecond)
-		created = rc.ids(webhook.InterruptCreated)
+		created = rc.Deliveries(webhook.InterruptCreated)
 	}
 	if created[heldID] < 2 {
 		t.Fatalf("the delivery in flight at the kill (%s) arrived %d time(s); the second node never sent it again", heldID, created[heldID])
@@ -194,18 +123,14 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 
 	// Each session's action link decides it, through the balancer (node B
 	// now); the same link again answers 409; the tool ran once per session.
-	rc.mu.Lock()
 	var links []string
-	for id, p := range rc.payload {
-		if p.Type == webhook.InterruptCreated {
-			if !sessions[p.Data.SessionID] || p.Data.Actions == nil || !strings.HasPrefix(p.Data.Actions.Approve, front.URL+"/v1/actions/") {
-				t.Errorf("interrupt.created %s: %+v", id, p.Data)
-				continue
-			}
-			links = append(links, p.Data.Actions.Approve)
+	for _, p := range rc.Payloads(webhook.InterruptCreated) {
+		if !sessions[p.Data.SessionID] || p.Data.Actions == nil || !strings.HasPrefix(p.Data.Actions.Approve, front.URL+"/v1/actions/") {
+			t.Errorf("interrupt.created: %+v", p.Data)
+			continue
 		}
+		links = append(links, p.Data.Actions.Approve)
 	}
-	rc.mu.Unlock()
 	for _, link := range links {
 		resp, err := http.Get(link)
 		if err != nil || resp.StatusCode != 200 {
@@ -223,19 +148,18 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 			}
 		}
 	}
-	rc.waitFor(webhook.InterruptDecided, n, 30*time.Second)
-	done := rc.waitFor(webhook.SessionCompleted, n, 30*time.Second)
-	rc.mu.Lock()
-	for id := range done {
-		if p := rc.payload[id]; p.Data.Output != "done: deployed" {
-			t.Errorf("session.completed %s: %+v", id, p.Data)
+	rc.WaitFor(webhook.InterruptDecided, n, 30*time.Second)
+	for _, p := range rc.WaitFor(webhook.SessionCompleted, n, 30*time.Second) {
+		if p.Data.Output != "done: deployed" {
+			t.Errorf("session.completed: %+v", p.Data)
 		}
 	}
 	total := 0
-	for _, c := range rc.count {
-		total += c
+	for _, typ := range webhook.EventTypes() {
+		for _, c := range rc.Deliveries(typ) {
+			total += c
+		}
 	}
-	rc.mu.Unlock()
 	if runs := strings.Count(string(mustRead(t, filepath.Join(dir, "runs.txt"))), "run"); runs != n {
 		t.Fatalf("the tool ran %d times for %d approvals", runs, n)
 	}
