@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -33,7 +34,7 @@ func TestAskForWithSchema(t *testing.T) {
 		return "got " + string(ans.Content), nil
 	})
 	r := mustRunner(t, &cairn.Agent{Name: "main", Model: echoModel("signup"), Tools: []*cairn.Tool{form}})
-	s := noErr(t)(r.Start(ctx, "main", "sign me up", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "sign me up", nil))
 	in := s.Interrupts[0]
 	if in.Kind != cairn.KindInput || in.Question != "Who are you?" || string(in.Schema) != string(schema) {
 		t.Fatalf("interrupt: %+v", in)
@@ -78,7 +79,7 @@ func TestAskForWithURL(t *testing.T) {
 		return "linked (" + ans.Text + ")", nil
 	})
 	r := mustRunner(t, &cairn.Agent{Name: "main", Model: echoModel("link"), Tools: []*cairn.Tool{link}})
-	s := noErr(t)(r.Start(ctx, "main", "link", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "link", nil))
 	in := s.Interrupts[0]
 	if in.URL != "https://bank.example/oauth?state=1" {
 		t.Fatalf("interrupt: %+v", in)
@@ -115,7 +116,7 @@ func TestHeldQuestion(t *testing.T) {
 		return "the server heard: declined=" + map[bool]string{true: "yes", false: "no"}[answers[0].Declined] + " " + answers[0].Reason, nil
 	})
 	r := mustRunner(t, &cairn.Agent{Name: "main", Model: echoModel("held"), Tools: []*cairn.Tool{held}})
-	s := noErr(t)(r.Start(ctx, "main", "go", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "go", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "not now"}}, nil)
 	if err != nil {
 		t.Fatal(err)

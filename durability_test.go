@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -41,7 +42,7 @@ func TestApprovalExpiry(t *testing.T) {
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = time.Second
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	in := s.Interrupts[0]
 	if in.ExpiresAt == nil || !in.ExpiresAt.Equal(clk.now().Add(time.Second)) {
 		t.Fatalf("expires_at = %v", in.ExpiresAt)
@@ -79,7 +80,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = 200 * time.Millisecond
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	testwait.For(t, 10*time.Second, "the expired approval to end the turn", func() bool {
 		s, _ = r.Session(ctx, s.ID)
 		return s.Status == cairn.StatusCompleted
@@ -98,7 +99,7 @@ func TestRememberedApproval(t *testing.T) {
 		scripted.Reply{Text: "done"},
 	)
 	r := newRunner(t, m, deleteTool(&rec))
-	s := noErr(t)(r.Start(ctx, "main", "delete two", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "delete two", nil))
 	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Remember: "forever"}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) {
 		t.Fatalf("remember forever: %v", err)
 	}
@@ -118,7 +119,7 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	r := newRunner(t, deleteScript(), deleteTool(&rec))
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"filename":"b.txt"}`)}},
 		&cairn.TurnOptions{Actor: cairn.Actor{Name: "ops-lead", Role: "approver"}})
 	if err != nil {
@@ -219,7 +220,7 @@ func TestCachedStateNeverStale(t *testing.T) {
 	r2 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: sq})
 	defer r1.Close()
 	defer r2.Close()
-	s := noErr(t)(r1.Start(ctx, "main", "Delete test.txt", nil)) // r1 caches the paused state
+	s := check.NoErr(t)(r1.Start(ctx, "main", "Delete test.txt", nil)) // r1 caches the paused state
 	if _, err := r2.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 			m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "echo: {{.Input}}"})}
 			r1 := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m}}, &cairn.RunnerOptions{Store: tc.store})
 			long := strings.Repeat("a fairly long user message. ", 40)
-			s := noErr(t)(r1.Start(ctx, "main", long, nil))
+			s := check.NoErr(t)(r1.Start(ctx, "main", long, nil))
 			const turns = 200
 			for i := range turns {
 				if s, err = r1.Send(ctx, s.ID, fmt.Sprint(i, long), 0, nil); err != nil {
@@ -302,7 +303,7 @@ func TestAutoApproveIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	var rec counter
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{AutoApprove: true})
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	if s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
 		t.Fatalf("%s runs %v", s.Status, rec.runs())
 	}

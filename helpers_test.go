@@ -18,15 +18,3 @@ func runnerFor(t testing.TB, agents []*cairn.Agent, opts *cairn.RunnerOptions) *
 	t.Cleanup(func() { r.Close() })
 	return r
 }
-
-// noErr fails t when a call under test errs, and returns its session:
-// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
-func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
-	return func(s *cairn.Session, err error) *cairn.Session {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("call under test: %v", err)
-		}
-		return s
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -168,7 +169,7 @@ func TestThreeLevels(t *testing.T) {
 		&cairn.Agent{Name: "mid", Model: newBrain(relay("ask_leaf")), Tools: []*cairn.Tool{cairn.AgentTool("leaf", &cairn.Tool{Name: "ask_leaf", Description: "Leaf."})}},
 		&cairn.Agent{Name: "leaf", Model: leaf, Tools: []*cairn.Tool{rec.tool("wipe", cairn.Always())}},
 	)
-	s := noErr(t)(r.Start(ctx, "top", "go", nil))
+	s := check.NoErr(t)(r.Start(ctx, "top", "go", nil))
 	if len(s.Interrupts) != 1 || len(s.Interrupts[0].Path) != 3 {
 		t.Fatalf("interrupts = %+v", s.Interrupts)
 	}
@@ -211,7 +212,7 @@ func TestParallelChildrenBothPause(t *testing.T) {
 		&cairn.Agent{Name: "ca", Model: child("tool_a"), Tools: []*cairn.Tool{rec.tool("tool_a", cairn.Always())}},
 		&cairn.Agent{Name: "cb", Model: child("tool_b"), Tools: []*cairn.Tool{rec.tool("tool_b", cairn.Always())}},
 	)
-	s := noErr(t)(r.Start(ctx, "top", "go", nil))
+	s := check.NoErr(t)(r.Start(ctx, "top", "go", nil))
 	if len(s.Interrupts) != 2 || s.Interrupts[0].ID == s.Interrupts[1].ID {
 		t.Fatalf("interrupts = %+v", s.Interrupts)
 	}
@@ -240,7 +241,7 @@ func TestRejectNestedCall(t *testing.T) {
 		&cairn.Agent{Name: "top", Model: newBrain(relay("billing")), Tools: []*cairn.Tool{cairn.AgentTool("payer", &cairn.Tool{Name: "billing", Description: "Pays."})}},
 		&cairn.Agent{Name: "payer", Model: leaf, Tools: []*cairn.Tool{rec.tool("pay", cairn.Always())}},
 	)
-	s := noErr(t)(r.Start(ctx, "top", "pay", nil))
+	s := check.NoErr(t)(r.Start(ctx, "top", "pay", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "too much"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestAgentToolApprovalBeforeChildStarts(t *testing.T) {
 		&cairn.Agent{Name: "top", Model: newBrain(relay("delegate")), Tools: []*cairn.Tool{cairn.AgentTool("worker", &cairn.Tool{Name: "delegate", Description: "Delegates.", Approval: cairn.Always()})}},
 		&cairn.Agent{Name: "worker", Model: child},
 	)
-	s := noErr(t)(r.Start(ctx, "top", "task", nil))
+	s := check.NoErr(t)(r.Start(ctx, "top", "task", nil))
 	if s.Status != cairn.StatusPaused || s.Interrupts[0].Tool != "delegate" || len(child.requests()) != 0 {
 		t.Fatalf("child started before approval: %+v", s)
 	}
@@ -350,19 +351,19 @@ func TestInteractiveStack(t *testing.T) {
 	}
 
 	// Stack empty + message: normal main agent flow.
-	s := noErr(t)(r.Start(ctx, "main", "hello", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "hello", nil))
 	if s.Status != cairn.StatusCompleted || s.Output != "main answers: hello" || stack(s) != "main/main" {
 		t.Fatalf("plain: %s %q %s", s.Status, s.Output, stack(s))
 	}
 
 	// Skill completes first turn: push and immediate pop; main resumes.
-	s = noErr(t)(r.Send(ctx, s.ID, "quick one", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "quick one", 0, nil))
 	if s.Status != cairn.StatusCompleted || s.Output != "main resumed with: quick result" || stack(s) != "main/main" {
 		t.Fatalf("quick: %s %q %s", s.Status, s.Output, stack(s))
 	}
 
 	// Skill needs interaction: depth 2, its text goes to the user.
-	s = noErr(t)(r.Send(ctx, s.ID, "write something", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "write something", 0, nil))
 	if s.Status != cairn.StatusPaused || stack(s) != "main/main,writer/interactive" || s.Output != "writer heard: a post" {
 		t.Fatalf("writer: %s %q %s", s.Status, s.Output, stack(s))
 	}
@@ -374,32 +375,32 @@ func TestInteractiveStack(t *testing.T) {
 		t.Fatalf("decision on a message interrupt: %v", err)
 	}
 	// Stack active + message: routed to the top.
-	s = noErr(t)(r.Send(ctx, s.ID, "make it short", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "make it short", 0, nil))
 	if s.Output != "writer heard: make it short" {
 		t.Fatalf("routing: %q", s.Output)
 	}
 
 	// Nested: skill calls agent; depth 3, the user talks to the inner agent.
-	s = noErr(t)(r.Send(ctx, s.ID, "do some research", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "do some research", 0, nil))
 	if stack(s) != "main/main,writer/interactive,research/interactive" || s.Output != "research heard: sources" {
 		t.Fatalf("nested: %q %s", s.Output, stack(s))
 	}
 	if got := pathString(s.Interrupts[0]); got != "main.use_writer#m1 > writer.use_research#w1" {
 		t.Fatalf("nested path %s", got)
 	}
-	s = noErr(t)(r.Send(ctx, s.ID, "focus on 3.13", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "focus on 3.13", 0, nil))
 	if s.Output != "research heard: focus on 3.13" {
 		t.Fatalf("inner: %q", s.Output)
 	}
 
 	// Inner completes and cascades: writer continues.
-	s = noErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
 	if stack(s) != "main/main,writer/interactive" || s.Output != "writer continues with research finished after 3 messages" {
 		t.Fatalf("cascade: %q %s", s.Output, stack(s))
 	}
 
 	// Writer completes; main resumes, makes another model call, answers.
-	s = noErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
 	if s.Status != cairn.StatusCompleted || stack(s) != "main/main" || s.Output != "main resumed with: post written" {
 		t.Fatalf("main resumes: %s %q %s", s.Status, s.Output, stack(s))
 	}
@@ -414,12 +415,12 @@ func TestInteractiveStack(t *testing.T) {
 	}
 
 	// Max iterations hit: the error cascades to the parent as a tool error.
-	s = noErr(t)(r.Send(ctx, s.ID, "loop please", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "loop please", 0, nil))
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, `agent "looper" stopped after 3 iterations`) {
 		t.Fatalf("max iterations: %s %q", s.Status, s.Output)
 	}
 	// LLM error in a child cascades the same way.
-	s = noErr(t)(r.Send(ctx, s.ID, "broken please", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "broken please", 0, nil))
 	if !strings.Contains(s.Output, `agent "broken": model call failed: upstream 503`) {
 		t.Fatalf("child model error: %q", s.Output)
 	}
@@ -442,15 +443,15 @@ func TestInteractiveChildrenQueueInCallOrder(t *testing.T) {
 		&cairn.Agent{Name: "a", Model: interactive("a")},
 		&cairn.Agent{Name: "b", Model: interactive("b")},
 	)
-	s := noErr(t)(r.Start(ctx, "main", "go", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "go", nil))
 	if len(s.Stack) != 2 || s.Stack[1].Agent != "a" || len(s.Interrupts) != 1 {
 		t.Fatalf("first: %+v %+v", s.Stack, s.Interrupts)
 	}
-	s = noErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
 	if len(s.Stack) != 2 || s.Stack[1].Agent != "b" || s.Output != "b heard: second" {
 		t.Fatalf("second: %+v %q", s.Stack, s.Output)
 	}
-	s = noErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "done", 0, nil))
 	if s.Status != cairn.StatusCompleted || s.Output != "a finished after 2 messages then b finished after 2 messages" {
 		t.Fatalf("final: %s %q", s.Status, s.Output)
 	}
@@ -478,7 +479,7 @@ func TestAskPausesForInput(t *testing.T) {
 		}
 		return call("c1", "deploy", `{}`)
 	}), Tools: []*cairn.Tool{deploy}})
-	s := noErr(t)(r.Start(ctx, "main", "deploy", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "deploy", nil))
 	if in := s.Interrupts[0]; s.Status != cairn.StatusPaused || in.Kind != cairn.KindInput || in.Question != "Which environment?" {
 		t.Fatalf("%s %+v", s.Status, s.Interrupts)
 	}
@@ -499,7 +500,7 @@ func TestAskPausesForInput(t *testing.T) {
 	if in := s.Interrupts[0]; in.Question != "Deploy to staging, sure?" {
 		t.Fatalf("second question: %+v", s.Interrupts)
 	}
-	s = noErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "yes"}}, nil))
+	s = check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "yes"}}, nil))
 	if s.Status != cairn.StatusCompleted || s.Output != "deployed to staging (yes)" || calls != 3 {
 		t.Fatalf("%s %q calls %d", s.Status, s.Output, calls)
 	}
@@ -551,7 +552,7 @@ func TestHandoff(t *testing.T) {
 		&cairn.Agent{Name: "triage", Model: triage, Tools: []*cairn.Tool{cairn.Handoff("billing", nil)}},
 		&cairn.Agent{Name: "billing", Instructions: "Bill.", Model: newBrain(func(*model.Request) model.Message { return text("refund issued") })},
 	)
-	s = noErr(t)(r2.Start(ctx, "main", "invoice", nil))
+	s = check.NoErr(t)(r2.Start(ctx, "main", "invoice", nil))
 	if s.Output != "relayed: refund issued" {
 		t.Fatalf("nested handoff: %q", s.Output)
 	}
@@ -572,7 +573,7 @@ func TestCancel(t *testing.T) {
 		)
 	}
 	r := newR()
-	s := noErr(t)(r.Start(ctx, "main", "go", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "go", nil))
 	s, err := r.Cancel(ctx, s.ID, "top", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -583,7 +584,7 @@ func TestCancel(t *testing.T) {
 	if _, err := r.Cancel(ctx, s.ID, "top", nil); !errors.Is(err, cairn.ErrConflict) {
 		t.Fatalf("nothing to cancel: %v", err)
 	}
-	s = noErr(t)(r.Send(ctx, s.ID, "again", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "again", 0, nil))
 	// A named actor is recorded and named to the parent agent.
 	s, err = r.Cancel(ctx, s.ID, "top", &cairn.TurnOptions{Actor: cairn.Actor{Name: "bob", Role: "admin"}})
 	if err != nil || s.Output != `main saw: agent "skill" was cancelled by bob (admin)` {
@@ -593,13 +594,13 @@ func TestCancel(t *testing.T) {
 	if popped := eventOf(evs, "frame_popped", 2); !strings.Contains(string(popped.Data), `"actor":{"name":"bob","role":"admin"}`) {
 		t.Fatalf("frame_popped = %s", popped.Data)
 	}
-	s = noErr(t)(r.Send(ctx, s.ID, "again", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "again", 0, nil))
 	s, err = r.Cancel(ctx, s.ID, "all", nil)
 	if err != nil || s.Status != cairn.StatusCancelled || len(s.Stack) != 1 {
 		t.Fatalf("cancel all: %v %s %+v", err, s.Status, s.Stack)
 	}
 	// The session takes new messages after a cancelled turn.
-	s = noErr(t)(r.Send(ctx, s.ID, "hello again", 0, nil))
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "hello again", 0, nil))
 	if s.Status != cairn.StatusPaused || s.Stack[1].Agent != "skill" {
 		t.Fatalf("after cancel: %s %+v", s.Status, s.Stack)
 	}
@@ -644,7 +645,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r1 := runnerFor(t, agents(), &cairn.RunnerOptions{Store: st1})
-	s := noErr(t)(r1.Start(ctx, "main", "go", nil))
+	s := check.NoErr(t)(r1.Start(ctx, "main", "go", nil))
 	if len(s.Stack) != 3 || s.Status != cairn.StatusPaused {
 		t.Fatalf("%+v", s)
 	}
@@ -661,7 +662,7 @@ func TestInteractiveStackSurvivesRestart(t *testing.T) {
 	if err != nil || s.Output != "research heard: more" {
 		t.Fatalf("%v %q", err, s.Output)
 	}
-	s = noErr(t)(r2.Send(ctx, s.ID, "done", 0, nil))
+	s = check.NoErr(t)(r2.Send(ctx, s.ID, "done", 0, nil))
 	if s.Status != cairn.StatusCompleted || s.Output != "main got writer done: research finished after 3 messages" {
 		t.Fatalf("%s %q", s.Status, s.Output)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -64,7 +65,7 @@ func TestAnAnswerCannotBeRemembered(t *testing.T) {
 	})
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
 	r := newRunner(t, m, ask)
-	s := noErr(t)(r.Start(ctx, "main", "deploy", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "deploy", nil))
 	_, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging", Remember: cairn.RememberSession}}, nil)
 	if !errors.Is(err, cairn.ErrInvalidRequest) || !strings.Contains(err.Error(), "only an approval or a rejection") {
 		t.Fatalf("err = %v", err)
@@ -84,18 +85,18 @@ func TestHandoffNeedsApproval(t *testing.T) {
 		{Name: "billing", Model: model},
 	}, nil)
 
-	s := noErr(t)(r.Start(ctx, "triage", "I was charged twice", nil))
+	s := check.NoErr(t)(r.Start(ctx, "triage", "I was charged twice", nil))
 	if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || s.Interrupts[0].Tool != "transfer_to_billing" ||
 		s.Interrupts[0].Message != "Hand the conversation over to the billing agent?" || s.Stack[0].Agent != "triage" {
 		t.Fatalf("start: %+v", s)
 	}
-	ok := noErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil))
+	ok := check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil))
 	if ok.Status != cairn.StatusCompleted || ok.Stack[0].Agent != "billing" || ok.Output != "Billing here." {
 		t.Fatalf("approve: %+v", ok)
 	}
 
-	s = noErr(t)(r.Start(ctx, "triage", "I was charged twice", nil))
-	no := noErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "stay with triage"}}, nil))
+	s = check.NoErr(t)(r.Start(ctx, "triage", "I was charged twice", nil))
+	no := check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "stay with triage"}}, nil))
 	if no.Status != cairn.StatusCompleted || no.Stack[0].Agent != "triage" || no.Output != "Triage again: The user rejected this tool call: stay with triage" {
 		t.Fatalf("reject: %+v", no)
 	}

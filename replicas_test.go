@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -104,7 +105,7 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	slow := &slowTool{d: 700 * time.Millisecond, started: make(chan struct{}, 1)}
 	a := node(t, path, 3*time.Second, slow.tool())
 	b := node(t, path, 3*time.Second, slow.tool())
-	s := noErr(t)(a.Start(ctx, "main", "deploy", nil))
+	s := check.NoErr(t)(a.Start(ctx, "main", "deploy", nil))
 	go a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	<-slow.started
 	running, err := b.Session(ctx, s.ID)
@@ -145,7 +146,7 @@ func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	slow := &slowTool{d: 10 * time.Second, started: make(chan struct{}, 1)}
 	a := node(t, path, 3*time.Second, slow.tool())
-	s := noErr(t)(a.Start(ctx, "main", "deploy", nil))
+	s := check.NoErr(t)(a.Start(ctx, "main", "deploy", nil))
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() {
@@ -188,7 +189,7 @@ func TestSubscribeSeesAnotherNodesTurn(t *testing.T) {
 	slow := &slowTool{d: 300 * time.Millisecond}
 	a := node(t, path, 3*time.Second, slow.tool())
 	b := node(t, path, 3*time.Second, slow.tool())
-	s := noErr(t)(a.Start(ctx, "main", "deploy", nil))
+	s := check.NoErr(t)(a.Start(ctx, "main", "deploy", nil))
 	events, stop := b.Subscribe(s.ID, 2) // from seq 3: a resumed subscriber
 	defer stop()
 	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)

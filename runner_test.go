@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -129,7 +130,7 @@ func TestRejectedCallNeverRunsAndTheModelSeesTheReason(t *testing.T) {
 	var runs counter
 	m := &recordingModel{inner: deleteScript()}
 	r := newRunner(t, m, deleteTool(&runs))
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "I don't want to delete that file"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +152,7 @@ func TestApprovalWithEditedArgumentsRunsThem(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	id := s.Interrupts[0].ID
 
 	// Invalid replacements are refused and change nothing.
@@ -372,7 +373,7 @@ func TestConcurrentDecisionsOneWinner(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	var wg sync.WaitGroup
 	var ok, conflicts atomic.Int32
 	start := make(chan struct{})
@@ -403,7 +404,7 @@ func TestRefusedDecisionsChangeNothing(t *testing.T) {
 	ctx := context.Background()
 	var runs counter
 	r := newRunner(t, deleteScript(), deleteTool(&runs))
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	id := s.Interrupts[0].ID
 	cases := []struct {
 		name string
@@ -439,7 +440,7 @@ func TestFollowUpMessageStartsNewTurn(t *testing.T) {
 	ctx := context.Background()
 	m := &recordingModel{inner: scripted.New(scripted.Reply{Text: "you said {{.Input}}"})}
 	r := newRunner(t, m)
-	s := noErr(t)(r.Start(ctx, "main", "one", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "one", nil))
 	s, err := r.Send(ctx, s.ID, "two", s.Seq, nil)
 	if err != nil || s.Output != "you said two" {
 		t.Fatalf("%v %q", err, s.Output)
@@ -483,7 +484,7 @@ func TestTypedToolSchema(t *testing.T) {
 	// The schema is enforced: a value outside the enum never reaches the handler.
 	m := &recordingModel{inner: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"moon"}`}}}, scripted.Reply{Text: "{{.LastResult}}"})}
 	r := newRunner(t, m, tool)
-	s := noErr(t)(r.Start(context.Background(), "main", "go", nil))
+	s := check.NoErr(t)(r.Start(context.Background(), "main", "go", nil))
 	if !strings.Contains(s.Output, "do not match its schema") {
 		t.Fatalf("output %q", s.Output)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -60,11 +61,11 @@ func TestToolsetChanges(t *testing.T) {
 		return call("c1", names[len(names)-1], `{}`)
 	})
 	r := mustRunner(t, &cairn.Agent{Name: "main", Model: brain, Tools: []*cairn.Tool{echo("own")}, Toolsets: []cairn.Toolset{set}})
-	if s := noErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "first ran" {
+	if s := check.NoErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "first ran" {
 		t.Fatalf("before: %q", s.Output)
 	}
 	set.add(echo("second"))
-	if s := noErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "second ran" || len(seen[2]) != 3 {
+	if s := check.NoErr(t)(r.Start(ctx, "main", "go", nil)); s.Output != "second ran" || len(seen[2]) != 3 {
 		t.Fatalf("after: %q, tools %v", s.Output, seen)
 	}
 	set.add(echo("own")) // clashes with the agent's own tool: ignored

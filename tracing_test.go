@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 )
 
 func TestSpansFollowGenAIConventions(t *testing.T) {
@@ -16,7 +17,7 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	var runs counter
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{TracerProvider: tp})
 	ctx := context.Background()
-	s := noErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)
 
 	byName := map[string][]sdktrace.ReadOnlySpan{}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/server"
 )
@@ -40,8 +41,8 @@ func TestListingsInlinePreviews(t *testing.T) {
 	hs := httptest.NewServer(server.New(r, nil))
 	defer hs.Close()
 	api := hs.URL
-	done := noErr(t)(r.Start(t.Context(), "main", "talk", nil))
-	paused := noErr(t)(r.Start(t.Context(), "main", "pause", nil))
+	done := check.NoErr(t)(r.Start(t.Context(), "main", "talk", nil))
+	paused := check.NoErr(t)(r.Start(t.Context(), "main", "pause", nil))
 
 	get := func(path string, v any) int {
 		resp, err := http.Get(api + path)
@@ -84,17 +85,5 @@ func TestListingsInlinePreviews(t *testing.T) {
 	get("/v1/sessions/"+done.ID, &whole)
 	if whole.Output != long || whole.Truncated != nil {
 		t.Fatalf("the session lost its output: %d bytes", len(whole.Output))
-	}
-}
-
-// noErr fails t when a call under test errs, and returns its session:
-// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
-func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
-	return func(s *cairn.Session, err error) *cairn.Session {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("call under test: %v", err)
-		}
-		return s
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/mcptest"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -73,7 +74,7 @@ func TestFilesystemServerApprovals(t *testing.T) {
 	}
 
 	os.Remove(target)
-	s = noErr(t)(r.Start(ctx, "main", "write the notes", nil))
+	s = check.NoErr(t)(r.Start(ctx, "main", "write the notes", nil))
 	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "not today"}}, nil)
 	if err != nil || s.Output != "The user rejected this tool call: not today" {
 		t.Fatalf("reject: %v %+v", err, s)
@@ -149,17 +150,5 @@ func TestKilledServerRestarts(t *testing.T) {
 	out, err := echo.Handler(ctx, []byte(`{"message":"back"}`))
 	if err != nil || !strings.Contains(out, "back") || h.Pid("everything") == pid {
 		t.Fatalf("after the restart: %q %v (pid %d → %d)", out, err, pid, h.Pid("everything"))
-	}
-}
-
-// noErr fails t when a call under test errs, and returns its session:
-// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
-func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
-	return func(s *cairn.Session, err error) *cairn.Session {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("call under test: %v", err)
-		}
-		return s
 	}
 }

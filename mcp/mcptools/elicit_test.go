@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/mcptest"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -85,7 +86,7 @@ func TestElicitationBecomesAQuestion(t *testing.T) {
 	}
 	assertRanOnce(t, r, s.ID)
 
-	s = noErr(t)(r.Start(ctx, "main", "ask me", nil))
+	s = check.NoErr(t)(r.Start(ctx, "main", "ask me", nil))
 	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "private"}}, nil)
 	if err != nil || s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "User declined") || !strings.Contains(s.Output, `"action": "decline"`) {
 		t.Fatalf("reject: %v %+v", err, s)
@@ -180,7 +181,7 @@ func TestCancelledSessionCancelsTheQuestion(t *testing.T) {
 	}
 
 	// Answered, the same server hears accept (over HTTP this time).
-	s = noErr(t)(r.Start(ctx, "main", "go", nil))
+	s = check.NoErr(t)(r.Start(ctx, "main", "go", nil))
 	s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{"ok":true}`)}}, nil)
 	if err != nil || s.Output != "accept" || <-heard != "accept" {
 		t.Fatalf("answer: %v %+v", err, s)

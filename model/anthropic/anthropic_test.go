@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
 	"github.com/cairnhq/cairn/model/anthropic"
 )
@@ -60,7 +61,7 @@ func TestApproveAndRejectThroughTheMessagesAPI(t *testing.T) {
 				t.Fatalf("approve: %v %q %v", err, s.Output, deleted)
 			}
 
-			s = noErr(t)(r.Start(ctx, "files", "Delete the file named 'test.txt'", nil))
+			s = check.NoErr(t)(r.Start(ctx, "files", "Delete the file named 'test.txt'", nil))
 			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "reject", Reason: "keep it"}}, nil)
 			if err != nil || !strings.Contains(s.Output, "I did not delete it: The user rejected this tool call: keep it") || len(deleted) != 1 {
 				t.Fatalf("reject: %v %q %v", err, s.Output, deleted)
@@ -117,17 +118,5 @@ func TestStreamingDeltasAndErrors(t *testing.T) {
 	s, err := r2.Start(context.Background(), "a", "hi", nil)
 	if err != nil || s.Status != "failed" || !strings.Contains(s.Error.Message, "anthropic claude-test") {
 		t.Fatalf("%v %+v", err, s.Error)
-	}
-}
-
-// noErr fails t when a call under test errs, and returns its session:
-// s := noErr(t)(r.Start(ctx, "main", "go", nil)).
-func noErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
-	return func(s *cairn.Session, err error) *cairn.Session {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("call under test: %v", err)
-		}
-		return s
 	}
 }

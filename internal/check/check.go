@@ -1,0 +1,22 @@
+// Package check holds the tests' assertions on calls under test that
+// several packages share.
+package check
+
+import (
+	"testing"
+
+	"github.com/cairnhq/cairn"
+)
+
+// NoErr fails t when a call under test errs, and returns its session:
+//
+//	s := check.NoErr(t)(r.Start(ctx, "main", "go", nil))
+func NoErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
+	return func(s *cairn.Session, err error) *cairn.Session {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("call under test: %v", err)
+		}
+		return s
+	}
+}
