@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
@@ -210,11 +211,10 @@ func TestPanickingCallbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Status == cairn.StatusRunning && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	testwait.For(t, 5*time.Second, "the detached turn to end", func() bool {
 		s, _ = r2.Session(ctx, s.ID)
-	}
+		return s.Status != cairn.StatusRunning
+	})
 	if s.Status != cairn.StatusFailed {
 		t.Fatalf("detached: %+v", s)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/server"
 )
 
@@ -161,17 +162,9 @@ func TestStreamLimits(t *testing.T) {
 		}
 	}
 	// Both earlier streams ended (idle): a new one is accepted.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := openStream(t, ctx, e.base, id)
-		if r.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a stream after the others ended: %d", r.StatusCode)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, "a stream to be accepted after the others ended", func() bool {
+		return openStream(t, ctx, e.base, id).StatusCode == 200
+	})
 }
 
 // Body mistakes are explained in the body's terms: the field, what was

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 
@@ -137,19 +138,11 @@ func TestSSECoalescesFlushes(t *testing.T) {
 	req.Header.Set("Accept", "text/event-stream")
 	served := make(chan struct{})
 	go func() { defer close(served); srv.ServeHTTP(w, req) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.For(t, 10*time.Second, "turn_completed in the stream", func() bool {
 		w.mu.Lock()
-		done := strings.Contains(w.body.String(), "event: turn_completed")
-		w.mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no turn_completed in the stream:\n%s", w.body.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer w.mu.Unlock()
+		return strings.Contains(w.body.String(), "event: turn_completed")
+	})
 	cancel()
 	<-served
 	// One flush opens the stream (its headers); the 7 frames need one more.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/chromedp/chromedp"
 )
 
@@ -124,17 +125,12 @@ func apiCall(t *testing.T, method, url, token, body string) (int, map[string]any
 // waitSession polls the API until the session reaches status.
 func waitSession(t *testing.T, base, id, status string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, s := apiCall(t, "GET", base+"/v1/sessions/"+id, approverToken, "")
-		if s["status"] == status {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s: %v, want %s", id, s["status"], status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var s map[string]any
+	testwait.For(t, 20*time.Second, "session "+id+" to be "+status, func() bool {
+		_, s = apiCall(t, "GET", base+"/v1/sessions/"+id, approverToken, "")
+		return s["status"] == status
+	})
+	return s
 }
 
 // browserServer runs cairn serve on browserConfig in a new directory.

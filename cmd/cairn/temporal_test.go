@@ -312,16 +312,12 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the decision did not complete after the worker returned")
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		got := getJSON(t, url+"/v1/sessions/"+hasty["id"].(string))
-		if got["status"] == "completed" {
-			if out, _ := got["output"].(string); !strings.Contains(out, "approval expired") {
-				t.Fatalf("the expired approval: %v", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deadline that passed while no worker ran did not act: %v", got)
-		}
+	var got map[string]any
+	testwait.For(t, 15*time.Second, "the deadline that passed while no worker ran to act", func() bool {
+		got = getJSON(t, url+"/v1/sessions/"+hasty["id"].(string))
+		return got["status"] == "completed"
+	})
+	if out, _ := got["output"].(string); !strings.Contains(out, "approval expired") {
+		t.Fatalf("the expired approval: %v", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
@@ -41,13 +42,9 @@ func everythingRunner(t *testing.T, st store.Store) (*cairn.Runner, *mcptools.Hu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == elicitTool }) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the elicitation tool never reached the agent: %v", h.ToolNames("everything"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the elicitation tool to reach the agent", func() bool {
+		return slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == elicitTool })
+	})
 	return r, h
 }
 
@@ -214,13 +211,7 @@ func TestToolListChanged(t *testing.T) {
 		t.Fatalf("tools at start: %d", got)
 	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "second", Annotations: readOnly}, echo("second"))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.Agents()[0].Tools) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new tool never arrived: %v", h.ToolNames("grower"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the new tool to arrive", func() bool { return len(r.Agents()[0].Tools) == 2 })
 	srv.RemoveTools("first")
 	s, err := r.Start(ctx, "main", "go", nil)
 	if err != nil || s.Output != "second ran" {
@@ -247,12 +238,9 @@ func TestURLElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == tool }); {
-		if time.Now().After(deadline) {
-			t.Fatalf("tools: %v", h.ToolNames("everything"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "tool "+tool+" to reach the agent", func() bool {
+		return slices.ContainsFunc(r.Agents()[0].Tools, func(ti cairn.ToolInfo) bool { return ti.Name == tool })
+	})
 	s, err := r.Start(ctx, "main", "sign me in", nil)
 	if err != nil || s.Status != cairn.StatusPaused {
 		t.Fatalf("start: %v %+v", err, s)
