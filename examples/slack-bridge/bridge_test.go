@@ -16,6 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -124,15 +125,17 @@ func TestBridgeApprovesFromSlack(t *testing.T) {
 
 func waitMessage(t *testing.T, fs *FakeSlack, ok func(FakeMessage) bool) FakeMessage {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var found FakeMessage
+	testwait.For(t, 10*time.Second, "the message in the fake channel", func() bool {
 		for _, m := range fs.Messages() {
 			if ok(m) {
-				return m
+				found = m
+				return true
 			}
 		}
-	}
-	t.Fatalf("no such message in the fake channel after 10 s: %+v", fs.Messages())
-	return FakeMessage{}
+		return false
+	})
+	return found
 }
 
 // A right-to-left override in what the model wrote shows as a marker in
