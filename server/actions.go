@@ -85,7 +85,7 @@ func (s *Server) actionForm(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			page := &actionPage{Title: title, Link: link, In: &in, Args: indented(in.Arguments)}
-			page.Args, page.More = fold(page.Args, foldArgsAt)
+			page.Args, page.More = session.Fold(page.Args, foldArgsAt)
 			writeActionPage(w, http.StatusOK, page)
 			return
 		}
@@ -166,17 +166,6 @@ func writeActionPage(w http.ResponseWriter, status int, page *actionPage) {
 
 func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
-}
-
-// fold splits s after n characters: what shows, and what is folded.
-func fold(s string, n int) (head, rest string) {
-	for i := range s {
-		if n == 0 {
-			return s[:i], s[i:]
-		}
-		n--
-	}
-	return s, ""
 }
 
 func indented(raw json.RawMessage) string {

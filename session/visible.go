@@ -40,6 +40,19 @@ func Visible(s string) string {
 	return b.String()
 }
 
+// Fold splits s after n characters (runes, never inside one): the start a
+// front end shows, and the rest it folds behind "expand" or names by
+// length. rest is "" when s is that short.
+func Fold(s string, n int) (head, rest string) {
+	for i := range s {
+		if n == 0 {
+			return s[:i], s[i:]
+		}
+		n--
+	}
+	return s, ""
+}
+
 const zwj = '\u200D'
 
 // hasHidden reports whether Visible would change s; most text has nothing

@@ -59,3 +59,20 @@ func ExampleVisible() {
 	fmt.Println(session.Visible("Open \u202egpj.exe?"))
 	// Output: Open ⟨U+202E⟩gpj.exe?
 }
+
+func TestFold(t *testing.T) {
+	for _, c := range []struct {
+		s          string
+		n          int
+		head, rest string
+	}{
+		{"short", 10, "short", ""},
+		{"日本語です", 2, "日本", "語です"},
+		{"abc", 3, "abc", ""},
+		{"abc", 0, "", "abc"},
+	} {
+		if h, r := session.Fold(c.s, c.n); h != c.head || r != c.rest {
+			t.Errorf("Fold(%q, %d) = %q, %q; want %q, %q", c.s, c.n, h, r, c.head, c.rest)
+		}
+	}
+}

@@ -252,13 +252,11 @@ func oneLine(s string, n int) string {
 // clip cuts s after n characters and says how many more there were: a
 // terminal shows a long value's start, not 100,000 characters.
 func clip(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i] + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(s[i:]))
-		}
-		n--
+	head, rest := session.Fold(s, n)
+	if rest == "" {
+		return s
 	}
-	return s
+	return head + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(rest))
 }
 
 func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {

@@ -155,15 +155,11 @@ const argsShown = 2500
 // shownArgs are the arguments as the message shows them: visible, and cut
 // after argsShown characters with a word on where the rest is.
 func shownArgs(raw []byte) string {
-	s := session.Visible(string(raw))
-	n := 0
-	for i := range s {
-		if n == argsShown {
-			return s[:i] + fmt.Sprintf("… (%d more characters: the approve link's page shows them whole)", utf8.RuneCountInString(s[i:]))
-		}
-		n++
+	head, rest := session.Fold(session.Visible(string(raw)), argsShown)
+	if rest == "" {
+		return head
 	}
-	return s
+	return head + fmt.Sprintf("… (%d more characters: the approve link's page shows them whole)", utf8.RuneCountInString(rest))
 }
 
 // approvalBlocks are the message: what waits, its arguments, and one button

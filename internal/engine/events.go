@@ -6,11 +6,6 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// decodePayload decodes an event's data into the payload of its type.
-func decodePayload(ev *session.Event) (eventData, error) {
-	return session.DecodeEvent(*ev)
-}
-
 // Payload is the data of events[i]: payloads[i] when the engine gave it
 // (Step.Payloads), else decoded from the event (a *DecisionMade for a
 // decision, a *TurnPaused for turn_paused, …). Read it; never change it.
@@ -18,7 +13,7 @@ func Payload(events []session.Event, payloads []any, i int) (any, error) {
 	if i < len(payloads) && payloads[i] != nil {
 		return payloads[i], nil
 	}
-	return decodePayload(&events[i])
+	return session.DecodeEvent(events[i])
 }
 
 // Replay rebuilds a session's state from its log. Events must be in seq order
@@ -38,7 +33,7 @@ func applyLog(st *State, events []session.Event) error {
 		if ev.Seq != st.Seq+1 {
 			return fmt.Errorf("event log: expected seq %d, found %d", st.Seq+1, ev.Seq)
 		}
-		p, err := decodePayload(ev)
+		p, err := session.DecodeEvent(*ev)
 		if err != nil {
 			return fmt.Errorf("event log: %w", err)
 		}
