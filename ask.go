@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
+
+	"github.com/cairnhq/cairn/internal/runtime"
 )
 
 // Ask asks the user a question from inside a tool handler and returns the
@@ -47,41 +48,20 @@ type Question struct {
 // runs again after the answer, it returns the Answer. A declined Answer
 // (Answer.Declined) reaches only tools whose Question is Held.
 func AskFor(ctx context.Context, q Question) (Answer, error) {
-	tc := toolCallFrom(ctx)
-	if tc == nil {
+	c := runtime.CallFrom(ctx)
+	if c == nil {
 		return Answer{}, errors.New("cairn.AskFor: called outside a tool run by a cairn.Runner")
 	}
-	st := &tc.ask
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if !q.Held && st.next < len(st.answers) {
-		a := st.answers[st.next]
-		st.next++
-		return a, nil
-	}
-	return Answer{}, &askError{q: q}
+	return c.Ask(runtime.Question(q))
 }
 
 // Answers returns the answers the user gave to the questions this tool call
 // asked so far, in order: what a tool holding work in flight (Question.Held)
 // needs to hand over the latest one.
 func Answers(ctx context.Context) []Answer {
-	tc := toolCallFrom(ctx)
-	if tc == nil {
+	c := runtime.CallFrom(ctx)
+	if c == nil {
 		return nil
 	}
-	return tc.ask.answers
-}
-
-type askState struct {
-	mu      sync.Mutex
-	answers []Answer
-	next    int
-}
-
-// askError is what AskFor returns to pause; the Runner recognises it.
-type askError struct{ q Question }
-
-func (e *askError) Error() string {
-	return "cairn: the tool asked the user a question and waits for the answer: " + e.q.Text
+	return c.Answers()
 }

@@ -1,23 +1,21 @@
 package cairn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cairnhq/cairn/session"
 	"reflect"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	validator "github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Tool is something an agent can call. Build one from a typed Go function with
@@ -139,10 +137,10 @@ func NewTool[Args, Result any](spec *Tool, fn func(ctx context.Context, args Arg
 	}
 	name := t.Name
 	if t.Parameters == nil {
-		schema, err := jsonschema.For[Args](nil)
+		doc, err := jsonschema.For[Args](nil)
 		if err == nil {
-			addEnums(schema, reflect.TypeFor[Args]())
-			t.Parameters, err = json.Marshal(schema)
+			addEnums(doc, reflect.TypeFor[Args]())
+			t.Parameters, err = json.Marshal(doc)
 		}
 		if err != nil {
 			// Reported by NewRunner, which validates every tool.
@@ -215,37 +213,19 @@ func addEnums(s *jsonschema.Schema, t reflect.Type) {
 	}
 }
 
-// toolCall is what a running tool finds in its context.
-type toolCall struct {
-	key string
-	ask askState
-}
-
-type toolCallKey struct{}
-
-func toolCallFrom(ctx context.Context) *toolCall {
-	tc, _ := ctx.Value(toolCallKey{}).(*toolCall)
-	return tc
-}
-
 // IdempotencyKey returns the key of the tool call running with ctx: unique to
 // the call within its session and the same if the call is ever run again.
 // Pass it to downstream systems that deduplicate (payment APIs, for one).
 func IdempotencyKey(ctx context.Context) string {
-	if tc := toolCallFrom(ctx); tc != nil {
-		return tc.key
+	if c := runtime.CallFrom(ctx); c != nil {
+		return c.Key
 	}
 	return ""
 }
 
-// compiledTool is a Tool checked and prepared once, at NewRunner.
-type compiledTool struct {
-	*Tool
-	schema   *validator.Schema
-	template *template.Template
-}
-
-func compileTool(t *Tool) (*compiledTool, error) {
+// compile checks t and prepares it once, for the runtime: its schema and
+// confirmation template compiled, its description for GET /v1/agents.
+func (t *Tool) compile() (*runtime.Tool, error) {
 	if t == nil || t.Name == "" {
 		return nil, fmt.Errorf("a tool has no name")
 	}
@@ -256,110 +236,62 @@ func compileTool(t *Tool) (*compiledTool, error) {
 	if len(params) == 0 {
 		params = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	schema, err := compileSchema(params)
+	args, err := schema.Compile(params)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
 	}
-	ct := &compiledTool{Tool: t, schema: schema}
-	if t.Parameters == nil {
-		cp := *t
-		cp.Parameters = params
-		ct.Tool = &cp
-	}
-	if t.Confirmation != "" {
-		ct.template, err = template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: confirmation template: %w", t.Name, err)
-		}
-	}
-	return ct, nil
-}
-
-// CheckSchema reports whether doc is a JSON Schema that Cairn can validate
-// tool arguments with.
-func CheckSchema(doc json.RawMessage) error {
-	_, err := compileSchema(doc)
-	return err
-}
-
-// compileSchema compiles a JSON Schema document once, for validating arguments.
-func compileSchema(doc json.RawMessage) (*validator.Schema, error) {
-	v, err := validator.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	c := validator.NewCompiler()
-	if err := c.AddResource("tool.json", v); err != nil {
-		return nil, err
-	}
-	return c.Compile("tool.json")
-}
-
-// checkAnswer validates the content of an answer against its question's schema.
-func checkAnswer(schema json.RawMessage, content any) error {
-	s, err := compileSchema(schema)
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(content); err != nil {
-		return schemaError(err)
-	}
-	return nil
-}
-
-func (t *compiledTool) engineTool() *engine.Tool {
 	et := &engine.Tool{
-		Definition:  toolDefinition(t.Tool),
+		Definition:  model.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: params},
 		Idempotent:  t.Idempotent,
 		ApprovalTTL: t.ApprovalTTL,
 		Kind:        t.kind,
 		Target:      t.target,
 		Mode:        t.mode,
-		Validate: func(v any) error {
-			if err := t.schema.Validate(v); err != nil {
-				return schemaError(err)
-			}
-			return nil
-		},
+		Validate:    func(v any) error { return schema.Validate(args, v) },
 	}
-	if !t.Approval.IsNever() {
-		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return t.Approval.Asks(a.Raw) }
+	if policy := t.Approval; !policy.IsNever() {
+		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return policy.Asks(a.Raw) }
 	}
-	if t.template != nil {
+	if t.Confirmation != "" {
+		tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: confirmation template: %w", t.Name, err)
+		}
 		et.Confirm = func(a engine.ToolArgs) (string, error) {
 			var b strings.Builder
-			if err := t.template.Execute(&b, a.Value); err != nil {
+			if err := tmpl.Execute(&b, a.Value); err != nil {
 				return "", err
 			}
 			return strings.ReplaceAll(b.String(), "<no value>", ""), nil
 		}
 	}
-	return et
+	return &runtime.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params)}, nil
 }
 
-// schemaError flattens a validation error into one readable line per problem.
-func schemaError(err error) error {
-	ve, ok := err.(*validator.ValidationError)
-	if !ok {
-		return err
+// info describes the tool for clients (GET /v1/agents).
+func (t *Tool) info(params json.RawMessage) ToolInfo {
+	info := ToolInfo{Name: t.Name, Description: t.Description, Parameters: params, Kind: "function",
+		Agent: t.target, Approval: t.Approval.Rule(), Confirmation: t.Confirmation, Idempotent: t.Idempotent}
+	switch {
+	case t.kind == engine.ToolHandoff:
+		info.Kind = "handoff"
+	case t.kind == engine.ToolAgent && t.mode == ModeInteractive:
+		info.Kind = "interactive_agent"
+	case t.kind == engine.ToolAgent:
+		info.Kind = "agent"
 	}
-	p := message.NewPrinter(language.English)
-	var leaves []string
-	var walk func(e *validator.ValidationError)
-	walk = func(e *validator.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			leaves = append(leaves, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(p)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+	if t.ApprovalTTL > 0 {
+		info.ApprovalTTL = t.ApprovalTTL.String()
 	}
-	walk(ve)
-	return fmt.Errorf("%s", strings.Join(leaves, "; "))
+	if t.Timeout > 0 {
+		info.Timeout = t.Timeout.String()
+	}
+	return info
 }
 
-func toolDefinition(t *Tool) model.ToolDefinition {
-	return model.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+// CheckSchema reports whether doc is a JSON Schema that Cairn can validate
+// tool arguments with.
+func CheckSchema(doc json.RawMessage) error {
+	_, err := schema.Compile(doc)
+	return err
 }

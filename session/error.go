@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -78,3 +80,39 @@ func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code
 }
+
+// CodeOf returns the code of the *Error in err's chain, or "" if there is
+// none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// The errors callers branch on with errors.Is, defined once here and
+// re-exported by package cairn (which documents each). A request refused
+// with one of the coded ones changed nothing.
+var (
+	ErrConflict            error = &Error{Code: CodeConflict, Message: "conflict"}
+	ErrNotFound            error = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrUnknownAgent        error = &Error{Code: CodeUnknownAgent, Message: "unknown agent"}
+	ErrUnknownInterrupt    error = &Error{Code: CodeUnknownInterrupt, Message: "unknown interrupt"}
+	ErrInvalidArguments    error = &Error{Code: CodeInvalidArguments, Message: "invalid arguments"}
+	ErrExpired             error = &Error{Code: CodeExpired, Message: "expired"}
+	ErrInvalidRequest      error = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+	ErrInvalidContinuation error = &Error{Code: CodeInvalidContinuation, Message: "invalid continuation"}
+	ErrInvalidLink         error = &Error{Code: CodeInvalidLink, Message: "invalid action link"}
+
+	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
+	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.
+	ErrLeaseLost    error = leaseLost{}
+	ErrShuttingDown       = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
+	ErrInDoubt            = errors.New("cairn: the tool cannot tell whether its work took effect")
+)
+
+type leaseLost struct{}
+
+func (leaseLost) Error() string { return "lease lost: another process took over the session" }
+func (leaseLost) Unwrap() error { return ErrConflict }

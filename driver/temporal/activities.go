@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/runtime"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store"
 )
@@ -20,14 +21,14 @@ const (
 	ActivityTools  = "cairn.Tools"
 )
 
-// MirrorArgs are a step's events and the head to store with them.
-type MirrorArgs struct {
+// mirrorArgs are a step's events and the head to store with them.
+type mirrorArgs struct {
 	Head   store.Head
 	Events []cairn.Event
 }
 
-// ModelArgs are a CallModel effect.
-type ModelArgs struct {
+// modelArgs are a CallModel effect.
+type modelArgs struct {
 	SessionID string
 	// Seq is the seq of the session's last event when the call starts: its
 	// text deltas follow it (0 in histories written before it was added).
@@ -35,16 +36,16 @@ type ModelArgs struct {
 	Effect engine.CallModel
 }
 
-// ModelResult is a model call's outcome: a response, or why it failed (a
+// modelResult is a model call's outcome: a response, or why it failed (a
 // failed model call is an outcome the engine records, not an activity
 // failure Temporal would retry).
-type ModelResult struct {
+type modelResult struct {
 	Response *model.Response      `json:",omitempty"`
 	Error    string               `json:",omitempty"`
 	Provider *model.ProviderError `json:",omitempty"`
 }
 
-func (m ModelResult) failure() error {
+func (m modelResult) failure() error {
 	switch {
 	case m.Provider != nil:
 		return m.Provider
@@ -54,44 +55,44 @@ func (m ModelResult) failure() error {
 	return nil
 }
 
-// ToolsArgs are a RunTools effect.
-type ToolsArgs struct {
+// toolsArgs are a RunTools effect.
+type toolsArgs struct {
 	Effect engine.RunTools
 }
 
-// Activities perform a session's effects with a Runner's core: its
+// activities perform a session's effects with a Runner's core: its
 // agents' models and tools, its store and webhooks.
-type Activities struct {
-	core      cairn.DriverCore
+type activities struct {
+	core      runtime.Core
 	heartbeat time.Duration
 }
 
 // Mirror writes a step's events to Cairn's store.
-func (a *Activities) Mirror(ctx context.Context, in MirrorArgs) error {
+func (a *activities) Mirror(ctx context.Context, in mirrorArgs) error {
 	return a.core.Mirror(ctx, in.Head, in.Events)
 }
 
 // Model calls the frame's agent's model.
-func (a *Activities) Model(ctx context.Context, in ModelArgs) (ModelResult, error) {
+func (a *activities) Model(ctx context.Context, in modelArgs) (modelResult, error) {
 	var resp *model.Response
 	var err error
 	a.beating(ctx, func(ctx context.Context) { resp, err = a.core.CallModel(ctx, in.SessionID, in.Seq, in.Effect) })
 	if ctx.Err() != nil {
-		return ModelResult{}, ctx.Err() // cancelled: the workflow decides
+		return modelResult{}, ctx.Err() // cancelled: the workflow decides
 	}
 	if err != nil {
-		out := ModelResult{Error: err.Error()}
+		out := modelResult{Error: err.Error()}
 		var pe *model.ProviderError
 		if errors.As(err, &pe) {
 			out.Provider = pe
 		}
 		return out, nil
 	}
-	return ModelResult{Response: resp}, nil
+	return modelResult{Response: resp}, nil
 }
 
 // Tools runs a batch of approved or automatic calls.
-func (a *Activities) Tools(ctx context.Context, in ToolsArgs) ([]engine.ToolOutcome, error) {
+func (a *activities) Tools(ctx context.Context, in toolsArgs) ([]engine.ToolOutcome, error) {
 	var out []engine.ToolOutcome
 	a.beating(ctx, func(ctx context.Context) { out = a.core.RunTools(ctx, in.Effect) })
 	return out, nil
@@ -99,7 +100,7 @@ func (a *Activities) Tools(ctx context.Context, in ToolsArgs) ([]engine.ToolOutc
 
 // beating runs fn while heartbeating, so a worker that dies is noticed
 // within the heartbeat timeout instead of the activity's whole timeout.
-func (a *Activities) beating(ctx context.Context, fn func(ctx context.Context)) {
+func (a *activities) beating(ctx context.Context, fn func(ctx context.Context)) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -46,3 +46,7 @@ func history(tb testing.TB, c client.Client, id string) *historypb.History {
 	}
 	return &h
 }
+
+type deployArgs struct {
+	Env string `json:"env"`
+}

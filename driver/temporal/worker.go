@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/runtime"
 )
 
 // Options tune the workflows and activities of a worker. The zero value
@@ -46,11 +47,11 @@ func (o *Options) defaults() {
 	}
 }
 
-// Workflows holds what a session's workflow runs: a Runner's engine.
+// workflows holds what a session's workflow runs: a Runner's engine.
 // Its configuration (agents, tools, approval rules) must be the same on
 // every worker: a workflow replays its history against it.
-type Workflows struct {
-	core cairn.DriverCore
+type workflows struct {
+	core runtime.Core
 	opts Options
 }
 
@@ -59,7 +60,7 @@ type Workflows struct {
 func Register(w worker.Registry, runner *cairn.Runner, opts *Options) {
 	RegisterWorkflow(w, runner, opts)
 	o := withDefaults(opts)
-	acts := &Activities{core: runner.DriverCore(), heartbeat: o.Heartbeat}
+	acts := &activities{core: runner.DriverCore().(runtime.Core), heartbeat: o.Heartbeat}
 	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
 	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
 	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
@@ -74,7 +75,7 @@ type WorkflowRegistry interface {
 // RegisterWorkflow registers the session workflow alone, with runner's
 // engine (agents, tools, approval rules).
 func RegisterWorkflow(w WorkflowRegistry, runner *cairn.Runner, opts *Options) {
-	wf := &Workflows{core: runner.DriverCore(), opts: withDefaults(opts)}
+	wf := &workflows{core: runner.DriverCore().(runtime.Core), opts: withDefaults(opts)}
 	w.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: WorkflowName})
 }
 

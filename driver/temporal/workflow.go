@@ -33,9 +33,9 @@ const (
 	UpdateCancel  = "cancel"  // CancelArgs
 )
 
-// Params start a session's workflow: its first input, or (after
+// params start a session's workflow: its first input, or (after
 // continue-as-new) the state it goes on from.
-type Params struct {
+type params struct {
 	Start    *engine.Start `json:",omitempty"`
 	Snapshot []byte        `json:",omitempty"`
 }
@@ -70,7 +70,7 @@ type CancelArgs struct {
 // sessionRun is one workflow run's state: the engine state and the step
 // the main loop drives next.
 type sessionRun struct {
-	w         *Workflows
+	w         *workflows
 	st        *engine.State
 	pending   *engine.Step  // a step applied and not yet driven
 	driving   bool          // the main loop is performing effects
@@ -82,7 +82,7 @@ type sessionRun struct {
 }
 
 // Session is the workflow of one session.
-func (w *Workflows) Session(ctx workflow.Context, p Params) error {
+func (w *workflows) Session(ctx workflow.Context, p params) error {
 	r := &sessionRun{w: w, st: &engine.State{}}
 	if p.Snapshot != nil {
 		st, _, err := engine.Restore(p.Snapshot, nil, nil)
@@ -118,7 +118,7 @@ func (w *Workflows) Session(ctx workflow.Context, p Params) error {
 			if err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, WorkflowName, Params{Snapshot: snap})
+			return workflow.NewContinueAsNewError(ctx, WorkflowName, params{Snapshot: snap})
 		}
 	}
 }
@@ -289,7 +289,7 @@ func (r *sessionRun) mirror(ctx workflow.Context, events []cairn.Event) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
 	})
-	if err := workflow.ExecuteActivity(actx, ActivityMirror, MirrorArgs{Head: head, Events: events}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, ActivityMirror, mirrorArgs{Head: head, Events: events}).Get(ctx, nil); err != nil {
 		return err
 	}
 	r.mirrored++
@@ -316,8 +316,8 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			StartToCloseTimeout: r.w.opts.ModelTimeout, HeartbeatTimeout: r.w.opts.Heartbeat,
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 		})
-		var out ModelResult
-		err := workflow.ExecuteActivity(actx, ActivityModel, ModelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff}).Get(tctx, &out)
+		var out modelResult
+		err := workflow.ExecuteActivity(actx, ActivityModel, modelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff}).Get(tctx, &out)
 		switch {
 		case r.cancelled:
 			return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
@@ -331,7 +331,7 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
 		var out []engine.ToolOutcome
-		err := workflow.ExecuteActivity(actx, ActivityTools, ToolsArgs{Effect: eff}).Get(ctx, &out)
+		err := workflow.ExecuteActivity(actx, ActivityTools, toolsArgs{Effect: eff}).Get(ctx, &out)
 		if err == nil {
 			return engine.ToolsDone{Frame: eff.Frame, Results: out}, nil
 		}

@@ -1,4 +1,4 @@
-package temporal_test
+package temporal
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairnhq/cairn"
-	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
@@ -53,7 +52,7 @@ func newFixture(t *testing.T, ttl time.Duration) *fixture {
 	var suite testsuite.WorkflowTestSuite
 	f.env = suite.NewTestWorkflowEnvironment()
 	f.env.SetTestTimeout(30 * time.Second)
-	ctemporal.Register(f.env, r, &ctemporal.Options{Heartbeat: time.Second})
+	Register(f.env, r, &Options{Heartbeat: time.Second})
 	return f
 }
 
@@ -95,7 +94,7 @@ func (f *fixture) run(id string, steps ...func()) {
 		f.env.RegisterDelayedCallback(step, time.Duration(i+1)*time.Second)
 	}
 	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, time.Duration(len(steps)+1)*time.Second)
-	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: id, Agent: "ops", Text: "ship it"}})
+	f.env.ExecuteWorkflow(WorkflowName, params{Start: &engine.Start{SessionID: id, Agent: "ops", Text: "ship it"}})
 	if err := f.env.GetWorkflowError(); err != nil && !strings.Contains(err.Error(), "canceled") {
 		f.t.Fatalf("the workflow ended with %v", err)
 	}
@@ -112,12 +111,12 @@ func TestApprovalOnTheWorkflow(t *testing.T) {
 				return
 			}
 			in := s.Interrupts[0].ID
-			stale = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq - 1, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
-			unknown = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: "int_of_another_session", Action: cairn.ActionApprove}}})
-			invalid = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove, Arguments: []byte(`{"env": 5}`)}}})
+			stale = f.update(UpdateDecide, DecideArgs{Seq: s.Seq - 1, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
+			unknown = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: "int_of_another_session", Action: cairn.ActionApprove}}})
+			invalid = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove, Arguments: []byte(`{"env": 5}`)}}})
 			// Two decisions on the same pause at once: one wins.
-			first = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
-			second = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionReject}}})
+			first = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}})
+			second = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: in, Action: cairn.ActionReject}}})
 		},
 	)
 	if stale == nil || stale.rejected == nil || !strings.Contains(stale.rejected.Error(), "seq") {
@@ -145,8 +144,8 @@ func TestApprovalOnTheWorkflow(t *testing.T) {
 func TestLostToolActivityIsInDoubt(t *testing.T) {
 	f := newFixture(t, 0)
 	var lost atomic.Bool
-	f.env.OnActivity(ctemporal.ActivityTools, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, a ctemporal.ToolsArgs) ([]engine.ToolOutcome, error) {
+	f.env.OnActivity(ActivityTools, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, a toolsArgs) ([]engine.ToolOutcome, error) {
 			if lost.CompareAndSwap(false, true) {
 				return nil, errors.New("activity heartbeat timeout: the worker stopped")
 			}
@@ -156,7 +155,7 @@ func TestLostToolActivityIsInDoubt(t *testing.T) {
 	f.run("ses_wf2",
 		func() {
 			s := f.session("ses_wf2")
-			approve = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+			approve = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
 		},
 		func() {
 			s := f.session("ses_wf2")
@@ -164,7 +163,7 @@ func TestLostToolActivityIsInDoubt(t *testing.T) {
 				t.Errorf("after the lost activity: %+v", s)
 				return
 			}
-			retry = f.update(ctemporal.UpdateDecide, ctemporal.DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+			retry = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
 		},
 	)
 	if approve == nil || approve.err != nil || approve.result.Status != cairn.StatusPaused || !approve.result.Interrupts[0].InDoubt {
@@ -185,7 +184,7 @@ func TestApprovalExpiresOnATimer(t *testing.T) {
 		}
 	}, 30*time.Minute)
 	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, 2*time.Hour)
-	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: "ses_wf3", Agent: "ops", Text: "ship it"}})
+	f.env.ExecuteWorkflow(WorkflowName, params{Start: &engine.Start{SessionID: "ses_wf3", Agent: "ops", Text: "ship it"}})
 	if s := f.session("ses_wf3"); s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || f.runs.Load() != 0 {
 		t.Fatalf("after the deadline: %s %q, runs %d", s.Status, s.Output, f.runs.Load())
 	}
@@ -197,14 +196,14 @@ func TestContinueAsNewCarriesTheSession(t *testing.T) {
 	f := newFixture(t, 0)
 	var suite testsuite.WorkflowTestSuite
 	f.env = suite.NewTestWorkflowEnvironment()
-	ctemporal.Register(f.env, f.runner, &ctemporal.Options{MaxHistory: 5})
+	Register(f.env, f.runner, &Options{MaxHistory: 5})
 	f.env.SetCurrentHistoryLength(100) // as the server reports it
-	f.env.ExecuteWorkflow(ctemporal.WorkflowName, ctemporal.Params{Start: &engine.Start{SessionID: "ses_can", Agent: "ops", Text: "ship it"}})
+	f.env.ExecuteWorkflow(WorkflowName, params{Start: &engine.Start{SessionID: "ses_can", Agent: "ops", Text: "ship it"}})
 	var can *workflow.ContinueAsNewError
 	if err := f.env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("the workflow ended with %v, want continue-as-new", err)
 	}
-	var p ctemporal.Params
+	var p params
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &p); err != nil || p.Snapshot == nil || p.Start != nil {
 		t.Fatalf("continue-as-new params: %v %+v", err, p)
 	}
@@ -227,10 +226,10 @@ func TestWorkflowRecordsWhoSpeaksAndCancels(t *testing.T) {
 	var cancelled, spoke *outcome
 	f.run("ses_wf_actors",
 		func() {
-			cancelled = f.update(ctemporal.UpdateCancel, ctemporal.CancelArgs{Scope: cairn.CancelAll, Actor: bob})
+			cancelled = f.update(UpdateCancel, CancelArgs{Scope: cairn.CancelAll, Actor: bob})
 		},
 		func() {
-			spoke = f.update(ctemporal.UpdateMessage, ctemporal.MessageArgs{Text: "once more", Actor: alice})
+			spoke = f.update(UpdateMessage, MessageArgs{Text: "once more", Actor: alice})
 		},
 	)
 	if cancelled == nil || cancelled.err != nil || cancelled.result == nil || cancelled.result.Status != cairn.StatusCancelled {

@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestStateCacheBoundedByBytes(t *testing.T) {
 func TestRunnerCacheStaysWithinBytes(t *testing.T) {
 	ctx := context.Background()
 	m := &echoModel{}
-	r, err := NewRunner([]*Agent{{Name: "main", Model: m}}, &RunnerOptions{CacheBytes: 8 << 20})
+	r, err := New([]*Agent{{Name: "main", Model: m}}, &Options{CacheBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func newNodeID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// Node returns the name this runner holds leases under.
+// Node is cairn.Runner.Node (documented there).
 func (r *Runner) Node() string { return r.node }
 
 // lease is the lease a commit of events at now records: held while the
@@ -205,14 +205,7 @@ func (r *Runner) takeoverLoop(every time.Duration) {
 	}
 }
 
-// Recover takes over every running session whose lease has expired (its
-// owner crashed, was killed, or released it while stopping) and goes on
-// with its turn; it returns how many it took. A session whose owner is alive
-// and renewing is never touched. A tool call that started and has no
-// recorded result is never re-run silently: unless the tool is Idempotent,
-// the session pauses with an approval interrupt flagged InDoubt for that
-// call, and a person decides whether to run it again. Runners call it
-// periodically (RunnerOptions.Takeover).
+// Recover is cairn.Runner.Recover (documented there).
 func (r *Runner) Recover(ctx context.Context) (int, error) {
 	if r.driver != nil {
 		return 0, nil // the driver owns its sessions' turns
@@ -250,11 +243,7 @@ func (r *Runner) isDraining() bool {
 	}
 }
 
-// Shutdown drains the runner: it takes no new turns and no takeovers, lets
-// the running turns finish until ctx ends, then stops the rest at their next
-// step (a model call in flight is dropped; a tool in flight is waited for)
-// and releases their sessions, each recorded with a turn_interrupted event,
-// so another process goes on at once. Close after Shutdown.
+// Shutdown is cairn.Runner.Shutdown (documented there).
 func (r *Runner) Shutdown(ctx context.Context) error {
 	r.drainOnce.Do(func() { close(r.draining) })
 	done := make(chan struct{})
@@ -272,15 +261,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Cancel ends work in a session. Scope "top" pops the top interactive agent
-// of a paused session (its parent sees that the user cancelled, and its
-// turn goes on until it ends or pauses); "all" unwinds the whole stack and
-// ends the turn as cancelled. A running session can be cancelled with
-// "all": its owner (on any process sharing the store) stops at its next
-// step and records the cancellation; a session whose owner died is
-// cancelled here. ErrConflict when there is nothing to cancel.
-//
-// opts may be nil.
+// Cancel is cairn.Runner.Cancel (documented there).
 func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope, opts *TurnOptions) (*Session, error) {
 	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {

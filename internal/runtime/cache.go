@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"container/list"

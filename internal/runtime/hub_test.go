@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"context"
@@ -52,10 +52,10 @@ func TestCaughtUpSubscriberGetsDeltas(t *testing.T) {
 			t.Fatalf("event %d, want %d", ev.Seq, want)
 		}
 	}
-	h.delta("s1", 3, true, Event{Type: EventModelDelta, Data: []byte(`{"text":"The"}`)})
+	h.delta("s1", 3, true, Event{Type: session.EventModelDelta, Data: []byte(`{"text":"The"}`)})
 	select {
 	case ev := <-ch:
-		if ev.Type != EventModelDelta {
+		if ev.Type != session.EventModelDelta {
 			t.Fatalf("got %s, want the delta", ev.Type)
 		}
 	default:
@@ -98,7 +98,7 @@ func caughtUp(t *testing.T, m *store.Memory) (*hub, <-chan Event) {
 }
 
 func textDelta(i int) Event {
-	return Event{Type: EventModelDelta, Data: []byte(fmt.Sprintf(`{"text":"%d "}`, i))}
+	return Event{Type: session.EventModelDelta, Data: []byte(fmt.Sprintf(`{"text":"%d "}`, i))}
 }
 
 // The store's feed may echo a commit of this process before the committer
@@ -194,11 +194,11 @@ func TestSlowSubscriberGetsAMarker(t *testing.T) {
 			t.Fatalf("delta %d: %s, want %s", i, ev.Data, want)
 		}
 	}
-	if mk := got[kept]; mk.Type != EventModelDeltasSkipped || string(mk.Data) != `{"reason":"behind"}` {
+	if mk := got[kept]; mk.Type != session.EventModelDeltasSkipped || string(mk.Data) != `{"reason":"behind"}` {
 		t.Fatalf("after the deltas that fit: %s %s, want the marker", mk.Type, mk.Data)
 	}
 	h.delta("s1", 5, true, textDelta(0)) // a reply that begins once it has caught up
-	if ev := <-ch; ev.Type != EventModelDelta {
+	if ev := <-ch; ev.Type != session.EventModelDelta {
 		t.Fatalf("the next reply: %s, want its delta", ev.Type)
 	}
 }
@@ -277,7 +277,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 				case deltaLeft > 0:
 					i := len(replies) - 1
 					data := fmt.Sprintf(`{"reply":%d,"n":%d}`, i, replies[i])
-					h.delta("s1", replyAt[i], replies[i] == 0, Event{Type: EventModelDelta, Data: []byte(data)})
+					h.delta("s1", replyAt[i], replies[i] == 0, Event{Type: session.EventModelDelta, Data: []byte(data)})
 					replies[i]++
 					deltaLeft--
 				default:
@@ -354,7 +354,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 		reply := -1              // the reply whose slot the stream is in
 		for _, ev := range got {
 			switch ev.Type {
-			case EventModelDelta:
+			case session.EventModelDelta:
 				var d struct{ Reply, N int }
 				if err := json.Unmarshal(ev.Data, &d); err != nil {
 					t.Fatal(err)
@@ -367,7 +367,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 				}
 				seen[d.Reply]++
 				reply = d.Reply
-			case EventModelDeltasSkipped:
+			case session.EventModelDeltasSkipped:
 				for i, at := range replyAt {
 					if at == last {
 						reply = i

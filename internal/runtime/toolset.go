@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"fmt"
@@ -6,29 +6,17 @@ import (
 	"github.com/cairnhq/cairn/internal/engine"
 )
 
-// Toolset is a source of tools that may change while a Runner runs, such
-// as an MCP server's tools (which it announces with
-// notifications/tools/list_changed). Add it to Agent.Toolsets.
-type Toolset interface {
-	// Tools returns the current tools. A tool a session already called
-	// should stay listed (or its later calls fail with an error result).
-	Tools() []*Tool
-	// Notify registers fn to be called, on any goroutine, after Tools
-	// changed.
-	Notify(fn func())
-}
-
 // compiled is the runner's agents with their tools checked and prepared:
 // replaced as a whole when a toolset changes, so a step sees one version.
 type compiled struct {
 	machine *engine.Machine
-	tools   map[string]map[string]*compiledTool // agent → tool
-	order   map[string][]string                 // agent → tool names, as listed
+	tools   map[string]map[string]*Tool // agent → tool
+	order   map[string][]string         // agent → tool names, as listed
 }
 
 // compileAll compiles every agent's tools, its own and its toolsets'.
 func (r *Runner) compileAll() (*compiled, error) {
-	c := &compiled{tools: map[string]map[string]*compiledTool{}, order: map[string][]string{}}
+	c := &compiled{tools: map[string]map[string]*Tool{}, order: map[string][]string{}}
 	specs := map[string]*engine.Agent{}
 	for _, name := range r.order {
 		a := r.agents[name]
@@ -36,27 +24,27 @@ func (r *Runner) compileAll() (*compiled, error) {
 		if spec.MaxIterations <= 0 {
 			spec.MaxIterations = DefaultMaxIterations
 		}
-		tools := map[string]*compiledTool{}
-		all := a.Tools
-		for _, ts := range a.Toolsets {
-			all = append(all[:len(all):len(all)], ts.Tools()...)
-		}
-		for _, t := range all {
-			ct, err := compileTool(t)
-			if err != nil {
+		tools := map[string]*Tool{}
+		var all []*Tool
+		if a.Tools != nil {
+			var err error
+			if all, err = a.Tools(); err != nil {
 				return nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
 			}
-			if tools[t.Name] != nil {
-				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, t.Name)
+		}
+		for _, t := range all {
+			et := t.Engine
+			name := et.Definition.Name
+			if tools[name] != nil {
+				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, name)
 			}
-			if t.kind != engine.ToolFunction && r.agents[t.target] == nil {
-				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, t.Name, t.target)
+			if et.Kind != engine.ToolFunction && r.agents[et.Target] == nil {
+				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, name, et.Target)
 			}
-			tools[t.Name] = ct
-			et := ct.engineTool()
-			spec.Tools[t.Name] = et
+			tools[name] = t
+			spec.Tools[name] = et
 			spec.Definitions = append(spec.Definitions, et.Definition)
-			c.order[a.Name] = append(c.order[a.Name], t.Name)
+			c.order[a.Name] = append(c.order[a.Name], name)
 		}
 		c.tools[a.Name], specs[a.Name] = tools, spec
 	}

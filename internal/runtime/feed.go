@@ -1,29 +1,15 @@
-package cairn
+package runtime
 
 import (
 	"context"
 	"sync"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
-// SessionChange is one entry of the cross-session feed (Runner.WatchSessions).
-type SessionChange struct {
-	// Session is the session as recorded after the change: its status, its
-	// pending interrupts. Nil when Resync is set.
-	Session *Session
-	// Resync says that changes may have been missed (the store's feed
-	// reconnected, or this watcher fell behind): reload what you show.
-	Resync bool
-}
-
-// WatchSessions follows every session sharing the store, whichever process
-// records it: each time a session's status or pending interrupts may have
-// changed, the channel gets the session as then recorded. Changes to one
-// session arrive in order; between two reads a session may have changed
-// more than once (only the latest is sent). The channel closes when ctx
-// ends or the runner closes.
-func (r *Runner) WatchSessions(ctx context.Context) <-chan SessionChange {
+// WatchSessions is cairn.Runner.WatchSessions (documented there).
+func (r *Runner) WatchSessions(ctx context.Context) <-chan session.Change {
 	return r.feed.subscribe(ctx)
 }
 
@@ -39,7 +25,7 @@ type sessionFeed struct {
 }
 
 type feedSub struct {
-	ch     chan SessionChange
+	ch     chan session.Change
 	missed bool // a change was dropped: send Resync when there is room
 }
 
@@ -51,8 +37,8 @@ func (f *sessionFeed) init(done <-chan struct{}) {
 	f.subs, f.pending, f.wake, f.done = map[*feedSub]struct{}{}, map[string]bool{}, make(chan struct{}, 1), done
 }
 
-func (f *sessionFeed) subscribe(ctx context.Context) <-chan SessionChange {
-	sub := &feedSub{ch: make(chan SessionChange, feedBuffer)}
+func (f *sessionFeed) subscribe(ctx context.Context) <-chan session.Change {
+	sub := &feedSub{ch: make(chan session.Change, feedBuffer)}
 	f.mu.Lock()
 	f.subs[sub] = struct{}{}
 	f.mu.Unlock()
@@ -102,27 +88,27 @@ func (f *sessionFeed) run(ctx context.Context, read func(ctx context.Context, id
 		f.pending, f.resync = map[string]bool{}, false
 		f.mu.Unlock()
 		if resync {
-			f.send(SessionChange{Resync: true})
+			f.send(session.Change{Resync: true})
 		}
 		for id := range pending {
 			s, err := read(ctx, id)
 			if err != nil {
 				continue // gone, or the store failed: the next change comes back
 			}
-			f.send(SessionChange{Session: s})
+			f.send(session.Change{Session: s})
 		}
 	}
 }
 
 // send gives c to every watcher without blocking; a full one gets Resync
 // once it has room again.
-func (f *sessionFeed) send(c SessionChange) {
+func (f *sessionFeed) send(c session.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for sub := range f.subs {
 		if sub.missed {
 			select {
-			case sub.ch <- SessionChange{Resync: true}:
+			case sub.ch <- session.Change{Resync: true}:
 				sub.missed = false
 			default:
 				continue

@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"cmp"
@@ -17,31 +17,18 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/tokens"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
 )
 
-// Webhook is an endpoint told about sessions: interrupts created, decided
-// and expired, turns completed and failed (package webhook lists the event
-// types and the payload). Deliveries are Standard Webhooks POSTs, signed
-// with Secret, sent at least once from the store's outbox by whichever
-// runner on the store claims them, retried with exponential backoff.
-// Sessions of stateless invocations (Invoke, Continue) send none.
+// Webhook is a cairn.Webhook (documented there), which converts to it.
 type Webhook struct {
-	// Name identifies the endpoint in the outbox and in the audit trail of
-	// decisions made through its action links; empty means URL. Renaming
-	// an endpoint gives up its undelivered messages.
-	Name string
-	// URL receives the POSTs.
-	URL string
-	// Secret signs them: "whsec_" followed by base64.
-	Secret string
-	// Events are the event types it hears; empty means all of them.
-	Events []string
-	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
-	// stops mid-delivery leaves the message to another (or to itself,
-	// restarted) about 10 s after the timeout.
+	Name    string
+	URL     string
+	Secret  string
+	Events  []string
 	Timeout time.Duration
 }
 
@@ -55,7 +42,7 @@ type webhooks struct {
 }
 
 // setupWebhooks checks the webhook options and prepares their delivery.
-func (r *Runner) setupWebhooks(opts *RunnerOptions) error {
+func (r *Runner) setupWebhooks(opts *Options) error {
 	if len(opts.Webhooks) == 0 {
 		return nil
 	}
@@ -206,9 +193,9 @@ func messageID(sessionID string, seq int64, typ, about, endpoint string) string 
 // actions are in's action links for endpoint: approve and reject for an
 // approval, reject for a question (an answer needs its text).
 func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.Interrupt, endpoint string) (*webhook.Actions, error) {
-	link := func(action Action) (string, error) {
-		tok, err := h.links.sign(ctx, ActionLink{SessionID: sessionID, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
-		return h.publicURL + ActionLinkPath + tok, err
+	link := func(action session.Action) (string, error) {
+		tok, err := h.links.sign(ctx, webhook.ActionLink{SessionID: sessionID, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
+		return h.publicURL + webhook.ActionLinkPath + tok, err
 	}
 	var a webhook.Actions
 	var err error
@@ -225,31 +212,8 @@ func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.In
 	return &a, nil
 }
 
-// ActionLinkPath is where action links point, under RunnerOptions.PublicURL;
-// the token follows. The HTTP server (package server) serves it.
-const ActionLinkPath = "/v1/actions/"
-
-// ActionLink is what a signed action link does: decide one interrupt with
-// one action. Webhook payloads carry them (webhook.Actions) so an email or
-// a chat button decides without a token; each works once.
-type ActionLink struct {
-	SessionID   string
-	InterruptID string
-	// Action is session.ActionApprove or session.ActionReject.
-	Action Action
-	// Endpoint is the webhook the link was sent to; the decision's actor
-	// names it ({"name": Endpoint, "role": "action-link"}).
-	Endpoint string
-	// ExpiresAt is the interrupt's deadline; nil: the link lasts while the
-	// interrupt waits.
-	ExpiresAt *time.Time
-}
-
-// ReadActionLink checks an action link's token (the part after
-// ActionLinkPath): ErrInvalidLink unless a runner on this store signed it,
-// ErrExpired past its deadline. Whether the interrupt still waits is the
-// session's to say.
-func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink, error) {
+// ReadActionLink is cairn.Runner.ReadActionLink (documented there).
+func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.ActionLink, error) {
 	if r.hooks == nil {
 		return nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", ErrInvalidLink)
 	}
@@ -264,11 +228,7 @@ func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink,
 	return link, nil
 }
 
-// FollowActionLink decides the interrupt an action link names, once, and
-// runs the session on like Resume. reason, on reject, is shown to the
-// model. ErrConflict when the interrupt no longer waits (the link was used,
-// or someone decided another way); ErrExpired, ErrInvalidLink as
-// ReadActionLink. opts may be nil; its Actor is replaced by the link's.
+// FollowActionLink is cairn.Runner.FollowActionLink (documented there).
 func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*Session, error) {
 	link, err := r.ReadActionLink(ctx, token)
 	if err != nil {
@@ -314,11 +274,11 @@ const maxLinkToken = 2048
 
 // linkClaims is a link token's payload.
 type linkClaims struct {
-	Session   string `json:"s"`
-	Interrupt string `json:"i"`
-	Action    Action `json:"a"`
-	Endpoint  string `json:"w,omitempty"`
-	Expires   int64  `json:"e,omitempty"` // unix seconds; 0: none
+	Session   string         `json:"s"`
+	Interrupt string         `json:"i"`
+	Action    session.Action `json:"a"`
+	Endpoint  string         `json:"w,omitempty"`
+	Expires   int64          `json:"e,omitempty"` // unix seconds; 0: none
 }
 
 func (l *linkSigner) key(ctx context.Context) ([]byte, error) {
@@ -335,7 +295,7 @@ func (l *linkSigner) key(ctx context.Context) ([]byte, error) {
 	return k, nil
 }
 
-func (l *linkSigner) sign(ctx context.Context, link ActionLink) (string, error) {
+func (l *linkSigner) sign(ctx context.Context, link webhook.ActionLink) (string, error) {
 	key, err := l.key(ctx)
 	if err != nil {
 		return "", err
@@ -349,10 +309,10 @@ func (l *linkSigner) sign(ctx context.Context, link ActionLink) (string, error) 
 		return "", err
 	}
 	signed := linkPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(key, signed)), nil
+	return signed + "." + base64.RawURLEncoding.EncodeToString(tokens.MAC(key, signed)), nil
 }
 
-func (l *linkSigner) verify(ctx context.Context, token string) (*ActionLink, error) {
+func (l *linkSigner) verify(ctx context.Context, token string) (*webhook.ActionLink, error) {
 	bad := func(why string) error {
 		return &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link: " + why + "; use the link exactly as the webhook sent it"}
 	}
@@ -360,7 +320,7 @@ func (l *linkSigner) verify(ctx context.Context, token string) (*ActionLink, err
 		return nil, bad("not a Cairn action link")
 	}
 	for i := range len(token) {
-		if !isTokenByte(token[i]) {
+		if !tokens.IsTokenByte(token[i]) {
 			return nil, bad(fmt.Sprintf("byte %d (%q) is not part of a link", i, token[i]))
 		}
 	}
@@ -375,7 +335,7 @@ func (l *linkSigner) verify(ctx context.Context, token string) (*ActionLink, err
 	if err != nil {
 		return nil, err
 	}
-	if !hmac.Equal(sig, mac(key, signed)) {
+	if !hmac.Equal(sig, tokens.MAC(key, signed)) {
 		return nil, bad("the signature does not match (altered, or signed by another server)")
 	}
 	payload, err := base64.RawURLEncoding.Strict().DecodeString(signed[len(linkPrefix):])
@@ -384,7 +344,7 @@ func (l *linkSigner) verify(ctx context.Context, token string) (*ActionLink, err
 		(c.Action != session.ActionApprove && c.Action != session.ActionReject) {
 		return nil, bad("the payload is malformed")
 	}
-	link := &ActionLink{SessionID: c.Session, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
+	link := &webhook.ActionLink{SessionID: c.Session, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
 	if c.Expires != 0 {
 		at := time.Unix(c.Expires, 0).UTC()
 		link.ExpiresAt = &at

@@ -1,4 +1,4 @@
-package cairn
+package runtime
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 // tracerName is the instrumentation scope of Cairn's spans.
@@ -111,8 +112,8 @@ func endSpan(span trace.Span, err error) {
 }
 
 func errorType(err error) string {
-	if c := ErrorCode(err); c != "" {
-		return c
+	if c := session.CodeOf(err); c != "" {
+		return string(c)
 	}
 	return "error"
 }

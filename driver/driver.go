@@ -1,0 +1,40 @@
+// Package driver defines what runs a cairn.Runner's turns outside its own
+// process: a durable-execution engine such as Temporal (package
+// driver/temporal). Without one, the Runner drives its sessions itself.
+package driver
+
+import (
+	"context"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// Driver runs a cairn.Runner's turns somewhere else than in its own process: a
+// durable-execution engine (package driver/temporal). With
+// cairn.RunnerOptions.Driver set, Start, Resume, Send and Cancel go through it,
+// while every read (Session, Sessions, Events, Subscribe, the inbox) comes
+// from the store, which the driver keeps as a mirror of each session's log.
+// The runner then takes no sessions over and sweeps no expiries: the driver
+// owns them.
+type Driver interface {
+	// Start opens session in.ID and runs its first turn; unless detach,
+	// it answers once the turn ends or pauses.
+	Start(ctx context.Context, in Start, detach bool) (*session.Session, error)
+	// Resume applies decisions (see cairn.Runner.Resume) and answers after the
+	// resumed turn.
+	Resume(ctx context.Context, id string, seq int64, decisions []session.Decision, actor session.Actor) (*session.Session, error)
+	// Send gives the user's next message (see cairn.Runner.Send); actor is who
+	// sent it.
+	Send(ctx context.Context, id, text string, seq int64, actor session.Actor) (*session.Session, error)
+	// Cancel cancels the top interactive agent or the whole turn (see
+	// Runner.Cancel); actor is who cancelled.
+	Cancel(ctx context.Context, id string, scope session.CancelScope, actor session.Actor) (*session.Session, error)
+}
+
+// Start is a new session as a Driver gets it.
+type Start struct {
+	ID, Agent, Input, Owner string
+	Metadata                map[string]any
+	// Actor is who sends the first message.
+	Actor session.Actor
+}

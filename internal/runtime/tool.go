@@ -1,0 +1,54 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+)
+
+// Agent is a cairn.Agent as the runtime takes it: its tools are compiled by
+// package cairn, on demand, because a toolset's may change while it runs.
+type Agent struct {
+	Name, Instructions string
+	Model              model.Model
+	// MaxIterations is the model calls allowed per turn; 0 means
+	// DefaultMaxIterations.
+	MaxIterations int
+	// Tools compiles the agent's tools as they are now: its own and its
+	// toolsets'.
+	Tools func() ([]*Tool, error)
+	// Notify, when set, registers fn to be called after the agent's tools
+	// changed (a toolset said so). An agent with Notify may come to have
+	// tools with an approval TTL, so the expiry sweeper runs for it.
+	Notify func(fn func())
+}
+
+// Tool is a cairn.Tool compiled: what the engine knows of it, the handler
+// the runtime runs, and how GET /v1/agents describes it.
+type Tool struct {
+	Engine  *engine.Tool
+	Handler func(ctx context.Context, args json.RawMessage) (string, error)
+	// Timeout bounds one run of Handler; 0 means none.
+	Timeout time.Duration
+	Info    session.ToolInfo
+}
+
+// Call is what a running tool finds in its context: its idempotency key
+// and the answers to the questions it asked so far.
+type Call struct {
+	// Key is the call's idempotency key (cairn.IdempotencyKey).
+	Key string
+	ask askState
+}
+
+type callKey struct{}
+
+// CallFrom returns the tool call running with ctx, or nil outside one.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}

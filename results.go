@@ -1,0 +1,59 @@
+package cairn
+
+import (
+	"github.com/cairnhq/cairn/continuation"
+	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+// What a Runner hands back, and what it works with, defined in the packages
+// of each concept and re-exported here so that a program needs only
+// package cairn.
+type (
+	// SessionChange is one entry of the cross-session feed
+	// (Runner.WatchSessions).
+	SessionChange = session.Change
+	// AgentInfo describes an agent for clients (GET /v1/agents): its tools
+	// and when each waits for a person.
+	AgentInfo = session.AgentInfo
+	// ToolInfo describes one tool of an agent.
+	ToolInfo = session.ToolInfo
+	// ActionLink is what a signed action link does: decide one interrupt
+	// with one action (Runner.ReadActionLink).
+	ActionLink = webhook.ActionLink
+	// Result is the answer of a stateless invocation (Runner.Invoke,
+	// Runner.Continue).
+	Result = continuation.Result
+	// Continuation is the decoded content of a continuation token.
+	Continuation = continuation.Continuation
+	// Codec signs and verifies continuation tokens.
+	Codec = continuation.Codec
+	// SpentContinuationError answers a continuation token that was already
+	// resumed; it wraps ErrConflict.
+	SpentContinuationError = continuation.SpentError
+	// Driver runs a Runner's turns outside its process
+	// (RunnerOptions.Driver; package driver/temporal).
+	Driver = driver.Driver
+	// DriverStart is a new session as a Driver gets it.
+	DriverStart = driver.Start
+)
+
+// ActionLinkPath is where action links point, under RunnerOptions.PublicURL;
+// the token follows.
+const ActionLinkPath = webhook.ActionLinkPath
+
+// MaxContinuationBytes bounds the size of a continuation token.
+const MaxContinuationBytes = continuation.MaxBytes
+
+// DefaultLease is how long a runner owns a running turn without renewing
+// it, when RunnerOptions.Lease is 0.
+const DefaultLease = runtime.DefaultLease
+
+// DefaultCacheBytes is RunnerOptions.CacheBytes when 0.
+const DefaultCacheBytes = runtime.DefaultCacheBytes
+
+// NewCodec returns a continuation codec for keys (at least one, each at
+// least 32 bytes): the first signs, every one verifies.
+func NewCodec(keys ...[]byte) (*Codec, error) { return continuation.NewCodec(keys...) }
