@@ -1,0 +1,184 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/schema"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+)
+
+// callModel runs one model call; after is the seq of the session's last
+// event, which its text deltas follow.
+func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
+	agent := r.agents[eff.Agent]
+	req := *eff.Request
+	first := true
+	req.OnTextDelta = func(delta string) {
+		data, _ := json.Marshal(session.ModelDelta{Text: delta})
+		ev := Event{Type: session.EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
+		r.hub.delta(sessionID, after, first, ev)
+		first = false
+		observe(ctx, ev)
+	}
+	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
+	start := time.Now()
+	resp, err := limitedGenerate(ctx, agent.Model, &req)
+	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
+	r.metrics.modelCall(ctx, eff.Agent, time.Since(start), err != nil)
+	if err == nil && resp == nil {
+		err = errors.New("model returned no response")
+	}
+	if err == nil && span != noSpan {
+		span.SetAttributes(attribute.Int64(attrInputTokens, resp.Usage.InputTokens), attribute.Int64(attrOutputTokens, resp.Usage.OutputTokens))
+	}
+	endSpan(span, err)
+	return resp, err
+}
+
+// limitedGenerate calls the model under its limits (model.LimitsOf): the
+// whole call within Timeout, and a reply of at most MaxReplyBytes, whatever
+// the model. A call a limit ends is a ProviderError with its Code; the
+// caller's own cancellation is returned as is.
+func limitedGenerate(ctx context.Context, m model.Model, req *model.Request) (*model.Response, error) {
+	lim := model.LimitsOf(m)
+	callCtx := ctx
+	if lim.Timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, model.TimedOut("timeout", lim.Timeout))
+		defer cancel()
+	}
+	resp, err := generate(callCtx, m, req)
+	var limit *model.LimitError
+	switch {
+	case err != nil && ctx.Err() == nil && errors.As(context.Cause(callCtx), &limit):
+	case err == nil && resp != nil && lim.MaxReplyBytes > 0 && model.ReplySize(resp.Message) > lim.MaxReplyBytes:
+		limit = model.ReplyTooLarge(lim.MaxReplyBytes)
+	default:
+		return resp, err
+	}
+	provider, name := "model", "?"
+	if d, ok := m.(describer); ok {
+		provider, name = d.Describe()
+	}
+	return nil, model.NewProviderError(provider, name, limit, 0, "", "", 0)
+}
+
+// generate calls the model; a model that panics is a model error, not a
+// dead process.
+func generate(ctx context.Context, m model.Model, req *model.Request) (resp *model.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("the model panicked: %v", p)
+		}
+	}()
+	return m.Generate(ctx, req)
+}
+
+// runTools runs the calls concurrently, at most maxParallel at once, and
+// returns the outcomes in the model's call order.
+func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
+	out := make([]engine.ToolOutcome, len(eff.Calls))
+	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
+		out[0] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		return out
+	}
+	sem := make(chan struct{}, r.maxParallel)
+	var wg sync.WaitGroup
+	for i, call := range eff.Calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][call.Tool], call)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+type toolResult struct {
+	out string
+	err error
+}
+
+func (r *Runner) runTool(ctx context.Context, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
+	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
+	if span != noSpan {
+		defer func() {
+			if outcome.IsError {
+				span.SetStatus(codes.Error, outcome.Content)
+				span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+			}
+			span.End()
+		}()
+	}
+	outcome = engine.ToolOutcome{CallID: call.CallID}
+	if r.metrics != nil {
+		began := time.Now()
+		defer func() { r.metrics.toolCall(ctx, call.Tool, time.Since(began), outcome.IsError) }()
+	}
+	if t == nil { // its toolset dropped it since the engine started the call
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q is no longer available; the call did not run", call.Tool), true
+		return outcome
+	}
+	ctx = context.WithValue(ctx, callKey{}, &Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers}})
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	call1 := func() (res toolResult) {
+		defer func() {
+			if p := recover(); p != nil {
+				res = toolResult{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
+			}
+		}()
+		out, err := t.Handler(ctx, call.Args)
+		return toolResult{out, err}
+	}
+	var res toolResult
+	if ctx.Done() == nil {
+		res = call1() // nothing can cancel the call: run it here
+	} else {
+		done := make(chan toolResult, 1)
+		go func() { done <- call1() }()
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			// A handler that ignores its context does not hold up the session.
+			res = toolResult{err: ctx.Err()}
+		}
+	}
+	var q *askError
+	switch {
+	case errors.As(res.err, &q):
+		outcome.Question, outcome.Schema, outcome.URL, outcome.Held = q.q.Text, q.q.Schema, q.q.URL, q.q.Held
+		if len(q.q.Schema) > 0 {
+			if _, err := schema.Compile(q.q.Schema); err != nil {
+				outcome = engine.ToolOutcome{CallID: call.CallID, IsError: true,
+					Content: fmt.Sprintf("tool %q asked a question with a schema Cairn cannot use: %v", call.Tool, err)}
+			}
+		}
+	case errors.Is(res.err, ErrInDoubt):
+		outcome.InDoubt = true
+	case res.err == nil:
+		outcome.Content = res.out
+	case errors.Is(res.err, context.DeadlineExceeded) && t.Timeout > 0:
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q timed out after %s", call.Tool, t.Timeout), true
+	default:
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q failed: %v", call.Tool, res.err), true
+	}
+	r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
+	return outcome
+}
