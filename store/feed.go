@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"sync"
+
+	"github.com/cairnhq/cairn/internal/fanout"
 )
 
 // Feed fans Changes out to watchers. Backends embed one, call Publish after
@@ -10,60 +12,25 @@ import (
 // watcher that falls behind is not blocked on: it gets a resync Change
 // (empty SessionID) before its next delivery. The zero value is ready.
 type Feed struct {
-	mu       sync.Mutex
-	watchers map[*watcher]struct{}
+	once sync.Once
+	out  *fanout.Fanout[Change]
 }
 
-type watcher struct {
-	ch   chan Change
-	lost bool
-}
-
-// feedBuffer is each watcher's backlog before it is told to resync.
+// feedBuffer is each watcher's backlog before it is told to resync: larger
+// than the fan-out's default, because every commit of every process on the
+// store passes through it.
 const feedBuffer = 1024
 
-// Watch registers a watcher until ctx ends.
-func (f *Feed) Watch(ctx context.Context) <-chan Change {
-	w := &watcher{ch: make(chan Change, feedBuffer)}
-	f.mu.Lock()
-	if f.watchers == nil {
-		f.watchers = map[*watcher]struct{}{}
-	}
-	f.watchers[w] = struct{}{}
-	f.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		delete(f.watchers, w)
-		f.mu.Unlock()
-		close(w.ch)
-	})
-	return w.ch
+func (f *Feed) fanout() *fanout.Fanout[Change] {
+	f.once.Do(func() { f.out = fanout.New(feedBuffer, Change{}) })
+	return f.out
 }
+
+// Watch registers a watcher until ctx ends.
+func (f *Feed) Watch(ctx context.Context) <-chan Change { return f.fanout().Subscribe(ctx) }
 
 // Watching reports whether anyone watches (backends skip work otherwise).
-func (f *Feed) Watching() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.watchers) > 0
-}
+func (f *Feed) Watching() bool { return f.fanout().Subscribed() }
 
 // Publish delivers c to every watcher without blocking.
-func (f *Feed) Publish(c Change) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for w := range f.watchers {
-		if w.lost {
-			select {
-			case w.ch <- Change{}:
-				w.lost = false
-			default:
-				continue
-			}
-		}
-		select {
-		case w.ch <- c:
-		default:
-			w.lost = true
-		}
-	}
-}
+func (f *Feed) Publish(c Change) { f.fanout().Publish(c) }

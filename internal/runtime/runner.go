@@ -106,7 +106,7 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	}
 	r.background, r.stop = context.WithCancel(context.Background())
 	r.hub.store = r.store
-	r.feed.init(r.background.Done())
+	r.feed.init(r.background)
 	if err := r.startFeed(); err != nil {
 		return nil, err
 	}
