@@ -2,17 +2,20 @@ package cairn_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 
-// WatchSessions sees what another process records: two runners on two
-// handles of one SQLite file; the watcher is on the one that does nothing.
-func TestWatchSessionsAcrossProcesses(t *testing.T) {
+// Changes sees what another process records: two runners on two handles
+// of one SQLite file; the watcher is on the one that does nothing.
+func TestChangesAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "cairn.db")
@@ -27,22 +30,14 @@ func TestWatchSessionsAcrossProcesses(t *testing.T) {
 		return r
 	}
 	watcher, worker := runner(), runner()
-	feed := watcher.WatchSessions(ctx)
+	change := puller(t, watcher.Changes(ctx))
 
 	// next returns the next change of session id with the given status.
 	next := func(id string, status cairn.Status) *cairn.Session {
 		t.Helper()
 		for {
-			select {
-			case c, ok := <-feed:
-				if !ok {
-					t.Fatal("the feed closed")
-				}
-				if c.Session != nil && (id == "" || c.Session.ID == id) && c.Session.Status == status {
-					return c.Session
-				}
-			case <-ctx.Done():
-				t.Fatalf("no %s change of session %q", status, id)
+			if c := change(); c.Session != nil && (id == "" || c.Session.ID == id) && c.Session.Status == status {
+				return c.Session
 			}
 		}
 	}
@@ -61,10 +56,60 @@ func TestWatchSessionsAcrossProcesses(t *testing.T) {
 		t.Fatalf("completed: %+v", done)
 	}
 
-	// The channel closes with its context.
+	// The sequence ends with its context, without an error.
 	wctx, stop := context.WithCancel(ctx)
-	short := watcher.WatchSessions(wctx)
+	short := watcher.Changes(wctx)
 	stop()
-	for range short {
+	for _, err := range short {
+		if err != nil {
+			t.Fatalf("a watch whose context ended yielded %v", err)
+		}
+	}
+}
+
+// Follow and Changes end with ErrShuttingDown when the runner closes under
+// them, and a second range over one sequence is an error, not a hang.
+func TestFollowersHearTheRunnerClose(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rec counter
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
+	events := r.Follow(ctx, s.ID, 0)
+	changes := r.Changes(ctx)
+	var recorded int64
+	for ev, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recorded = ev.Seq; recorded == s.Seq {
+			break
+		}
+	}
+	if recorded != s.Seq {
+		t.Fatalf("followed up to seq %d, want %d", recorded, s.Seq)
+	}
+	for _, err := range events {
+		if err == nil || !strings.Contains(err.Error(), "already ranged over") {
+			t.Fatalf("a second range yielded %v, want the already-ranged error", err)
+		}
+	}
+	r.Close()
+	var last error
+	for _, err := range changes {
+		last = err
+	}
+	if !errors.Is(last, cairn.ErrShuttingDown) {
+		t.Fatalf("Changes ended with %v when the runner closed, want ErrShuttingDown", last)
+	}
+	last = nil
+	for _, err := range r.Follow(ctx, s.ID, 0) {
+		last = err
+	}
+	if !errors.Is(last, cairn.ErrShuttingDown) {
+		t.Fatalf("Follow on a closed runner ended with %v, want ErrShuttingDown", last)
 	}
 }

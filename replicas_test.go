@@ -181,30 +181,25 @@ func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
 	}
 }
 
-// A subscriber on node B receives every event of a turn that node A runs,
+// A follower on node B receives every event of a turn that node A runs,
 // in order, none twice, without polling anything itself.
-func TestSubscribeSeesAnotherNodesTurn(t *testing.T) {
+func TestFollowSeesAnotherNodesTurn(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
 	slow := &slowTool{d: 300 * time.Millisecond}
 	a := node(t, path, 3*time.Second, slow.tool())
 	b := node(t, path, 3*time.Second, slow.tool())
 	s := check.NoErr(t)(a.Start(ctx, "main", "deploy", nil))
-	events, stop := b.Subscribe(s.ID, 2) // from seq 3: a resumed subscriber
-	defer stop()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	next := puller(t, b.Follow(fctx, s.ID, 2)) // from seq 3: a resumed follower
 	done, err := a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seqs []int64
-	timeout := time.After(10 * time.Second)
 	for len(seqs) == 0 || seqs[len(seqs)-1] < done.Seq {
-		select {
-		case ev := <-events:
-			seqs = append(seqs, ev.Seq)
-		case <-timeout:
-			t.Fatalf("got seqs %v, want 3..%d", seqs, done.Seq)
-		}
+		seqs = append(seqs, next().Seq)
 	}
 	for i, seq := range seqs {
 		if seq != int64(i+3) {

@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -298,16 +299,34 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, e
 	return r.rt.Events(ctx, id, after)
 }
 
-// Subscribe delivers a session's events with seq > after, in seq order with
-// no gap and none twice, as they are recorded by this or any other process
+// Follow yields a session's events with seq > after, in seq order with no
+// gap and none twice, as they are recorded by this or any other process
 // sharing the store, and model text deltas of this process's turns as they
-// stream, each after the events recorded before its model call, until
-// cancel is called. A subscriber that falls behind misses nothing recorded:
-// the events it lacks are read back from the store. Deltas are not stored:
-// a subscriber that lags a reply, or comes in after it began, gets one
-// EventModelDeltasSkipped instead of the rest of that reply's deltas (and
-// of replies that begin while it is that far behind), so the deltas it gets
-// of a reply begin its text (model_response has it all).
+// stream, each after the events recorded before its model call:
+//
+//	for ev, err := range runner.Follow(ctx, id, 0) {
+//		if err != nil { … }
+//		fmt.Println(ev.Seq, ev.Type)
+//	}
+//
+// A follower that falls behind misses nothing recorded: the events it lacks
+// are read back from the store. Deltas are not stored: a follower that lags
+// a reply, or comes in after it began, gets one EventModelDeltasSkipped
+// instead of the rest of that reply's deltas (and of replies that begin
+// while it is that far behind), so the deltas it gets of a reply begin its
+// text (model_response has it all).
+//
+// Follow subscribes when called, so nothing recorded between the call and
+// the loop is missed; range over the sequence once. It ends when ctx ends
+// or the loop breaks, and yields ErrShuttingDown if the runner closes first.
+func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter.Seq2[Event, error] {
+	return r.rt.Follow(ctx, sessionID, after)
+}
+
+// Subscribe is Follow as a channel, until cancel is called.
+//
+// Deprecated: use Follow, the one subscription style of package cairn
+// (as Stream and Changes).
 func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
 	return r.rt.Subscribe(sessionID, after)
 }
@@ -339,12 +358,25 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []Pe
 	return r.rt.InterruptsPage(ctx, runtime.Page(page))
 }
 
-// WatchSessions follows every session sharing the store, whichever process
+// Changes follows every session sharing the store, whichever process
 // records it: each time a session's status or pending interrupts may have
-// changed, the channel gets the session as then recorded. Changes to one
-// session arrive in order; between two reads a session may have changed
-// more than once (only the latest is sent). The channel closes when ctx
-// ends or the runner closes.
+// changed, it yields the session as then recorded. Changes to one session
+// arrive in order; between two reads a session may have changed more than
+// once (only the latest is yielded). A follower that falls behind gets a
+// change with Resync set: reload what you show.
+//
+// Changes subscribes when called; range over the sequence once. It ends
+// when ctx ends or the loop breaks, and yields ErrShuttingDown if the
+// runner closes first.
+func (r *Runner) Changes(ctx context.Context) iter.Seq2[SessionChange, error] {
+	return r.rt.Changes(ctx)
+}
+
+// WatchSessions is Changes as a channel, closed when ctx ends or the
+// runner closes.
+//
+// Deprecated: use Changes, the one subscription style of package cairn
+// (as Stream and Follow).
 func (r *Runner) WatchSessions(ctx context.Context) <-chan SessionChange {
 	return r.rt.WatchSessions(ctx)
 }

@@ -104,16 +104,11 @@ func TestCaughtUpSubscriberGetsDeltasWhenTheFeedEchoesFirst(t *testing.T) {
 	if err != nil || s.Status != cairn.StatusPaused {
 		t.Fatalf("start: %v %v", s, err)
 	}
-	events, cancel := r.Subscribe(s.ID, 0)
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	timeout := time.After(10 * time.Second)
+	next := puller(t, r.Follow(fctx, s.ID, 0))
 	for caughtUp := false; !caughtUp; {
-		select {
-		case ev := <-events:
-			caughtUp = ev.Type == session.EventTurnPaused
-		case <-timeout:
-			t.Fatal("the backlog never arrived")
-		}
+		caughtUp = next().Type == session.EventTurnPaused
 	}
 
 	st.hold() // from here the subscriber gets only what the turn hands it
@@ -125,12 +120,7 @@ func TestCaughtUpSubscriberGetsDeltasWhenTheFeedEchoesFirst(t *testing.T) {
 	var types []string
 	var text strings.Builder
 	for done := false; !done; {
-		var ev cairn.Event
-		select {
-		case ev = <-events:
-		case <-timeout:
-			t.Fatalf("the turn's events never all arrived: %q", types)
-		}
+		ev := next()
 		done = ev.Type == session.EventTurnCompleted
 		if ev.Type == cairn.EventModelDelta {
 			text.WriteString(string(ev.Data))

@@ -367,26 +367,26 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > 0 {
 		after = evs[len(evs)-1].Seq
 	}
-	events, cancel := s.runner.Subscribe(sess.ID, after)
-	defer cancel()
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	for {
+	// A reader: when the server stops, the turn goes on and the client
+	// resumes elsewhere.
+	go func() {
 		select {
+		case <-s.stopping:
+			stop()
 		case <-ctx.Done():
+		}
+	}()
+	for ev, err := range s.runner.Follow(ctx, sess.ID, after) {
+		if err != nil {
 			return
-		case <-s.stopping: // a reader: the turn goes on, the client resumes elsewhere
+		}
+		st.observe(ev)
+		if turnEnded(ev.Type) {
+			now, err := s.runner.Session(context.WithoutCancel(ctx), sess.ID)
+			st.end(now, err)
 			return
-		case ev, open := <-events:
-			if !open {
-				return
-			}
-			st.observe(ev)
-			if turnEnded(ev.Type) {
-				now, err := s.runner.Session(context.WithoutCancel(ctx), sess.ID)
-				st.end(now, err)
-				return
-			}
 		}
 	}
 }

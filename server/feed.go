@@ -3,9 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"time"
 
 	"github.com/cairnhq/cairn"
 )
@@ -22,52 +20,22 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	changes := s.runner.WatchSessions(ctx)
 	p := callerOf(r)
-	io.WriteString(w, ": following every session\n\n")
-	flush()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		var msg string
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.stopping:
-			stoppingMessage(w, flush)
-			return
-		case <-tick.C:
-			msg = ": keep-alive\n\n"
-		case c, ok := <-changes:
-			if !ok {
-				return
-			}
-			msg = changeMessage(p, c)
-		}
-		if msg == "" {
-			continue
-		}
-		extendWrite(w)
-		if _, err := io.WriteString(w, msg); err != nil {
-			return
-		}
-		if len(changes) == 0 {
-			flush()
-		}
-	}
+	pump(ctx, s, w, flush, 0, s.runner.Changes,
+		func(c cairn.SessionChange) []byte { return changeMessage(p, c) }, ": following every session\n\n")
 }
 
-// changeMessage is the SSE message of c for p, or "" when p may not see it.
-func changeMessage(p principal, c cairn.SessionChange) string {
+// changeMessage is the SSE message of c for p, or nil when p may not see it.
+func changeMessage(p principal, c cairn.SessionChange) []byte {
 	if c.Resync {
-		return "event: resync\ndata: {}\n\n"
+		return []byte("event: resync\ndata: {}\n\n")
 	}
 	if !canSee(p, c.Session) {
-		return ""
+		return nil
 	}
 	data, err := json.Marshal(previewSession(c.Session))
 	if err != nil {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("event: session\ndata: %s\n\n", data)
+	return fmt.Appendf(nil, "event: session\ndata: %s\n\n", data)
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -488,44 +489,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		return
 	}
 	defer release()
-	live, cancel := s.runner.Subscribe(id, after)
-	defer cancel()
-	idle := time.NewTimer(s.streamIdle)
-	defer idle.Stop()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.stopping:
-			stoppingMessage(w, flush)
-			return
-		case <-idle.C:
-			extendWrite(w)
-			io.WriteString(w, ": idle: no event for a while; reconnect with Last-Event-ID to go on\n\n")
-			flush()
-			return
-		case <-tick.C:
-			extendWrite(w)
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			flush()
-		case ev, ok := <-live:
-			if !ok {
-				return
-			}
-			idle.Reset(s.streamIdle)
-			extendWrite(w)
-			if _, err := w.Write(s.sse.message(id, ev)); err != nil {
-				return
-			}
-			if len(live) == 0 {
-				flush()
-			}
-		}
-	}
+	pump(ctx, s, w, flush, s.streamIdle,
+		func(ctx context.Context) iter.Seq2[cairn.Event, error] { return s.runner.Follow(ctx, id, after) },
+		func(ev cairn.Event) []byte { return s.sse.message(id, ev) }, "")
 }
 
 // openStream reserves one of the server's event streams (on session id;

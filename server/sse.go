@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"iter"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnhq/cairn"
 )
@@ -70,4 +75,85 @@ func (f *sseCache) encode(ev cairn.Event) []byte {
 		return fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
 	}
 	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", ev.Type, data)
+}
+
+// pump writes an SSE stream of what follow yields — each item as msg words
+// it, nil writing nothing — until the sequence ends, the client leaves, a
+// write fails, the server stops (CloseStreams: it says so with a retry
+// hint), or, with idle set, nothing comes for that long (it says so). A
+// keep-alive comment goes out every heartbeat in between. first, if not
+// empty, is written once follow has subscribed, before any item.
+//
+// The sequence is ranged over in a goroutine of its own that hands the
+// items over a channel, so that the stream can wait on them, the heartbeat
+// and shutdown at once, and flush once per burst (when the channel is
+// drained) rather than once per message.
+func pump[T any](ctx context.Context, s *Server, w http.ResponseWriter, flush func(), idle time.Duration,
+	follow func(ctx context.Context) iter.Seq2[T, error], msg func(T) []byte, first string) {
+	ctx, cancel := context.WithCancel(ctx)
+	seq := follow(ctx)
+	items := make(chan T, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		defer close(items)
+		for v, err := range seq {
+			if err != nil {
+				return
+			}
+			select {
+			case items <- v:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	if first != "" {
+		io.WriteString(w, first)
+		flush()
+	}
+	var idleTimer *time.Timer
+	var idleC <-chan time.Time // nil, never ready, without idle
+	if idle > 0 {
+		idleTimer = time.NewTimer(idle)
+		defer idleTimer.Stop()
+		idleC = idleTimer.C
+	}
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		var b []byte
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stopping:
+			stoppingMessage(w, flush)
+			return
+		case <-idleC:
+			extendWrite(w)
+			io.WriteString(w, ": idle: no event for a while; reconnect with Last-Event-ID to go on\n\n")
+			flush()
+			return
+		case <-tick.C:
+			b = []byte(": keep-alive\n\n")
+		case v, open := <-items:
+			if !open {
+				return
+			}
+			if idleTimer != nil {
+				idleTimer.Reset(idle)
+			}
+			if b = msg(v); b == nil {
+				continue
+			}
+		}
+		extendWrite(w)
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+		if len(items) == 0 {
+			flush()
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -233,11 +234,14 @@ func (c *conn) elicit(ctx context.Context, req *sdk.ElicitRequest, gone <-chan s
 // the runner closes. It subscribes before it returns, so no session that
 // ends afterwards is missed, and follows in a goroutine of its own.
 func (h *Hub) Follow(ctx context.Context, r *cairn.Runner) {
-	go h.follow(r.WatchSessions(ctx))
+	go h.follow(r.Changes(ctx))
 }
 
-func (h *Hub) follow(changes <-chan cairn.SessionChange) {
-	for ch := range changes {
+func (h *Hub) follow(changes iter.Seq2[cairn.SessionChange, error]) {
+	for ch, err := range changes {
+		if err != nil {
+			return // the runner closed
+		}
 		if ch.Session == nil {
 			continue
 		}
