@@ -58,7 +58,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}
-	s, _ = r.Session(ctx, s.ID)
+	s = check.NoErr(t)(r.Session(ctx, s.ID))
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || len(rec.runs()) != 0 {
 		t.Fatalf("%s %q runs %v", s.Status, s.Output, rec.runs())
 	}
@@ -82,7 +82,7 @@ func TestExpirySweeperActsOnItsOwn(t *testing.T) {
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{ExpirySweep: 20 * time.Millisecond})
 	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
 	testwait.For(t, 10*time.Second, "the expired approval to end the turn", func() bool {
-		s, _ = r.Session(ctx, s.ID)
+		s = check.NoErr(t)(r.Session(ctx, s.ID))
 		return s.Status == cairn.StatusCompleted
 	})
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -29,15 +30,24 @@ func Example_approve() {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"test.txt"}`}}},
 		scripted.Reply{Text: "Done: {{.LastResult}}"},
 	)
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "files", Model: model, Tools: []*cairn.Tool{deleteFile}}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "files", Model: model, Tools: []*cairn.Tool{deleteFile}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
 
-	s, _ := runner.Start(ctx, "files", "Delete the file named 'test.txt'", nil)
+	s, err := runner.Start(ctx, "files", "Delete the file named 'test.txt'", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Status)
 	fmt.Println(s.Interrupts[0].Message)
 
 	approve := []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}
-	s, _ = runner.Resume(ctx, s.ID, s.Seq, approve, &cairn.TurnOptions{Actor: cairn.Actor{Name: "ana", Role: "approver"}})
+	s, err = runner.Resume(ctx, s.ID, s.Seq, approve, &cairn.TurnOptions{Actor: cairn.Actor{Name: "ana", Role: "approver"}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Status)
 	fmt.Println(s.Output)
 	// Output:
@@ -66,11 +76,20 @@ func Example_reject() {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"production"}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"},
 	)
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "ops", "Ship it", nil)
+	s, err := runner.Start(ctx, "ops", "Ship it", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	reject := []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionReject, Reason: "not on a Friday"}}
-	s, _ = runner.Resume(ctx, s.ID, s.Seq, reject, nil)
+	s, err = runner.Resume(ctx, s.ID, s.Seq, reject, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
 	// Output:
 	// The user rejected this tool call: not on a Friday
@@ -87,15 +106,24 @@ func Example_modify() {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"production"}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"},
 	)
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "ops", "Ship it", nil)
+	s, err := runner.Start(ctx, "ops", "Ship it", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	id := s.Interrupts[0].ID
 
-	_, err := runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"env":"moon"}`)}}, nil)
+	_, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"env":"moon"}`)}}, nil)
 	fmt.Println(cairn.ErrorCode(err))
 
-	s, _ = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"env":"staging"}`)}}, nil)
+	s, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: id, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"env":"staging"}`)}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
 	// Output:
 	// invalid_arguments
@@ -117,12 +145,21 @@ func Example_pauseForInput() {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}},
 		scripted.Reply{Text: "{{.LastResult}}"},
 	)
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "ops", "deploy", nil)
+	s, err := runner.Start(ctx, "ops", "deploy", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Interrupts[0].Kind, s.Interrupts[0].Question)
 	answer := []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging"}}
-	s, _ = runner.Resume(ctx, s.ID, s.Seq, answer, nil)
+	s, err = runner.Resume(ctx, s.ID, s.Seq, answer, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
 	// Output:
 	// input Which environment?

@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
@@ -41,7 +42,10 @@ func Example_openAICompatible() {
 	defer local.Close()
 
 	m := openai.New("llama3.1", &openai.Options{BaseURL: local.URL + "/v1"}) // Ollama: http://localhost:11434/v1
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
 	s, err := runner.Start(context.Background(), "main", "Hello!", nil)
 	if err != nil {
@@ -68,7 +72,10 @@ func Example_anthropic() {
 	clock := cairn.NewTool(&cairn.Tool{Name: "clock", Description: "Tell the time."},
 		func(ctx context.Context, a struct{}) (string, error) { return "noon", nil })
 	m := anthropic.New("claude-sonnet-4-5", &anthropic.Options{BaseURL: api.URL, APIKey: "sk-ant-example"})
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
 	s, err := runner.Start(context.Background(), "main", "What time is it?", nil)
 	if err != nil {
@@ -91,14 +98,26 @@ func Example_scripted() {
 	greeter := &scripted.Model{Scripts: map[string][]scripted.Reply{
 		"greeter": {{Text: "Hi! What is your name?"}, {Text: "Nice to meet you, {{.Input}}."}},
 	}}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "greeter", Model: greeter}, {Name: "echo", Model: echo}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "greeter", Model: greeter}, {Name: "echo", Model: echo}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
 	ctx := context.Background()
-	s, _ := runner.Start(ctx, "greeter", "hello", nil)
+	s, err := runner.Start(ctx, "greeter", "hello", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
-	s, _ = runner.Send(ctx, s.ID, "Ana", s.Seq, nil)
+	s, err = runner.Send(ctx, s.ID, "Ana", s.Seq, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
-	e, _ := runner.Start(ctx, "echo", "ping", nil)
+	e, err := runner.Start(ctx, "echo", "ping", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(e.Output)
 	// Output:
 	// Hi! What is your name?

@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -24,18 +25,27 @@ func Example_nestedApproval() {
 			{Text: "analysis of {{.LastResult}}"},
 		},
 	}}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{
+	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "parent", Model: model, Tools: []*cairn.Tool{
 			cairn.AgentTool("analyst", &cairn.Tool{Name: "run_analysis_pipeline", Description: "Runs the analysis pipeline."}),
 		}},
 		{Name: "analyst", Model: model, Tools: []*cairn.Tool{fetch}},
 	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "parent", "Analyze critical data.", nil)
+	s, err := runner.Start(ctx, "parent", "Analyze critical data.", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, step := range s.Interrupts[0].Path {
 		fmt.Println(step.Agent, "→", step.Tool)
 	}
-	s, _ = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	s, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
 	// Output:
 	// parent → run_analysis_pipeline
@@ -58,16 +68,25 @@ func Example_interactiveAgent() {
 			{ToolCalls: []scripted.Call{{Name: "complete", Arguments: `{"result":"found 3 APIs for 3.12"}`}}},
 		},
 	}}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{
+	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "main", Model: model, Tools: []*cairn.Tool{
 			cairn.InteractiveAgentTool("research", &cairn.Tool{Name: "use_research", Description: "Talk to research."}),
 		}},
 		{Name: "research", Model: model},
 	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "main", "research Python async APIs", nil)
+	s, err := runner.Start(ctx, "main", "research Python async APIs", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Stack[len(s.Stack)-1].Agent, s.Interrupts[0].Kind, s.Output)
-	s, _ = runner.Send(ctx, s.ID, "3.12", s.Seq, nil)
+	s, err = runner.Send(ctx, s.ID, "3.12", s.Seq, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Stack[len(s.Stack)-1].Agent, s.Output)
 	// Output:
 	// research message Research here. Which Python version?
@@ -82,14 +101,23 @@ func Example_handoff() {
 		"triage":  {{ToolCalls: []scripted.Call{{Name: "transfer_to_billing", Arguments: `{}`}}}},
 		"billing": {{Text: "Billing here. Which invoice?"}, {Text: "Refund for {{.Input}} is on its way."}},
 	}}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{
+	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "triage", Model: model, Tools: []*cairn.Tool{cairn.Handoff("billing", nil)}},
 		{Name: "billing", Model: model},
 	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "triage", "I was charged twice", nil)
+	s, err := runner.Start(ctx, "triage", "I was charged twice", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Stack[0].Agent+":", s.Output)
-	s, _ = runner.Send(ctx, s.ID, "INV-7", s.Seq, nil)
+	s, err = runner.Send(ctx, s.ID, "INV-7", s.Seq, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Stack[0].Agent+":", s.Output)
 	// Output:
 	// billing: Billing here. Which invoice?
@@ -106,13 +134,22 @@ func Example_cancel() {
 		},
 		"writer": {{Text: "What should the post be about?"}},
 	}}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{
+	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "main", Model: model, Tools: []*cairn.Tool{cairn.InteractiveAgentTool("writer", &cairn.Tool{Name: "use_writer", Description: "Writer."})}},
 		{Name: "writer", Model: model},
 	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
-	s, _ := runner.Start(ctx, "main", "write something", nil)
-	s, _ = runner.Cancel(ctx, s.ID, "top", nil)
+	s, err := runner.Start(ctx, "main", "write something", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err = runner.Cancel(ctx, s.ID, "top", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Output)
 	// Output:
 	// OK. (agent "writer" was cancelled by the user)

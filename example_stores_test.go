@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -33,7 +34,10 @@ func Example_sqlite() {
 		fmt.Println(err)
 		return
 	}
-	first, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+	first, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+	if err != nil {
+		log.Fatal(err)
+	}
 	s, _ := first.Start(ctx, "ops", "deploy", nil)
 	first.Close()
 	st.Close()
@@ -41,7 +45,10 @@ func Example_sqlite() {
 
 	st, _ = sqlite.Open(ctx, filepath.Join(dir, "cairn.db")) // after a restart
 	defer st.Close()
-	second, _ := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+	second, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer second.Close()
 	s, _ = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
 	fmt.Println(s.Status, s.Output)

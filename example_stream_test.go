@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -13,7 +14,10 @@ import (
 func ExampleStream() {
 	ctx := context.Background()
 	model := &scripted.Model{Replies: []scripted.Reply{{Text: "Hello there!"}}, Stream: true}
-	runner, _ := cairn.NewRunner([]*cairn.Agent{{Name: "greeter", Model: model}}, nil)
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "greeter", Model: model}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer runner.Close()
 	for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
 		return runner.Start(ctx, "greeter", "hi", &cairn.StartOptions{Observe: observe})

@@ -16,6 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
@@ -92,7 +93,7 @@ func TestBridgeApprovesFromSlack(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Wait()
-	sess, _ = runner.Session(ctx, sess.ID)
+	sess = check.NoErr(t)(runner.Session(ctx, sess.ID))
 	if sess.Status != cairn.StatusCompleted || sess.Output != "deployed to production" || runs.Load() != 1 {
 		t.Fatalf("after the click: %s %q, %d runs", sess.Status, sess.Output, runs.Load())
 	}

@@ -95,7 +95,10 @@ func TestApproveAndRejectThroughTheMessagesAPI(t *testing.T) {
 func TestStreamingDeltasAndErrors(t *testing.T) {
 	fake := fakeanthropic.Start(t, func(fakeanthropic.Request) fakeanthropic.Reply { return fakeanthropic.Reply{Text: "one two three"} })
 	m := anthropic.New("claude-test", &anthropic.Options{BaseURL: fake.URL, APIKey: "k", Stream: true})
-	r, _ := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer r.Close()
 	var deltas []string
 	for ev, err := range cairn.Stream(func(observe func(cairn.Event)) (*cairn.Session, error) {
@@ -113,7 +116,10 @@ func TestStreamingDeltasAndErrors(t *testing.T) {
 	}
 	zero := 0
 	bad := anthropic.New("claude-test", &anthropic.Options{BaseURL: "http://127.0.0.1:1", APIKey: "k", MaxRetries: &zero})
-	r2, _ := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: bad}}, nil)
+	r2, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: bad}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer r2.Close()
 	s, err := r2.Start(context.Background(), "a", "hi", nil)
 	if err != nil || s.Status != "failed" || !strings.Contains(s.Error.Message, "anthropic claude-test") {
