@@ -3,7 +3,6 @@ package cairn
 import (
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/driver"
-	"github.com/cairnhq/cairn/internal/runtime"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -46,13 +45,6 @@ const ActionLinkPath = webhook.ActionLinkPath
 
 // MaxContinuationBytes bounds the size of a continuation token.
 const MaxContinuationBytes = continuation.MaxBytes
-
-// DefaultLease is how long a runner owns a running turn without renewing
-// it, when RunnerOptions.Lease is 0.
-const DefaultLease = runtime.DefaultLease
-
-// DefaultCacheBytes is RunnerOptions.CacheBytes when 0.
-const DefaultCacheBytes = runtime.DefaultCacheBytes
 
 // NewCodec returns a continuation codec for keys (at least one, each at
 // least 32 bytes): the first signs, every one verifies.

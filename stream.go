@@ -3,25 +3,7 @@ package cairn
 import (
 	"iter"
 	"sync/atomic"
-
-	"github.com/cairnhq/cairn/internal/runtime"
 )
-
-// TurnOptions are the optional settings of a call that runs a turn:
-// Resume, Send, Cancel, Invoke and Continue. Nil means none.
-type TurnOptions struct {
-	// Actor is who makes the call, recorded with each decision (Resume,
-	// Continue) for the audit trail.
-	Actor Actor
-	// Observe, when set, is called with every event the call records and,
-	// for agents whose model streams, every text delta (type
-	// EventModelDelta, Seq 0, not stored), in order, on the goroutine that
-	// runs the turn; the turn waits for it. Stream wraps it in an iterator.
-	Observe func(Event)
-}
-
-// rt is o as the runtime takes it.
-func (o *TurnOptions) rt() *runtime.TurnOptions { return (*runtime.TurnOptions)(o) }
 
 // Stream runs run (a Start, Resume, Send or Cancel given observe as its
 // Observe option) and yields, as they happen, every event it records and

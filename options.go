@@ -1,0 +1,191 @@
+package cairn
+
+import (
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+// DefaultLease is how long a runner owns a running turn without renewing
+// it, when RunnerOptions.Lease is 0.
+const DefaultLease = runtime.DefaultLease
+
+// DefaultCacheBytes is RunnerOptions.CacheBytes when 0.
+const DefaultCacheBytes = runtime.DefaultCacheBytes
+
+// RunnerOptions are the optional settings of a Runner; nil or the zero
+// value means the defaults of each field.
+type RunnerOptions struct {
+	// Store keeps sessions; nil means a new in-memory store.
+	Store store.Store
+	// Logger receives the runner's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxParallelTools bounds the calls of one model response that run at
+	// once; 0 means 8.
+	MaxParallelTools int
+	// ExpirySweep is how often the runner looks for approvals past their
+	// TTL (see Tool.ApprovalTTL) and lets those sessions go on; 0 means
+	// every 250ms, negative means never (call ExpireDue yourself). The
+	// sweeper runs only when some tool has a TTL.
+	ExpirySweep time.Duration
+	// AutoApprove approves every call that would wait for a person, each
+	// recorded in the log as a decision by {"name":"cairn","role":"auto-approve"}:
+	// never silent. For tests and trusted runs.
+	AutoApprove bool
+	// CachedSessions bounds the number of session states kept in memory
+	// between requests (each is checked against the store's seq before use,
+	// so a write by another process is never missed); 0 means 1024,
+	// negative none.
+	CachedSessions int
+	// CacheBytes bounds their size (the bytes of log each would replay); 0
+	// means DefaultCacheBytes. The least recently used go first.
+	CacheBytes int
+	// ContinuationKeys sign (the first) and verify (all) the tokens of
+	// stateless invocations (Invoke, Continue). Empty: a key is generated
+	// once and kept in the Store, so every runner on the store shares it.
+	ContinuationKeys [][]byte
+	// Ledger records spent continuation tokens and their answers, so each
+	// token resumes once across every runner that shares it. Nil: the
+	// Store, if it implements store.Ledger (the stores of this module do).
+	Ledger store.Ledger
+	// Lease is how long this runner owns a running turn without renewing it
+	// (it renews every third of it while model and tool calls run); another
+	// runner on the store takes the session over once it expires. 0 means
+	// DefaultLease.
+	Lease time.Duration
+	// Takeover is how often the runner looks for running sessions whose
+	// lease expired (their runner crashed or stopped) and takes them over;
+	// it also does so at once. 0 means a third of the lease; negative means
+	// never (call Recover yourself).
+	Takeover time.Duration
+	// Node names this runner in leases (Session.LeaseOwner); empty means
+	// host-pid-random. Two runners must never share a name.
+	Node string
+	// TracerProvider, when set, receives OpenTelemetry spans for turns,
+	// model calls and tool calls (GenAI semantic conventions). Nil: none.
+	TracerProvider trace.TracerProvider
+	// Webhooks are told about interrupts and ended turns, at least once,
+	// from the store's outbox (see Webhook and package webhook); the store
+	// must implement store.Outbox and store.Secrets (this module's do).
+	// Every runner on the store delivers, whichever runner committed.
+	Webhooks []Webhook
+	// PublicURL is the absolute URL people reach the HTTP server at
+	// (https://cairn.example.org): webhook action links are built from it.
+	// Required with Webhooks.
+	PublicURL string
+	// WebhookDelivery tunes the deliveries (client, retries, polling); nil
+	// means the defaults of package webhook.
+	WebhookDelivery *webhook.Options
+	// MeterProvider, when set, receives the runner's OpenTelemetry metrics:
+	// cairn.turns, cairn.decisions, cairn.model.duration,
+	// cairn.tool.duration, cairn.commit.duration, cairn.state_cache,
+	// cairn.takeovers (docs/operations.md). Nil: none, at no cost.
+	MeterProvider metric.MeterProvider
+	// Driver, when set, runs the turns elsewhere (package driver/temporal):
+	// Start, Resume, Send and Cancel go through it, reads come from the
+	// store it mirrors to, and this runner takes no sessions over and
+	// sweeps no expiries. Nil: this runner drives its sessions itself.
+	Driver Driver
+	// Now and NewID make time and session ids injectable for tests.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// Webhook is an endpoint told about sessions: interrupts created, decided
+// and expired, turns completed and failed (package webhook lists the event
+// types and the payload). Deliveries are Standard Webhooks POSTs, signed
+// with Secret, sent at least once from the store's outbox by whichever
+// runner on the store claims them, retried with exponential backoff.
+// Sessions of stateless invocations (Invoke, Continue) send none.
+type Webhook struct {
+	// Name identifies the endpoint in the outbox and in the audit trail of
+	// decisions made through its action links; empty means URL. Renaming
+	// an endpoint gives up its undelivered messages.
+	Name string
+	// URL receives the POSTs.
+	URL string
+	// Secret signs them: "whsec_" followed by base64.
+	Secret string
+	// Events are the event types it hears; empty means all of them.
+	Events []string
+	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
+	// stops mid-delivery leaves the message to another (or to itself,
+	// restarted) about 10 s after the timeout.
+	Timeout time.Duration
+}
+
+// StartOptions are optional settings of Start.
+type StartOptions struct {
+	// Metadata is kept with the session and returned with it.
+	Metadata map[string]any
+	// Detach returns as soon as the session is recorded, with status
+	// running; the turn goes on in the background.
+	Detach bool
+	// Owner records who started the session (for access control).
+	Owner string
+	// Actor is who sends the first message, recorded in its event; zero
+	// means Owner, with no role.
+	Actor Actor
+	// Observe, when set, sees the turn's events as they are recorded; see
+	// TurnOptions.Observe.
+	Observe func(Event)
+	// ID, when set, is the new session's id instead of a generated one: a
+	// client-chosen id such as a chat's or a chat platform's conversation
+	// (telegram_123_456); 1–128 letters, digits and . _ - :. A session that
+	// already has it is ErrConflict.
+	ID string
+}
+
+// runtime is o as the runtime takes it.
+func (o *RunnerOptions) runtime() *runtime.Options {
+	if o == nil {
+		return nil
+	}
+	hooks := make([]runtime.Webhook, len(o.Webhooks))
+	for i, w := range o.Webhooks {
+		hooks[i] = runtime.Webhook(w)
+	}
+	return &runtime.Options{Webhooks: hooks,
+		Store:            o.Store,
+		Logger:           o.Logger,
+		MaxParallelTools: o.MaxParallelTools,
+		ExpirySweep:      o.ExpirySweep,
+		AutoApprove:      o.AutoApprove,
+		CachedSessions:   o.CachedSessions,
+		CacheBytes:       o.CacheBytes,
+		ContinuationKeys: o.ContinuationKeys,
+		Ledger:           o.Ledger,
+		Lease:            o.Lease,
+		Takeover:         o.Takeover,
+		Node:             o.Node,
+		TracerProvider:   o.TracerProvider,
+		PublicURL:        o.PublicURL,
+		WebhookDelivery:  o.WebhookDelivery,
+		MeterProvider:    o.MeterProvider,
+		Driver:           o.Driver,
+		Now:              o.Now,
+		NewID:            o.NewID,
+	}
+}
+
+// TurnOptions are the optional settings of a call that runs a turn:
+// Resume, Send, Cancel, Invoke and Continue. Nil means none.
+type TurnOptions struct {
+	// Actor is who makes the call, recorded with each decision (Resume,
+	// Continue) for the audit trail.
+	Actor Actor
+	// Observe, when set, is called with every event the call records and,
+	// for agents whose model streams, every text delta (type
+	// EventModelDelta, Seq 0, not stored), in order, on the goroutine that
+	// runs the turn; the turn waits for it. Stream wraps it in an iterator.
+	Observe func(Event)
+}
+
+// rt is o as the runtime takes it.
+func (o *TurnOptions) rt() *runtime.TurnOptions { return (*runtime.TurnOptions)(o) }
