@@ -55,7 +55,7 @@ func TestAskForWithSchema(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", c.d.Content, err, c.want)
 		}
 	}
-	if again, _ := r.Session(ctx, s.ID); again.Seq != s.Seq {
+	if again := check.NoErr(t)(r.Session(ctx, s.ID)); again.Seq != s.Seq {
 		t.Fatalf("a refused answer changed the session: seq %d → %d", s.Seq, again.Seq)
 	}
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionAnswer, Content: json.RawMessage(`{ "name": "Ada", "age": 36 }`)}}, nil)

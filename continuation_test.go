@@ -40,7 +40,10 @@ func TestContinuationTokens(t *testing.T) {
 	tok := res.Continuation
 
 	foreign := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&rec)}}}, &cairn.RunnerOptions{ContinuationKeys: [][]byte{key('b')}})
-	foreignRes, _ := foreign.Invoke(ctx, "main", "Delete test.txt", nil)
+	foreignRes, err := foreign.Invoke(ctx, "main", "Delete test.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dot := strings.LastIndexByte(tok, '.')
 	payload := inflate(t, tok[len("cairn.v2."):dot])
 	if !strings.Contains(payload, "test.txt") {

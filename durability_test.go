@@ -62,7 +62,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "approval expired") || len(rec.runs()) != 0 {
 		t.Fatalf("%s %q runs %v", s.Status, s.Output, rec.runs())
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	var actor string
 	for _, ev := range evs {
 		if ev.Type == "decision" {
@@ -125,7 +125,7 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	for _, ev := range evs {
 		if ev.Type != "decision" {
 			continue
@@ -196,7 +196,7 @@ func TestExactlyOnceOnEveryStore(t *testing.T) {
 			if ok != 1 || len(rec.runs()) != 1 {
 				t.Fatalf("%d resumes won, the tool ran %d times", ok, len(rec.runs()))
 			}
-			got, _ := r.Session(ctx, s.ID)
+			got := check.NoErr(t)(r.Session(ctx, s.ID))
 			if got.Status != cairn.StatusCompleted {
 				t.Fatalf("status %s", got.Status)
 			}
@@ -266,8 +266,8 @@ func TestSnapshotsOnLongSessions(t *testing.T) {
 			if err != nil || seq < 2 || len(root) == 0 {
 				t.Fatalf("no snapshot after a long session: %d %v", seq, err)
 			}
-			all, _ := sq.Events(ctx, s.ID, 0)
-			tail, _ := sq.Events(ctx, s.ID, seq)
+			all := check.Events(t)(sq.Events(ctx, s.ID, 0))
+			tail := check.Events(t)(sq.Events(ctx, s.ID, seq))
 			logBytes, tailBytes := 0, 0
 			for _, e := range all {
 				logBytes += len(e.Data)
@@ -307,7 +307,7 @@ func TestAutoApproveIsRecorded(t *testing.T) {
 	if s.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
 		t.Fatalf("%s runs %v", s.Status, rec.runs())
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	for _, ev := range evs {
 		if ev.Type == "decision" && strings.Contains(string(ev.Data), `"role":"auto-approve"`) {
 			return
@@ -354,7 +354,7 @@ func TestStartMergesTheFirstCommit(t *testing.T) {
 		if len(st.firsts) != tc.commits || st.firsts[0] != 1 {
 			t.Fatalf("id %q: commits start at seqs %v, want %d commits", tc.id, st.firsts, tc.commits)
 		}
-		evs, _ := r.Events(ctx, s.ID, 0)
+		evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 		if evs[0].Type != "session_started" || evs[1].Type != "user_message" {
 			t.Fatalf("log starts %s %s", evs[0].Type, evs[1].Type)
 		}

@@ -38,7 +38,10 @@ func Example_sqlite() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, _ := first.Start(ctx, "ops", "deploy", nil)
+	s, err := first.Start(ctx, "ops", "deploy", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	first.Close()
 	st.Close()
 	fmt.Println(s.Status)
@@ -50,7 +53,10 @@ func Example_sqlite() {
 		log.Fatal(err)
 	}
 	defer second.Close()
-	s, _ = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	s, err = second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(s.Status, s.Output)
 	// Output:
 	// paused

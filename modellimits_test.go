@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -45,7 +46,7 @@ func TestModelLimitsHoldForAnyModel(t *testing.T) {
 			if sess.Status != cairn.StatusFailed || sess.Error == nil || sess.Error.Code != c.code {
 				t.Fatalf("%s: %+v", sess.Status, sess.Error)
 			}
-			evs, _ := r.Events(t.Context(), sess.ID, 0)
+			evs := check.Events(t)(r.Events(t.Context(), sess.ID, 0))
 			for _, ev := range evs {
 				if ev.Type == "model_response" || len(ev.Data) > 1000 {
 					t.Fatalf("recorded %s (%d bytes) of a refused reply", ev.Type, len(ev.Data))

@@ -140,7 +140,7 @@ func TestNestedContinuation(t *testing.T) {
 		t.Fatalf("parent model calls = %d, want 2", n)
 	}
 	// The push and the pop are events, each with the frame and agent it belongs to.
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	var pushed, popped bool
 	for _, ev := range evs {
 		switch ev.Type {
@@ -490,7 +490,7 @@ func TestAskPausesForInput(t *testing.T) {
 	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer}}, nil); !errors.Is(err, cairn.ErrInvalidRequest) || !strings.Contains(err.Error(), "text is required") {
 		t.Fatalf("answer without text: %v", err)
 	}
-	if again, _ := r.Session(ctx, s.ID); again.Seq != s.Seq || len(again.Interrupts) != 1 {
+	if again := check.NoErr(t)(r.Session(ctx, s.ID)); again.Seq != s.Seq || len(again.Interrupts) != 1 {
 		t.Fatalf("a refused answer changed the session: %+v", again)
 	}
 	s, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionAnswer, Text: "staging"}}, nil)
@@ -504,7 +504,7 @@ func TestAskPausesForInput(t *testing.T) {
 	if s.Status != cairn.StatusCompleted || s.Output != "deployed to staging (yes)" || calls != 3 {
 		t.Fatalf("%s %q calls %d", s.Status, s.Output, calls)
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	var kinds []string
 	for _, ev := range evs {
 		if ev.Type == "input_requested" || ev.Type == "decision" {
@@ -538,7 +538,7 @@ func TestHandoff(t *testing.T) {
 	if len(triage.requests()) != 1 || s.Stack[0].Agent != "billing" {
 		t.Fatalf("triage calls %d, stack %+v", len(triage.requests()), s.Stack)
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	found := false
 	for _, ev := range evs {
 		found = found || ev.Type == "handoff"
@@ -590,7 +590,7 @@ func TestCancel(t *testing.T) {
 	if err != nil || s.Output != `main saw: agent "skill" was cancelled by bob (admin)` {
 		t.Fatalf("cancel top by bob: %v %q", err, s.Output)
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	if popped := eventOf(evs, "frame_popped", 2); !strings.Contains(string(popped.Data), `"actor":{"name":"bob","role":"admin"}`) {
 		t.Fatalf("frame_popped = %s", popped.Data)
 	}

@@ -46,12 +46,12 @@ func TestRememberedRejection(t *testing.T) {
 		t.Fatalf("the model was not told the remembered reason: %q", s.Output)
 	}
 
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	st, err := engine.Replay(evs)
 	if err != nil || len(st.Remembered) != 1 || st.Remembered[0] != want {
 		t.Fatalf("replay: %v %+v", err, st)
 	}
-	stored, _ := r.Session(ctx, s.ID)
+	stored := check.NoErr(t)(r.Session(ctx, s.ID))
 	if len(stored.Remembered) != 1 || stored.Remembered[0] != want {
 		t.Fatalf("stored remembered = %+v", stored.Remembered)
 	}

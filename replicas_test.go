@@ -87,7 +87,7 @@ func TestLiveOwnerIsNeverTakenOver(t *testing.T) {
 	if slow.runs.Load() != 1 {
 		t.Fatalf("the tool ran %d times", slow.runs.Load())
 	}
-	evs, _ := b.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(b.Events(ctx, s.ID, 0))
 	for _, ev := range evs {
 		if strings.Contains(string(ev.Data), `"in_doubt":true`) || ev.Type == "turn_interrupted" {
 			t.Fatalf("unexpected %s: %s", ev.Type, ev.Data)
@@ -120,7 +120,7 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	if err != nil || got.Status != cairn.StatusCancelled {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
-	evs, _ := b.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(b.Events(ctx, s.ID, 0))
 	var typesSeen []string
 	for _, ev := range evs {
 		typesSeen = append(typesSeen, string(ev.Type))
@@ -158,20 +158,20 @@ func TestInterruptedTurnIsRecordedAndTakenOver(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted resume: %v", err)
 	}
-	h, _ := a.Session(ctx, s.ID)
+	h := check.NoErr(t)(a.Session(ctx, s.ID))
 	if h.Status != cairn.StatusRunning || h.LeaseExpiresAt == nil || h.LeaseExpiresAt.After(time.Now()) {
 		t.Fatalf("after the interruption: %+v (want running with a released lease)", h)
 	}
 	b := node(t, path, 3*time.Second, slow.tool())
 	var got *cairn.Session
 	testwait.For(t, 5*time.Second, "B to take the session over", func() bool {
-		got, _ = b.Session(ctx, s.ID)
+		got = check.NoErr(t)(b.Session(ctx, s.ID))
 		return got.Status == cairn.StatusPaused
 	})
 	if got.Status != cairn.StatusPaused || !got.Interrupts[0].InDoubt || slow.runs.Load() != 1 {
 		t.Fatalf("taken over: %+v, runs %d", got, slow.runs.Load())
 	}
-	evs, _ := b.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(b.Events(ctx, s.ID, 0))
 	found := false
 	for _, ev := range evs {
 		found = found || ev.Type == "turn_interrupted"

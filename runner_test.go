@@ -162,7 +162,7 @@ func TestApprovalWithEditedArgumentsRunsThem(t *testing.T) {
 			t.Fatalf("arguments %s: err = %v, want ErrInvalidArguments", bad, err)
 		}
 	}
-	after, _ := r.Session(ctx, s.ID)
+	after := check.NoErr(t)(r.Session(ctx, s.ID))
 	if after.Seq != s.Seq || after.Status != cairn.StatusPaused || len(runs.runs()) != 0 {
 		t.Fatalf("refused requests changed the session: %+v, runs %v", after, runs.runs())
 	}
@@ -179,7 +179,7 @@ func TestApprovalWithEditedArgumentsRunsThem(t *testing.T) {
 	if want := `Result: [A person approved this call with other arguments than you asked for. You asked for {"filename":"test.txt"}; it ran with {"filename":"other.txt"}.]` + "\nDeleted other.txt"; s.Output != want {
 		t.Fatalf("output %q\nwant   %q", s.Output, want)
 	}
-	evs, _ := r.Events(ctx, s.ID, 0)
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	var found bool
 	for _, ev := range evs {
 		if ev.Type == "decision" {
@@ -430,7 +430,7 @@ func TestRefusedDecisionsChangeNothing(t *testing.T) {
 	if _, err := r.Start(ctx, "nobody", "hi", nil); !errors.Is(err, cairn.ErrUnknownAgent) {
 		t.Errorf("unknown agent: %v", err)
 	}
-	after, _ := r.Session(ctx, s.ID)
+	after := check.NoErr(t)(r.Session(ctx, s.ID))
 	if after.Seq != s.Seq || after.Status != cairn.StatusPaused || len(runs.runs()) != 0 {
 		t.Fatalf("refused requests changed the session: seq %d→%d, %s", s.Seq, after.Seq, after.Status)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -212,7 +213,7 @@ func TestPanickingCallbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "the detached turn to end", func() bool {
-		s, _ = r2.Session(ctx, s.ID)
+		s = check.NoErr(t)(r2.Session(ctx, s.ID))
 		return s.Status != cairn.StatusRunning
 	})
 	if s.Status != cairn.StatusFailed {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/temporaltest"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
@@ -122,7 +123,7 @@ func BenchmarkPauseResume(b *testing.B) {
 		// The history one such session leaves: events and bytes, per step
 		// (a step: one commit of the session's log; this session has 5).
 		h := history(b, c, last.Load().(string))
-		evs, _ := r.Events(ctx, last.Load().(string), 0)
+		evs := check.Events(b)(r.Events(ctx, last.Load().(string), 0))
 		steps := 5.0
 		b.ReportMetric(float64(len(h.Events))/steps, "history-events/step")
 		b.ReportMetric(float64(proto.Size(h))/steps, "history-B/step")

@@ -20,3 +20,16 @@ func NoErr(t testing.TB) func(*cairn.Session, error) *cairn.Session {
 		return s
 	}
 }
+
+// Events fails t when a read of events errs, and returns them:
+//
+//	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
+func Events(t testing.TB) func([]cairn.Event, error) []cairn.Event {
+	return func(evs []cairn.Event, err error) []cairn.Event {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("reading events: %v", err)
+		}
+		return evs
+	}
+}

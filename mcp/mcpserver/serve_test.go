@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -207,7 +208,7 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 	if (err == nil && !forged.IsError) || deployed.Load() != 0 {
 		t.Fatalf("forged answers: %v %+v, deployed %d", err, forged, deployed.Load())
 	}
-	if s, _ := r.Session(ctx, paused.SessionID); s.Seq != paused.Seq || s.Status != cairn.StatusPaused {
+	if s := check.NoErr(t)(r.Session(ctx, paused.SessionID)); s.Seq != paused.Seq || s.Status != cairn.StatusPaused {
 		t.Fatalf("the forged answers changed the session: %+v", s)
 	}
 	// Nor through cairn_resume.

@@ -94,7 +94,7 @@ func TestElicitationBecomesAQuestion(t *testing.T) {
 // answers; the later one hands over the answer to the held call).
 func assertRanOnce(t *testing.T, r *cairn.Runner, id string) {
 	t.Helper()
-	evs, _ := r.Events(context.Background(), id, 0)
+	evs := check.Events(t)(r.Events(context.Background(), id, 0))
 	fresh := 0
 	for _, ev := range evs {
 		if ev.Type == session.EventToolStarted && !strings.Contains(string(ev.Data), `"answers"`) {
