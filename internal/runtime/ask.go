@@ -3,6 +3,8 @@ package runtime
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // Question is a cairn.Question: what a tool asks the user.
@@ -15,13 +17,13 @@ type Question struct {
 
 type askState struct {
 	mu      sync.Mutex
-	answers []Answer
+	answers []session.Answer
 	next    int
 }
 
 // Ask returns the answer to the call's next question q, if the user gave
 // one, or else the error the tool must return to pause for it (cairn.AskFor).
-func (c *Call) Ask(q Question) (Answer, error) {
+func (c *Call) Ask(q Question) (session.Answer, error) {
 	st := &c.ask
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -30,11 +32,11 @@ func (c *Call) Ask(q Question) (Answer, error) {
 		st.next++
 		return a, nil
 	}
-	return Answer{}, &askError{q: q}
+	return session.Answer{}, &askError{q: q}
 }
 
 // Answers returns the answers the user gave to the call's questions so far.
-func (c *Call) Answers() []Answer { return c.ask.answers }
+func (c *Call) Answers() []session.Answer { return c.ask.answers }
 
 // askError is what Ask returns to pause; runTool recognises it.
 type askError struct{ q Question }

@@ -30,7 +30,7 @@ const continuationKeyName = "continuation-hmac-v1"
 
 // codec returns the runner's codec: RunnerOptions.ContinuationKeys, or a key
 // generated once and kept in the store (if it implements store.Secrets).
-func (r *Runner) codec(ctx context.Context) (*Codec, error) {
+func (r *Runner) codec(ctx context.Context) (*continuation.Codec, error) {
 	r.codecMu.Lock()
 	defer r.codecMu.Unlock()
 	if r.cont != nil {
@@ -57,7 +57,7 @@ func (r *Runner) codec(ctx context.Context) (*Codec, error) {
 }
 
 // Invoke is cairn.Runner.Invoke (documented there).
-func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOptions) (*Result, error) {
+func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOptions) (*continuation.Result, error) {
 	ctx, _ = opts.apply(ctx)
 	scratch := store.NewMemory()
 	st := &engine.State{}
@@ -72,7 +72,7 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 }
 
 // Continue is cairn.Runner.Continue (documented there).
-func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []Decision, opts *TurnOptions) (*Result, error) {
+func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []session.Decision, opts *TurnOptions) (*continuation.Result, error) {
 	ctx, actor := opts.apply(ctx)
 	c, err := r.codec(ctx)
 	if err != nil {
@@ -110,7 +110,7 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 }
 
 // state is the paused session a continuation carries.
-func stateOf(cont *Continuation) (*engine.State, error) {
+func stateOf(cont *continuation.Continuation) (*engine.State, error) {
 	if cont.Snapshot == nil {
 		st, err := engine.Replay(cont.Events)
 		if err != nil {
@@ -127,7 +127,7 @@ func stateOf(cont *Continuation) (*engine.State, error) {
 
 // resumeStateless runs a resumed turn in a scratch store, which starts at
 // seq, the paused session's (the log up to it lives in no store).
-func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, seq int64, step engine.Step, agent string) (*Result, error) {
+func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, seq int64, step engine.Step, agent string) (*continuation.Result, error) {
 	scratch := store.NewMemory()
 	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: seq}, 0, nil); err != nil {
 		return nil, err
@@ -140,8 +140,8 @@ func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, seq int6
 
 // outcome is what the ledger keeps of a resume.
 type outcome struct {
-	Result *Result `json:"result,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	Result *continuation.Result `json:"result,omitempty"`
+	Error  string               `json:"error,omitempty"`
 }
 
 func (r *Runner) spent(ctx context.Context, id string) error {
@@ -159,7 +159,7 @@ func (r *Runner) spent(ctx context.Context, id string) error {
 
 // settle records a resume's answer with its spent token. It is written even
 // when the caller's ctx ended: the answer is what a retry gets.
-func (r *Runner) settle(ctx context.Context, id string, res *Result, runErr error) {
+func (r *Runner) settle(ctx context.Context, id string, res *continuation.Result, runErr error) {
 	o := outcome{Result: res}
 	if runErr != nil {
 		o.Error = runErr.Error()
@@ -175,10 +175,10 @@ func (r *Runner) settle(ctx context.Context, id string, res *Result, runErr erro
 	}
 }
 
-func (r *Runner) result(ctx context.Context, st *engine.State, agent string) (*Result, error) {
+func (r *Runner) result(ctx context.Context, st *engine.State, agent string) (*continuation.Result, error) {
 	sess := st.View()
-	res := &Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
-	if sess.Status != StatusPaused {
+	res := &continuation.Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
+	if sess.Status != session.StatusPaused {
 		return res, nil
 	}
 	snap, err := engine.Snapshot(st)
@@ -189,7 +189,7 @@ func (r *Runner) result(ctx context.Context, st *engine.State, agent string) (*R
 	if err != nil {
 		return nil, err
 	}
-	if res.Continuation, err = c.Encode(&Continuation{Agent: agent, Snapshot: snap}); err != nil {
+	if res.Continuation, err = c.Encode(&continuation.Continuation{Agent: agent, Snapshot: snap}); err != nil {
 		return nil, err
 	}
 	if n := len(res.Continuation); n > continuation.MaxBytes {

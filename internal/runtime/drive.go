@@ -15,9 +15,9 @@ import (
 // apply loads a session, applies one input and drives the session until it
 // needs a person or the turn ends. The state goes back to the cache only
 // when everything it holds is recorded.
-func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Session, error) {
+func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*session.Session, error) {
 	if r.isDraining() {
-		return nil, ErrShuttingDown
+		return nil, session.ErrShuttingDown
 	}
 	st, err := r.load(ctx, id)
 	if err != nil {
@@ -36,7 +36,7 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*Sessio
 // runTurn drives a step inside the turn's span and, once everything is
 // recorded, returns the session and caches its state. unseen: the session
 // is new and its id known to no one yet (see driveIn).
-func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step, unseen bool) (sess *Session, err error) {
+func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step, unseen bool) (sess *session.Session, err error) {
 	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
 	defer func() { endTurnSpan(span, sess, err) }()
 	if err := r.driveIn(ctx, r.store, st, step, unseen); err != nil {
@@ -52,9 +52,9 @@ func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step
 }
 
 // sessionOf is the Session of a state this runner just recorded.
-func (r *Runner) sessionOf(st *engine.State) *Session {
+func (r *Runner) sessionOf(st *engine.State) *session.Session {
 	s := st.View()
-	if s.Status == StatusRunning && !r.halt.Load() {
+	if s.Status == session.StatusRunning && !r.halt.Load() {
 		until := r.now().Add(r.leaseFor)
 		s.LeaseOwner, s.LeaseExpiresAt = r.node, &until
 	}
@@ -159,7 +159,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 	}
 	switch {
 	case t != nil && t.lost.Load():
-		return nil, fmt.Errorf("session %s: %w", st.SessionID, ErrLeaseLost)
+		return nil, fmt.Errorf("session %s: %w", st.SessionID, session.ErrLeaseLost)
 	case ctx.Err() != nil:
 		// Nothing of this effect is recorded: a started tool stays in doubt.
 		return nil, r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())

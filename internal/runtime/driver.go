@@ -14,11 +14,11 @@ import (
 )
 
 // startWith opens a session through the driver.
-func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *StartOptions) (*Session, error) {
+func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *StartOptions) (*session.Session, error) {
 	if _, ok := r.agents[agent]; !ok {
 		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q", agent)}
 	}
-	return r.observed(ctx, id, 0, func() (*Session, error) {
+	return r.observed(ctx, id, 0, func() (*session.Session, error) {
 		return r.driver.Start(ctx, driver.Start{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)
 	})
 }
@@ -26,15 +26,15 @@ func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *S
 // observed runs a driver call and, when the call has an observer, hands it
 // the session's events from after seq as the store's feed brings them, up
 // to those of the session the call returns.
-func (r *Runner) observed(ctx context.Context, id string, after int64, call func() (*Session, error)) (*Session, error) {
-	obs, _ := ctx.Value(observerKey{}).(func(Event))
+func (r *Runner) observed(ctx context.Context, id string, after int64, call func() (*session.Session, error)) (*session.Session, error) {
+	obs, _ := ctx.Value(observerKey{}).(func(session.Event))
 	if obs == nil {
 		return call()
 	}
 	events, cancel := r.Subscribe(id, after)
 	defer cancel()
 	type answer struct {
-		s   *Session
+		s   *session.Session
 		err error
 	}
 	done := make(chan answer, 1)
@@ -107,7 +107,7 @@ var driverLease = store.Lease{Owner: "driver", Until: time.Date(9999, 1, 1, 0, 0
 // Head is the store head a mirror writes with events just applied to st:
 // the same summary, expiry index and snapshot policy as the Runner's own
 // commits (headFor), under driverLease. It does no I/O.
-func (c Core) Head(st *engine.State, events []Event) (store.Head, error) {
+func (c Core) Head(st *engine.State, events []session.Event) (store.Head, error) {
 	head, log, err := headFor(st, engine.Step{Events: events}, driverLease, c.r.snapshots)
 	st.Log = log
 	return head, err
@@ -117,12 +117,12 @@ func (c Core) Head(st *engine.State, events []Event) (store.Head, error) {
 // Runner's own commits are written, once: a retry of a mirror that was
 // written (its answer lost) finds the session at or past head.Seq and
 // succeeds.
-func (c Core) Mirror(ctx context.Context, head store.Head, events []Event) error {
+func (c Core) Mirror(ctx context.Context, head store.Head, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
 	err := c.r.appendStep(ctx, head, engine.Step{Events: events})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, session.ErrConflict) {
 		if h, herr := c.r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
 			return nil // written by an earlier attempt
 		}

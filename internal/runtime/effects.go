@@ -25,7 +25,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	first := true
 	req.OnTextDelta = func(delta string) {
 		data, _ := json.Marshal(session.ModelDelta{Text: delta})
-		ev := Event{Type: session.EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
+		ev := session.Event{Type: session.EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
 		r.hub.delta(sessionID, after, first, ev)
 		first = false
 		observe(ctx, ev)
@@ -170,7 +170,7 @@ func (r *Runner) runTool(ctx context.Context, t *Tool, call engine.ToolRun) (out
 					Content: fmt.Sprintf("tool %q asked a question with a schema Cairn cannot use: %v", call.Tool, err)}
 			}
 		}
-	case errors.Is(res.err, ErrInDoubt):
+	case errors.Is(res.err, session.ErrInDoubt):
 		outcome.InDoubt = true
 	case res.err == nil:
 		outcome.Content = res.out

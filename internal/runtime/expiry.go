@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -64,7 +65,7 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 			switch {
 			case err == nil:
 				n++
-			case errors.Is(err, ErrConflict): // decided or expired by someone else meanwhile
+			case errors.Is(err, session.ErrConflict): // decided or expired by someone else meanwhile
 			default:
 				errs = append(errs, fmt.Errorf("expire %s: %w", h.ID, err))
 			}

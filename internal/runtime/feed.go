@@ -57,7 +57,7 @@ func (f *sessionFeed) changed(c store.Change) {
 }
 
 // run reads the changed sessions and publishes them until ctx ends.
-func (f *sessionFeed) run(ctx context.Context, read func(ctx context.Context, id string) (*Session, error)) {
+func (f *sessionFeed) run(ctx context.Context, read func(ctx context.Context, id string) (*session.Session, error)) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -13,10 +13,10 @@ import (
 var errRangedTwice = errors.New("cairn: this sequence was already ranged over; call Follow or Changes again")
 
 // Follow is cairn.Runner.Follow (documented there).
-func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter.Seq2[Event, error] {
+func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter.Seq2[session.Event, error] {
 	events, cancel := r.hub.subscribe(sessionID, after)
 	stop := context.AfterFunc(ctx, cancel)
-	return once(func(yield func(Event, error) bool) {
+	return once(func(yield func(session.Event, error) bool) {
 		defer cancel()
 		defer stop()
 		for {
@@ -26,7 +26,7 @@ func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter
 					return
 				}
 			case <-r.background.Done():
-				yield(Event{}, ErrShuttingDown)
+				yield(session.Event{}, session.ErrShuttingDown)
 				return
 			}
 		}
@@ -45,7 +45,7 @@ func (r *Runner) Changes(ctx context.Context) iter.Seq2[session.Change, error] {
 			}
 		}
 		if ctx.Err() == nil || r.background.Err() != nil {
-			yield(session.Change{}, ErrShuttingDown)
+			yield(session.Change{}, session.ErrShuttingDown)
 		}
 	})
 }

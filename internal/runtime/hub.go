@@ -35,7 +35,7 @@ type hub struct {
 const unknownSeq = math.MaxInt64
 
 type subscriber struct {
-	ch     chan Event
+	ch     chan session.Event
 	last   int64 // seq of the last event delivered
 	behind bool  // events after last exist that the worker must deliver
 	// held keeps, in order, text deltas whose place is after events this
@@ -55,7 +55,7 @@ type subscriber struct {
 // heldDelta is a text delta (or a skip marker) waiting for its place.
 type heldDelta struct {
 	after int64 // the seq of the last event recorded before it
-	ev    Event
+	ev    session.Event
 }
 
 const (
@@ -83,14 +83,14 @@ func (h *hub) poke() {
 	}
 }
 
-func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
-	sub := &subscriber{ch: make(chan Event, subscriberBuffer), last: after, behind: true}
+func (h *hub) subscribe(id string, after int64) (<-chan session.Event, func()) {
+	sub := &subscriber{ch: make(chan session.Event, subscriberBuffer), last: after, behind: true}
 	h.mu.Lock()
 	h.init()
-	if h.subs[session] == nil {
-		h.subs[session] = map[*subscriber]struct{}{}
+	if h.subs[id] == nil {
+		h.subs[id] = map[*subscriber]struct{}{}
 	}
-	h.subs[session][sub] = struct{}{}
+	h.subs[id][sub] = struct{}{}
 	h.mu.Unlock()
 	h.poke()
 	var once sync.Once
@@ -98,11 +98,11 @@ func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			delete(h.subs[session], sub)
-			if len(h.subs[session]) == 0 {
-				delete(h.subs, session)
-				delete(h.gen, session)
-				delete(h.latest, session)
+			delete(h.subs[id], sub)
+			if len(h.subs[id]) == 0 {
+				delete(h.subs, id)
+				delete(h.gen, id)
+				delete(h.latest, id)
 			}
 			close(sub.ch)
 		})
@@ -113,20 +113,20 @@ func (h *hub) subscribe(session string, after int64) (<-chan Event, func()) {
 // subscriber they continue, also one the change feed has already marked
 // behind: the store may echo a commit before its writer gets here, and the
 // turn's next deltas must find the subscriber caught up.
-func (h *hub) published(session string, events []Event) {
+func (h *hub) published(id string, events []session.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	subs := h.subs[session]
+	subs := h.subs[id]
 	if len(subs) == 0 {
 		return
 	}
-	h.gen[session]++
-	if last := events[len(events)-1].Seq; last > h.latest[session] {
-		h.latest[session] = last
+	h.gen[id]++
+	if last := events[len(events)-1].Seq; last > h.latest[id] {
+		h.latest[id] = last
 	}
 	poke := false
 	for sub := range subs {
-		sub.behind = !sub.deliver(events) || sub.last < h.latest[session]
+		sub.behind = !sub.deliver(events) || sub.last < h.latest[id]
 		poke = poke || sub.behind
 	}
 	if poke {
@@ -137,10 +137,10 @@ func (h *hub) published(session string, events []Event) {
 // delta passes on an unstored event (a text delta of one model reply) to
 // every subscriber, in its place: after the event with seq after, the last
 // one recorded before the model call. first marks the reply's first delta.
-func (h *hub) delta(session string, after int64, first bool, ev Event) {
+func (h *hub) delta(id string, after int64, first bool, ev session.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for sub := range h.subs[session] {
+	for sub := range h.subs[id] {
 		sub.delta(after, first, ev)
 	}
 }
@@ -175,7 +175,7 @@ func (h *hub) changed(c store.Change) {
 // deliver sends the events after sub.last, in order, without blocking, each
 // after the held deltas that come before it. It reports whether all of them,
 // and the deltas that follow the last, fit; it stops at a gap.
-func (sub *subscriber) deliver(events []Event) bool {
+func (sub *subscriber) deliver(events []session.Event) bool {
 	for _, ev := range events {
 		switch {
 		case ev.Seq <= sub.last:
@@ -198,7 +198,7 @@ func (sub *subscriber) deliver(events []Event) bool {
 // a subscriber that came in after the reply began: a model_deltas_skipped
 // marker takes their place, so the deltas a stream carries are always a
 // beginning of the reply's text and model_response has the whole of it.
-func (sub *subscriber) delta(after int64, first bool, ev Event) {
+func (sub *subscriber) delta(after int64, first bool, ev session.Event) {
 	sub.flush()
 	switch {
 	case sub.muted && (!first || len(sub.held) >= maxHeldDeltas):
@@ -223,15 +223,15 @@ const (
 )
 
 // skip mutes sub's deltas from here and puts the marker in their place.
-func (sub *subscriber) skip(after int64, ev Event, reason string) {
+func (sub *subscriber) skip(after int64, ev session.Event, reason string) {
 	sub.muted = true
-	sub.put(after, Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
+	sub.put(after, session.Event{Type: session.EventModelDeltasSkipped, Time: ev.Time, Frame: ev.Frame, Agent: ev.Agent,
 		Data: mustJSON(session.ModelDeltasSkipped{Reason: reason})})
 }
 
 // put sends ev (a delta or a marker following seq after) at once when
 // nothing waits before it and the channel has room, else holds it.
-func (sub *subscriber) put(after int64, ev Event) {
+func (sub *subscriber) put(after int64, ev session.Event) {
 	if len(sub.held) == 0 && sub.last >= after && sub.send(ev) {
 		return
 	}
@@ -260,7 +260,7 @@ func (sub *subscriber) due() bool {
 }
 
 // send puts ev on the channel if there is room.
-func (sub *subscriber) send(ev Event) bool {
+func (sub *subscriber) send(ev session.Event) bool {
 	select {
 	case sub.ch <- ev:
 		return true

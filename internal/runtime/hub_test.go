@@ -52,7 +52,7 @@ func TestCaughtUpSubscriberGetsDeltas(t *testing.T) {
 			t.Fatalf("event %d, want %d", ev.Seq, want)
 		}
 	}
-	h.delta("s1", 3, true, Event{Type: session.EventModelDelta, Data: []byte(`{"text":"The"}`)})
+	h.delta("s1", 3, true, session.Event{Type: session.EventModelDelta, Data: []byte(`{"text":"The"}`)})
 	select {
 	case ev := <-ch:
 		if ev.Type != session.EventModelDelta {
@@ -64,10 +64,10 @@ func TestCaughtUpSubscriberGetsDeltas(t *testing.T) {
 }
 
 // appendEvents records events from..to (inclusive) of session s1 in m.
-func appendEvents(t *testing.T, m *store.Memory, from, to int64) []Event {
+func appendEvents(t *testing.T, m *store.Memory, from, to int64) []session.Event {
 	t.Helper()
 	now := time.Now()
-	var evs []Event
+	var evs []session.Event
 	for seq := from; seq <= to; seq++ {
 		evs = append(evs, session.Event{Seq: seq, Type: "tool_result", Time: now, Data: []byte(`{}`)})
 	}
@@ -78,7 +78,7 @@ func appendEvents(t *testing.T, m *store.Memory, from, to int64) []Event {
 }
 
 // caughtUp returns a hub on m with one subscriber of s1 served its backlog.
-func caughtUp(t *testing.T, m *store.Memory) (*hub, <-chan Event) {
+func caughtUp(t *testing.T, m *store.Memory) (*hub, <-chan session.Event) {
 	t.Helper()
 	h := &hub{store: m}
 	ch, cancel := h.subscribe("s1", 0)
@@ -97,8 +97,8 @@ func caughtUp(t *testing.T, m *store.Memory) (*hub, <-chan Event) {
 	return h, ch
 }
 
-func textDelta(i int) Event {
-	return Event{Type: session.EventModelDelta, Data: []byte(fmt.Sprintf(`{"text":"%d "}`, i))}
+func textDelta(i int) session.Event {
+	return session.Event{Type: session.EventModelDelta, Data: []byte(fmt.Sprintf(`{"text":"%d "}`, i))}
 }
 
 // The store's feed may echo a commit of this process before the committer
@@ -176,7 +176,7 @@ func TestSlowSubscriberGetsAMarker(t *testing.T) {
 	// skipped too, under the same marker: none of its deltas, no second one.
 	h.delta("s1", 4, true, textDelta(-1))
 	h.published("s1", appendEvents(t, m, 4, 5)) // the replies' model_responses
-	var got []Event
+	var got []session.Event
 	for len(got) == 0 || got[len(got)-1].Seq != 5 {
 		select {
 		case ev := <-ch:
@@ -249,17 +249,17 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 		appendEvents(t, mem, 1, 1)
 		h := &hub{}
 		var (
-			ch        <-chan Event
-			subAfter  = int64(-1) // the subscriber's after; -1: not subscribed
-			seq       = int64(1)  // stored
-			unhanded  []Event     // stored, not yet handed to the hub
-			echoes    []int64     // stored commits the feed has not echoed yet
-			replies   []int       // deltas sent per reply, by reply number
-			replyAt   []int64     // the seq each reply follows
-			joinedAt  = -1        // the reply in progress when the subscriber came in
-			before    int         // replies whose first delta went out before it came in
+			ch        <-chan session.Event
+			subAfter  = int64(-1)     // the subscriber's after; -1: not subscribed
+			seq       = int64(1)      // stored
+			unhanded  []session.Event // stored, not yet handed to the hub
+			echoes    []int64         // stored commits the feed has not echoed yet
+			replies   []int           // deltas sent per reply, by reply number
+			replyAt   []int64         // the seq each reply follows
+			joinedAt  = -1            // the reply in progress when the subscriber came in
+			before    int             // replies whose first delta went out before it came in
 			deltaLeft int
-			got       []Event
+			got       []session.Event
 		)
 		plain := echoStore{Store: mem, during: func() {}}
 		h.store = plain
@@ -277,7 +277,7 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 				case deltaLeft > 0:
 					i := len(replies) - 1
 					data := fmt.Sprintf(`{"reply":%d,"n":%d}`, i, replies[i])
-					h.delta("s1", replyAt[i], replies[i] == 0, Event{Type: session.EventModelDelta, Data: []byte(data)})
+					h.delta("s1", replyAt[i], replies[i] == 0, session.Event{Type: session.EventModelDelta, Data: []byte(data)})
 					replies[i]++
 					deltaLeft--
 				default:

@@ -26,7 +26,7 @@ type turn struct {
 	cancelRequested atomic.Bool
 	// cancelBy is who asked for the cancel in this process; nil when the
 	// request came through the store (see cancelInput).
-	cancelBy  atomic.Pointer[Actor]
+	cancelBy  atomic.Pointer[session.Actor]
 	lost      atomic.Bool
 	mu        sync.Mutex
 	stopModel context.CancelFunc // cancels the model call in flight, if any
@@ -42,7 +42,7 @@ func (t *turn) requestCancel() {
 }
 
 // requestCancelBy is requestCancel from a caller of this process.
-func (t *turn) requestCancelBy(by Actor) {
+func (t *turn) requestCancelBy(by session.Actor) {
 	t.cancelBy.Store(&by)
 	t.requestCancel()
 }
@@ -128,7 +128,7 @@ func (r *Runner) Node() string { return r.node }
 // turn runs, released (expired at once) when it pauses, ends, or this
 // runner stopped driving it (turn_interrupted), so the next owner takes
 // over at once.
-func (r *Runner) lease(st *engine.State, events []Event, now time.Time) store.Lease {
+func (r *Runner) lease(st *engine.State, events []session.Event, now time.Time) store.Lease {
 	if st.Status == session.StatusRunning && events[len(events)-1].Type != session.EventTurnInterrupted {
 		return store.Lease{Owner: r.node, Until: now.Add(r.leaseFor)}
 	}
@@ -222,7 +222,7 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		}
 		sess, err := r.apply(ctx, h.ID, engine.Recover{})
 		if err != nil {
-			if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrShuttingDown) {
+			if !errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrShuttingDown) {
 				errs = append(errs, fmt.Errorf("take over %s: %w", h.ID, err))
 			}
 			continue
@@ -262,7 +262,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 }
 
 // Cancel is cairn.Runner.Cancel (documented there).
-func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope, opts *TurnOptions) (*Session, error) {
+func (r *Runner) Cancel(ctx context.Context, sessionID string, scope session.CancelScope, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
 		return r.driver.Cancel(ctx, sessionID, scope, actor)
@@ -272,7 +272,7 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope
 	if err != nil {
 		return nil, storeError(err, sessionID)
 	}
-	if h.Status != StatusRunning || scope != session.CancelAll || !h.Lease.HeldBy("", r.now()) {
+	if h.Status != session.StatusRunning || scope != session.CancelAll || !h.Lease.HeldBy("", r.now()) {
 		return r.apply(ctx, sessionID, cancel)
 	}
 	// A live owner runs the turn: ask it to stop, and wait for the outcome.
@@ -298,9 +298,9 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope
 			return nil, storeError(err, sessionID)
 		}
 		switch {
-		case h.Status == StatusPaused: // it paused before it saw the request
+		case h.Status == session.StatusPaused: // it paused before it saw the request
 			return r.apply(ctx, sessionID, cancel)
-		case h.Status != StatusRunning:
+		case h.Status != session.StatusRunning:
 			return sessionFromHead(h)
 		case !h.Lease.HeldBy("", r.now()): // its owner died: cancel it here
 			return r.apply(ctx, sessionID, cancel)

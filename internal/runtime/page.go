@@ -60,7 +60,7 @@ func (p Page) parse() (limit int, c cursor, err error) {
 }
 
 // SessionsPage is cairn.Runner.SessionsPage (documented there).
-func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (sessions []*Session, next string, err error) {
+func (r *Runner) SessionsPage(ctx context.Context, status session.Status, page Page) (sessions []*session.Session, next string, err error) {
 	limit, c, err := page.parse()
 	if err != nil {
 		return nil, "", err
@@ -73,7 +73,7 @@ func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (se
 		heads = heads[:limit]
 		next = encodeCursor(heads[limit-1].Position(), 0)
 	}
-	sessions = make([]*Session, 0, len(heads))
+	sessions = make([]*session.Session, 0, len(heads))
 	for _, h := range heads {
 		s, err := sessionFromHead(h)
 		if err != nil {
@@ -85,15 +85,15 @@ func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (se
 }
 
 // InterruptsPage is cairn.Runner.InterruptsPage (documented there).
-func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []PendingInterrupt, next string, err error) {
+func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []session.PendingInterrupt, next string, err error) {
 	limit, c, err := page.parse()
 	if err != nil {
 		return nil, "", err
 	}
-	interrupts = []PendingInterrupt{}
+	interrupts = []session.PendingInterrupt{}
 	prev, skip := c.position(), c.Skip
 	for {
-		heads, err := r.store.List(ctx, store.ListOptions{Status: StatusPaused, After: prev, Limit: limit + 1})
+		heads, err := r.store.List(ctx, store.ListOptions{Status: session.StatusPaused, After: prev, Limit: limit + 1})
 		if err != nil {
 			return nil, "", err
 		}
@@ -106,7 +106,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []Pe
 				if len(interrupts) == limit {
 					return interrupts, encodeCursor(prev, i), nil
 				}
-				interrupts = append(interrupts, PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Seq: s.Seq, PausedAt: s.UpdatedAt})
+				interrupts = append(interrupts, session.PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Seq: s.Seq, PausedAt: s.UpdatedAt})
 			}
 			prev, skip = h.Position(), 0
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/schema"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -78,7 +79,7 @@ type Runner struct {
 	contKeys    [][]byte
 	ledger      store.Ledger
 	codecMu     sync.Mutex
-	cont        *Codec
+	cont        *continuation.Codec
 	node        string
 	leaseFor    time.Duration
 	active      turns
@@ -232,12 +233,12 @@ func (r *Runner) Store() store.Store { return r.store }
 // sessionFromHead is the Session as last recorded: the stored view, with
 // the seq, status and update time of the head row (see engine.ViewChanged)
 // and the lease of a running session.
-func sessionFromHead(h store.Head) (*Session, error) {
+func sessionFromHead(h store.Head) (*session.Session, error) {
 	s, err := engine.StoredView(h.Summary, h.Seq, h.Status, h.UpdatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", h.ID, err)
 	}
-	if s.Status == StatusRunning {
+	if s.Status == session.StatusRunning {
 		until := h.Lease.Until
 		s.LeaseOwner, s.LeaseExpiresAt = h.Lease.Owner, &until
 	}

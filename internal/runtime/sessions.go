@@ -15,15 +15,15 @@ type StartOptions struct {
 	Metadata map[string]any
 	Detach   bool
 	Owner    string
-	Actor    Actor
-	Observe  func(Event)
+	Actor    session.Actor
+	Observe  func(session.Event)
 	ID       string
 }
 
 // firstActor is who sends the first message: Actor, or else Owner.
-func (o *StartOptions) firstActor() Actor {
-	if o.Actor == (Actor{}) {
-		return Actor{Name: o.Owner}
+func (o *StartOptions) firstActor() session.Actor {
+	if o.Actor == (session.Actor{}) {
+		return session.Actor{Name: o.Owner}
 	}
 	return o.Actor
 }
@@ -31,9 +31,9 @@ func (o *StartOptions) firstActor() Actor {
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // Start is cairn.Runner.Start (documented there).
-func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*Session, error) {
+func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*session.Session, error) {
 	if r.isDraining() {
-		return nil, ErrShuttingDown
+		return nil, session.ErrShuttingDown
 	}
 	if opts == nil {
 		opts = &StartOptions{}
@@ -78,16 +78,16 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 }
 
 // Resume is cairn.Runner.Resume (documented there).
-func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision, opts *TurnOptions) (*Session, error) {
+func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
-		return r.observed(ctx, sessionID, seq, func() (*Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+		return r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
 	}
 	return r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
 }
 
 // Send is cairn.Runner.Send (documented there).
-func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*Session, error) {
+func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
 	if r.driver != nil {
 		after := seq
@@ -98,13 +98,13 @@ func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, op
 			}
 			after = h.Seq
 		}
-		return r.observed(ctx, sessionID, after, func() (*Session, error) { return r.driver.Send(ctx, sessionID, text, seq, actor) })
+		return r.observed(ctx, sessionID, after, func() (*session.Session, error) { return r.driver.Send(ctx, sessionID, text, seq, actor) })
 	}
 	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq, Actor: actor})
 }
 
 // Session is cairn.Runner.Session (documented there).
-func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
+func (r *Runner) Session(ctx context.Context, id string) (*session.Session, error) {
 	h, err := r.store.Head(ctx, id)
 	if err != nil {
 		return nil, storeError(err, id)
@@ -113,17 +113,17 @@ func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
 }
 
 // Sessions is cairn.Runner.Sessions (documented there).
-func (r *Runner) Sessions(ctx context.Context, status Status) ([]*Session, error) {
-	return all(func(p Page) ([]*Session, string, error) { return r.SessionsPage(ctx, status, p) })
+func (r *Runner) Sessions(ctx context.Context, status session.Status) ([]*session.Session, error) {
+	return all(func(p Page) ([]*session.Session, string, error) { return r.SessionsPage(ctx, status, p) })
 }
 
 // PendingInterrupts is cairn.Runner.PendingInterrupts (documented there).
-func (r *Runner) PendingInterrupts(ctx context.Context) ([]PendingInterrupt, error) {
-	return all(func(p Page) ([]PendingInterrupt, string, error) { return r.InterruptsPage(ctx, p) })
+func (r *Runner) PendingInterrupts(ctx context.Context) ([]session.PendingInterrupt, error) {
+	return all(func(p Page) ([]session.PendingInterrupt, string, error) { return r.InterruptsPage(ctx, p) })
 }
 
 // Events is cairn.Runner.Events (documented there).
-func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, error) {
+func (r *Runner) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
 	evs, err := r.store.Events(ctx, id, after)
 	if err != nil {
 		return nil, storeError(err, id)
@@ -132,6 +132,6 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]Event, e
 }
 
 // Subscribe is cairn.Runner.Subscribe (documented there).
-func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
+func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan session.Event, cancel func()) {
 	return r.hub.subscribe(sessionID, after)
 }

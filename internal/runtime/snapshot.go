@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -40,7 +41,7 @@ func snapshotPolicyFor(st store.Store) snapshotPolicy {
 	return wholeSnapshots
 }
 
-func eventBytes(evs []Event) int {
+func eventBytes(evs []session.Event) int {
 	n := 0
 	for _, e := range evs {
 		n += len(e.Data)

@@ -2,19 +2,21 @@ package runtime
 
 import (
 	"context"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // TurnOptions are cairn.TurnOptions (documented there), which convert to
 // them.
 type TurnOptions struct {
-	Actor   Actor
-	Observe func(Event)
+	Actor   session.Actor
+	Observe func(session.Event)
 }
 
 // apply returns ctx carrying the observer, and the actor.
-func (o *TurnOptions) apply(ctx context.Context) (context.Context, Actor) {
+func (o *TurnOptions) apply(ctx context.Context) (context.Context, session.Actor) {
 	if o == nil {
-		return ctx, Actor{}
+		return ctx, session.Actor{}
 	}
 	return withObserver(ctx, o.Observe), o.Actor
 }
@@ -23,7 +25,7 @@ func (o *TurnOptions) apply(ctx context.Context) (context.Context, Actor) {
 // of its turn: the driver's internal plumbing, set only from the options.
 type observerKey struct{}
 
-func withObserver(ctx context.Context, fn func(Event)) context.Context {
+func withObserver(ctx context.Context, fn func(session.Event)) context.Context {
 	if fn == nil {
 		return ctx
 	}
@@ -31,8 +33,8 @@ func withObserver(ctx context.Context, fn func(Event)) context.Context {
 }
 
 // observe delivers ev to the observer of the call running ctx, if any.
-func observe(ctx context.Context, ev Event) {
-	if fn, ok := ctx.Value(observerKey{}).(func(Event)); ok {
+func observe(ctx context.Context, ev session.Event) {
+	if fn, ok := ctx.Value(observerKey{}).(func(session.Event)); ok {
 		fn(ev)
 	}
 }

@@ -61,7 +61,7 @@ func (r *Runner) startTurnSpan(ctx context.Context, sessionID, agent string) (co
 	))
 }
 
-func endTurnSpan(span trace.Span, sess *Session, err error) {
+func endTurnSpan(span trace.Span, sess *session.Session, err error) {
 	if span == noSpan {
 		return
 	}

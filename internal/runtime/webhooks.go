@@ -215,7 +215,7 @@ func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.In
 // ReadActionLink is cairn.Runner.ReadActionLink (documented there).
 func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.ActionLink, error) {
 	if r.hooks == nil {
-		return nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", ErrInvalidLink)
+		return nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", session.ErrInvalidLink)
 	}
 	link, err := r.hooks.links.verify(ctx, token)
 	if err != nil {
@@ -229,7 +229,7 @@ func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.Act
 }
 
 // FollowActionLink is cairn.Runner.FollowActionLink (documented there).
-func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*Session, error) {
+func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*session.Session, error) {
 	link, err := r.ReadActionLink(ctx, token)
 	if err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(sess.Interrupts, func(in Interrupt) bool { return in.ID == link.InterruptID }) {
+	if !slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == link.InterruptID }) {
 		return nil, &session.Error{Code: session.CodeConflict, Interrupt: link.InterruptID,
 			Message: fmt.Sprintf("interrupt %s of session %s no longer waits: this link was used, or it was decided another way", link.InterruptID, link.SessionID)}
 	}
@@ -246,12 +246,12 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	if opts != nil {
 		o = *opts
 	}
-	o.Actor = Actor{Name: link.Endpoint, Role: "action-link"}
-	d := Decision{InterruptID: link.InterruptID, Action: link.Action}
+	o.Actor = session.Actor{Name: link.Endpoint, Role: "action-link"}
+	d := session.Decision{InterruptID: link.InterruptID, Action: link.Action}
 	if link.Action == session.ActionReject {
 		d.Reason = cmp.Or(reason, "rejected through an action link")
 	}
-	return r.Resume(ctx, link.SessionID, sess.Seq, []Decision{d}, &o)
+	return r.Resume(ctx, link.SessionID, sess.Seq, []session.Decision{d}, &o)
 }
 
 // linkSigner signs action links with a key kept in the store, so every
