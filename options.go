@@ -97,29 +97,6 @@ type RunnerOptions struct {
 	NewID func() string
 }
 
-// Webhook is an endpoint told about sessions: interrupts created, decided
-// and expired, turns completed and failed (package webhook lists the event
-// types and the payload). Deliveries are Standard Webhooks POSTs, signed
-// with Secret, sent at least once from the store's outbox by whichever
-// runner on the store claims them, retried with exponential backoff.
-// Sessions of stateless invocations (Invoke, Continue) send none.
-type Webhook struct {
-	// Name identifies the endpoint in the outbox and in the audit trail of
-	// decisions made through its action links; empty means URL. Renaming
-	// an endpoint gives up its undelivered messages.
-	Name string
-	// URL receives the POSTs.
-	URL string
-	// Secret signs them: "whsec_" followed by base64.
-	Secret string
-	// Events are the event types it hears; empty means all of them.
-	Events []string
-	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
-	// stops mid-delivery leaves the message to another (or to itself,
-	// restarted) about 10 s after the timeout.
-	Timeout time.Duration
-}
-
 // StartOptions are optional settings of Start.
 type StartOptions struct {
 	// Metadata is kept with the session and returned with it.
@@ -142,37 +119,9 @@ type StartOptions struct {
 	ID string
 }
 
-// runtime is o as the runtime takes it.
-func (o *RunnerOptions) runtime() *runtime.Options {
-	if o == nil {
-		return nil
-	}
-	hooks := make([]runtime.Webhook, len(o.Webhooks))
-	for i, w := range o.Webhooks {
-		hooks[i] = runtime.Webhook(w)
-	}
-	return &runtime.Options{Webhooks: hooks,
-		Store:            o.Store,
-		Logger:           o.Logger,
-		MaxParallelTools: o.MaxParallelTools,
-		ExpirySweep:      o.ExpirySweep,
-		AutoApprove:      o.AutoApprove,
-		CachedSessions:   o.CachedSessions,
-		CacheBytes:       o.CacheBytes,
-		ContinuationKeys: o.ContinuationKeys,
-		Ledger:           o.Ledger,
-		Lease:            o.Lease,
-		Takeover:         o.Takeover,
-		Node:             o.Node,
-		TracerProvider:   o.TracerProvider,
-		PublicURL:        o.PublicURL,
-		WebhookDelivery:  o.WebhookDelivery,
-		MeterProvider:    o.MeterProvider,
-		Driver:           o.Driver,
-		Now:              o.Now,
-		NewID:            o.NewID,
-	}
-}
+// runtime is o as the runtime takes it: the same fields, so that the
+// compiler keeps the two in step.
+func (o *RunnerOptions) runtime() *runtime.Options { return (*runtime.Options)(o) }
 
 // TurnOptions are the optional settings of a call that runs a turn:
 // Resume, Send, Cancel, Invoke and Continue. Nil means none.

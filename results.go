@@ -37,6 +37,9 @@ type (
 	Driver = driver.Driver
 	// DriverStart is a new session as a Driver gets it.
 	DriverStart = driver.Start
+	// Webhook is an endpoint told about sessions (RunnerOptions.Webhooks):
+	// interrupts created, decided and expired, turns completed and failed.
+	Webhook = webhook.Subscriber
 )
 
 // ActionLinkPath is where action links point, under RunnerOptions.PublicURL;

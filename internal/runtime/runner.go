@@ -44,7 +44,7 @@ type Options struct {
 	Takeover         time.Duration
 	Node             string
 	TracerProvider   trace.TracerProvider
-	Webhooks         []Webhook
+	Webhooks         []webhook.Subscriber
 	PublicURL        string
 	WebhookDelivery  *webhook.Options
 	MeterProvider    metric.MeterProvider

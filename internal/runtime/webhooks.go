@@ -23,18 +23,9 @@ import (
 	"github.com/cairnhq/cairn/webhook"
 )
 
-// Webhook is a cairn.Webhook (documented there), which converts to it.
-type Webhook struct {
-	Name    string
-	URL     string
-	Secret  string
-	Events  []string
-	Timeout time.Duration
-}
-
 // webhooks is a runner's webhook configuration and its deliverer.
 type webhooks struct {
-	endpoints []Webhook
+	endpoints []webhook.Subscriber
 	publicURL string
 	deliverer *webhook.Deliverer
 	links     *linkSigner
@@ -95,11 +86,6 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 	return nil
 }
 
-// wants reports whether w hears events of type typ.
-func (w *Webhook) wants(typ string) bool {
-	return len(w.Events) == 0 || slices.Contains(w.Events, typ)
-}
-
 // webhookMessages are the outbox messages announcing a commit's events.
 func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, seq int64, step engine.Step) ([]store.Message, error) {
 	var out []store.Message
@@ -110,7 +96,7 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, s
 		}
 		for _, n := range notes {
 			for _, w := range r.hooks.endpoints {
-				if !w.wants(n.typ) {
+				if !w.Wants(n.typ) {
 					continue
 				}
 				data := n.data

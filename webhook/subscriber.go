@@ -1,0 +1,35 @@
+package webhook
+
+import (
+	"slices"
+	"time"
+)
+
+// Subscriber is an endpoint told about sessions (cairn.Webhook, in
+// cairn.RunnerOptions.Webhooks): interrupts created, decided
+// and expired, turns completed and failed (EventTypes lists them; Payload is
+// what each POST carries). Deliveries are Standard Webhooks POSTs, signed
+// with Secret, sent at least once from the store's outbox by whichever
+// runner on the store claims them, retried with exponential backoff.
+// Sessions of stateless invocations (Invoke, Continue) send none.
+type Subscriber struct {
+	// Name identifies the endpoint in the outbox and in the audit trail of
+	// decisions made through its action links; empty means URL. Renaming
+	// an endpoint gives up its undelivered messages.
+	Name string
+	// URL receives the POSTs.
+	URL string
+	// Secret signs them: "whsec_" followed by base64.
+	Secret string
+	// Events are the event types it hears; empty means all of them.
+	Events []string
+	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
+	// stops mid-delivery leaves the message to another (or to itself,
+	// restarted) about 10 s after the timeout.
+	Timeout time.Duration
+}
+
+// Wants reports whether s hears events of type typ.
+func (s *Subscriber) Wants(typ string) bool {
+	return len(s.Events) == 0 || slices.Contains(s.Events, typ)
+}
