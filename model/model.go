@@ -43,6 +43,33 @@ type Message struct {
 	// keeps it, so a model can tell its own messages from the previous
 	// agent's. Providers do not send it.
 	Agent string `json:"agent,omitempty"`
+	// Provider is what the provider that wrote an assistant message needs
+	// back, unchanged, on later calls: Anthropic's thinking blocks with
+	// their signatures, the OpenAI Responses API's reasoning items, Gemini's
+	// thought signatures. Cairn stores it with the message and never reads
+	// it; an adapter sends back only its own provider's data, so a session
+	// that moves to another provider drops it.
+	Provider *ProviderData `json:"provider_data,omitempty"`
+}
+
+// ProviderData is a provider's own part of an assistant message, kept as
+// the adapter wrote it (see Message.Provider).
+type ProviderData struct {
+	// Name is the provider that wrote it: "anthropic", "openai-responses",
+	// "gemini". An adapter ignores data of another name.
+	Name string `json:"name"`
+	// Data is the adapter's encoding of what it must send back: the
+	// provider's own JSON, its signatures and encrypted content intact.
+	Data json.RawMessage `json:"data"`
+}
+
+// ProviderDataOf returns the data of provider name that msg carries, or
+// nil when it carries none (or another provider's).
+func ProviderDataOf(msg Message, name string) json.RawMessage {
+	if msg.Provider == nil || msg.Provider.Name != name {
+		return nil
+	}
+	return msg.Provider.Data
 }
 
 // ToolCall is a model's request to run one tool.

@@ -35,6 +35,31 @@ type Options struct {
 	// Limits bound each call: its whole time, its silences and the size of
 	// its reply (zero fields: model.DefaultTimeout and the others).
 	Limits model.Limits
+	// Thinking, when set, turns on extended thinking. The thinking blocks
+	// of each reply (signed, or redacted) are kept with the message
+	// (model.Message.Provider) and sent back unchanged with the tool
+	// results they led to, as the API requires, also after a pause, a
+	// restart or a takeover.
+	Thinking *Thinking
+}
+
+// Thinking configures extended thinking.
+type Thinking struct {
+	// BudgetTokens is how many tokens the model may think with: at least
+	// 1024, and less than Options.MaxTokens.
+	BudgetTokens int64
+}
+
+// providerName names this adapter's data in model.ProviderData.
+const providerName = "anthropic"
+
+// thinkingBlock is a thinking or redacted_thinking block as the API sends
+// it and wants it back.
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 // DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
@@ -110,8 +135,13 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 
 func response(msg *sdk.Message) *model.Response {
 	out := model.Message{Role: model.RoleAssistant}
+	var thinking []thinkingBlock
 	for _, block := range msg.Content {
 		switch b := block.AsAny().(type) {
+		case sdk.ThinkingBlock:
+			thinking = append(thinking, thinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+		case sdk.RedactedThinkingBlock:
+			thinking = append(thinking, thinkingBlock{Type: "redacted_thinking", Data: b.Data})
 		case sdk.TextBlock:
 			out.Content += b.Text
 		case sdk.ToolUseBlock:
@@ -122,11 +152,18 @@ func response(msg *sdk.Message) *model.Response {
 			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
+	if len(thinking) > 0 {
+		data, _ := json.Marshal(thinking) // strings only: cannot fail
+		out.Provider = &model.ProviderData{Name: providerName, Data: data}
+	}
 	return &model.Response{Message: out, Usage: model.Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
 }
 
 func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{Model: sdk.Model(m.name), MaxTokens: m.opts.MaxTokens}
+	if m.opts.Thinking != nil {
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(m.opts.Thinking.BudgetTokens)
+	}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
@@ -142,6 +179,19 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		case model.RoleTool:
 			user, blocks = true, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(msg.ToolCallID, msg.Content, msg.IsError)}
 		case model.RoleAssistant:
+			if data := model.ProviderDataOf(msg, providerName); data != nil {
+				var thinking []thinkingBlock
+				if err := json.Unmarshal(data, &thinking); err != nil {
+					return p, fmt.Errorf("anthropic: message %d: its kept thinking blocks do not decode: %w", i, err)
+				}
+				for _, t := range thinking {
+					if t.Type == "redacted_thinking" {
+						blocks = append(blocks, sdk.NewRedactedThinkingBlock(t.Data))
+					} else {
+						blocks = append(blocks, sdk.NewThinkingBlock(t.Signature, t.Thinking))
+					}
+				}
+			}
 			if msg.Content != "" {
 				blocks = append(blocks, sdk.NewTextBlock(msg.Content))
 			}
