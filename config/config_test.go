@@ -277,6 +277,18 @@ func TestAnthropicModel(t *testing.T) {
 	if _, err := config.Parse("/x/cairn.yaml", []byte(y), env); err != nil {
 		t.Fatal(err)
 	}
+	for model, want := range map[string]string{
+		"{provider: anthropic, model: c, max_tokens: 8000, thinking: {budget_tokens: 2048}}":   "",
+		"{provider: anthropic, model: c, thinking: {budget_tokens: 4096}}":                     "thinking.budget_tokens: 4096: use at least 1024 and less than max_tokens (4096)",
+		"{provider: anthropic, model: c, max_tokens: 8000, thinking: {budget_tokens: 100}}":    "thinking.budget_tokens: 100: use at least 1024",
+		"{provider: openai, model: g, base_url: http://h/v1, thinking: {budget_tokens: 2048}}": "models.default.thinking: provider openai has no thinking setting",
+	} {
+		y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", model, 1)
+		_, err := config.Parse("/x/cairn.yaml", []byte(y), env)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: got %v, want %q", model, err, want)
+		}
+	}
 }
 
 // A command tool runs in its own process group, killed as a whole when the

@@ -120,6 +120,9 @@ type ModelConfig struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// MaxTokens bounds each response (anthropic; default 4096).
 	MaxTokens int64 `yaml:"max_tokens"`
+	// Thinking turns on extended thinking (anthropic): its blocks are
+	// kept across pauses and sent back with the tool results.
+	Thinking *ThinkingConfig `yaml:"thinking"`
 	// Timeout bounds a whole call, retries included (default 10m).
 	Timeout string `yaml:"timeout"`
 	// IdleTimeout ends an attempt silent for so long (default 60s).
@@ -132,6 +135,13 @@ type ModelConfig struct {
 	// Scripts are the scripted provider's per-agent scripts, which go on
 	// across the user's messages (a text reply ends a turn).
 	Scripts map[string][]ScriptReply `yaml:"scripts"`
+}
+
+// ThinkingConfig is a model's thinking setting.
+type ThinkingConfig struct {
+	// BudgetTokens is how many tokens the model may think with (at least
+	// 1024, less than max_tokens).
+	BudgetTokens int64 `yaml:"budget_tokens"`
 }
 
 // ScriptReply is one reply of a scripted model.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -105,7 +106,18 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			if mc.MaxTokens < 0 {
 				return nil, l.errf(p+".max_tokens", "must be positive")
 			}
-			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens, Limits: limits}), nil
+			var thinking *anthropic.Thinking
+			if mc.Thinking != nil {
+				maxTokens := cmp.Or(mc.MaxTokens, anthropic.DefaultMaxTokens)
+				if b := mc.Thinking.BudgetTokens; b < 1024 || b >= maxTokens {
+					return nil, l.errf(p+".thinking.budget_tokens", "%d: use at least 1024 and less than max_tokens (%d); raise max_tokens for a larger budget", b, maxTokens)
+				}
+				thinking = &anthropic.Thinking{BudgetTokens: mc.Thinking.BudgetTokens}
+			}
+			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens, Limits: limits, Thinking: thinking}), nil
+		}
+		if mc.Thinking != nil {
+			return nil, l.errf(p+".thinking", "provider %s has no thinking setting; thinking is for anthropic (and gemini)", mc.Provider)
 		}
 		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
 	case "":

@@ -21,7 +21,7 @@ type Options struct {
 	BaseURL string
 	// APIKey authenticates the requests.
 	APIKey string
-	// MaxTokens bounds each response; 0 means 4096.
+	// MaxTokens bounds each response; 0 means DefaultMaxTokens.
 	MaxTokens int64
 	// Stream uses the streaming API, so text deltas reach Request.OnTextDelta.
 	Stream bool
@@ -62,6 +62,9 @@ type thinkingBlock struct {
 	Data      string `json:"data,omitempty"`
 }
 
+// DefaultMaxTokens bounds each response when Options.MaxTokens is 0.
+const DefaultMaxTokens = 4096
+
 // DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.
 const DefaultMaxRetries = 3
 
@@ -97,7 +100,7 @@ func New(name string, opts *Options) *Model {
 	}
 	ro = append(ro, option.WithHTTPClient(opts.Limits.HTTPClient(opts.HTTPClient)))
 	if opts.MaxTokens == 0 {
-		opts.MaxTokens = 4096
+		opts.MaxTokens = DefaultMaxTokens
 	}
 	return &Model{client: sdk.NewClient(ro...), name: name, opts: *opts, retries: retries}
 }
