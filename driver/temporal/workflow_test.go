@@ -15,6 +15,9 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
 )
@@ -34,15 +37,19 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, ttl time.Duration) *fixture {
+	return newFixtureWith(t, ttl, scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"}))
+}
+
+// newFixtureWith is a fixture whose agent calls model.
+func newFixtureWith(t *testing.T, ttl time.Duration, model model.Model) *fixture {
 	f := &fixture{t: t, store: store.NewMemory()}
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: ttl},
 		func(ctx context.Context, a deployArgs) (string, error) {
 			f.runs.Add(1)
 			return "deployed to " + a.Env, nil
 		})
-	model := scripted.New(
-		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
-		scripted.Reply{Text: "{{.LastResult}}"})
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: f.store})
 	if err != nil {
 		t.Fatal(err)
@@ -255,5 +262,32 @@ func TestWorkflowRecordsWhoSpeaksAndCancels(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Provider data (here Anthropic's signed thinking) crosses the workflow's
+// history and its activities intact: the follow-up the enforcing fake gets
+// after the approval carries the thinking it issued.
+func TestProviderDataCrossesTheWorkflow(t *testing.T) {
+	fake := fakeanthropic.Start(t, func(r fakeanthropic.Request) fakeanthropic.Reply {
+		if last := r.LastBlock(); last.Type == "tool_result" {
+			return fakeanthropic.Reply{Thinking: "Report it.", Text: "Done: " + last.ContentText()}
+		}
+		return fakeanthropic.Reply{Thinking: "Deploying needs the tool.", Redacted: true,
+			ToolCalls: []fakeanthropic.Call{{ID: "toolu_01", Name: "deploy", Input: `{"env":"prod"}`}}}
+	})
+	f := newFixtureWith(t, 0, anthropic.New("claude-test", &anthropic.Options{BaseURL: fake.URL, APIKey: "k", MaxTokens: 8000,
+		Thinking: &anthropic.Thinking{BudgetTokens: 2048}}))
+	var decided *outcome
+	f.run("ses_think", func() {
+		s := f.session("ses_think")
+		if s.Status != cairn.StatusPaused {
+			t.Errorf("mirror after the first turn: %+v", s)
+			return
+		}
+		decided = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+	})
+	if decided == nil || decided.err != nil || decided.result == nil || decided.result.Status != cairn.StatusCompleted || decided.result.Output != "Done: deployed to prod" {
+		t.Fatalf("the approval: %+v (%+v)", decided, decided.result)
 	}
 }
