@@ -87,6 +87,44 @@ func Example_anthropic() {
 	// The time is noon.
 }
 
+// Extended thinking across an approval: the reply's signed thinking is kept
+// with it and sent back with the tool's result, as the API requires, even
+// when the approval comes much later to another process. The fake server
+// here refuses a follow-up without it, as Anthropic's does.
+func Example_anthropicThinking() {
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Reply {
+		if last := r.LastBlock(); last.Type == "tool_result" {
+			return fakeanthropic.Reply{Thinking: "Report it.", Text: "Done: " + last.ContentText() + "."}
+		}
+		return fakeanthropic.Reply{Thinking: "Deploying needs approval.", ToolCalls: []fakeanthropic.Call{{ID: "toolu_1", Name: "deploy", Input: `{}`}}}
+	})
+	defer api.Close()
+
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
+		func(ctx context.Context, a struct{}) (string, error) { return "deployed", nil })
+	m := anthropic.New("claude-sonnet-4-5", &anthropic.Options{BaseURL: api.URL, APIKey: "sk-ant-example",
+		MaxTokens: 8000, Thinking: &anthropic.Thinking{BudgetTokens: 2048}})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer runner.Close()
+	ctx := context.Background()
+	s, err := runner.Start(ctx, "ops", "Ship it", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Status)
+	s, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Status, s.Output)
+	// Output:
+	// paused
+	// completed Done: deployed.
+}
+
 // A scripted model replies from a script: for tests and demos. Replies are
 // played again at every user message; Scripts, per agent, go on across them.
 // model.Func turns any function into a model.
