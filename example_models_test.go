@@ -8,6 +8,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/fakeresponses"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/openai"
@@ -123,6 +124,42 @@ func Example_anthropicThinking() {
 	// Output:
 	// paused
 	// completed Done: deployed.
+}
+
+// A reasoning model through the OpenAI Responses API. With store false (the
+// default) OpenAI keeps nothing: each reply's reasoning comes back encrypted,
+// is kept with the reply, and goes back with the calls it led to. The fake
+// server here refuses a follow-up without it, as OpenAI's does.
+func Example_openAIResponses() {
+	api := fakeresponses.New(func(r fakeresponses.Request) fakeresponses.Reply {
+		if last := r.Last(); last.Type == "function_call_output" {
+			return fakeresponses.Reply{Text: "It is " + last.OutputText() + "."}
+		}
+		return fakeresponses.Reply{Reasoning: "Check the clock.", ToolCalls: []fakeresponses.Call{{CallID: "call_1", Name: "clock", Arguments: `{}`}}}
+	})
+	defer api.Close()
+
+	clock := cairn.NewTool(&cairn.Tool{Name: "clock", Description: "Tell the time.", Approval: cairn.Always()},
+		func(ctx context.Context, a struct{}) (string, error) { return "noon", nil })
+	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: api.BaseURL(), APIKey: "sk-example"},
+		ReasoningEffort: "medium"})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer runner.Close()
+	ctx := context.Background()
+	s, err := runner.Start(ctx, "main", "What time is it?", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Output)
+	// Output:
+	// It is noon.
 }
 
 // A scripted model replies from a script: for tests and demos. Replies are

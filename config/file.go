@@ -123,6 +123,11 @@ type ModelConfig struct {
 	// Thinking turns on extended thinking (anthropic): its blocks are
 	// kept across pauses and sent back with the tool results.
 	Thinking *ThinkingConfig `yaml:"thinking"`
+	// Reasoning sets a reasoning model's effort (openai-responses).
+	Reasoning *ReasoningConfig `yaml:"reasoning"`
+	// Store lets the provider keep responses (openai-responses; default
+	// false: the reasoning comes back encrypted and Cairn keeps it).
+	Store *bool `yaml:"store"`
 	// Timeout bounds a whole call, retries included (default 10m).
 	Timeout string `yaml:"timeout"`
 	// IdleTimeout ends an attempt silent for so long (default 60s).
@@ -142,6 +147,12 @@ type ThinkingConfig struct {
 	// BudgetTokens is how many tokens the model may think with (at least
 	// 1024, less than max_tokens).
 	BudgetTokens int64 `yaml:"budget_tokens"`
+}
+
+// ReasoningConfig is a reasoning model's setting.
+type ReasoningConfig struct {
+	// Effort is minimal, low, medium or high.
+	Effort string `yaml:"effort"`
 }
 
 // ScriptReply is one reply of a scripted model.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,14 +79,14 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 	switch mc.Provider {
 	case "scripted":
 		return l.scripted(p, mc)
-	case "openai", "anthropic":
+	case "openai", "anthropic", "openai-responses":
 		if mc.Model == "" {
 			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")
 		}
 		keyEnv := mc.APIKeyEnv
 		if keyEnv == "" && mc.BaseURL == "" {
 			// The providers themselves always need a key.
-			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[mc.Provider]
+			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[mc.Provider]
 		}
 		key := ""
 		if keyEnv != "" {
@@ -119,11 +120,26 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if mc.Thinking != nil {
 			return nil, l.errf(p+".thinking", "provider %s has no thinking setting; thinking is for anthropic (and gemini)", mc.Provider)
 		}
+		if mc.Provider == "openai-responses" {
+			opts := &openai.ResponsesOptions{Options: openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits},
+				Store: mc.Store, MaxOutputTokens: mc.MaxTokens}
+			if mc.Reasoning != nil {
+				efforts := []string{"minimal", "low", "medium", "high"}
+				if !slices.Contains(efforts, mc.Reasoning.Effort) {
+					return nil, l.errf(p+".reasoning.effort", "%q: use one of %s%s", mc.Reasoning.Effort, strings.Join(efforts, ", "), didYouMean(mc.Reasoning.Effort, efforts))
+				}
+				opts.ReasoningEffort = mc.Reasoning.Effort
+			}
+			return openai.NewResponses(mc.Model, opts), nil
+		}
+		if mc.Reasoning != nil || mc.Store != nil {
+			return nil, l.errf(p, "reasoning and store are settings of provider openai-responses (the Responses API), not of %s", mc.Provider)
+		}
 		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
 	case "":
-		return nil, l.errf(p+".provider", "missing; one of openai, anthropic, scripted")
+		return nil, l.errf(p+".provider", "missing; one of openai, openai-responses, anthropic, scripted")
 	}
-	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "anthropic", "scripted"}))
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, openai-responses, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "openai-responses", "anthropic", "scripted"}))
 }
 
 // modelLimits reads a model's timeout, idle_timeout and max_reply_bytes.
