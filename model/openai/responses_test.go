@@ -53,7 +53,10 @@ func responsesRunner(t *testing.T, path, baseURL string, stream bool, runs *atom
 	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: baseURL, APIKey: "sk-test", Stream: stream},
 		ReasoningEffort: "medium"})
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
-		func(ctx context.Context, a deployArgs) (string, error) { runs.Add(1); return "deployed to " + a.Env, nil })
+		func(ctx context.Context, a deployArgs) (string, error) {
+			runs.Add(1)
+			return "deployed to " + a.Env, nil
+		})
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: st})
 	if err != nil {
 		t.Fatal(err)
