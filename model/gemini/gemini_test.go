@@ -50,7 +50,10 @@ func geminiRunner(t *testing.T, path, baseURL string, stream bool, runs *atomic.
 	t.Cleanup(func() { st.Close() })
 	m := gemini.New("gemini-test", &gemini.Options{BaseURL: baseURL, APIKey: "k", Stream: stream, Thinking: &gemini.Thinking{BudgetTokens: 2048}})
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
-		func(ctx context.Context, a deployArgs) (string, error) { runs.Add(1); return "deployed to " + a.Env, nil })
+		func(ctx context.Context, a deployArgs) (string, error) {
+			runs.Add(1)
+			return "deployed to " + a.Env, nil
+		})
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Instructions: "Be brief.", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: st})
 	if err != nil {
 		t.Fatal(err)
