@@ -7,10 +7,12 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/fakegemini"
 	"github.com/cairnhq/cairn/internal/fakeopenai"
 	"github.com/cairnhq/cairn/internal/fakeresponses"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/gemini"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -143,6 +145,41 @@ func Example_openAIResponses() {
 		func(ctx context.Context, a struct{}) (string, error) { return "noon", nil })
 	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: api.BaseURL(), APIKey: "sk-example"},
 		ReasoningEffort: "medium"})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer runner.Close()
+	ctx := context.Background()
+	s, err := runner.Start(ctx, "main", "What time is it?", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err = runner.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Output)
+	// Output:
+	// It is noon.
+}
+
+// Gemini through google.golang.org/genai (GEMINI_API_KEY when APIKey is
+// empty). The first call of a reply carries a thought signature, which is
+// kept with the reply and sent back with the function responses; the fake
+// server here refuses them without it, as Google's does.
+func Example_gemini() {
+	api := fakegemini.New(func(r fakegemini.Request) fakegemini.Reply {
+		if res := r.Responses(); len(res) > 0 {
+			return fakegemini.Reply{Text: fmt.Sprintf("It is %v.", res[0].Response["output"])}
+		}
+		return fakegemini.Reply{Thought: "Check the clock.", ToolCalls: []fakegemini.Call{{Name: "clock"}}}
+	})
+	defer api.Close()
+
+	clock := cairn.NewTool(&cairn.Tool{Name: "clock", Description: "Tell the time.", Approval: cairn.Always()},
+		func(ctx context.Context, a struct{}) (string, error) { return "noon", nil })
+	m := gemini.New("gemini-2.5-flash", &gemini.Options{BaseURL: api.URL, APIKey: "example", Thinking: &gemini.Thinking{BudgetTokens: 1024}})
 	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{clock}}}, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -281,9 +281,12 @@ func TestAnthropicModel(t *testing.T) {
 		"{provider: anthropic, model: c, max_tokens: 8000, thinking: {budget_tokens: 2048}}":                             "",
 		"{provider: anthropic, model: c, thinking: {budget_tokens: 4096}}":                                               "thinking.budget_tokens: 4096: use at least 1024 and less than max_tokens (4096)",
 		"{provider: anthropic, model: c, max_tokens: 8000, thinking: {budget_tokens: 100}}":                              "thinking.budget_tokens: 100: use at least 1024",
-		"{provider: openai, model: g, base_url: http://h/v1, thinking: {budget_tokens: 2048}}":                           "models.default.thinking: provider openai has no thinking setting",
+		"{provider: openai, model: g, base_url: http://h/v1, thinking: {budget_tokens: 2048}}":                           "models.default.thinking: provider openai has no thinking setting; thinking is for anthropic and gemini",
 		"{provider: openai-responses, model: o4-mini, base_url: http://h/v1, reasoning: {effort: medium}, store: false}": "",
 		"{provider: openai-responses, model: o4-mini, base_url: http://h/v1, reasoning: {effort: hgih}}":                 `models.default.reasoning.effort: "hgih": use one of minimal, low, medium, high; did you mean "high"?`,
+		"{provider: gemini, model: gemini-2.5-flash, base_url: http://h, thinking: {budget_tokens: 2048}}":               "",
+		"{provider: gemini, model: gemini-2.5-flash, vertex: {project: p, location: us-central1}}":                       "",
+		"{provider: gemini, model: gemini-2.5-flash, vertex: {project: p}}":                                              "models.default.vertex: needs project and location",
 		"{provider: openai, model: g, base_url: http://h/v1, store: false}":                                              "models.default: reasoning and store are settings of provider openai-responses",
 	} {
 		y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", model, 1)
@@ -371,7 +374,7 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"scalar for a list", strings.Replace(valid, "tools: [deploy_code, broken]", "tools: deploy_code", 1), `agents.main.tools: expected a list ([a, b] or - lines), got "deploy_code"`},
 		{"list for a string", strings.Replace(valid, "model: default", "model: [default]", 1), `agents.main.model: expected a string, got a list`},
 		{"scalar for a mapping", strings.Replace(valid, "  broken:\n    command:", "  broken: yes\n  other:\n    command:", 1), `tools.broken: expected a mapping (key: value lines), got "yes"`},
-		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, openai-responses, anthropic, scripted; did you mean "openai"?`},
+		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, openai-responses, anthropic, gemini, scripted; did you mean "openai"?`},
 		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
 		{"per-agent script for an unknown agent", strings.Replace(valid, "script: [{text: hi}]", "scripts: {mian: [{text: hi}]}", 1), `models.default.scripts.mian: unknown agent "mian"; defined agents: main; did you mean "main"?`},
 		{"origin with a path", "allowed_origins: [https://app.example.org/inbox]\n" + valid, `allowed_origins[0]: "https://app.example.org/inbox" is not a web origin: write scheme://host[:port]`},

@@ -125,6 +125,8 @@ type ModelConfig struct {
 	Thinking *ThinkingConfig `yaml:"thinking"`
 	// Reasoning sets a reasoning model's effort (openai-responses).
 	Reasoning *ReasoningConfig `yaml:"reasoning"`
+	// Vertex runs a gemini model on Vertex AI instead of the Gemini API.
+	Vertex *VertexConfig `yaml:"vertex"`
 	// Store lets the provider keep responses (openai-responses; default
 	// false: the reasoning comes back encrypted and Cairn keeps it).
 	Store *bool `yaml:"store"`
@@ -147,6 +149,13 @@ type ThinkingConfig struct {
 	// BudgetTokens is how many tokens the model may think with (at least
 	// 1024, less than max_tokens).
 	BudgetTokens int64 `yaml:"budget_tokens"`
+}
+
+// VertexConfig places a gemini model on Vertex AI (Application Default
+// Credentials).
+type VertexConfig struct {
+	Project  string `yaml:"project"`
+	Location string `yaml:"location"`
 }
 
 // ReasoningConfig is a reasoning model's setting.

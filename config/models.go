@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/gemini"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 )
@@ -79,14 +81,14 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 	switch mc.Provider {
 	case "scripted":
 		return l.scripted(p, mc)
-	case "openai", "anthropic", "openai-responses":
+	case "openai", "anthropic", "openai-responses", "gemini":
 		if mc.Model == "" {
 			return nil, l.errf(p+".model", "missing; name the model, e.g. gpt-4o-mini, claude-sonnet-4-5 (or llama3.1 on Ollama)")
 		}
 		keyEnv := mc.APIKeyEnv
-		if keyEnv == "" && mc.BaseURL == "" {
+		if keyEnv == "" && mc.BaseURL == "" && !(mc.Provider == "gemini" && mc.Vertex != nil) {
 			// The providers themselves always need a key.
-			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[mc.Provider]
+			keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}[mc.Provider]
 		}
 		key := ""
 		if keyEnv != "" {
@@ -117,8 +119,31 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			}
 			return anthropic.New(mc.Model, &anthropic.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, MaxTokens: mc.MaxTokens, Limits: limits, Thinking: thinking}), nil
 		}
+		if mc.Provider == "gemini" {
+			opts := &gemini.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}
+			if mc.MaxTokens < 0 || mc.MaxTokens > math.MaxInt32 {
+				return nil, l.errf(p+".max_tokens", "%d is not a token count", mc.MaxTokens)
+			}
+			opts.MaxOutputTokens = int32(mc.MaxTokens)
+			if mc.Thinking != nil {
+				if b := mc.Thinking.BudgetTokens; b < -1 || b > math.MaxInt32 {
+					return nil, l.errf(p+".thinking.budget_tokens", "%d: use a token count, 0 for no thinking or -1 to let the model decide", b)
+				}
+				opts.Thinking = &gemini.Thinking{BudgetTokens: int32(mc.Thinking.BudgetTokens)}
+			}
+			if v := mc.Vertex; v != nil {
+				if v.Project == "" || v.Location == "" {
+					return nil, l.errf(p+".vertex", "needs project and location, e.g. {project: my-project, location: us-central1}")
+				}
+				opts.Vertex, opts.Project, opts.Location = true, v.Project, v.Location
+			}
+			return gemini.New(mc.Model, opts), nil
+		}
+		if mc.Vertex != nil {
+			return nil, l.errf(p+".vertex", "is a setting of provider gemini, not of %s", mc.Provider)
+		}
 		if mc.Thinking != nil {
-			return nil, l.errf(p+".thinking", "provider %s has no thinking setting; thinking is for anthropic (and gemini)", mc.Provider)
+			return nil, l.errf(p+".thinking", "provider %s has no thinking setting; thinking is for anthropic and gemini", mc.Provider)
 		}
 		if mc.Provider == "openai-responses" {
 			opts := &openai.ResponsesOptions{Options: openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits},
@@ -137,9 +162,9 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		}
 		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
 	case "":
-		return nil, l.errf(p+".provider", "missing; one of openai, openai-responses, anthropic, scripted")
+		return nil, l.errf(p+".provider", "missing; one of openai, openai-responses, anthropic, gemini, scripted")
 	}
-	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, openai-responses, anthropic, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "openai-responses", "anthropic", "scripted"}))
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, openai-responses, anthropic, gemini, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "openai-responses", "anthropic", "gemini", "scripted"}))
 }
 
 // modelLimits reads a model's timeout, idle_timeout and max_reply_bytes.

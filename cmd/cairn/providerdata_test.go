@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/fakegemini"
 	"github.com/cairnhq/cairn/internal/fakeresponses"
 )
 
@@ -31,6 +32,12 @@ models:
     api_key_env: FAKE_KEY
     reasoning: {effort: medium}
     store: false
+  gemini:
+    provider: gemini
+    model: gemini-test
+    base_url: %s
+    api_key_env: FAKE_KEY
+    thinking: {budget_tokens: 2048}
 tools:
   delete_file:
     parameters: {type: object, properties: {filename: {type: string}}, required: [filename]}
@@ -41,7 +48,7 @@ agents:
 `
 
 // For each provider whose data must come back (Anthropic's signed thinking,
-// the Responses API's encrypted reasoning), a session paused for approval
+// the Responses API's encrypted reasoning, Gemini's thought signatures), a session paused for approval
 // on one server is approved on another after the first was killed with -9:
 // the second sends the stored data back and the fake, which checks it as
 // the provider does, accepts. With the data removed from the stored
@@ -61,16 +68,24 @@ func TestProviderDataAcrossKill9AndAnotherReplica(t *testing.T) {
 		return fakeresponses.Reply{Reasoning: "Deleting needs the tool.",
 			ToolCalls: []fakeresponses.Call{{CallID: "call_01", Name: "delete_file", Arguments: `{"filename":"test.txt"}`}}}
 	})
+	geminiFake := fakegemini.Start(t, func(r fakegemini.Request) fakegemini.Reply {
+		if res := r.Responses(); len(res) > 0 {
+			return fakegemini.Reply{Text: "Done: " + strings.TrimSpace(fmt.Sprint(res[0].Response["output"]))}
+		}
+		return fakegemini.Reply{Thought: "Deleting needs the tool.",
+			ToolCalls: []fakegemini.Call{{Name: "delete_file", Args: map[string]any{"filename": "test.txt"}}}}
+	})
 	t.Setenv("FAKE_KEY", "sk-fake")
 	for _, c := range []struct{ agentModel, refusal string }{
 		{"claude", "must start with a thinking block"},
 		{"gpt", "without its required 'reasoning' item"},
+		{"gemini", "missing a thought_signature"},
 	} {
 		for _, strip := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stripped=%v", c.agentModel, strip), func(t *testing.T) {
 				dir := t.TempDir()
 				cfg := filepath.Join(dir, "cairn.yaml")
-				os.WriteFile(cfg, []byte(fmt.Sprintf(providerConfig, anthropicFake.URL, responsesFake.URL, c.agentModel)), 0o600)
+				os.WriteFile(cfg, []byte(fmt.Sprintf(providerConfig, anthropicFake.URL, responsesFake.URL, geminiFake.URL, c.agentModel)), 0o600)
 
 				a, baseA := serve(t, cfg)
 				_, baseB := serve(t, cfg)
