@@ -1,7 +1,15 @@
 package cairn
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -22,6 +30,39 @@ type Agent struct {
 	// MaxIterations is the number of model calls allowed in one turn; the
 	// next one fails the turn. 0 means DefaultMaxIterations.
 	MaxIterations int
+	// OutputSchema, when set, is the JSON Schema of the agent's final
+	// answer (SchemaFor builds one from a Go type). The model is asked for
+	// it the provider's way; an answer that is not JSON or does not match
+	// is sent back to the model with why (an output_rejected event), up to
+	// OutputRetries times (0 means 2), and then fails with invalid_output.
+	// The session's OutputJSON holds the answer (OutputAs decodes it).
+	OutputSchema  json.RawMessage
+	OutputRetries int
+}
+
+// SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
+// as NewTool generates a tool's: field names from `json` tags,
+// descriptions from `jsonschema` tags, allowed values from `enum` tags.
+func SchemaFor[T any]() (json.RawMessage, error) {
+	doc, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, fmt.Errorf("cairn: the schema of %s: %w", reflect.TypeFor[T](), err)
+	}
+	addEnums(doc, reflect.TypeFor[T]())
+	return json.Marshal(doc)
+}
+
+// OutputAs decodes the structured answer of a completed session (an agent
+// with an OutputSchema) into a T.
+func OutputAs[T any](s *Session) (T, error) {
+	var v T
+	if s == nil || s.OutputJSON == nil {
+		return v, errors.New("cairn: the session has no structured output (it has not completed, or its agent has no OutputSchema)")
+	}
+	if err := json.Unmarshal(s.OutputJSON, &v); err != nil {
+		return v, fmt.Errorf("cairn: the session's output does not decode into %s: %w", reflect.TypeFor[T](), err)
+	}
+	return v, nil
 }
 
 // Toolset is a source of tools that may change while a Runner runs, such
@@ -38,8 +79,9 @@ type Toolset interface {
 
 // compile is the agent as the runtime takes it: its tools compiled when
 // the runtime asks (at NewRunner, and again each time a toolset changes).
-func (a *Agent) compile() *runtime.Agent {
+func (a *Agent) compile() (*runtime.Agent, error) {
 	ra := &runtime.Agent{Name: a.Name, Instructions: a.Instructions, Model: a.Model, MaxIterations: a.MaxIterations,
+		OutputSchema: a.OutputSchema, OutputRetries: a.OutputRetries,
 		Tools: func() ([]*runtime.Tool, error) {
 			all := a.Tools
 			for _, ts := range a.Toolsets {
@@ -62,5 +104,12 @@ func (a *Agent) compile() *runtime.Agent {
 			}
 		}
 	}
-	return ra
+	if a.OutputSchema != nil {
+		out, err := schema.Compile(a.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("cairn: agent %q: output schema: %w", a.Name, err)
+		}
+		ra.CheckOutput = func(v any) error { return schema.Validate(out, v) }
+	}
+	return ra, nil
 }

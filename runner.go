@@ -22,7 +22,10 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	compiled := make([]*runtime.Agent, len(agents))
 	for i, a := range agents {
 		if a != nil {
-			compiled[i] = a.compile()
+			var err error
+			if compiled[i], err = a.compile(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	rt, err := runtime.New(compiled, opts.runtime())

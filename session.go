@@ -68,6 +68,7 @@ const (
 	CancelTop = session.CancelTop
 	CancelAll = session.CancelAll
 
+	EventOutputRejected     = session.EventOutputRejected
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

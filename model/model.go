@@ -96,6 +96,10 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []ToolDefinition
+	// OutputSchema, when set, is the JSON Schema the final answer must
+	// match. Adapters ask for it the provider's way (a JSON schema response
+	// format); the engine checks the answer whatever the provider did.
+	OutputSchema json.RawMessage `json:",omitempty"`
 	// OnTextDelta, when set, receives text as a streaming model produces it.
 	// The returned Response still holds the whole message.
 	OnTextDelta func(delta string) `json:"-"`

@@ -37,11 +37,15 @@ const (
 	EventFramePopped       EventType = "frame_popped"
 	EventHandoff           EventType = "handoff"
 	EventAgentMessage      EventType = "agent_message"
-	EventTurnPaused        EventType = "turn_paused"
-	EventTurnCompleted     EventType = "turn_completed"
-	EventTurnFailed        EventType = "turn_failed"
-	EventTurnCancelled     EventType = "turn_cancelled"
-	EventTurnInterrupted   EventType = "turn_interrupted"
+	// EventOutputRejected sends an agent's final answer back to it: it did
+	// not match the agent's output schema. The model sees the reason as a
+	// user message and answers again.
+	EventOutputRejected  EventType = "output_rejected"
+	EventTurnPaused      EventType = "turn_paused"
+	EventTurnCompleted   EventType = "turn_completed"
+	EventTurnFailed      EventType = "turn_failed"
+	EventTurnCancelled   EventType = "turn_cancelled"
+	EventTurnInterrupted EventType = "turn_interrupted"
 	// EventModelDelta is streamed text, never stored (Seq 0); only for
 	// agents whose model streams.
 	EventModelDelta EventType = "model_delta"

@@ -45,6 +45,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &Handoff{}
 	case EventAgentMessage:
 		p = &AgentMessage{}
+	case EventOutputRejected:
+		p = &OutputRejected{}
 	case EventTurnPaused:
 		p = &TurnPaused{}
 	case EventTurnCompleted:
@@ -183,6 +185,19 @@ type TurnPaused struct {
 // TurnCompleted records the root agent's answer.
 type TurnCompleted struct {
 	Output string `json:"output"`
+	// OutputJSON is the answer as a JSON value, for an agent with an
+	// output schema (Output is then its text).
+	OutputJSON json.RawMessage `json:"output_json,omitempty"`
+}
+
+// OutputRejected sends a final answer back to the model that gave it, with
+// the reason it sees.
+type OutputRejected struct {
+	// Reason is why, as the model reads it.
+	Reason string `json:"reason"`
+	// Attempt counts the answers rejected in this frame so far, this one
+	// included.
+	Attempt int `json:"attempt"`
 }
 
 // TurnFailed records why a turn could not finish.
@@ -217,6 +232,7 @@ type ModelDeltasSkipped struct {
 }
 
 func (*ModelDelta) isPayload()         {}
+func (*OutputRejected) isPayload()     {}
 func (*ModelDeltasSkipped) isPayload() {}
 func (*SessionStarted) isPayload()     {}
 func (*UserMessage) isPayload()        {}

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cairnhq/cairn/model"
@@ -13,9 +15,13 @@ type Session struct {
 	Agent  string `json:"agent"`
 	Status Status `json:"status"`
 	// Seq is the seq of the session's last event. Decisions must name it.
-	Seq    int64    `json:"seq"`
-	Output string   `json:"output"`
-	Error  *Failure `json:"error"`
+	Seq int64 `json:"seq"`
+	// Output is the final answer's text. For an agent with an output
+	// schema, OutputJSON is the answer as a JSON value, and the JSON form
+	// of the session has it as "output", with the text as "output_text".
+	Output     string          `json:"output"`
+	OutputJSON json.RawMessage `json:"-"`
+	Error      *Failure        `json:"error"`
 	// Interrupts is non-empty exactly when Status is paused.
 	Interrupts []Interrupt  `json:"interrupts"`
 	Stack      []StackFrame `json:"stack"`
@@ -71,4 +77,41 @@ type StackFrame struct {
 	// Mode is ModeMain for the root agent, ModeInteractive for a sub-agent
 	// that took over the conversation.
 	Mode Mode `json:"mode"`
+}
+
+// MarshalJSON writes the session; with OutputJSON, "output" is that value
+// and "output_text" the text.
+func (s Session) MarshalJSON() ([]byte, error) {
+	type plain Session
+	if s.OutputJSON == nil {
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(struct {
+		plain
+		Output     json.RawMessage `json:"output"`
+		OutputText string          `json:"output_text"`
+	}{plain(s), s.OutputJSON, s.Output})
+}
+
+// UnmarshalJSON reads a session written by MarshalJSON.
+func (s *Session) UnmarshalJSON(b []byte) error {
+	type plain Session
+	var out struct {
+		plain
+		Output     json.RawMessage `json:"output"`
+		OutputText *string         `json:"output_text"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return err
+	}
+	*s = Session(out.plain)
+	switch {
+	case out.OutputText != nil:
+		s.Output, s.OutputJSON = *out.OutputText, out.Output
+	case len(out.Output) > 0 && string(out.Output) != "null":
+		if err := json.Unmarshal(out.Output, &s.Output); err != nil {
+			return fmt.Errorf("session output: %w", err)
+		}
+	}
+	return nil
 }

@@ -113,10 +113,10 @@ func (s *stepper) newFrameID() string { return "f" + strconv.Itoa(s.st.frames+1)
 // finishFrame handles a frame's final text: the root answers the user, a
 // tool-mode child gives its result to the parent, an interactive child
 // speaks to the user and waits.
-func (s *stepper) finishFrame(f *Frame, text string) {
+func (s *stepper) finishFrame(f *Frame, text string, value json.RawMessage) {
 	switch f.Mode {
 	case session.ModeMain:
-		s.emit(session.EventTurnCompleted, f, &TurnCompleted{Output: text})
+		s.emit(session.EventTurnCompleted, f, &TurnCompleted{Output: text, OutputJSON: value})
 	case session.ModeTool:
 		s.emit(session.EventFramePopped, f, &FramePopped{Frame: f.ID, Reason: PopCompleted, Result: s.parentCall(f).told(text)})
 	case session.ModeInteractive:
@@ -203,6 +203,9 @@ type Frame struct {
 	ParentCall string
 	Messages   []model.Message
 	Iterations int // model calls in the current turn
+	// Rejected counts the final answers sent back this turn for not
+	// matching the agent's output schema.
+	Rejected int `json:",omitempty"`
 	// Said is the text an interactive frame sent the user, and SaidSeq the
 	// seq of that agent_message; while SaidSeq is set, the frame waits for
 	// the user's next message.

@@ -16,6 +16,7 @@ type (
 	FramePopped        = session.FramePopped
 	Handoff            = session.Handoff
 	AgentMessage       = session.AgentMessage
+	OutputRejected     = session.OutputRejected
 	TurnPaused         = session.TurnPaused
 	TurnCompleted      = session.TurnCompleted
 	TurnFailed         = session.TurnFailed

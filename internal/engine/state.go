@@ -11,6 +11,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/cairnhq/cairn/model"
@@ -25,10 +26,13 @@ type State struct {
 	Seq       int64 // seq of the last event applied
 	Frames    []*Frame
 	Output    string
-	Error     *session.Failure
-	Metadata  map[string]any
-	Owner     string
-	Usage     model.Usage
+	// OutputJSON is the final answer as a JSON value, for an agent with an
+	// output schema.
+	OutputJSON json.RawMessage `json:",omitempty"`
+	Error      *session.Failure
+	Metadata   map[string]any
+	Owner      string
+	Usage      model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
 	Remembered []session.Remembered
 	CreatedAt  time.Time

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
-	"github.com/cairnhq/cairn/session"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 func (a *Agent) toolNames(mode session.Mode) []string {
@@ -80,4 +82,35 @@ type Agent struct {
 	Tools         map[string]*Tool
 	Definitions   []model.ToolDefinition // in the order the model sees them
 	MaxIterations int
+	// OutputSchema, when set, is the JSON Schema the final answer must
+	// match: the model is asked for it, and an answer that is not JSON or
+	// fails CheckOutput is sent back (output_rejected) up to OutputRetries
+	// times before the frame fails with invalid_output.
+	OutputSchema  json.RawMessage
+	CheckOutput   func(v any) error
+	OutputRetries int
+}
+
+// DefaultOutputRetries is Agent.OutputRetries when 0.
+const DefaultOutputRetries = 2
+
+// checkOutput decodes and validates a final answer against the agent's
+// output schema: the value, or why the model must answer again.
+func (a *Agent) checkOutput(text string) (json.RawMessage, string) {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, "your answer is not a JSON value"
+	}
+	if a.CheckOutput != nil {
+		if _, err := guarded("the output validator", func() (struct{}, error) { return struct{}{}, a.CheckOutput(v) }); err != nil {
+			return nil, "your answer does not match the output schema: " + err.Error()
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(strings.TrimSpace(text))); err != nil {
+		return nil, "your answer is not a JSON value"
+	}
+	return buf.Bytes(), ""
 }

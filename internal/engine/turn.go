@@ -27,8 +27,8 @@ func projectUserMessage(p *UserMessage, st *State, ev *session.Event, frame *Fra
 		return noFrame(ev)
 	}
 	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
-	frame.Iterations, frame.Said, frame.SaidSeq = 0, "", 0
-	st.Status, st.Output, st.Error = session.StatusRunning, "", nil
+	frame.Iterations, frame.Rejected, frame.Said, frame.SaidSeq = 0, 0, "", 0
+	st.Status, st.Output, st.OutputJSON, st.Error = session.StatusRunning, "", nil, nil
 	return nil
 }
 
@@ -38,7 +38,18 @@ func projectTurnPaused(p *TurnPaused, st *State, ev *session.Event, frame *Frame
 }
 
 func projectTurnCompleted(p *TurnCompleted, st *State, ev *session.Event, frame *Frame) error {
-	st.Status, st.Output = session.StatusCompleted, p.Output
+	st.Status, st.Output, st.OutputJSON = session.StatusCompleted, p.Output, p.OutputJSON
+	return nil
+}
+
+// projectOutputRejected puts the reason before the model as the user's
+// word, so that its next call answers again.
+func projectOutputRejected(p *OutputRejected, st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Reason})
+	frame.Rejected = p.Attempt
 	return nil
 }
 
@@ -189,10 +200,37 @@ func (s *stepper) modelDone(in ModelDone) error {
 	msg.Agent = f.Agent
 	s.emit(session.EventModelResponse, f, &ModelResponse{Message: msg, Usage: in.Response.Usage})
 	if len(msg.ToolCalls) == 0 {
-		s.finishFrame(f, msg.Content)
+		s.answered(f, msg.Content)
 	}
 	s.advance()
 	return nil
+}
+
+// answered ends frame f with its model's final answer, once the answer
+// matches the agent's output schema, if it has one: one that does not is
+// sent back with why, a bounded number of times, then fails the frame.
+func (s *stepper) answered(f *Frame, text string) {
+	a := s.m.agents[f.Agent]
+	if a == nil || a.OutputSchema == nil {
+		s.finishFrame(f, text, nil)
+		return
+	}
+	value, why := a.checkOutput(text)
+	if why == "" {
+		s.finishFrame(f, text, value)
+		return
+	}
+	retries := a.OutputRetries
+	if retries == 0 {
+		retries = DefaultOutputRetries
+	}
+	if f.Rejected >= retries {
+		s.failFrame(f, session.Failure{Code: "invalid_output",
+			Message: fmt.Sprintf("agent %q gave no answer matching its output schema in %d attempts; the last: %s", f.Agent, f.Rejected+1, why)})
+		return
+	}
+	s.emit(session.EventOutputRejected, f, &OutputRejected{Attempt: f.Rejected + 1,
+		Reason: "Your answer was not accepted: " + why + ". Answer again with only a JSON value matching the output schema."})
 }
 
 func (s *stepper) expire() error {
@@ -318,7 +356,7 @@ func (s *stepper) pass() (Effect, bool) {
 				tools = append(tools[:len(tools):len(tools)], completeDefinition)
 			}
 			return CallModel{Frame: f.ID, Agent: f.Agent, Request: &model.Request{
-				Agent: f.Agent, System: agent.Instructions, Messages: f.Messages, Tools: tools,
+				Agent: f.Agent, System: agent.Instructions, Messages: f.Messages, Tools: tools, OutputSchema: agent.OutputSchema,
 			}}, false
 		}
 		if eff, changed := s.advanceCalls(agent, f); eff != nil || changed {

@@ -20,7 +20,7 @@ var (
 func (s *State) View() *session.Session {
 	v := &session.Session{
 		ID: s.SessionID, Agent: s.Agent, Status: s.Status, Seq: s.Seq,
-		Output: s.Output, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Usage: s.Usage,
+		Output: s.Output, OutputJSON: s.OutputJSON, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Usage: s.Usage,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Interrupts: noInterrupts, Stack: make([]session.StackFrame, 0, len(s.Frames)), Remembered: noRemembered,
 	}

@@ -21,6 +21,12 @@ type Agent struct {
 	// Tools compiles the agent's tools as they are now: its own and its
 	// toolsets'.
 	Tools func() ([]*Tool, error)
+	// OutputSchema, CheckOutput and OutputRetries are the final answer's
+	// schema, its compiled check, and the answers sent back before the
+	// frame fails (see engine.Agent).
+	OutputSchema  json.RawMessage
+	CheckOutput   func(v any) error
+	OutputRetries int
 	// Notify, when set, registers fn to be called after the agent's tools
 	// changed (a toolset said so). An agent with Notify may come to have
 	// tools with an approval TTL, so the expiry sweeper runs for it.

@@ -20,7 +20,8 @@ func (r *Runner) compileAll() (*compiled, error) {
 	specs := map[string]*engine.Agent{}
 	for _, name := range r.order {
 		a := r.agents[name]
-		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations}
+		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations,
+			OutputSchema: a.OutputSchema, CheckOutput: a.CheckOutput, OutputRetries: a.OutputRetries}
 		if spec.MaxIterations <= 0 {
 			spec.MaxIterations = DefaultMaxIterations
 		}

@@ -1,0 +1,110 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/model"
+)
+
+type triage struct {
+	Priority string `json:"priority" enum:"low,high"`
+	Summary  string `json:"summary" jsonschema:"one line"`
+}
+
+// answering is a model that gives these final answers in turn and keeps
+// every request it got.
+func answering(answers ...string) (model.Model, func() []*model.Request) {
+	var mu sync.Mutex
+	var reqs []*model.Request
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reqs = append(reqs, req)
+		return &model.Response{Message: model.Message{Content: answers[min(len(reqs), len(answers))-1]}}, nil
+	})
+	return m, func() []*model.Request { mu.Lock(); defer mu.Unlock(); return reqs }
+}
+
+// A structured final answer: the model is asked for the schema, an answer
+// that is not JSON or does not match is sent back with why (the model sees
+// it), and the matching one is the session's output, as JSON and typed.
+func TestStructuredAnswerIsCheckedAndSentBack(t *testing.T) {
+	schema, err := cairn.SchemaFor[triage]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, requests := answering("It looks urgent.", `{"priority":"urgent","summary":"db down"}`, `{"priority": "high", "summary": "db down"}`)
+	r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: m, OutputSchema: schema}}, nil)
+	s := check.NoErr(t)(r.Start(context.Background(), "triage", "The database is down", nil))
+	if s.Status != cairn.StatusCompleted || string(s.OutputJSON) != `{"priority":"high","summary":"db down"}` {
+		t.Fatalf("%s %s %+v", s.Status, s.OutputJSON, s.Error)
+	}
+	got, err := cairn.OutputAs[triage](s)
+	if err != nil || got != (triage{Priority: "high", Summary: "db down"}) {
+		t.Fatalf("OutputAs: %+v %v", got, err)
+	}
+	reqs := requests()
+	if len(reqs) != 3 || string(reqs[0].OutputSchema) != string(schema) {
+		t.Fatalf("%d requests; the first asked for %s", len(reqs), reqs[0].OutputSchema)
+	}
+	second, third := reqs[1].Messages, reqs[2].Messages
+	if last := second[len(second)-1]; last.Role != model.RoleUser || !strings.Contains(last.Content, "not a JSON value") {
+		t.Fatalf("the model was not told its answer was not JSON: %+v", last)
+	}
+	if last := third[len(third)-1]; !strings.Contains(last.Content, "/priority") {
+		t.Fatalf("the model was not told which field failed: %+v", last)
+	}
+	var rejected int
+	for _, ev := range check.Events(t)(r.Events(context.Background(), s.ID, 0)) {
+		if ev.Type == cairn.EventOutputRejected {
+			rejected++
+		}
+	}
+	if rejected != 2 {
+		t.Fatalf("%d output_rejected events, want 2", rejected)
+	}
+	// Over HTTP (the session's JSON form): output is the value, output_text the text.
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		Output     map[string]any `json:"output"`
+		OutputText string         `json:"output_text"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil || wire.Output["priority"] != "high" || wire.OutputText != `{"priority": "high", "summary": "db down"}` {
+		t.Fatalf("JSON form: %s (%v)", b, err)
+	}
+	var back cairn.Session
+	if err := json.Unmarshal(b, &back); err != nil || string(back.OutputJSON) != string(s.OutputJSON) || back.Output != s.Output {
+		t.Fatalf("JSON round trip: %+v %v", back, err)
+	}
+	// A stored session reads back the same.
+	if stored := check.NoErr(t)(r.Session(context.Background(), s.ID)); string(stored.OutputJSON) != string(s.OutputJSON) {
+		t.Fatalf("stored output %s", stored.OutputJSON)
+	}
+}
+
+// A model that never matches fails the turn after the retries, with
+// invalid_output, instead of looping.
+func TestStructuredAnswerGivesUp(t *testing.T) {
+	schema, err := cairn.SchemaFor[triage]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, requests := answering("no")
+	r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: m, OutputSchema: schema, OutputRetries: 1}}, nil)
+	s := check.NoErr(t)(r.Start(context.Background(), "triage", "?", nil))
+	if s.Status != cairn.StatusFailed || s.Error.Code != "invalid_output" || len(requests()) != 2 {
+		t.Fatalf("%s %+v after %d calls", s.Status, s.Error, len(requests()))
+	}
+	if _, err := cairn.NewRunner([]*cairn.Agent{{Name: "x", Model: m, OutputSchema: []byte(`{"type": 5}`)}}, nil); err == nil || !strings.Contains(err.Error(), `agent "x": output schema`) {
+		t.Fatalf("a bad schema: %v", err)
+	}
+}
