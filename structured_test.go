@@ -9,7 +9,14 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/fakegemini"
+	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/fakeresponses"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/gemini"
+	"github.com/cairnhq/cairn/model/openai"
 )
 
 type triage struct {
@@ -106,5 +113,55 @@ func TestStructuredAnswerGivesUp(t *testing.T) {
 	}
 	if _, err := cairn.NewRunner([]*cairn.Agent{{Name: "x", Model: m, OutputSchema: []byte(`{"type": 5}`)}}, nil); err == nil || !strings.Contains(err.Error(), `agent "x": output schema`) {
 		t.Fatalf("a bad schema: %v", err)
+	}
+}
+
+// Every provider is asked for the schema its own way (a JSON schema
+// response format; Anthropic's output_config), and its answer becomes the
+// session's structured output.
+func TestEveryProviderIsAskedForTheSchema(t *testing.T) {
+	schema, err := cairn.SchemaFor[triage]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = `{"priority":"low","summary":"disk at 80%"}`
+	var asked string
+	chat := fakeopenai.Start(t, func(r fakeopenai.Request) fakeopenai.Reply {
+		asked = string(r.ResponseFormat)
+		return fakeopenai.Reply{Content: answer}
+	})
+	claude := fakeanthropic.Start(t, func(r fakeanthropic.Request) fakeanthropic.Reply {
+		asked = string(r.OutputConfig)
+		return fakeanthropic.Reply{Text: answer}
+	})
+	resp := fakeresponses.Start(t, func(r fakeresponses.Request) fakeresponses.Reply {
+		asked = string(r.Text)
+		return fakeresponses.Reply{Text: answer}
+	})
+	gem := fakegemini.Start(t, func(r fakegemini.Request) fakegemini.Reply {
+		asked = r.GenerationConfig.ResponseMimeType + " " + string(r.GenerationConfig.ResponseJSONSchema)
+		return fakegemini.Reply{Text: answer}
+	})
+	for _, c := range []struct {
+		name string
+		m    model.Model
+		want string
+	}{
+		{"openai", openai.New("gpt", &openai.Options{BaseURL: chat.BaseURL(), APIKey: "k"}), `"type":"json_schema"`},
+		{"openai-responses", openai.NewResponses("o4", &openai.ResponsesOptions{Options: openai.Options{BaseURL: resp.BaseURL(), APIKey: "k"}}), `"type":"json_schema"`},
+		{"anthropic", anthropic.New("claude", &anthropic.Options{BaseURL: claude.URL, APIKey: "k"}), `"type":"json_schema"`},
+		{"gemini", gemini.New("gemini", &gemini.Options{BaseURL: gem.URL, APIKey: "k"}), "application/json {"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			asked = ""
+			r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: c.m, OutputSchema: schema}}, nil)
+			s := check.NoErr(t)(r.Start(context.Background(), "triage", "disk?", nil))
+			if s.Status != cairn.StatusCompleted || string(s.OutputJSON) != answer {
+				t.Fatalf("%s %s %+v", s.Status, s.OutputJSON, s.Error)
+			}
+			if !strings.Contains(asked, c.want) || !strings.Contains(asked, `"priority"`) {
+				t.Fatalf("the request asked for %s", asked)
+			}
+		})
 	}
 }

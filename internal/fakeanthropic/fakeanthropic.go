@@ -73,7 +73,9 @@ type Request struct {
 	Tools     []json.RawMessage `json:"tools"`
 	Stream    bool              `json:"stream"`
 	Thinking  *ThinkingConfig   `json:"thinking"`
-	Header    http.Header       `json:"-"`
+	// OutputConfig is the requested format of the answer, as sent.
+	OutputConfig json.RawMessage `json:"output_config"`
+	Header       http.Header     `json:"-"`
 }
 
 // LastBlock returns the last content block of the last message.

@@ -64,6 +64,8 @@ type Request struct {
 		ThinkingConfig *struct {
 			ThinkingBudget *int `json:"thinkingBudget"`
 		} `json:"thinkingConfig"`
+		ResponseMimeType   string          `json:"responseMimeType"`
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 	} `json:"generationConfig"`
 }
 

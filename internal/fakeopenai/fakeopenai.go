@@ -45,7 +45,9 @@ type Request struct {
 	Messages []Message         `json:"messages"`
 	Tools    []json.RawMessage `json:"tools"`
 	Stream   bool              `json:"stream"`
-	Header   http.Header       `json:"-"`
+	// ResponseFormat is the requested format of the answer, as sent.
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Header         http.Header     `json:"-"`
 }
 
 // Reply is what the fake model answers.

@@ -72,6 +72,8 @@ type Request struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
 	Instructions string `json:"instructions"`
+	// Text is the requested format of the answer, as sent.
+	Text json.RawMessage `json:"text"`
 }
 
 // Last returns the last input item.

@@ -167,6 +167,13 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	if m.opts.Thinking != nil {
 		p.Thinking = sdk.ThinkingConfigParamOfEnabled(m.opts.Thinking.BudgetTokens)
 	}
+	if req.OutputSchema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return p, fmt.Errorf("anthropic: output schema: %w", err)
+		}
+		p.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
+	}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}

@@ -265,6 +265,13 @@ func (m *Model) config(req *model.Request) (*genai.GenerateContentConfig, error)
 	if req.System != "" {
 		cfg.SystemInstruction = genai.NewContentFromText(req.System, genai.RoleUser)
 	}
+	if req.OutputSchema != nil {
+		var schema any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return nil, fmt.Errorf("%s: output schema: %w", Provider, err)
+		}
+		cfg.ResponseMIMEType, cfg.ResponseJsonSchema = "application/json", schema
+	}
 	if m.opts.MaxOutputTokens > 0 {
 		cfg.MaxOutputTokens = m.opts.MaxOutputTokens
 	}

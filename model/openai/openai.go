@@ -147,6 +147,16 @@ func response(msg sdk.ChatCompletionMessage, usage sdk.CompletionUsage) *model.R
 
 func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.name)}
+	if req.OutputSchema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return p, fmt.Errorf("openai: output schema: %w", err)
+		}
+		// Not strict: Cairn's schemas need not list every property as
+		// required; the engine checks the answer either way.
+		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "output", Schema: schema, Strict: sdk.Bool(false)}}}
+	}
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}

@@ -156,6 +156,14 @@ func (m *Responses) params(req *model.Request) (responses.ResponseNewParams, err
 	if req.System != "" {
 		p.Instructions = sdk.String(req.System)
 	}
+	if req.OutputSchema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return p, fmt.Errorf("%s: output schema: %w", ResponsesProvider, err)
+		}
+		p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
+			Name: "output", Schema: schema, Strict: sdk.Bool(false)}}}
+	}
 	var items responses.ResponseInputParam
 	for i, msg := range req.Messages {
 		switch msg.Role {
