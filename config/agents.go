@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,16 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
 	}
 	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	if a.OutputSchema != nil {
+		b, err := json.Marshal(a.OutputSchema)
+		if err != nil {
+			return nil, nil, l.errf(p+".output_schema", "%v", err)
+		}
+		if err := cairn.CheckSchema(b); err != nil {
+			return nil, nil, l.errf(p+".output_schema", "not a valid JSON Schema: %v", err)
+		}
+		agent.OutputSchema = b
+	}
 	var slots []toolSlot
 	seen := map[string]bool{}
 	for i, tn := range a.Tools {

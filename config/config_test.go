@@ -512,3 +512,20 @@ func TestStoreURLExpandsTheGivenEnvironment(t *testing.T) {
 		t.Fatalf("an unset variable (in the environment given): %v", err)
 	}
 }
+
+// An agent's output_schema becomes its Agent.OutputSchema; a schema that
+// does not compile is an error naming the key.
+func TestAgentOutputSchema(t *testing.T) {
+	y := strings.Replace(valid, "agents:\n  main:", "agents:\n  main:\n    output_schema: {type: object, properties: {priority: {type: string, enum: [low, high]}}, required: [priority]}", 1)
+	cfg, err := config.Parse("/x/cairn.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(cfg.Agents[0].OutputSchema); !strings.Contains(got, `"enum":["low","high"]`) {
+		t.Fatalf("output schema %s", got)
+	}
+	bad := strings.Replace(valid, "agents:\n  main:", "agents:\n  main:\n    output_schema: {type: 5}", 1)
+	if _, err := config.Parse("/x/cairn.yaml", []byte(bad), noEnv); err == nil || !strings.Contains(err.Error(), "agents.main.output_schema: not a valid JSON Schema") {
+		t.Fatalf("a bad schema: %v", err)
+	}
+}

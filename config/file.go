@@ -198,6 +198,9 @@ type AgentConfig struct {
 	Subagents     []SubagentConfig `yaml:"subagents"`
 	Handoffs      []HandoffConfig  `yaml:"handoffs"`
 	MaxIterations int              `yaml:"max_iterations"`
+	// OutputSchema is the JSON Schema of the agent's final answer: the
+	// answer is JSON matching it (sent back to the model until it is).
+	OutputSchema map[string]any `yaml:"output_schema"`
 }
 
 // HandoffConfig lets an agent hand the conversation over to another agent:

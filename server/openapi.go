@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // The OpenAPI document of the HTTP API is built from the operations below
@@ -217,6 +218,11 @@ func openAPIDocument() ([]byte, error) {
 			s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: wireSchemas()})
 			if err != nil {
 				return nil, fmt.Errorf("schema of %s: %w", t, err)
+			}
+			if t == reflect.TypeFor[session.Session]() && s.Properties != nil {
+				// Session.MarshalJSON: a structured answer is a JSON value.
+				s.Properties["output"] = &jsonschema.Schema{Description: "the final answer: its text, or, for an agent with an output_schema, the JSON value (its text is then output_text)"}
+				s.Properties["output_text"] = &jsonschema.Schema{Type: "string", Description: "the final answer's text, for an agent with an output_schema"}
 			}
 			schemas[name] = s
 		}

@@ -229,3 +229,27 @@ func VerifyWebhook(w http.ResponseWriter, r *http.Request, body []byte) error {
 	}
 	return nil
 }
+
+// Structured is docs/library.md's structured answer.
+func Structured(ctx context.Context, m model.Model) error {
+	type Triage struct {
+		Priority string `json:"priority" enum:"low,high"`
+		Summary  string `json:"summary"`
+	}
+
+	schema, err := cairn.SchemaFor[Triage]()
+	if err != nil {
+		return err
+	}
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, OutputSchema: schema}}, nil)
+	if err != nil {
+		return err
+	}
+	s, err := runner.Start(ctx, "triage", "The database is down", nil)
+	if err != nil {
+		return err
+	}
+	t, err := cairn.OutputAs[Triage](s) // s.OutputJSON holds the JSON
+	fmt.Println(t.Priority, err)
+	return nil
+}
