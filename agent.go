@@ -38,6 +38,13 @@ type Agent struct {
 	// The session's OutputJSON holds the answer (OutputAs decodes it).
 	OutputSchema  json.RawMessage
 	OutputRetries int
+	// Review says when a final answer that matches OutputSchema waits for a
+	// person before it goes (an interrupt of kind review): Always(),
+	// ApprovalIf over the answer's type, or a PolicyFunc over its JSON; the
+	// zero Policy never asks. The person approves it, edits it (checked
+	// against OutputSchema), or rejects it with a reason the model sees
+	// before it answers again. A policy that fails asks.
+	Review Policy
 }
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
@@ -103,6 +110,12 @@ func (a *Agent) compile() (*runtime.Agent, error) {
 				ts.Notify(fn)
 			}
 		}
+	}
+	if policy := a.Review; !policy.IsNever() {
+		if a.OutputSchema == nil {
+			return nil, fmt.Errorf("cairn: agent %q: Review needs an OutputSchema (a person reviews a structured answer)", a.Name)
+		}
+		ra.Review = policy.Asks
 	}
 	if a.OutputSchema != nil {
 		out, err := schema.Compile(a.OutputSchema)

@@ -18,6 +18,8 @@ var (
 	ErrUnknownInterrupt = session.ErrUnknownInterrupt
 	// ErrInvalidArguments: replacement arguments fail the tool's schema.
 	ErrInvalidArguments = session.ErrInvalidArguments
+	// ErrInvalidOutput: an edited answer fails the agent's output schema.
+	ErrInvalidOutput = session.ErrInvalidOutput
 	// ErrExpired: a decision came after the interrupt's ExpiresAt; the
 	// approval counts as rejected.
 	ErrExpired = session.ErrExpired

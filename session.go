@@ -55,10 +55,12 @@ const (
 	KindApproval = session.KindApproval
 	KindInput    = session.KindInput
 	KindMessage  = session.KindMessage
+	KindReview   = session.KindReview
 
 	ActionApprove   = session.ActionApprove
 	ActionReject    = session.ActionReject
 	ActionAnswer    = session.ActionAnswer
+	ActionEdit      = session.ActionEdit
 	RememberSession = session.RememberSession
 
 	ModeMain        = session.ModeMain
@@ -69,6 +71,7 @@ const (
 	CancelAll = session.CancelAll
 
 	EventOutputRejected     = session.EventOutputRejected
+	EventReviewRequested    = session.EventReviewRequested
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

@@ -33,6 +33,16 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 		}
 		agent.OutputSchema = b
 	}
+	if a.Review != "" {
+		if a.OutputSchema == nil {
+			return nil, nil, l.errf(p+".review", "needs output_schema: a person reviews a structured answer")
+		}
+		pol, err := reviewPolicy(a.Review)
+		if err != nil {
+			return nil, nil, l.errf(p+".review", "%v", err)
+		}
+		agent.Review = pol
+	}
 	var slots []toolSlot
 	seen := map[string]bool{}
 	for i, tn := range a.Tools {

@@ -97,7 +97,7 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 		{"unknown model", strings.Replace(valid, "model: default", "model: big", 1), `agents.main.model: unknown model "big"`},
 		{"bad timeout", strings.Replace(valid, "timeout: 5s", "timeout: soon", 1), `tools.deploy_code.timeout: "soon" is not a positive duration`},
 		{"bad schema", strings.Replace(valid, "type: object", "type: 12", 1), `tools.deploy_code.parameters: not a valid JSON Schema`},
-		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `cairn.yaml:23: agents.main.max_iteration: unknown key "max_iteration" (known here: handoffs, instructions, max_iterations, model, subagents, tools); did you mean "max_iterations"?`},
+		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `cairn.yaml:23: agents.main.max_iteration: unknown key "max_iteration" (known here: handoffs, instructions, max_iterations, model, output_schema, review, subagents, tools); did you mean "max_iterations"?`},
 		{"missing key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: gpt-4o-mini}", 1), `models.default.api_key_env: environment variable OPENAI_API_KEY is not set`},
 		{"named key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', api_key_env: MY_KEY}", 1), `environment variable MY_KEY is not set`},
 		{"bad template", strings.Replace(valid, "Deploy to {{.environment}}?", "Deploy to {{.environment?", 1), `tools.deploy_code.confirmation: not a valid Go template`},
@@ -523,6 +523,22 @@ func TestAgentOutputSchema(t *testing.T) {
 	}
 	if got := string(cfg.Agents[0].OutputSchema); !strings.Contains(got, `"enum":["low","high"]`) {
 		t.Fatalf("output schema %s", got)
+	}
+	if cfg.Agents[0].Review.IsNever() != true {
+		t.Fatal("no review key, yet the agent's answers wait for review")
+	}
+	reviewed := strings.Replace(y, "    output_schema:", "    review: output.priority == 'high'\n    output_schema:", 1)
+	cfg, err = config.Parse("/x/cairn.yaml", []byte(reviewed), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for out, want := range map[string]bool{`{"priority":"high"}`: true, `{"priority":"low"}`: false} {
+		if got, err := cfg.Agents[0].Review.Asks([]byte(out)); err != nil || got != want {
+			t.Fatalf("review of %s: %v %v", out, got, err)
+		}
+	}
+	if _, err := config.Parse("/x/cairn.yaml", []byte(strings.Replace(valid, "agents:\n  main:", "agents:\n  main:\n    review: always", 1)), noEnv); err == nil || !strings.Contains(err.Error(), "agents.main.review: needs output_schema") {
+		t.Fatalf("review without a schema: %v", err)
 	}
 	bad := strings.Replace(valid, "agents:\n  main:", "agents:\n  main:\n    output_schema: {type: 5}", 1)
 	if _, err := config.Parse("/x/cairn.yaml", []byte(bad), noEnv); err == nil || !strings.Contains(err.Error(), "agents.main.output_schema: not a valid JSON Schema") {

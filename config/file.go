@@ -201,6 +201,9 @@ type AgentConfig struct {
 	// OutputSchema is the JSON Schema of the agent's final answer: the
 	// answer is JSON matching it (sent back to the model until it is).
 	OutputSchema map[string]any `yaml:"output_schema"`
+	// Review says when the final answer waits for a person: never
+	// (default), always, or a CEL expression over output.
+	Review string `yaml:"review"`
 }
 
 // HandoffConfig lets an agent hand the conversation over to another agent:

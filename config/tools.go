@@ -78,27 +78,35 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	return t, nil
 }
 
-// approvalPolicy parses never (or empty), always, or a CEL expression,
-// described by the key's own text.
-func approvalPolicy(s string) (cairn.Policy, error) {
+// approvalPolicy parses never (or empty), always, or a CEL expression over
+// args, described by the key's own text.
+func approvalPolicy(s string) (cairn.Policy, error) { return policyOver("args", s) }
+
+// reviewPolicy parses an agent's review: never (or empty), always, or a
+// CEL expression over output (the answer's JSON value).
+func reviewPolicy(s string) (cairn.Policy, error) { return policyOver("output", s) }
+
+// policyOver parses never, always or a CEL expression over the variable
+// name (the decoded JSON a policy is asked about).
+func policyOver(name, s string) (cairn.Policy, error) {
 	switch a := strings.TrimSpace(s); a {
 	case "", "never":
 		return cairn.Never(), nil
 	case "always":
 		return cairn.Always(), nil
 	default:
-		pol, err := celPolicy(a)
+		pol, err := celPolicy(name, a)
 		if err != nil {
-			return cairn.Policy{}, fmt.Errorf("not never, always or a valid CEL expression over args: %w", err)
+			return cairn.Policy{}, fmt.Errorf("not never, always or a valid CEL expression over %s: %w", name, err)
 		}
 		return pol, nil
 	}
 }
 
-// celPolicy compiles a CEL expression over `args` (the decoded arguments) to
-// an approval policy. It is compiled once, here.
-func celPolicy(expr string) (cairn.Policy, error) {
-	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
+// celPolicy compiles a CEL expression over the variable name (the decoded
+// arguments, or answer) to a policy. It is compiled once, here.
+func celPolicy(name, expr string) (cairn.Policy, error) {
+	env, err := cel.NewEnv(cel.Variable(name, cel.DynType))
 	if err != nil {
 		return cairn.Policy{}, err
 	}
@@ -114,17 +122,17 @@ func celPolicy(expr string) (cairn.Policy, error) {
 		return cairn.Policy{}, err
 	}
 	return cairn.PolicyFunc(expr, func(raw json.RawMessage) (bool, error) {
-		var args map[string]any
-		if err := json.Unmarshal(raw, &args); err != nil {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
 			return false, err
 		}
-		out, _, err := prg.Eval(map[string]any{"args": args})
+		out, _, err := prg.Eval(map[string]any{name: v})
 		if err != nil {
-			return false, fmt.Errorf("approval expression %q: %w", expr, err)
+			return false, fmt.Errorf("expression %q: %w", expr, err)
 		}
 		b, ok := out.Value().(bool)
 		if !ok {
-			return false, fmt.Errorf("approval expression %q gave %v, not a bool", expr, out.Value())
+			return false, fmt.Errorf("expression %q gave %v, not a bool", expr, out.Value())
 		}
 		return b, nil
 	}), nil

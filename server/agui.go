@@ -38,11 +38,12 @@ type aguiResume struct {
 }
 
 // aguiPayload is what a resolved resume entry may carry: an approval
-// (approved, editedArgs, reason) or an answer (text, or content for a
-// question with a schema).
+// (approved, editedArgs, reason), an answer (text, or content for a
+// question with a schema), or a review (approved, editedOutput, reason).
 type aguiPayload struct {
-	Approved   *bool           `json:"approved"`
-	EditedArgs json.RawMessage `json:"editedArgs"`
+	Approved     *bool           `json:"approved"`
+	EditedArgs   json.RawMessage `json:"editedArgs"`
+	EditedOutput json.RawMessage `json:"editedOutput"`
 	Reason     string          `json:"reason"`
 	Text       string          `json:"text"`
 	Content    json.RawMessage `json:"content"`
@@ -183,6 +184,10 @@ func aguiDecisions(sess *cairn.Session, decided map[string]bool, entries []aguiR
 			ds = append(ds, d)
 		case pl.Approved != nil && !*pl.Approved:
 			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: pl.Reason})
+		case in.Kind == cairn.KindReview && len(pl.EditedOutput) > 0:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionEdit, Output: pl.EditedOutput})
+		case in.Kind == cairn.KindReview:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove})
 		default:
 			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove, Arguments: pl.EditedArgs})
 		}
@@ -216,6 +221,11 @@ func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream) []aguiInter
 		case cairn.KindMessage:
 			ai.Message = in.Text
 			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"your reply"}},"required":["text"]}`)
+		case cairn.KindReview:
+			ai.Reason, ai.Message = "review", fmt.Sprintf("Review the answer: %s", in.Output)
+			schema := cmp.Or(string(in.OutputSchema), "{}")
+			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedOutput":` + schema +
+				`,"reason":{"type":"string","description":"told to the model when not approved"}},"required":["approved"]}`)
 		}
 		out = append(out, ai)
 	}

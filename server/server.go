@@ -608,7 +608,7 @@ func badUTF8(b []byte) int {
 // httpStatus maps an error code to its HTTP status (0: not a client error).
 func httpStatus(code string) int {
 	switch code {
-	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_continuation":
+	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_output", "invalid_continuation":
 		return http.StatusBadRequest
 	case "conflict":
 		return http.StatusConflict

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 )
 
 // A structured answer over REST: output is the JSON value, output_text its
@@ -50,5 +52,105 @@ func TestStructuredOutputOverREST(t *testing.T) {
 	resp.Body.Close()
 	if out, _ := read["output"].(map[string]any); out["priority"] != "high" || read["output_text"] != `{"priority": "high"}` {
 		t.Fatalf("GET: %v", read)
+	}
+}
+
+// The reviewed structured answer, over REST with two people: ana rejects
+// the first answer with a reason (the model sees it and answers again),
+// bob's edit that fails the schema gets 400 naming the field and changes
+// nothing, bob's valid edit lets it go; the session's output is the edited
+// JSON and the audit trail names both.
+func TestReviewedStructuredAnswer(t *testing.T) {
+	var seen []string // the last user-side message of each model call
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		seen = append(seen, last.Content)
+		if len(seen) == 1 {
+			return &model.Response{Message: model.Message{Content: `{"priority":"low","summary":"disk at 80%"}`}}, nil
+		}
+		return &model.Response{Message: model.Message{Content: `{"priority":"high","summary":"disk at 80% and rising"}`}}, nil
+	})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]},"summary":{"type":"string"}},"required":["priority","summary"]}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	api := httptest.NewServer(New(runner, &Options{Tokens: []Token{
+		{Name: "ana", Secret: "approver-token-ana-0123456789", Role: RoleApprover},
+		{Name: "bob", Secret: "approver-token-bob-0123456789", Role: RoleApprover},
+	}}))
+	defer api.Close()
+	call := func(token, method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, api.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	review := func(s map[string]any) (id string, output map[string]any) {
+		t.Helper()
+		ins, _ := s["interrupts"].([]any)
+		if s["status"] != "paused" || len(ins) != 1 {
+			t.Fatalf("want a review: %v", s)
+		}
+		in := ins[0].(map[string]any)
+		if in["kind"] != "review" || in["output_schema"] == nil {
+			t.Fatalf("the interrupt: %v", in)
+		}
+		return in["id"].(string), in["output"].(map[string]any)
+	}
+	const ana, bob = "approver-token-ana-0123456789", "approver-token-bob-0123456789"
+	code, s := call(ana, "POST", "/v1/sessions", `{"agent":"triage","input":"disk alert"}`)
+	id, proposed := review(s)
+	if code != 201 || proposed["priority"] != "low" {
+		t.Fatalf("%d %v", code, s)
+	}
+	code, s = call(ana, "POST", "/v1/sessions/"+s["id"].(string)+"/decisions",
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"it keeps rising: this is high"}]}`, s["seq"], id))
+	id, proposed = review(s)
+	if code != 200 || proposed["priority"] != "high" || !strings.Contains(seen[1], "it keeps rising: this is high") {
+		t.Fatalf("after the rejection: %d %v; the model saw %q", code, s, seen)
+	}
+	sid, seq := s["id"].(string), s["seq"]
+	code, bad := call(bob, "POST", "/v1/sessions/"+sid+"/decisions",
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"edit","output":{"priority":"urgent","summary":"x"}}]}`, seq, id))
+	e, _ := bad["error"].(map[string]any)
+	if code != 400 || e["code"] != "invalid_output" || !strings.Contains(fmt.Sprint(e["message"]), "/priority") {
+		t.Fatalf("an edit that fails the schema: %d %v", code, bad)
+	}
+	if _, again := call(bob, "GET", "/v1/sessions/"+sid, ""); again["seq"] != seq || again["status"] != "paused" {
+		t.Fatalf("the refused edit changed the session: %v", again)
+	}
+	code, done := call(bob, "POST", "/v1/sessions/"+sid+"/decisions",
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"edit","output":{"priority":"high","summary":"disk at 80%%, rising; page on-call"}}]}`, seq, id))
+	out, _ := done["output"].(map[string]any)
+	if code != 200 || done["status"] != "completed" || out["summary"] != "disk at 80%, rising; page on-call" || done["output_text"] != `{"priority":"high","summary":"disk at 80%, rising; page on-call"}` {
+		t.Fatalf("the edit: %d %v", code, done)
+	}
+	var who []string
+	evs, err := runner.Events(context.Background(), sid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == session.EventDecision {
+			p, err := session.DecodeEvent(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := p.(*session.DecisionMade)
+			who = append(who, fmt.Sprintf("%s %s %s", d.Actor.Name, d.Kind, d.Action))
+		}
+	}
+	if strings.Join(who, "; ") != "ana review reject; bob review edit" {
+		t.Fatalf("the audit trail: %q", who)
 	}
 }

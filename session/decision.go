@@ -13,6 +13,10 @@ const (
 	ActionReject Action = "reject"
 	// ActionAnswer answers a question (KindInput) with Decision.Text.
 	ActionAnswer Action = "answer"
+	// ActionEdit replaces a reviewed answer (KindReview) with
+	// Decision.Output, checked against the agent's output schema, and lets
+	// it go.
+	ActionEdit Action = "edit"
 )
 
 // RememberSession is the Decision.Remember value that applies an approval
@@ -37,6 +41,9 @@ type Decision struct {
 	// Content, on answer, is the answer to a question with a Schema: a JSON
 	// object valid under it; required for those, refused for the others.
 	Content json.RawMessage `json:"content,omitempty"`
+	// Output, on edit, is the answer that replaces a reviewed one: a JSON
+	// value matching the agent's output schema.
+	Output json.RawMessage `json:"output,omitempty"`
 	// Remember, set to RememberSession on approve or reject, applies the
 	// decision to every later call of the same tool by the same agent for
 	// the rest of the session: approved calls run without asking, rejected

@@ -37,10 +37,13 @@ type Code string
 
 // Codes callers branch on.
 const (
-	CodeInvalidRequest      Code = "invalid_request"
-	CodeUnknownAgent        Code = "unknown_agent"
-	CodeUnknownInterrupt    Code = "unknown_interrupt"
-	CodeInvalidArguments    Code = "invalid_arguments"
+	CodeInvalidRequest   Code = "invalid_request"
+	CodeUnknownAgent     Code = "unknown_agent"
+	CodeUnknownInterrupt Code = "unknown_interrupt"
+	CodeInvalidArguments Code = "invalid_arguments"
+	// CodeInvalidOutput: an edited answer does not match the agent's
+	// output schema.
+	CodeInvalidOutput       Code = "invalid_output"
 	CodeConflict            Code = "conflict"
 	CodeNotFound            Code = "not_found"
 	CodeExpired             Code = "expired"
@@ -100,6 +103,7 @@ var (
 	ErrUnknownAgent        error = &Error{Code: CodeUnknownAgent, Message: "unknown agent"}
 	ErrUnknownInterrupt    error = &Error{Code: CodeUnknownInterrupt, Message: "unknown interrupt"}
 	ErrInvalidArguments    error = &Error{Code: CodeInvalidArguments, Message: "invalid arguments"}
+	ErrInvalidOutput       error = &Error{Code: CodeInvalidOutput, Message: "invalid output"}
 	ErrExpired             error = &Error{Code: CodeExpired, Message: "expired"}
 	ErrInvalidRequest      error = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
 	ErrInvalidContinuation error = &Error{Code: CodeInvalidContinuation, Message: "invalid continuation"}

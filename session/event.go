@@ -30,13 +30,16 @@ const (
 	EventModelResponse     EventType = "model_response"
 	EventApprovalRequested EventType = "approval_requested"
 	EventInputRequested    EventType = "input_requested"
-	EventDecision          EventType = "decision"
-	EventToolStarted       EventType = "tool_started"
-	EventToolResult        EventType = "tool_result"
-	EventFramePushed       EventType = "frame_pushed"
-	EventFramePopped       EventType = "frame_popped"
-	EventHandoff           EventType = "handoff"
-	EventAgentMessage      EventType = "agent_message"
+	// EventReviewRequested pauses an agent's final answer for a person
+	// (an interrupt of kind review).
+	EventReviewRequested EventType = "review_requested"
+	EventDecision        EventType = "decision"
+	EventToolStarted     EventType = "tool_started"
+	EventToolResult      EventType = "tool_result"
+	EventFramePushed     EventType = "frame_pushed"
+	EventFramePopped     EventType = "frame_popped"
+	EventHandoff         EventType = "handoff"
+	EventAgentMessage    EventType = "agent_message"
 	// EventOutputRejected sends an agent's final answer back to it: it did
 	// not match the agent's output schema. The model sees the reason as a
 	// user message and answers again.

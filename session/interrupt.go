@@ -18,6 +18,10 @@ const (
 	// KindMessage: an interactive sub-agent spoke and waits for the user's
 	// next message (Runner.Send).
 	KindMessage Kind = "message"
+	// KindReview: an agent's final answer (Interrupt.Output) waits for a
+	// person: approve it, edit it (Decision.Output, checked against
+	// Interrupt.OutputSchema) or reject it with a reason the model sees.
+	KindReview Kind = "review"
 )
 
 // Actions are the decisions a person may make on an interrupt of kind k:
@@ -32,6 +36,8 @@ func (k Kind) Actions() []Action {
 		return []Action{ActionAnswer, ActionReject}
 	case KindMessage:
 		return nil
+	case KindReview:
+		return []Action{ActionApprove, ActionEdit, ActionReject}
 	}
 	return nil
 }
@@ -68,6 +74,10 @@ type Interrupt struct {
 	URL string `json:"url,omitempty"`
 	// Text is what the interactive agent said (message).
 	Text string `json:"text,omitempty"`
+	// Output, on a review, is the proposed answer (a JSON value), and
+	// OutputSchema the schema an edit must match.
+	Output       json.RawMessage `json:"output,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// InDoubt marks a call that was running when the process stopped: it
 	// may or may not have taken effect. IdempotencyKey is then the key it
 	// ran with (see cairn.IdempotencyKey), to look it up downstream.

@@ -31,6 +31,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &ModelResponse{}
 	case EventApprovalRequested, EventInputRequested:
 		p = &InterruptRequested{}
+	case EventReviewRequested:
+		p = &ReviewRequested{}
 	case EventDecision:
 		p = &DecisionMade{}
 	case EventToolStarted:
@@ -111,6 +113,7 @@ type DecisionMade struct {
 	Reason      string          `json:"reason,omitempty"`
 	Text        string          `json:"text,omitempty"`          // answer
 	Content     json.RawMessage `json:"content,omitempty"`       // answer to a question with a schema
+	Output      json.RawMessage `json:"output,omitempty"`        // a review's edited answer
 	Arguments   json.RawMessage `json:"arguments,omitempty"`     // before
 	NewArgs     json.RawMessage `json:"new_arguments,omitempty"` // after, when replaced
 	// ArgsDigest and NewArgsDigest are SHA-256 (hex) of the arguments
@@ -190,6 +193,14 @@ type TurnCompleted struct {
 	OutputJSON json.RawMessage `json:"output_json,omitempty"`
 }
 
+// ReviewRequested records that an agent's final answer waits for a person.
+type ReviewRequested struct {
+	Interrupt Interrupt `json:"interrupt"`
+	// Text is the answer as the model gave it (Interrupt.Output is its
+	// value).
+	Text string `json:"text"`
+}
+
 // OutputRejected sends a final answer back to the model that gave it, with
 // the reason it sees.
 type OutputRejected struct {
@@ -233,6 +244,7 @@ type ModelDeltasSkipped struct {
 
 func (*ModelDelta) isPayload()         {}
 func (*OutputRejected) isPayload()     {}
+func (*ReviewRequested) isPayload()    {}
 func (*ModelDeltasSkipped) isPayload() {}
 func (*SessionStarted) isPayload()     {}
 func (*UserMessage) isPayload()        {}

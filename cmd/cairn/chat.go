@@ -237,6 +237,39 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 
 // ask prompts for one interrupt; nil for a message interrupt (the next
 // line answers it).
+// review asks for a decision on an answer under review: let it go, edit it
+// (a JSON line, checked by the server against the schema), or send it back
+// with a reason.
+func (c *chatter) review(where string, it cairn.Interrupt) (*cairn.Decision, bool) {
+	fmt.Fprintf(c.out, "%sthe answer waits for review:\n  %s\n", where, clip(string(it.Output), 2000))
+	for {
+		ans, ok := c.read("let it go? [y]es [e]dit [n]o (send it back): ")
+		if !ok {
+			return nil, false
+		}
+		switch strings.ToLower(ans) {
+		case "y", "yes":
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove}, true
+		case "e", "edit":
+			edited, ok := c.read("the answer (JSON, one line): ")
+			if !ok {
+				return nil, false
+			}
+			if !json.Valid([]byte(edited)) {
+				fmt.Fprintln(c.out, "that is not JSON; nothing was sent")
+				continue
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionEdit, Output: json.RawMessage(edited)}, true
+		case "n", "no":
+			reason, ok := c.read("why (the model sees it and answers again): ")
+			if !ok {
+				return nil, false
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: reason}, true
+		}
+	}
+}
+
 func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	where := ""
 	if len(it.Path) > 1 {
@@ -270,6 +303,8 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	case cairn.KindApproval:
 	case cairn.KindMessage: // the next line answers it
 		return nil, true
+	case cairn.KindReview:
+		return c.review(where, it)
 	default:
 		return nil, true
 	}

@@ -114,7 +114,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 	}
 
 	decide := func(use, short string, action cairn.Action) *cobra.Command {
-		var reason, text, arguments, content string
+		var reason, text, arguments, content, output string
 		var remember bool
 		d := &cobra.Command{
 			Use:   use,
@@ -143,6 +143,12 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 					}
 					dec.Content = json.RawMessage(content)
 				}
+				if action == cairn.ActionEdit {
+					if !json.Valid([]byte(output)) {
+						return fmt.Errorf("--output must be the edited answer, a JSON value matching the agent's output schema; got %q", output)
+					}
+					dec.Output = json.RawMessage(output)
+				}
 				if action == cairn.ActionAnswer && text == "" && content == "" && !urlQuestion(&s, id) {
 					return errors.New("give --text (the answer), or --content (a JSON object) for a question with a schema")
 				}
@@ -162,6 +168,8 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		case cairn.ActionAnswer:
 			d.Flags().StringVar(&text, "text", "", "the answer")
 			d.Flags().StringVar(&content, "content", "", "the answer to a question with a schema: a JSON object valid under it")
+		case cairn.ActionEdit:
+			d.Flags().StringVar(&output, "output", "", "the edited answer: a JSON value matching the agent's output schema")
 		}
 		return d
 	}
@@ -169,6 +177,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		decide("approve SESSION [INTERRUPT]", "Approve a pending call (the only one if INTERRUPT is omitted)", cairn.ActionApprove),
 		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
+		decide("edit SESSION [INTERRUPT]", "Replace an answer under review with --output and let it go (approve lets it go as it is; reject sends it back with --reason)", cairn.ActionEdit),
 	)
 	return cmd
 }
@@ -220,6 +229,8 @@ func brief(s *cairn.Session) string {
 			return fmt.Sprintf("question: %s%s", in.Question, more)
 		case cairn.KindMessage:
 			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
+		case cairn.KindReview:
+			return fmt.Sprintf("review the answer %s (approve, edit --output, or reject --reason)%s", in.Output, more)
 		default:
 			return fmt.Sprintf("%s: %s%s", in.Kind, in.Text, more)
 		}

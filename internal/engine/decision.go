@@ -17,6 +17,8 @@ type decided struct {
 	c       *Call
 	newArgs json.RawMessage // compact replacement arguments, if any
 	content json.RawMessage // compact answer content, if any
+	review  *Frame          // the frame whose answer a review decides
+	output  json.RawMessage // compact edited answer, if any
 }
 
 // decide checks every decision of a request before recording any: a
@@ -46,6 +48,9 @@ func (s *stepper) decide(in Decide) error {
 		plan = append(plan, p)
 	}
 	for i, p := range plan {
+		if p.c == nil {
+			continue // a review does not expire
+		}
 		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
 			return &session.Error{Code: session.CodeExpired, Interrupt: p.d.InterruptID,
 				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
@@ -61,6 +66,9 @@ func (s *stepper) decide(in Decide) error {
 // check validates decision i against the interrupt it names.
 func (s *stepper) check(i int, d session.Decision) (decided, error) {
 	st := s.st
+	if f := st.findReview(d.InterruptID); f != nil {
+		return s.checkReview(i, d, f)
+	}
 	f, c := st.findInterrupt(d.InterruptID)
 	if c == nil {
 		for _, m := range st.Interrupts() {
@@ -93,6 +101,37 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject", i, d.Action)
 	}
 	return p, checkRemember(i, d)
+}
+
+// checkReview validates decision i on the answer frame f waits to have
+// reviewed: approve, reject, or edit with an answer the agent's output
+// schema takes.
+func (s *stepper) checkReview(i int, d session.Decision, f *Frame) (decided, error) {
+	p := decided{d: d, review: f}
+	if d.Remember != "" {
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].remember: a review cannot be remembered", i)
+	}
+	switch d.Action {
+	case session.ActionApprove, session.ActionReject:
+		return p, nil
+	case session.ActionEdit:
+		if len(d.Output) == 0 || string(d.Output) == "null" {
+			return decided{}, &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d].output is required: the answer that replaces the reviewed one, matching interrupt.output_schema", i)}
+		}
+		v, err := decodeArgs(d.Output)
+		if a := s.m.agents[f.Agent]; err == nil && a != nil && a.CheckOutput != nil {
+			_, err = guarded("the output validator", func() (struct{}, error) { return struct{}{}, a.CheckOutput(v) })
+		}
+		if err != nil {
+			return decided{}, &session.Error{Code: session.CodeInvalidOutput, Interrupt: d.InterruptID,
+				Message: fmt.Sprintf("decisions[%d].output does not match the output schema: %v", i, err)}
+		}
+		p.output = compactJSON(d.Output)
+		return p, nil
+	case session.ActionAnswer:
+	}
+	return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not decide a review; use approve, edit (with output) or reject (with a reason)", i, d.Action)
 }
 
 // answerContent checks an answer against its question: a question with a
@@ -179,6 +218,10 @@ func rejection(reason string) string {
 // record emits a checked decision, and for a rejection the error result the
 // model sees.
 func (s *stepper) record(p decided, actor session.Actor) {
+	if p.review != nil {
+		s.recordReview(p, actor)
+		return
+	}
 	ev := &DecisionMade{
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
@@ -194,7 +237,38 @@ func (s *stepper) record(p decided, actor session.Actor) {
 	}
 }
 
+// recordReview emits a review's decision and what follows: the answer
+// goes (as it was, or as edited), or goes back to the model with the
+// reviewer's reason.
+func (s *stepper) recordReview(p decided, actor session.Actor) {
+	f := p.review
+	rv := *f.Review
+	s.emit(session.EventDecision, f, &DecisionMade{InterruptID: p.d.InterruptID, Kind: session.KindReview, Action: p.d.Action,
+		Reason: p.d.Reason, Output: p.output, Actor: actor})
+	switch p.d.Action {
+	case session.ActionApprove:
+		s.finishFrame(f, rv.Text, rv.Value)
+	case session.ActionEdit:
+		s.finishFrame(f, string(p.output), p.output)
+	case session.ActionReject:
+		reason := p.d.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		s.emit(session.EventOutputRejected, f, &OutputRejected{Attempt: f.Rejected,
+			Reason: "A person reviewed your answer and sent it back: " + reason + ". Answer again."})
+	case session.ActionAnswer: // refused by checkReview
+	}
+}
+
 func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *Frame) error {
+	if p.Kind == session.KindReview {
+		if frame == nil || frame.Review == nil || frame.Review.Interrupt.ID != p.InterruptID {
+			return fmt.Errorf("event %d: a review decision for %q, which no frame waits on", ev.Seq, p.InterruptID)
+		}
+		frame.Review, st.Status = nil, session.StatusRunning
+		return nil
+	}
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
 		return err
@@ -220,6 +294,7 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 			c.State = CallApproved
 			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason})
 		}
+	case session.ActionEdit: // a review's, handled above: a call is not edited
 	}
 	if p.Remember == session.RememberSession {
 		st.remember(session.Remembered{Agent: frame.Agent, Tool: c.Tool, Action: p.Action, Reason: p.Reason})

@@ -74,6 +74,8 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectAgentMessage(p, st, ev, frame)
 	case *TurnPaused:
 		return projectTurnPaused(p, st, ev, frame)
+	case *ReviewRequested:
+		return projectReviewRequested(p, st, ev, frame)
 	case *OutputRejected:
 		return projectOutputRejected(p, st, ev, frame)
 	case *TurnCompleted:

@@ -211,6 +211,8 @@ type Frame struct {
 	// the user's next message.
 	Said    string
 	SaidSeq int64
+	// Review, while set, is the frame's final answer waiting for a person.
+	Review *Review `json:",omitempty"`
 	// Calls are the tool calls of the last assistant message until every one
 	// has a result; then their results join Messages in call order.
 	Calls []*Call

@@ -3,11 +3,39 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
 )
+
+// Review is a final answer waiting for a person (an interrupt of kind
+// review).
+type Review struct {
+	Interrupt session.Interrupt
+	Text      string          // the answer as the model gave it
+	Value     json.RawMessage // its JSON value
+	Asked     int64           // seq of the review_requested event
+}
+
+func projectReviewRequested(p *ReviewRequested, st *State, ev *session.Event, frame *Frame) error {
+	if frame == nil {
+		return noFrame(ev)
+	}
+	frame.Review = &Review{Interrupt: p.Interrupt, Text: p.Text, Value: p.Interrupt.Output, Asked: ev.Seq}
+	return nil
+}
+
+// findReview returns the frame whose answer waits for review id.
+func (s *State) findReview(id string) *Frame {
+	for _, f := range s.Frames {
+		if f.Review != nil && f.Review.Interrupt.ID == id {
+			return f
+		}
+	}
+	return nil
+}
 
 func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
@@ -53,6 +81,9 @@ func (s *State) Interrupts() []session.Interrupt {
 				out = append(out, *c.Interrupt)
 			}
 		}
+		if f.Review != nil {
+			out = append(out, f.Review.Interrupt)
+		}
 	}
 	return out
 }
@@ -76,6 +107,9 @@ func (s *State) createdSincePause() []string {
 			if c.State == CallAwaiting && c.Interrupt != nil && c.Asked > s.Paused {
 				ids = append(ids, c.Interrupt.ID)
 			}
+		}
+		if f.Review != nil && f.Review.Asked > s.Paused {
+			ids = append(ids, f.Review.Interrupt.ID)
 		}
 	}
 	return ids

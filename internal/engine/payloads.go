@@ -17,6 +17,7 @@ type (
 	Handoff            = session.Handoff
 	AgentMessage       = session.AgentMessage
 	OutputRejected     = session.OutputRejected
+	ReviewRequested    = session.ReviewRequested
 	TurnPaused         = session.TurnPaused
 	TurnCompleted      = session.TurnCompleted
 	TurnFailed         = session.TurnFailed

@@ -89,6 +89,9 @@ type Agent struct {
 	OutputSchema  json.RawMessage
 	CheckOutput   func(v any) error
 	OutputRetries int
+	// Review, when set, says whether a final answer that matches the
+	// output schema waits for a person first (given the answer's JSON).
+	Review func(output json.RawMessage) (bool, error)
 }
 
 // DefaultOutputRetries is Agent.OutputRetries when 0.

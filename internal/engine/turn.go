@@ -206,6 +206,26 @@ func (s *stepper) modelDone(in ModelDone) error {
 	return nil
 }
 
+// review lets a checked answer go, or pauses it for a person when the
+// agent's review policy asks (a policy that fails asks: fail closed).
+func (s *stepper) review(a *Agent, f *Frame, text string, value json.RawMessage) {
+	if a.Review == nil {
+		s.finishFrame(f, text, value)
+		return
+	}
+	ask, err := guarded("the review policy", func() (bool, error) { return a.Review(value) })
+	if err == nil && !ask {
+		s.finishFrame(f, text, value)
+		return
+	}
+	in := session.Interrupt{ID: derivedID(s.st.SessionID, f.ID, s.st.Seq, "", "review"), Kind: session.KindReview,
+		Path: s.st.pathTo(f), Output: value, OutputSchema: a.OutputSchema}
+	if err != nil {
+		in.Message = "the review policy failed, so a person reviews this answer: " + err.Error()
+	}
+	s.emit(session.EventReviewRequested, f, &ReviewRequested{Interrupt: in, Text: text})
+}
+
 // answered ends frame f with its model's final answer, once the answer
 // matches the agent's output schema, if it has one: one that does not is
 // sent back with why, a bounded number of times, then fails the frame.
@@ -217,7 +237,7 @@ func (s *stepper) answered(f *Frame, text string) {
 	}
 	value, why := a.checkOutput(text)
 	if why == "" {
-		s.finishFrame(f, text, value)
+		s.review(a, f, text, value)
 		return
 	}
 	retries := a.OutputRetries
@@ -337,8 +357,8 @@ const maxEventsPerStep = 10000
 // whether it recorded anything (the frame tree may have changed: sweep again).
 func (s *stepper) pass() (Effect, bool) {
 	for _, f := range s.st.Ordered() {
-		if f.SaidSeq != 0 {
-			continue // waits for the user
+		if f.SaidSeq != 0 || f.Review != nil {
+			continue // waits for the user, or for a person's review
 		}
 		agent := s.m.agents[f.Agent]
 		if agent == nil {

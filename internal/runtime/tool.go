@@ -27,6 +27,8 @@ type Agent struct {
 	OutputSchema  json.RawMessage
 	CheckOutput   func(v any) error
 	OutputRetries int
+	// Review says whether an answer waits for a person (nil: never).
+	Review func(output json.RawMessage) (bool, error)
 	// Notify, when set, registers fn to be called after the agent's tools
 	// changed (a toolset said so). An agent with Notify may come to have
 	// tools with an approval TTL, so the expiry sweeper runs for it.

@@ -368,6 +368,15 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 		b.WriteString(in.Text)
 		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"reply"},
 			"properties": map[string]any{"reply": str("Reply", "Your reply to "+in.Tool)}}
+	case cairn.KindReview:
+		fmt.Fprintf(&b, "Review the answer: %s", in.Output)
+		answer := str("Answer (JSON)", "Edit to send another answer; it must match the output schema")
+		answer["default"] = string(in.Output)
+		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"approve"}, "properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Let the answer go (as edited below)"},
+			"reason":  str("Reason", "Told to the model when you send the answer back"),
+			"answer":  answer,
+		}}
 	}
 	if link := s.inbox(sess.ID); link != "" {
 		fmt.Fprintf(&b, "\n\n(session %s; also in the inbox: %s)", sess.ID, link)
@@ -402,6 +411,15 @@ func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
 			d.Text, _ = res.Content["answer"].(string)
 		}
 	case cairn.KindMessage: // answered by a message, never elicited as a decision
+	case cairn.KindReview:
+		if approve, _ := res.Content["approve"].(bool); !approve {
+			d.Reason = reason
+			return d
+		}
+		d.Action, d.Reason = cairn.ActionApprove, ""
+		if answer, _ := res.Content["answer"].(string); answer != "" && !sameJSON(answer, string(in.Output)) {
+			d.Action, d.Output = cairn.ActionEdit, json.RawMessage(answer)
+		}
 	}
 	return d
 }
@@ -440,6 +458,8 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 				fmt.Fprintf(&b, ": %s", in.Question)
 			case cairn.KindMessage:
 				fmt.Fprintf(&b, ": %s says %q", in.Tool, in.Text)
+			case cairn.KindReview:
+				fmt.Fprintf(&b, ": the answer %s waits for review", in.Output)
 			}
 		}
 		if link := s.inbox(sess.ID); link != "" {
