@@ -44,9 +44,9 @@ type aguiPayload struct {
 	Approved     *bool           `json:"approved"`
 	EditedArgs   json.RawMessage `json:"editedArgs"`
 	EditedOutput json.RawMessage `json:"editedOutput"`
-	Reason     string          `json:"reason"`
-	Text       string          `json:"text"`
-	Content    json.RawMessage `json:"content"`
+	Reason       string          `json:"reason"`
+	Text         string          `json:"text"`
+	Content      json.RawMessage `json:"content"`
 }
 
 // aguiInterrupt is one interrupt of a RUN_FINISHED outcome.
