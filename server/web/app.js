@@ -372,13 +372,14 @@ function interruptCard(s, it, agent) {
   const key = s.id + '/' + it.id;
   const error = el('div', { class: 'error', role: 'alert' });
   const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
-  const title = { approval: 'approval', input: 'question', message: 'waits for you' }[it.kind] || it.kind;
+  const title = { approval: 'approval', input: 'question', message: 'waits for you', review: 'review the answer' }[it.kind] || it.kind;
   card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
-    el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' ? agent : it.tool),
+    el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' || it.kind === 'review' ? agent : it.tool),
     it.kind === 'approval' && el('p', { class: 'msg' }, cardValue(s, it, 'message')),
     it.kind === 'input' && el('p', { class: 'msg' }, cardValue(s, it, 'question')),
     it.kind === 'message' && el('p', { class: 'msg' }, cardValue(s, it, 'text')),
+    it.kind === 'review' && it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
     it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
     it.in_doubt && el('div', { class: 'warning' }, 'This call was running when Cairn stopped: it may already have taken effect. Check before approving it again' +
       (it.idempotency_key ? ' (idempotency key ' + it.idempotency_key + ').' : '.')),
@@ -393,7 +394,7 @@ function interruptCard(s, it, agent) {
 // a preview of a long value (named in it.truncated): the card shows its
 // start, and "expand" loads the whole value from the session.
 function cardValue(s, it, field) {
-  const text = (v) => field === 'arguments' ? pretty(v) : v;
+  const text = (v) => field === 'arguments' || field === 'output' ? pretty(v) : v;
   if (!(it.truncated || []).includes(field)) return text(it[field]);
   const box = el('span', { class: 'folded' });
   const expand = el('button', { class: 'expand', type: 'button', title: 'load and show the whole value' }, 'expand (the whole value)');
@@ -430,6 +431,16 @@ function actions(s, it, agent, card, error) {
   const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason (the model sees it)', size: 28 });
   const remember = el('input', { type: 'checkbox', class: 'remember' });
   const rejectBtn = el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value, remember: remember.checked ? 'session' : undefined }, error) }, 'Reject');
+  if (it.kind === 'review') {
+    // Let the answer go, edit it in a form from the agent's output schema
+    // (a 400 shows at its field), or send it back with a reason.
+    box.append(
+      el('button', { class: 'primary approve', onclick: () => decide(s, { interrupt_id: it.id, action: 'approve' }, error) }, 'Approve'),
+      el('button', { class: 'edit', onclick: () => schemaForm(card, it.output_schema || {}, typeof it.output === 'object' && it.output ? it.output : {}, false, 'Send edited answer',
+        (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'edit', output: value }, error, fieldErrors)) }, 'Edit answer'),
+      reason, el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value }, error) }, 'Send back'));
+    return box;
+  }
   if (it.kind === 'input' && it.schema) {
     // The question's own form (an MCP server's elicitation).
     box.append(reason, rejectBtn);
