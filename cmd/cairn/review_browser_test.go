@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+const reviewConfig = `
+store: sqlite:./cairn.db
+auth:
+  tokens:
+    - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
+models:
+  demo:
+    provider: scripted
+    scripts:
+      triage:
+        - text: '{"priority":"low","summary":"disk at 80%"}'
+        - text: '{"priority":"high","summary":"disk rising"}'
+agents:
+  triage:
+    model: demo
+    review: always
+    output_schema:
+      type: object
+      properties:
+        priority: {type: string, enum: [low, high]}
+        summary: {type: string, maxLength: 30}
+      required: [priority, summary]
+`
+
+// A structured answer reviewed in the page: sent back with a reason (the
+// model answers again), edited in a form from the output schema (the
+// server's refusal shows at the field, nothing changes), then edited to
+// fit: the session completes with the edited answer.
+func TestBrowserReviewsAStructuredAnswer(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	run := stepper(t, ctx)
+
+	code, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"triage","input":"disk alert"}`)
+	if code != 201 || s["status"] != "paused" {
+		t.Fatalf("%d %v", code, s)
+	}
+	id := s["id"].(string)
+	var text string
+	run("sign in and see the answer", signIn(base, approverToken),
+		chromedp.WaitVisible(item(id)+" pre.output", chromedp.ByQuery),
+		chromedp.TextContent(item(id)+" pre.output", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "disk at 80%") {
+		t.Fatalf("the card shows %q", text)
+	}
+	run("send it back", chromedp.SendKeys(item(id)+" input.reason", "it keeps rising", chromedp.ByQuery),
+		chromedp.Click(item(id)+" button.reject", chromedp.ByQuery),
+		chromedp.WaitVisible(item(id)+` pre.output`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('`+item(id)+` pre.output')?.textContent.includes('disk rising')`, nil))
+	run("an edit the schema refuses", chromedp.Click(item(id)+" button.edit", chromedp.ByQuery),
+		chromedp.WaitVisible(item(id)+" form.edit", chromedp.ByQuery),
+		chromedp.SetValue(item(id)+` input[name="summary"]`, "disk rising, page the on-call engineer now", chromedp.ByQuery),
+		chromedp.Click(item(id)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(item(id)+` .field-error[data-field="summary"]:not(:empty)`, chromedp.ByQuery))
+	if _, again := apiCall(t, "GET", base+"/v1/sessions/"+id, approverToken, ""); again["status"] != "paused" {
+		t.Fatalf("the refused edit changed the session: %v", again)
+	}
+	run("an edit that fits", chromedp.SetValue(item(id)+` input[name="summary"]`, "page on-call", chromedp.ByQuery),
+		chromedp.Click(item(id)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
+	done := waitSession(t, base, id, "completed")
+	out, _ := done["output"].(map[string]any)
+	if out["priority"] != "high" || out["summary"] != "page on-call" {
+		t.Fatalf("output %v", done["output"])
+	}
+}
