@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,6 +76,38 @@ func TestBrowserReviewsAStructuredAnswer(t *testing.T) {
 	done := waitSession(t, base, id, "completed")
 	out, _ := done["output"].(map[string]any)
 	if out["priority"] != "high" || out["summary"] != "page on-call" {
+		t.Fatalf("output %v", done["output"])
+	}
+}
+
+// The same review from the CLI: the list says what waits, reject sends the
+// answer back, an edit the schema refuses fails naming the field, an edit
+// that fits completes the session.
+func TestCLIReviewsAStructuredAnswer(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	cli := func(args ...string) (string, error) {
+		out, err := exec.Command(binary, append([]string{"sessions", "--server", base, "--token", approverToken}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"triage","input":"disk alert"}`)
+	id := s["id"].(string)
+	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `review the answer {"priority":"low"`) {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if out, err := cli("reject", id, "--reason", "it keeps rising"); err != nil || !strings.Contains(out, "disk rising") {
+		t.Fatalf("reject: %v\n%s", err, out)
+	}
+	if out, err := cli("edit", id, "--output", `{"priority":"urgent","summary":"x"}`); err == nil || !strings.Contains(out, "/priority") {
+		t.Fatalf("an edit the schema refuses: %v\n%s", err, out)
+	}
+	if out, err := cli("edit", id, "--output", `{"priority":"high","summary":"page on-call"}`); err != nil || !strings.Contains(out, "completed") {
+		t.Fatalf("edit: %v\n%s", err, out)
+	}
+	done := waitSession(t, base, id, "completed")
+	if out, _ := done["output"].(map[string]any); out["summary"] != "page on-call" {
 		t.Fatalf("output %v", done["output"])
 	}
 }
