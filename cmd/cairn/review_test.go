@@ -111,3 +111,23 @@ func TestCLIReviewsAStructuredAnswer(t *testing.T) {
 		t.Fatalf("output %v", done["output"])
 	}
 }
+
+// The same review in cairn chat: the answer is shown, "n" sends it back
+// with a reason, "e" takes an edited answer (a line that is not JSON is
+// refused before anything is sent), and the edited answer is the reply.
+func TestChatReviewsAStructuredAnswer(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(strings.Replace(reviewConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	chat := exec.Command(binary, "chat", "--config", cfg, "--agent", "triage")
+	chat.Dir = dir
+	chat.Stdin = strings.NewReader("disk alert\nn\nit keeps rising\ne\nnot json\ne\n{\"priority\":\"high\",\"summary\":\"page on-call\"}\n")
+	out, err := chat.CombinedOutput()
+	for _, want := range []string{`the answer waits for review:`, `{"priority":"low","summary":"disk at 80%"}`, `{"priority":"high","summary":"disk rising"}`,
+		"that is not JSON; nothing was sent", `{"priority":"high","summary":"page on-call"}`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("chat lacks %q: %v\n%.3000s", want, err, out)
+		}
+	}
+}
