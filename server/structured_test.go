@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,5 +153,48 @@ func TestReviewedStructuredAnswer(t *testing.T) {
 	}
 	if strings.Join(who, "; ") != "ana review reject; bob review edit" {
 		t.Fatalf("the audit trail: %q", who)
+	}
+}
+
+// A review through AG-UI: the run finishes with an interrupt of reason
+// review carrying the answer and a response schema with editedOutput; a
+// resume with an edited answer completes the run with it.
+func TestReviewThroughAGUI(t *testing.T) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Message: model.Message{Content: `{"priority":"low"}`}}, nil
+	})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}},"required":["priority"]}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	api := httptest.NewServer(New(runner, nil))
+	defer api.Close()
+	post := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(api.URL+"/v1/agents/triage/ag-ui", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	first := post(`{"threadId":"t_review","runId":"r1","messages":[{"id":"m1","role":"user","content":"disk at 95%"}]}`)
+	if !strings.Contains(first, `"reason":"review"`) || !strings.Contains(first, `editedOutput`) || !strings.Contains(first, `Review the answer: {\"priority\":\"low\"}`) {
+		t.Fatalf("the first run: %s", first)
+	}
+	s, err := runner.Session(context.Background(), "t_review")
+	if err != nil || len(s.Interrupts) != 1 {
+		t.Fatalf("%v %+v", err, s)
+	}
+	second := post(`{"threadId":"t_review","runId":"r2","messages":[],"resume":[{"interruptId":"` + s.Interrupts[0].ID + `","status":"resolved","payload":{"approved":true,"editedOutput":{"priority":"high"}}}]}`)
+	if !strings.Contains(second, "RUN_FINISHED") {
+		t.Fatalf("the resume: %s", second)
+	}
+	done, err := runner.Session(context.Background(), "t_review")
+	if err != nil || done.Status != cairn.StatusCompleted || string(done.OutputJSON) != `{"priority":"high"}` {
+		t.Fatalf("%v %+v", err, done)
 	}
 }
