@@ -2,6 +2,7 @@ package cairn_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/hooktest"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/webhook"
@@ -181,5 +184,40 @@ func TestWebhookOptionsAreChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
 		}
+	}
+}
+
+// A review is announced like any interrupt, with the proposed answer and
+// links: its reject link sends the answer back with the reason, and the
+// model answers again.
+func TestWebhooksAnnounceAReview(t *testing.T) {
+	ctx := context.Background()
+	rc := hooktest.New(t, hookSecret)
+	answers := []string{`{"priority":"low"}`, `{"priority":"high"}`}
+	var calls int
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		calls++
+		return &model.Response{Message: model.Message{Content: answers[min(calls, 2)-1]}}, nil
+	})
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hooks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}}}`)}},
+		&cairn.RunnerOptions{Store: st, PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
+	s := check.NoErr(t)(r.Start(ctx, "triage", "disk alert", nil))
+	d := rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data
+	if d.Interrupt == nil || d.Interrupt.Kind != cairn.KindReview || string(d.Interrupt.Output) != `{"priority":"low"}` || d.Actions == nil || d.Actions.Reject == "" {
+		t.Fatalf("interrupt.created = %+v", d)
+	}
+	s = check.NoErr(t)(r.FollowActionLink(ctx, token(t, d.Actions.Reject), "a disk at 95% is high", nil))
+	if s.Status != cairn.StatusPaused || string(s.Interrupts[0].Output) != `{"priority":"high"}` || calls != 2 {
+		t.Fatalf("after the reject link: %+v (%d calls)", s, calls)
+	}
+	dec := rc.WaitFor(webhook.InterruptDecided, 1, 10*time.Second)[0].Data.Decision
+	if dec == nil || dec.Kind != cairn.KindReview || dec.Action != cairn.ActionReject || dec.Reason != "a disk at 95% is high" {
+		t.Fatalf("interrupt.decided = %+v", dec)
 	}
 }
