@@ -175,11 +175,11 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 	if last.Role != "assistant" {
 		return nil, nil
 	}
-	pending := map[string]bool{}
+	pending := map[string]bool{} // interrupt id → is a review
 	if sess != nil {
 		for _, in := range sess.Interrupts {
-			if in.Kind == cairn.KindApproval {
-				pending[in.ID] = true
+			if in.Kind == cairn.KindApproval || in.Kind == cairn.KindReview {
+				pending[in.ID] = in.Kind == cairn.KindReview
 			}
 		}
 	}
@@ -190,7 +190,8 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 			continue
 		}
 		id := part.Approval.ID
-		if !pending[id] {
+		review, ok := pending[id]
+		if !ok {
 			return nil, fmt.Errorf("approval %q does not answer a pending tool call of chat %s (already decided, or another chat's)", id, req.ID)
 		}
 		if seen[id] {
@@ -198,7 +199,14 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 		}
 		seen[id] = true
 		d := cairn.Decision{InterruptID: id, Action: cairn.ActionReject, Reason: part.Approval.Reason}
-		if *part.Approval.Approved {
+		switch {
+		case *part.Approval.Approved && review && req.EditedArguments[id] != nil:
+			// A review's edited answer comes where an approval's edited
+			// arguments do.
+			d = cairn.Decision{InterruptID: id, Action: cairn.ActionEdit, Output: req.EditedArguments[id]}
+		case *part.Approval.Approved && review:
+			d = cairn.Decision{InterruptID: id, Action: cairn.ActionApprove}
+		case *part.Approval.Approved:
 			d = cairn.Decision{InterruptID: id, Action: cairn.ActionApprove, Arguments: req.EditedArguments[id]}
 		}
 		out = append(out, d)

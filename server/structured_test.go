@@ -198,3 +198,63 @@ func TestReviewThroughAGUI(t *testing.T) {
 		t.Fatalf("%v %+v", err, done)
 	}
 }
+
+// A review through the AI SDK's chat protocol: it shows as a review_answer
+// tool call awaiting approval, with the proposed answer as its input;
+// denying it with a reason sends it back, approving it with an edited
+// answer (in editedArguments) lets the edit go.
+func TestReviewThroughTheAISDKChat(t *testing.T) {
+	var seen []string
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		seen = append(seen, req.Messages[len(req.Messages)-1].Content)
+		return &model.Response{Message: model.Message{Content: `{"priority":"low"}`}}, nil
+	})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}},"required":["priority"]}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	api := httptest.NewServer(New(runner, nil))
+	defer api.Close()
+	chat := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(api.URL+"/v1/agents/triage/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	user := `{"id":"u1","role":"user","parts":[{"type":"text","text":"disk at 95%"}]}`
+	first := chat(`{"id":"chat_review","trigger":"submit-message","messages":[` + user + `]}`)
+	approvalID := func(stream string) string {
+		t.Helper()
+		_, rest, ok := strings.Cut(stream, `"type":"tool-approval-request","approvalId":"`)
+		if !ok || !strings.Contains(stream, `"toolName":"review_answer"`) || !strings.Contains(stream, `"input":{"priority":"low"}`) {
+			t.Fatalf("no review in the stream: %s", stream)
+		}
+		id, _, _ := strings.Cut(rest, `"`)
+		return id
+	}
+	id := approvalID(first)
+	answer := func(approved string, extra string) string {
+		return `{"id":"chat_review","trigger":"submit-message"` + extra + `,"messages":[` + user + `,
+			{"id":"m1","role":"assistant","parts":[{"type":"tool-review_answer","toolCallId":"review:` + id + `","state":"approval-responded","input":{"priority":"low"},
+			 "approval":{"id":"` + id + `","approved":` + approved + `,"reason":"a disk at 95% is high"}}]}]}`
+	}
+	second := chat(answer("false", ""))
+	if len(seen) != 2 || !strings.Contains(seen[1], "a disk at 95% is high") {
+		t.Fatalf("the model saw %q", seen)
+	}
+	id = approvalID(second)
+	chat(answer("true", `,"editedArguments":{"`+id+`":{"priority":"high"}}`))
+	done, err := runner.Session(context.Background(), "chat_review")
+	if err != nil || done.Status != cairn.StatusCompleted || string(done.OutputJSON) != `{"priority":"high"}` {
+		t.Fatalf("%v %+v", err, done)
+	}
+}

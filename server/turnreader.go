@@ -154,7 +154,30 @@ func (t *turnReader) observe(ev cairn.Event) {
 		known := t.shown[id]
 		t.shown[id] = true
 		t.sink.approval(id, d.Interrupt, known)
+	case *session.ReviewRequested:
+		if !talking {
+			return
+		}
+		// A review shows as a call of reviewTool whose input is the
+		// proposed answer, waiting for approval.
+		id := reviewCallID(d.Interrupt.ID)
+		t.asked[d.Interrupt.ID], t.shown[id] = id, true
+		in := d.Interrupt
+		in.Tool, in.Arguments = reviewTool, in.Output
+		t.sink.approval(id, in, false)
 	case *session.DecisionMade:
+		if d.Kind == cairn.KindReview {
+			// The review's call ends with the decision: the answer that
+			// went, or a denial (the model answers again).
+			if id := reviewCallID(d.InterruptID); t.shown[id] {
+				out := "approved"
+				if d.Action == cairn.ActionEdit {
+					out = "edited: " + string(d.Output)
+				}
+				t.sink.result(id, out, false, d.Action == cairn.ActionReject)
+			}
+			return
+		}
 		if d.Action == cairn.ActionReject {
 			t.denied[t.callID(ev.Frame, d.CallID)] = true
 		}
@@ -164,6 +187,13 @@ func (t *turnReader) observe(ev cairn.Event) {
 		}
 	}
 }
+
+// reviewTool is the name a review's call has in front ends that show
+// interrupts as tool calls (the AI SDK's and AG-UI's).
+const reviewTool = "review_answer"
+
+// reviewCallID is the call id a review shows under.
+func reviewCallID(interrupt string) string { return "review:" + interrupt }
 
 // argsValue is a call's arguments for a front end: JSON as it is, text
 // that is not JSON (a model's malformed arguments) as a string.
