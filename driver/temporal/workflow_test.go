@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,12 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/fakegemini"
+	"github.com/cairnhq/cairn/internal/fakeresponses"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
+	"github.com/cairnhq/cairn/model/gemini"
+	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
 )
@@ -265,29 +270,49 @@ func TestWorkflowRecordsWhoSpeaksAndCancels(t *testing.T) {
 	}
 }
 
-// Provider data (here Anthropic's signed thinking) crosses the workflow's
-// history and its activities intact: the follow-up the enforcing fake gets
-// after the approval carries the thinking it issued.
+// Provider data (Anthropic's signed thinking, the Responses API's
+// encrypted reasoning, Gemini's thought signatures) crosses the workflow's
+// history and its activities intact: the follow-up each enforcing fake gets
+// after the approval carries what it issued.
 func TestProviderDataCrossesTheWorkflow(t *testing.T) {
-	fake := fakeanthropic.Start(t, func(r fakeanthropic.Request) fakeanthropic.Reply {
+	claude := fakeanthropic.Start(t, func(r fakeanthropic.Request) fakeanthropic.Reply {
 		if last := r.LastBlock(); last.Type == "tool_result" {
 			return fakeanthropic.Reply{Thinking: "Report it.", Text: "Done: " + last.ContentText()}
 		}
 		return fakeanthropic.Reply{Thinking: "Deploying needs the tool.", Redacted: true,
 			ToolCalls: []fakeanthropic.Call{{ID: "toolu_01", Name: "deploy", Input: `{"env":"prod"}`}}}
 	})
-	f := newFixtureWith(t, 0, anthropic.New("claude-test", &anthropic.Options{BaseURL: fake.URL, APIKey: "k", MaxTokens: 8000,
-		Thinking: &anthropic.Thinking{BudgetTokens: 2048}}))
-	var decided *outcome
-	f.run("ses_think", func() {
-		s := f.session("ses_think")
-		if s.Status != cairn.StatusPaused {
-			t.Errorf("mirror after the first turn: %+v", s)
-			return
+	gpt := fakeresponses.Start(t, func(r fakeresponses.Request) fakeresponses.Reply {
+		if last := r.Last(); last.Type == "function_call_output" {
+			return fakeresponses.Reply{Text: "Done: " + last.OutputText()}
 		}
-		decided = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+		return fakeresponses.Reply{Reasoning: "Deploying needs the tool.", ToolCalls: []fakeresponses.Call{{CallID: "call_01", Name: "deploy", Arguments: `{"env":"prod"}`}}}
 	})
-	if decided == nil || decided.err != nil || decided.result == nil || decided.result.Status != cairn.StatusCompleted || decided.result.Output != "Done: deployed to prod" {
-		t.Fatalf("the approval: %+v (%+v)", decided, decided.result)
+	gem := fakegemini.Start(t, func(r fakegemini.Request) fakegemini.Reply {
+		if res := r.Responses(); len(res) > 0 {
+			return fakegemini.Reply{Text: fmt.Sprint("Done: ", res[0].Response["output"])}
+		}
+		return fakegemini.Reply{Thought: "Deploying needs the tool.", ToolCalls: []fakegemini.Call{{Name: "deploy", Args: map[string]any{"env": "prod"}}}}
+	})
+	for name, m := range map[string]model.Model{
+		"anthropic":        anthropic.New("claude-test", &anthropic.Options{BaseURL: claude.URL, APIKey: "k", MaxTokens: 8000, Thinking: &anthropic.Thinking{BudgetTokens: 2048}}),
+		"openai-responses": openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: gpt.BaseURL(), APIKey: "k"}, ReasoningEffort: "low"}),
+		"gemini":           gemini.New("gemini-test", &gemini.Options{BaseURL: gem.URL, APIKey: "k"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixtureWith(t, 0, m)
+			var decided *outcome
+			f.run("ses_think", func() {
+				s := f.session("ses_think")
+				if s.Status != cairn.StatusPaused {
+					t.Errorf("mirror after the first turn: %+v", s)
+					return
+				}
+				decided = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}})
+			})
+			if decided == nil || decided.err != nil || decided.result == nil || decided.result.Status != cairn.StatusCompleted || decided.result.Output != "Done: deployed to prod" {
+				t.Fatalf("the approval: %+v (%+v)", decided, decided.result)
+			}
+		})
 	}
 }

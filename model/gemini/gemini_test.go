@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -139,5 +140,30 @@ func TestGeminiErrorsAreProviderErrors(t *testing.T) {
 	s, err := r.Start(context.Background(), "a", "hi", nil)
 	if err != nil || s.Status != cairn.StatusFailed || s.Error.Provider == nil || s.Error.Provider.Provider != "gemini" {
 		t.Fatalf("%v %+v", err, s)
+	}
+}
+
+// Streaming: each chunk's text reaches the turn's observer as a delta;
+// thoughts do not.
+func TestGeminiStreamsTextDeltas(t *testing.T) {
+	fake := fakegemini.Start(t, func(r fakegemini.Request) fakegemini.Reply {
+		return fakegemini.Reply{Thought: "Greet.", Text: "one two three"}
+	})
+	m := gemini.New("gemini-test", &gemini.Options{BaseURL: fake.URL, APIKey: "k", Stream: true})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var deltas []string
+	s, err := r.Start(context.Background(), "a", "hi", &cairn.StartOptions{Observe: func(ev cairn.Event) {
+		if ev.Type == cairn.EventModelDelta {
+			var d struct{ Text string }
+			json.Unmarshal(ev.Data, &d)
+			deltas = append(deltas, d.Text)
+		}
+	}})
+	if err != nil || s.Output != "one two three" || strings.Join(deltas, "|") != "one |two |three" {
+		t.Fatalf("%v %q, deltas %q", err, s.Output, deltas)
 	}
 }

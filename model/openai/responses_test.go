@@ -162,3 +162,28 @@ func TestResponsesRequestShape(t *testing.T) {
 		t.Fatalf("instructions %q, tool %+v", got.Instructions, tool)
 	}
 }
+
+// Streaming: the reply's text reaches the turn's observer as deltas, in
+// order, and the recorded answer is the whole text.
+func TestResponsesStreamsTextDeltas(t *testing.T) {
+	fake := fakeresponses.Start(t, func(r fakeresponses.Request) fakeresponses.Reply {
+		return fakeresponses.Reply{Reasoning: "Greet.", Text: "one two three"}
+	})
+	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true}})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var deltas []string
+	s, err := r.Start(context.Background(), "a", "hi", &cairn.StartOptions{Observe: func(ev cairn.Event) {
+		if ev.Type == cairn.EventModelDelta {
+			var d struct{ Text string }
+			json.Unmarshal(ev.Data, &d)
+			deltas = append(deltas, d.Text)
+		}
+	}})
+	if err != nil || s.Output != "one two three" || strings.Join(deltas, "|") != "one |two |three" {
+		t.Fatalf("%v %q, deltas %q", err, s.Output, deltas)
+	}
+}
