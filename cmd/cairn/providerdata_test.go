@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
 	"github.com/cairnhq/cairn/internal/fakegemini"
 	"github.com/cairnhq/cairn/internal/fakeresponses"
+	"github.com/cairnhq/cairn/internal/providertest"
 )
 
 const providerConfig = `
@@ -96,14 +96,7 @@ func TestProviderDataAcrossKill9AndAnotherReplica(t *testing.T) {
 				a.Process.Kill() // kill -9
 				a.Wait()
 				if strip {
-					db, err := sql.Open("sqlite", filepath.Join(dir, "cairn.db"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := db.Exec(`UPDATE events SET data = json_remove(data, '$.message.provider_data') WHERE type = 'model_response'`); err != nil {
-						t.Fatal(err)
-					}
-					db.Close()
+					providertest.StripProviderData(t, filepath.Join(dir, "cairn.db"))
 				}
 				in := s["interrupts"].([]any)[0].(map[string]any)
 				code, done := post(t, baseB+"/v1/sessions/"+s["id"].(string)+"/decisions",

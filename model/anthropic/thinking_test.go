@@ -2,16 +2,14 @@ package anthropic_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/providertest"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -68,7 +66,9 @@ func TestThinkingBlocksSurviveAPauseAndARestart(t *testing.T) {
 				}
 				first.Close()
 				if strip {
-					stripProviderData(t, path)
+					if n := providertest.StripProviderData(t, path); n != 1 {
+						t.Fatalf("stripped %d model responses, want 1", n)
+					}
 				}
 
 				second := thinkingRunner(t, path, fake.URL, stream)
@@ -93,27 +93,6 @@ func TestThinkingBlocksSurviveAPauseAndARestart(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// stripProviderData removes the kept provider data from every stored
-// model_response, as a store that dropped unknown fields would.
-func stripProviderData(t *testing.T, path string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	res, err := db.Exec(`UPDATE events SET data = json_remove(data, '$.message.provider_data') WHERE type = 'model_response' AND json_extract(data, '$.message.provider_data') IS NOT NULL`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("stripped %d model responses, want 1", n)
-	}
-	if _, err := db.Exec(`DELETE FROM snapshots`); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -2,8 +2,6 @@ package gemini_test
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakegemini"
+	"github.com/cairnhq/cairn/internal/providertest"
 	"github.com/cairnhq/cairn/model/gemini"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -86,14 +85,7 @@ func TestThoughtSignaturesSurviveAPauseAndARestart(t *testing.T) {
 				}
 				first.Close()
 				if strip {
-					db, err := sql.Open("sqlite", path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := db.Exec(`UPDATE events SET data = json_remove(data, '$.message.provider_data') WHERE type = 'model_response'`); err != nil {
-						t.Fatal(err)
-					}
-					db.Close()
+					providertest.StripProviderData(t, path)
 				}
 
 				second := geminiRunner(t, path, fake.URL, stream, &runs)
@@ -155,14 +147,7 @@ func TestGeminiStreamsTextDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var deltas []string
-	s, err := r.Start(context.Background(), "a", "hi", &cairn.StartOptions{Observe: func(ev cairn.Event) {
-		if ev.Type == cairn.EventModelDelta {
-			var d struct{ Text string }
-			json.Unmarshal(ev.Data, &d)
-			deltas = append(deltas, d.Text)
-		}
-	}})
+	s, deltas, err := providertest.Streamed(context.Background(), r, "a", "hi")
 	if err != nil || s.Output != "one two three" || strings.Join(deltas, "|") != "one |two |three" {
 		t.Fatalf("%v %q, deltas %q", err, s.Output, deltas)
 	}

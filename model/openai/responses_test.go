@@ -3,7 +3,6 @@ package openai_test
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/fakeresponses"
+	"github.com/cairnhq/cairn/internal/providertest"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -88,14 +88,7 @@ func TestResponsesReasoningSurvivesAPauseAndARestart(t *testing.T) {
 				}
 				first.Close()
 				if strip {
-					db, err := sql.Open("sqlite", path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := db.Exec(`UPDATE events SET data = json_remove(data, '$.message.provider_data') WHERE type = 'model_response'`); err != nil {
-						t.Fatal(err)
-					}
-					db.Close()
+					providertest.StripProviderData(t, path)
 				}
 
 				second := responsesRunner(t, path, fake.BaseURL(), stream, &runs)
@@ -175,14 +168,7 @@ func TestResponsesStreamsTextDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var deltas []string
-	s, err := r.Start(context.Background(), "a", "hi", &cairn.StartOptions{Observe: func(ev cairn.Event) {
-		if ev.Type == cairn.EventModelDelta {
-			var d struct{ Text string }
-			json.Unmarshal(ev.Data, &d)
-			deltas = append(deltas, d.Text)
-		}
-	}})
+	s, deltas, err := providertest.Streamed(context.Background(), r, "a", "hi")
 	if err != nil || s.Output != "one two three" || strings.Join(deltas, "|") != "one |two |three" {
 		t.Fatalf("%v %q, deltas %q", err, s.Output, deltas)
 	}
