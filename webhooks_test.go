@@ -209,7 +209,7 @@ func TestWebhooksAnnounceAReview(t *testing.T) {
 		&cairn.RunnerOptions{Store: st, PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
 	s := check.NoErr(t)(r.Start(ctx, "triage", "disk alert", nil))
 	d := rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data
-	if d.Interrupt == nil || d.Interrupt.Kind != cairn.KindReview || string(d.Interrupt.Output) != `{"priority":"low"}` || d.Actions == nil || d.Actions.Reject == "" {
+	if d.SessionID != s.ID || d.Interrupt == nil || d.Interrupt.Kind != cairn.KindReview || string(d.Interrupt.Output) != `{"priority":"low"}` || d.Actions == nil || d.Actions.Reject == "" {
 		t.Fatalf("interrupt.created = %+v", d)
 	}
 	s = check.NoErr(t)(r.FollowActionLink(ctx, token(t, d.Actions.Reject), "a disk at 95% is high", nil))
