@@ -163,14 +163,7 @@ func TestReviewThroughAGUI(t *testing.T) {
 	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		return &model.Response{Message: model.Message{Content: `{"priority":"low"}`}}, nil
 	})
-	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}},"required":["priority"]}`)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Close()
-	api := httptest.NewServer(New(runner, nil))
-	defer api.Close()
+	runner, api := reviewServer(t, m)
 	post := func(body string) string {
 		t.Helper()
 		resp, err := http.Post(api.URL+"/v1/agents/triage/ag-ui", "application/json", strings.NewReader(body))
@@ -209,14 +202,7 @@ func TestReviewThroughTheAISDKChat(t *testing.T) {
 		seen = append(seen, req.Messages[len(req.Messages)-1].Content)
 		return &model.Response{Message: model.Message{Content: `{"priority":"low"}`}}, nil
 	})
-	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}},"required":["priority"]}`)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Close()
-	api := httptest.NewServer(New(runner, nil))
-	defer api.Close()
+	runner, api := reviewServer(t, m)
 	chat := func(body string) string {
 		t.Helper()
 		resp, err := http.Post(api.URL+"/v1/agents/triage/chat", "application/json", strings.NewReader(body))
@@ -257,4 +243,19 @@ func TestReviewThroughTheAISDKChat(t *testing.T) {
 	if err != nil || done.Status != cairn.StatusCompleted || string(done.OutputJSON) != `{"priority":"high"}` {
 		t.Fatalf("%v %+v", err, done)
 	}
+}
+
+// reviewServer serves a triage agent on m whose answers (a priority) are
+// always reviewed.
+func reviewServer(t *testing.T, m model.Model) (*cairn.Runner, *httptest.Server) {
+	t.Helper()
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}},"required":["priority"]}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close() })
+	api := httptest.NewServer(New(runner, nil))
+	t.Cleanup(api.Close)
+	return runner, api
 }
