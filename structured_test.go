@@ -165,3 +165,26 @@ func TestEveryProviderIsAskedForTheSchema(t *testing.T) {
 		})
 	}
 }
+
+// Cancelling a session whose answer waits for review ends the review: the
+// next message starts a turn whose answer is reviewed afresh, not the old
+// one.
+func TestCancelEndsAReview(t *testing.T) {
+	ctx := context.Background()
+	schema, err := cairn.SchemaFor[triage]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := answering(`{"priority":"low","summary":"first"}`, `{"priority":"high","summary":"second"}`)
+	r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: m, OutputSchema: schema, Review: cairn.Always()}}, nil)
+	s := check.NoErr(t)(r.Start(ctx, "triage", "one", nil))
+	first := s.Interrupts[0].ID
+	s = check.NoErr(t)(r.Cancel(ctx, s.ID, cairn.CancelAll, nil))
+	if s.Status != cairn.StatusCancelled || len(s.Interrupts) != 0 {
+		t.Fatalf("after the cancel: %+v", s)
+	}
+	s = check.NoErr(t)(r.Send(ctx, s.ID, "two", 0, nil))
+	if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || s.Interrupts[0].ID == first || !strings.Contains(string(s.Interrupts[0].Output), "second") {
+		t.Fatalf("the next turn: %+v", s)
+	}
+}

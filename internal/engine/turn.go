@@ -69,7 +69,7 @@ func projectTurnCancelled(p *TurnCancelled, st *State, ev *session.Event, frame 
 	st.Status = session.StatusCancelled
 	root := st.Root()
 	st.Frames = []*Frame{root}
-	root.Calls, root.Said, root.SaidSeq = nil, "", 0
+	root.Calls, root.Said, root.SaidSeq, root.Review = nil, "", 0, nil
 	return nil
 }
 
