@@ -17,6 +17,13 @@ const (
 	// Decision.Output, checked against the agent's output schema, and lets
 	// it go.
 	ActionEdit Action = "edit"
+	// ActionComplete gives a waiting call (KindExternal, KindClient) its
+	// result, Decision.Output: a JSON value (a string is the text the model
+	// reads), checked against the interrupt's ResultSchema.
+	ActionComplete Action = "complete"
+	// ActionFail ends a waiting call (KindExternal, KindClient) with an
+	// error the model sees: Decision.Reason.
+	ActionFail Action = "fail"
 )
 
 // RememberSession is the Decision.Remember value that applies an approval
@@ -33,7 +40,7 @@ type Decision struct {
 	// Arguments, on approve, replace the call's arguments. They are validated
 	// against the tool's schema before anything runs.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Reason, on reject, is shown to the model.
+	// Reason, on reject or fail, is shown to the model.
 	Reason string `json:"reason,omitempty"`
 	// Text, on answer, is the answer to an input interrupt's question;
 	// required unless the question has a Schema or a URL.
@@ -42,7 +49,8 @@ type Decision struct {
 	// object valid under it; required for those, refused for the others.
 	Content json.RawMessage `json:"content,omitempty"`
 	// Output, on edit, is the answer that replaces a reviewed one: a JSON
-	// value matching the agent's output schema.
+	// value matching the agent's output schema. On complete, it is the
+	// waiting call's result.
 	Output json.RawMessage `json:"output,omitempty"`
 	// Remember, set to RememberSession on approve or reject, applies the
 	// decision to every later call of the same tool by the same agent for

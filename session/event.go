@@ -33,13 +33,22 @@ const (
 	// EventReviewRequested pauses an agent's final answer for a person
 	// (an interrupt of kind review).
 	EventReviewRequested EventType = "review_requested"
-	EventDecision        EventType = "decision"
-	EventToolStarted     EventType = "tool_started"
-	EventToolResult      EventType = "tool_result"
-	EventFramePushed     EventType = "frame_pushed"
-	EventFramePopped     EventType = "frame_popped"
-	EventHandoff         EventType = "handoff"
-	EventAgentMessage    EventType = "agent_message"
+	// EventExternalRequested: a call started work that finishes later
+	// (an interrupt of kind external).
+	EventExternalRequested EventType = "external_requested"
+	// EventClientRequested: a call waits for the caller to run the tool
+	// (an interrupt of kind client).
+	EventClientRequested EventType = "client_requested"
+	// EventWaitExpired: an external call's deadline passed with no result;
+	// its Outcome (error, retry or ask) follows.
+	EventWaitExpired  EventType = "wait_expired"
+	EventDecision     EventType = "decision"
+	EventToolStarted  EventType = "tool_started"
+	EventToolResult   EventType = "tool_result"
+	EventFramePushed  EventType = "frame_pushed"
+	EventFramePopped  EventType = "frame_popped"
+	EventHandoff      EventType = "handoff"
+	EventAgentMessage EventType = "agent_message"
 	// EventOutputRejected sends an agent's final answer back to it: it did
 	// not match the agent's output schema. The model sees the reason as a
 	// user message and answers again.

@@ -22,6 +22,16 @@ const (
 	// person: approve it, edit it (Decision.Output, checked against
 	// Interrupt.OutputSchema) or reject it with a reason the model sees.
 	KindReview Kind = "review"
+	// KindExternal: a tool started work that finishes later, on another
+	// system (a CI pipeline, a payment that settles by webhook). The call
+	// waits for its result: complete it with the output, or fail it with a
+	// reason, by its callback URL, a decision or Runner.Complete. It is not
+	// a task for a person; ExpiresAt is its deadline.
+	KindExternal Kind = "external"
+	// KindClient: a tool the caller runs (a browser reads the user's
+	// location). The call waits for the caller to complete it with the
+	// result (checked against Interrupt.ResultSchema) or fail it.
+	KindClient Kind = "client"
 )
 
 // Actions are the decisions a person may make on an interrupt of kind k:
@@ -38,8 +48,23 @@ func (k Kind) Actions() []Action {
 		return nil
 	case KindReview:
 		return []Action{ActionApprove, ActionEdit, ActionReject}
+	case KindExternal, KindClient:
+		return []Action{ActionComplete, ActionFail}
 	}
 	return nil
+}
+
+// ForPerson reports whether an interrupt of kind k is a task for a person
+// (approve, answer, reply, review) rather than a wait on a system or on the
+// caller's own code (external, client).
+func (k Kind) ForPerson() bool {
+	switch k {
+	case KindApproval, KindInput, KindMessage, KindReview:
+		return true
+	case KindExternal, KindClient:
+		return false
+	}
+	return true
 }
 
 // Decided reports whether an interrupt of kind k is answered by a decision
@@ -61,8 +86,15 @@ type Interrupt struct {
 	Path      []PathStep      `json:"path"`
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Message is the rendered confirmation text (approval).
+	// Message is the rendered confirmation text (approval), or what the
+	// system waited on said when it started (external).
 	Message string `json:"message,omitempty"`
+	// Handle, on an external wait, is the started work's own id (a
+	// pipeline run, a payment), as the tool gave it.
+	Handle string `json:"handle,omitempty"`
+	// ResultSchema, on an external or client call, is the JSON Schema its
+	// result must match (Decision.Output on complete).
+	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
 	// Question is what the tool asked (input).
 	Question string `json:"question,omitempty"`
 	// Schema, on a question, is the JSON Schema the answer must satisfy:
@@ -83,7 +115,8 @@ type Interrupt struct {
 	// ran with (see cairn.IdempotencyKey), to look it up downstream.
 	InDoubt        bool   `json:"in_doubt"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	// ExpiresAt is when an approval counts as rejected without a decision.
+	// ExpiresAt is when an approval counts as rejected without a decision,
+	// or when an external wait's deadline passes (see Tool.Wait).
 	ExpiresAt *time.Time `json:"expires_at"`
 	// Truncated, in a listing, names the fields shown as a preview
 	// ("arguments", "message", "question", "text"); a preview of arguments
@@ -108,3 +141,20 @@ type PendingInterrupt struct {
 	// PausedAt is when the session paused (its last update).
 	PausedAt time.Time `json:"paused_at"`
 }
+
+// OnTimeout is what happens when an external call's deadline passes with
+// no result.
+type OnTimeout string
+
+// Outcomes of a missed deadline.
+const (
+	// OnTimeoutError ends the call with an error result the model sees
+	// (the default).
+	OnTimeoutError OnTimeout = "error"
+	// OnTimeoutRetry starts the tool again, with a new callback URL, up
+	// to the tool's retry bound; then it counts as OnTimeoutError.
+	OnTimeoutRetry OnTimeout = "retry"
+	// OnTimeoutAsk asks a person (an approval interrupt): approve starts
+	// the tool again, reject ends the call with the reason.
+	OnTimeoutAsk OnTimeout = "ask"
+)

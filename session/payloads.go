@@ -29,8 +29,10 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &UserMessage{}
 	case EventModelResponse:
 		p = &ModelResponse{}
-	case EventApprovalRequested, EventInputRequested:
+	case EventApprovalRequested, EventInputRequested, EventExternalRequested, EventClientRequested:
 		p = &InterruptRequested{}
+	case EventWaitExpired:
+		p = &WaitExpired{}
 	case EventReviewRequested:
 		p = &ReviewRequested{}
 	case EventDecision:
@@ -94,13 +96,28 @@ type ModelResponse struct {
 	Usage   model.Usage   `json:"usage"`
 }
 
-// InterruptRequested records that a call waits for a person: a decision
-// (approval_requested) or an answer (input_requested).
+// InterruptRequested records that a call waits: for a person's decision
+// (approval_requested) or answer (input_requested), for a system to finish
+// the work the tool started (external_requested), or for the caller to run
+// the tool (client_requested).
 type InterruptRequested struct {
 	CallID    string    `json:"call_id"`
 	Interrupt Interrupt `json:"interrupt"`
 	// Held: the tool holds its work in flight across this question.
 	Held bool `json:"held,omitempty"`
+}
+
+// WaitExpired records that an external call's deadline passed with no
+// result. What follows depends on Outcome: an error result the model
+// sees (OnTimeoutError), the tool started again (OnTimeoutRetry), or an
+// approval that asks a person whether to start it again (OnTimeoutAsk).
+type WaitExpired struct {
+	CallID      string    `json:"call_id"`
+	Tool        string    `json:"tool"`
+	InterruptID string    `json:"interrupt_id"`
+	Outcome     OnTimeout `json:"outcome"`
+	// Attempt counts the waits of this call so far, this one included.
+	Attempt int `json:"attempt"`
 }
 
 // DecisionMade records one decision and who made it.
@@ -250,6 +267,7 @@ func (*SessionStarted) isPayload()     {}
 func (*UserMessage) isPayload()        {}
 func (*ModelResponse) isPayload()      {}
 func (*InterruptRequested) isPayload() {}
+func (*WaitExpired) isPayload()        {}
 func (*DecisionMade) isPayload()       {}
 func (*ToolStarted) isPayload()        {}
 func (*ToolResult) isPayload()         {}

@@ -119,6 +119,9 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 		case r.InDoubt:
 			s.inDoubt(f, c, fmt.Sprintf("Tool %s lost the work it held while it waited for an answer (the process stopped); it may or may not have taken effect. Approve to run it again from the start; reject to tell the model it did not complete.", c.Tool))
 			continue
+		case r.Pending != nil:
+			s.waitOnSystem(f, c, *r.Pending)
+			continue
 		case r.asks():
 			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
 			in := session.Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
@@ -278,6 +281,14 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})
 		return ToolRun{}, false, true
 	}
+	if tool.Kind == ToolClient {
+		s.emit(session.EventClientRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: session.Interrupt{
+			ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, "client"), Kind: session.KindClient,
+			Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
+			Tool: c.Tool, Arguments: json.RawMessage(c.Args), ResultSchema: tool.ResultSchema,
+		}})
+		return ToolRun{}, false, true
+	}
 	if tool.Kind != ToolAgent {
 		return s.startCall(f, c), true, false
 	}
@@ -296,7 +307,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := idempotencyKey(s.st, f, c)
 	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
-	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
+	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits}
 }
 
 // isJSONObject reports whether raw is one valid JSON object, as decodeArgs
@@ -383,4 +394,7 @@ type Call struct {
 	// (approval_requested, input_requested), for telling a pause's new
 	// interrupts from those an earlier pause already announced.
 	Asked int64 `json:",omitempty"`
+	// Waits counts the waits on a system this call ended by deadline (each
+	// retry starts a new one, with a new interrupt id).
+	Waits int `json:",omitempty"`
 }

@@ -52,8 +52,12 @@ func (s *stepper) decide(in Decide) error {
 			continue // a review does not expire
 		}
 		if exp := p.c.Interrupt.ExpiresAt; exp != nil && !s.now.Before(*exp) {
+			then := "it counts as rejected"
+			if p.c.Interrupt.Kind == session.KindExternal {
+				then = "its deadline passed and the tool's on_timeout outcome applies"
+			}
 			return &session.Error{Code: session.CodeExpired, Interrupt: p.d.InterruptID,
-				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; it counts as rejected", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339))}
+				Message: fmt.Sprintf("decisions[%d]: interrupt %q expired at %s; %s", i, p.d.InterruptID, exp.UTC().Format(time.RFC3339), then)}
 		}
 	}
 	for _, p := range plan {
@@ -94,6 +98,14 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 			return decided{}, err
 		}
 		p.content = content
+	case (d.Action == session.ActionComplete || d.Action == session.ActionFail) && (kind == session.KindExternal || kind == session.KindClient):
+		output, err := s.completion(i, d, f, c)
+		if err != nil {
+			return decided{}, err
+		}
+		p.output = output
+	case kind == session.KindExternal || kind == session.KindClient:
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not end a %s call; use complete (with output) or fail (with a reason)", i, d.Action, kind)
 	case d.Action == session.ActionReject:
 	case kind == session.KindInput:
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject", i, d.Action)
@@ -129,7 +141,7 @@ func (s *stepper) checkReview(i int, d session.Decision, f *Frame) (decided, err
 		}
 		p.output = compactJSON(d.Output)
 		return p, nil
-	case session.ActionAnswer:
+	case session.ActionAnswer, session.ActionComplete, session.ActionFail:
 	}
 	return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not decide a review; use approve, edit (with output) or reject (with a reason)", i, d.Action)
 }
@@ -225,12 +237,21 @@ func (s *stepper) record(p decided, actor session.Actor) {
 	ev := &DecisionMade{
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
-		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content,
+		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content, Output: p.output,
 	}
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))
 	}
 	s.emit(session.EventDecision, p.f, ev)
+	switch p.d.Action {
+	case session.ActionComplete:
+		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, Content: p.c.told(completed(p.output))})
+		return
+	case session.ActionFail:
+		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true, Content: failed(ev.Kind, p.c.Tool, p.d.Reason)})
+		return
+	case session.ActionApprove, session.ActionReject, session.ActionAnswer, session.ActionEdit:
+	}
 	if p.d.Action == session.ActionReject && !(p.c.Held && ev.Kind == session.KindInput) {
 		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
 			Content: rejection(p.d.Reason)})
@@ -257,7 +278,7 @@ func (s *stepper) recordReview(p decided, actor session.Actor) {
 		}
 		s.emit(session.EventOutputRejected, f, &OutputRejected{Attempt: f.Rejected,
 			Reason: "A person reviewed your answer and sent it back: " + reason + ". Answer again."})
-	case session.ActionAnswer: // refused by checkReview
+	case session.ActionAnswer, session.ActionComplete, session.ActionFail: // refused by checkReview
 	}
 }
 
@@ -295,6 +316,7 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason})
 		}
 	case session.ActionEdit: // a review's, handled above: a call is not edited
+	case session.ActionComplete, session.ActionFail: // the tool_result follows
 	}
 	if p.Remember == session.RememberSession {
 		st.remember(session.Remembered{Agent: frame.Agent, Tool: c.Tool, Action: p.Action, Reason: p.Reason})

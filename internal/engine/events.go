@@ -58,6 +58,8 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectModelResponse(p, st, ev, frame)
 	case *InterruptRequested:
 		return projectInterruptRequested(p, st, ev, frame)
+	case *WaitExpired:
+		return projectWaitExpired(p, st, ev, frame)
 	case *DecisionMade:
 		return projectDecisionMade(p, st, ev, frame)
 	case *ToolStarted:

@@ -83,12 +83,24 @@ type ToolOutcome struct {
 	// InDoubt: the tool's work may or may not have taken effect (it lost
 	// work it held); the call pauses as an in-doubt approval.
 	InDoubt bool `json:",omitempty"`
+	// Pending: the tool started work that finishes later; the call waits
+	// for its result (an interrupt of kind external).
+	Pending *Pending `json:",omitempty"`
+}
+
+// Pending is what a tool that finishes later said when it started: the
+// work's own id and a message for whoever looks at the wait.
+type Pending struct {
+	Handle  string `json:",omitempty"`
+	Message string `json:",omitempty"`
 }
 
 func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" }
 
-// Expire rejects, with the reason "approval expired", every approval whose
-// ExpiresAt has passed, and lets the session go on. Conflict when none is due.
+// Expire ends every wait whose ExpiresAt has passed and lets the session go
+// on: an approval counts as rejected ("approval expired"); an external
+// call's deadline has the tool's outcome (Wait.OnTimeout). Conflict when
+// none is due.
 type Expire struct{}
 
 // Interrupted records that the driver stopped a running turn before its
@@ -140,6 +152,10 @@ type ToolRun struct {
 	IdempotencyKey string
 	// Answers are the user's answers to the questions this call asked so far.
 	Answers []session.Answer
+	// Waits counts the times this call waited on a system before (each
+	// retry after a missed deadline adds one): with IdempotencyKey it names
+	// the wait this run may start (WaitID).
+	Waits int `json:",omitempty"`
 }
 
 func (CallModel) isEffect() {}

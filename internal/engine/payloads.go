@@ -9,6 +9,7 @@ type (
 	UserMessage        = session.UserMessage
 	ModelResponse      = session.ModelResponse
 	InterruptRequested = session.InterruptRequested
+	WaitExpired        = session.WaitExpired
 	DecisionMade       = session.DecisionMade
 	ToolStarted        = session.ToolStarted
 	ToolResult         = session.ToolResult

@@ -63,7 +63,29 @@ type Tool struct {
 	Target string
 	// Mode is session.ModeTool or session.ModeInteractive for a ToolAgent tool.
 	Mode session.Mode
+	// ResultSchema, for a tool whose result arrives later (a client tool,
+	// or one that waits on a system), is the JSON Schema a completion's
+	// output must match, and CheckResult its compiled check.
+	ResultSchema json.RawMessage
+	CheckResult  func(v any) error
+	// Wait, for a tool whose work finishes later, is its deadline and what
+	// happens when it passes; nil: it may wait without a deadline.
+	Wait *Wait
 }
+
+// Wait is a deadline for a call that waits on a system.
+type Wait struct {
+	// Timeout is how long the call waits for its result; 0: no deadline.
+	Timeout time.Duration
+	// OnTimeout is what happens then ("" means session.OnTimeoutError).
+	OnTimeout session.OnTimeout
+	// Retries bounds OnTimeoutRetry: the tool starts again at most this
+	// many times (0 means DefaultWaitRetries); then the call fails.
+	Retries int
+}
+
+// DefaultWaitRetries is Wait.Retries when 0.
+const DefaultWaitRetries = 2
 
 // ToolKind says how the engine carries out a call.
 type ToolKind string
@@ -73,6 +95,9 @@ const (
 	ToolFunction ToolKind = ""
 	ToolAgent    ToolKind = "agent"
 	ToolHandoff  ToolKind = "handoff"
+	// ToolClient tools have no implementation here: a call waits for the
+	// caller to run it and complete it (an interrupt of kind client).
+	ToolClient ToolKind = "client"
 )
 
 // Agent is what the engine needs to know about an agent.

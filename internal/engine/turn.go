@@ -266,6 +266,10 @@ func (s *stepper) expire() error {
 				continue
 			}
 			due++
+			if in.Kind == session.KindExternal {
+				s.expireWait(f, c)
+				continue
+			}
 			s.emit(session.EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: session.ActionReject,
 				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "expiry"}})
 			s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
