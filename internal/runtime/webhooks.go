@@ -3,9 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,11 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/tokens"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
@@ -49,7 +45,7 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("cairn: webhooks need PublicURL, the absolute http(s) URL people reach the server at (action links are built from it); got %q", opts.PublicURL)
 	}
-	h := &webhooks{publicURL: strings.TrimRight(opts.PublicURL, "/"), links: &linkSigner{secrets: secrets}}
+	h := &webhooks{publicURL: strings.TrimRight(opts.PublicURL, "/"), links: newLinkSigner(secrets)}
 	endpoints := map[string]webhook.Endpoint{}
 	for i, w := range opts.Webhooks {
 		w.Name = cmp.Or(w.Name, w.URL)
@@ -242,21 +238,18 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 
 // linkSigner signs action links with a key kept in the store, so every
 // runner on it checks the links of the others.
-type linkSigner struct {
-	secrets store.Secrets
-	mu      sync.Mutex
-	k       []byte // read once
+type linkSigner struct{ tokenSigner }
+
+func newLinkSigner(secrets store.Secrets) *linkSigner {
+	return &linkSigner{tokenSigner{secrets: secrets, keyName: actionLinkKeyName, prefix: linkPrefix}}
 }
 
 // actionLinkKeyName is where the links' key is kept in the store.
 const actionLinkKeyName = "action-link-hmac-v1"
 
-// linkPrefix versions the token format: "al1.<payload>.<mac>", base64url
-// without padding; mac = HMAC-SHA256(key, "al1.<payload>").
+// linkPrefix versions the token format: "al1.<payload>.<mac>" (see
+// tokenSigner).
 const linkPrefix = "al1."
-
-// maxLinkToken bounds what verify reads.
-const maxLinkToken = 2048
 
 // linkClaims is a link token's payload.
 type linkClaims struct {
@@ -267,67 +260,23 @@ type linkClaims struct {
 	Expires   int64          `json:"e,omitempty"` // unix seconds; 0: none
 }
 
-func (l *linkSigner) key(ctx context.Context) ([]byte, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.k != nil {
-		return l.k, nil
-	}
-	k, err := sharedKey(ctx, l.secrets, actionLinkKeyName)
-	if err != nil {
-		return nil, fmt.Errorf("action link key: %w", err)
-	}
-	l.k = k
-	return k, nil
-}
-
 func (l *linkSigner) sign(ctx context.Context, link webhook.ActionLink) (string, error) {
-	key, err := l.key(ctx)
-	if err != nil {
-		return "", err
-	}
 	c := linkClaims{Session: link.SessionID, Interrupt: link.InterruptID, Action: link.Action, Endpoint: link.Endpoint}
 	if link.ExpiresAt != nil {
 		c.Expires = link.ExpiresAt.Unix()
 	}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	signed := linkPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	return signed + "." + base64.RawURLEncoding.EncodeToString(tokens.MAC(key, signed)), nil
+	return l.seal(ctx, c)
 }
 
 func (l *linkSigner) verify(ctx context.Context, token string) (*webhook.ActionLink, error) {
 	bad := func(why string) error {
 		return &session.Error{Code: session.CodeInvalidLink, Message: "invalid action link: " + why + "; use the link exactly as the webhook sent it"}
 	}
-	if len(token) > maxLinkToken || !strings.HasPrefix(token, linkPrefix) {
-		return nil, bad("not a Cairn action link")
-	}
-	for i := range len(token) {
-		if !tokens.IsTokenByte(token[i]) {
-			return nil, bad(fmt.Sprintf("byte %d (%q) is not part of a link", i, token[i]))
-		}
-	}
-	payloadText, sigText, ok := strings.Cut(token[len(linkPrefix):], ".")
-	ok = ok && !strings.Contains(sigText, ".")
-	signed := linkPrefix + payloadText
-	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
-	if !ok || err != nil || len(sig) != sha256.Size {
-		return nil, bad("the signature is missing or malformed")
-	}
-	key, err := l.key(ctx)
-	if err != nil {
+	var c linkClaims
+	if err := l.open(ctx, token, &c, bad, "not a Cairn action link"); err != nil {
 		return nil, err
 	}
-	if !hmac.Equal(sig, tokens.MAC(key, signed)) {
-		return nil, bad("the signature does not match (altered, or signed by another server)")
-	}
-	payload, err := base64.RawURLEncoding.Strict().DecodeString(signed[len(linkPrefix):])
-	var c linkClaims
-	if err != nil || json.Unmarshal(payload, &c) != nil || c.Session == "" || c.Interrupt == "" ||
-		(c.Action != session.ActionApprove && c.Action != session.ActionReject) {
+	if c.Session == "" || c.Interrupt == "" || (c.Action != session.ActionApprove && c.Action != session.ActionReject) {
 		return nil, bad("the payload is malformed")
 	}
 	link := &webhook.ActionLink{SessionID: c.Session, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
