@@ -21,7 +21,8 @@ var (
 	// ErrInvalidOutput: an edited answer fails the agent's output schema.
 	ErrInvalidOutput = session.ErrInvalidOutput
 	// ErrExpired: a decision came after the interrupt's ExpiresAt; the
-	// approval counts as rejected.
+	// approval counts as rejected, a wait on a system has its tool's
+	// timeout outcome.
 	ErrExpired = session.ErrExpired
 	// ErrInvalidRequest: a request is malformed (no decisions, bad action…).
 	ErrInvalidRequest = session.ErrInvalidRequest
@@ -32,6 +33,10 @@ var (
 	// ErrInvalidLink: an action link that no runner on this store signed,
 	// or that was altered.
 	ErrInvalidLink = session.ErrInvalidLink
+	// ErrSessionBusy: a completion (Complete, Callback) arrived while its
+	// session ran, and the session did not come to wait on the call within
+	// 30 seconds. Nothing was recorded; send the completion again.
+	ErrSessionBusy = session.ErrSessionBusy
 )
 
 // Errors of the runner's own state and of tools.

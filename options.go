@@ -95,6 +95,10 @@ type RunnerOptions struct {
 	// Now and NewID make time and session ids injectable for tests.
 	Now   func() time.Time
 	NewID func() string
+	// CompletionWait is how long a completion (Complete, Callback) that
+	// arrives while its session runs waits for the session to wait on the
+	// call, before ErrSessionBusy; 0 means 30s.
+	CompletionWait time.Duration
 }
 
 // StartOptions are optional settings of Start.

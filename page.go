@@ -15,4 +15,8 @@ type Page struct {
 	Limit int
 	// Cursor is the next cursor of the previous page; empty for the first.
 	Cursor string
+	// Kinds, for the interrupt inbox, lists only interrupts of these kinds
+	// (KindExternal: what waits on other systems); nil lists every kind.
+	// Give the same Kinds with each page's Cursor.
+	Kinds []Kind
 }

@@ -41,6 +41,8 @@ type (
 	Event = session.Event
 	// Error is a refused request; see ErrorCode and the Err values.
 	Error = session.Error
+	// OnTimeout is what happens when a call's wait passes its deadline.
+	OnTimeout = session.OnTimeout
 )
 
 // Statuses, interrupt kinds, decision actions, frame modes, cancel scopes
@@ -56,16 +58,24 @@ const (
 	KindInput    = session.KindInput
 	KindMessage  = session.KindMessage
 	KindReview   = session.KindReview
+	KindExternal = session.KindExternal
+	KindClient   = session.KindClient
 
 	ActionApprove   = session.ActionApprove
 	ActionReject    = session.ActionReject
 	ActionAnswer    = session.ActionAnswer
 	ActionEdit      = session.ActionEdit
+	ActionComplete  = session.ActionComplete
+	ActionFail      = session.ActionFail
 	RememberSession = session.RememberSession
 
 	ModeMain        = session.ModeMain
 	ModeTool        = session.ModeTool
 	ModeInteractive = session.ModeInteractive
+
+	OnTimeoutError = session.OnTimeoutError
+	OnTimeoutRetry = session.OnTimeoutRetry
+	OnTimeoutAsk   = session.OnTimeoutAsk
 
 	CancelTop = session.CancelTop
 	CancelAll = session.CancelAll
@@ -75,3 +85,6 @@ const (
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )
+
+// Kinds lists the interrupt kinds, for messages that name them.
+func Kinds() string { return session.Kinds() }

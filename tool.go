@@ -49,6 +49,14 @@ type Tool struct {
 	// undecided one past it counts as rejected with the reason "approval
 	// expired", and the session goes on without a person.
 	ApprovalTTL time.Duration
+	// Wait, for a tool whose Handler returns Pending (its work finishes
+	// later), is the deadline of that wait and its outcome; nil: the call
+	// waits with no deadline.
+	Wait *Wait
+	// ResultSchema, for a tool whose result arrives later (Pending, or a
+	// ClientTool), is the JSON Schema a completion's output must match;
+	// one that does not is refused (ErrInvalidOutput, naming the field).
+	ResultSchema json.RawMessage
 
 	// Set by AgentTool, InteractiveAgentTool and Handoff, whose Handler is nil.
 	kind   engine.ToolKind
@@ -230,7 +238,7 @@ func (t *Tool) compile() (*runtime.Tool, error) {
 		return nil, fmt.Errorf("a tool has no name")
 	}
 	if t.Handler == nil && t.kind == engine.ToolFunction {
-		return nil, fmt.Errorf("tool %q: Handler is nil", t.Name)
+		return nil, fmt.Errorf("tool %q: Handler is nil (a tool the caller runs is declared with ClientTool)", t.Name)
 	}
 	params := t.Parameters
 	if len(params) == 0 {
@@ -248,6 +256,25 @@ func (t *Tool) compile() (*runtime.Tool, error) {
 		Target:      t.target,
 		Mode:        t.mode,
 		Validate:    func(v any) error { return schema.Validate(args, v) },
+	}
+	if len(t.ResultSchema) > 0 {
+		result, err := schema.Compile(t.ResultSchema)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: result schema: %w", t.Name, err)
+		}
+		et.ResultSchema = t.ResultSchema
+		et.CheckResult = func(v any) error { return schema.Validate(result, v) }
+	}
+	if w := t.Wait; w != nil {
+		if w.Timeout < 0 || w.Retries < 0 {
+			return nil, fmt.Errorf("tool %q: Wait.Timeout and Wait.Retries cannot be negative", t.Name)
+		}
+		switch w.OnTimeout {
+		case "", OnTimeoutError, OnTimeoutRetry, OnTimeoutAsk:
+		default:
+			return nil, fmt.Errorf("tool %q: Wait.OnTimeout %q is not one of error, retry, ask", t.Name, w.OnTimeout)
+		}
+		et.Wait = &engine.Wait{Timeout: w.Timeout, OnTimeout: w.OnTimeout, Retries: w.Retries}
 	}
 	if policy := t.Approval; !policy.IsNever() {
 		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return policy.Asks(a.Raw) }
@@ -279,6 +306,12 @@ func (t *Tool) info(params json.RawMessage) ToolInfo {
 		info.Kind = "interactive_agent"
 	case t.kind == engine.ToolAgent:
 		info.Kind = "agent"
+	case t.kind == engine.ToolClient:
+		info.Kind = "client"
+	}
+	info.ResultSchema = t.ResultSchema
+	if t.Wait != nil && t.Wait.Timeout > 0 {
+		info.WaitTimeout = t.Wait.Timeout.String()
 	}
 	if t.ApprovalTTL > 0 {
 		info.ApprovalTTL = t.ApprovalTTL.String()

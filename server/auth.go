@@ -77,10 +77,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // public reports whether path needs no token: liveness, the API's
 // description, the web page's files (the page asks for a token and sends
-// it with each API call) and action links (the signed link is the credential).
+// it with each API call) action links and callback URLs (the signed URL is the credential).
 func public(path string) bool {
 	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") ||
-		strings.HasPrefix(path, cairn.ActionLinkPath)
+		strings.HasPrefix(path, cairn.ActionLinkPath) || strings.HasPrefix(path, cairn.CallbackPath)
 }
 
 // lookup compares the presented secret with every token in constant time

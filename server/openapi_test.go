@@ -26,6 +26,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/hooktest"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -133,11 +134,31 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		<-release
 		return "released", nil
 	})
+	callbacks := make(chan string, 4) // the callback URLs the pipeline was given
+	pipeline := cairn.NewTool(&cairn.Tool{Name: "pipeline", Description: "Runs CI; finishes later.", Wait: &cairn.Wait{Timeout: time.Hour},
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`)},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			url, err := cairn.CallbackURL(ctx)
+			if err != nil {
+				return "", err
+			}
+			callbacks <- strings.TrimPrefix(url, "https://cairn.example.org")
+			return "", cairn.Pending("run-1", "pipeline started")
+		})
+	holdCI := make(chan struct{})
+	holdCITool := cairn.NewTool(&cairn.Tool{Name: "hold_ci", Description: "Waits."}, func(ctx context.Context, _ struct{}) (string, error) {
+		<-holdCI
+		return "held", nil
+	})
 	runner, err := cairn.NewRunner([]*cairn.Agent{
 		{Name: "ops", Model: ops, Tools: []*cairn.Tool{deploy}},
+		{Name: "ci", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pipeline", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}),
+			Tools: []*cairn.Tool{pipeline}},
+		{Name: "ci_busy", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pipeline", Arguments: `{}`}, {Name: "hold_ci", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}),
+			Tools: []*cairn.Tool{pipeline, holdCITool}},
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
 		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
-	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
+	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, CompletionWait: 200 * time.Millisecond, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
 		PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{URL: hooks.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []string{webhook.InterruptCreated}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +357,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, big, 413)
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, decide(seq, "approve"), 200)
 	late := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it later"}`, 201)
+	do("POST", "/v1/sessions", uma, `{"agent":"ci","input":"build, later"}`, 201)
+	lateCallback := <-callbacks
 	clockMu.Lock()
 	now = now.Add(2 * time.Hour)
 	clockMu.Unlock()
@@ -387,7 +410,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	stream.Body.Close()
 	do("GET", "/v1/events", nobody, "", 401)
 	agents := do("GET", "/v1/agents", uma, "", 200)
-	if list, _ := agents["agents"].([]any); len(list) != 3 {
+	if list, _ := agents["agents"].([]any); len(list) != 5 {
 		t.Fatalf("agents: %v", agents)
 	}
 	do("GET", "/v1/agents", nobody, "", 401)
@@ -503,6 +526,33 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	if v := do("POST", strings.TrimPrefix(altered, "https://cairn.example.org"), nobody, "", 403); v["error"].(map[string]any)["code"] != "invalid_link" {
 		t.Fatalf("a JSON client's altered link: %v", v)
 	}
+
+	// Callback URLs: the URL is the credential. The first completion
+	// wins; used 409, altered 403, off the result schema 400, past the
+	// deadline 410, while the session runs (and does not come to wait on
+	// the call in time) 503.
+	do("POST", lateCallback, nobody, `{"output":{"status":"passed"}}`, 410)
+	do("POST", "/v1/sessions", uma, `{"agent":"ci","input":"build"}`, 201)
+	cb := <-callbacks
+	do("POST", cb[:len(cb)-2]+"xx", nobody, `{"output":{"status":"passed"}}`, 403)
+	do("POST", cb, nobody, `{"output":{"state":"passed"}}`, 400)
+	if v := do("POST", cb, nobody, `{"output":{"status":"passed"}}`, 200); v["status"] != "completed" {
+		t.Fatalf("the callback: %v", v)
+	}
+	do("POST", cb, nobody, `{"error":"again"}`, 409)
+	do("GET", "/v1/interrupts?kind=external", approver, "", 200)
+	do("GET", "/v1/interrupts?kind=robot", approver, "", 400)
+	busy := do("POST", "/v1/sessions", uma, `{"agent":"ci_busy","input":"build","wait":false}`, 201)
+	busyCallback := <-callbacks
+	if v := do("POST", busyCallback, nobody, `{"output":{"status":"passed"}}`, 503); v["error"].(map[string]any)["code"] != "session_busy" {
+		t.Fatalf("a callback while the session runs: %v", v)
+	}
+	close(holdCI)
+	testwait.For(t, 10*time.Second, "the busy session to pause", func() bool {
+		s, err := runner.Session(ctx, busy["id"].(string))
+		return err == nil && s.Status == cairn.StatusPaused
+	})
+	do("POST", busyCallback, nobody, `{"output":{"status":"passed"}}`, 200)
 
 	do("GET", "/metrics", nobody, "", 401)
 	do("GET", "/metrics", approver, "", 403)

@@ -138,6 +138,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("POST /v1/agents/{agent}/ag-ui", s.agui)
 	s.mux.HandleFunc("GET /v1/actions/{token}", s.actionForm)
 	s.mux.HandleFunc("POST /v1/actions/{token}", s.followAction)
+	s.mux.HandleFunc("POST /v1/callbacks/{token}", s.callback)
 	s.mux.HandleFunc("GET /v1/me", s.me)
 	s.mux.HandleFunc("GET /v1/events", s.streamChanges)
 	s.mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
@@ -402,6 +403,16 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if v := r.URL.Query().Get("kind"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			kind := cairn.Kind(strings.TrimSpace(k))
+			if !kind.Known() {
+				writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("kind %q is not one of %s (several: kind=external,client)", k, cairn.Kinds()))
+				return
+			}
+			page.Kinds = append(page.Kinds, kind)
+		}
+	}
 	list, next, err := s.runner.InterruptsPage(r.Context(), page)
 	if err != nil {
 		s.fail(w, r, err)
@@ -620,6 +631,8 @@ func httpStatus(code string) int {
 		return http.StatusGone
 	case "too_large":
 		return http.StatusRequestEntityTooLarge
+	case "session_busy":
+		return http.StatusServiceUnavailable
 	}
 	return 0
 }
@@ -631,6 +644,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "the server could not complete the request: "+err.Error())
 		return
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
 	}
 	writeError(w, status, code, err.Error())
 }

@@ -18,7 +18,8 @@ type ToolInfo struct {
 	Parameters json.RawMessage `json:"parameters"`
 	// Kind is "function", "agent" (a sub-agent run to completion),
 	// "interactive_agent" (a sub-agent that takes over the conversation)
-	// or "handoff"; Agent names the agent of the last three.
+	// "handoff" or "client" (run by the caller); Agent names the agent of
+	// the agent kinds and handoffs.
 	Kind  string `json:"kind"`
 	Agent string `json:"agent,omitempty"`
 	// Approval says when a call waits for a person: "never", "always", a
@@ -29,4 +30,9 @@ type ToolInfo struct {
 	// ApprovalTTL and Timeout are Go durations ("15m0s"), empty for none.
 	ApprovalTTL string `json:"approval_ttl,omitempty"`
 	Timeout     string `json:"timeout,omitempty"`
+	// ResultSchema is the JSON Schema a completion's output must match,
+	// for a tool whose result arrives later (kind "client", or a tool
+	// with a wait); WaitTimeout is that wait's deadline, as a duration.
+	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
+	WaitTimeout  string          `json:"wait_timeout,omitempty"`
 }

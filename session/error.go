@@ -50,6 +50,9 @@ const (
 	CodeInvalidContinuation Code = "invalid_continuation"
 	// CodeInvalidLink: an action link no server on the store signed, or altered.
 	CodeInvalidLink Code = "invalid_link"
+	// CodeSessionBusy: a completion arrived while its session ran and did
+	// not wait on the call in time; nothing was recorded: send it again.
+	CodeSessionBusy Code = "session_busy"
 	// CodeTooLarge: a paused session no longer fits in a continuation token.
 	CodeTooLarge Code = "too_large"
 	// CodeInternal is an engine fault, not a refused input: the state it
@@ -108,6 +111,7 @@ var (
 	ErrInvalidRequest      error = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
 	ErrInvalidContinuation error = &Error{Code: CodeInvalidContinuation, Message: "invalid continuation"}
 	ErrInvalidLink         error = &Error{Code: CodeInvalidLink, Message: "invalid action link"}
+	ErrSessionBusy         error = &Error{Code: CodeSessionBusy, Message: "session busy"}
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -65,6 +66,20 @@ func (k Kind) ForPerson() bool {
 		return false
 	}
 	return true
+}
+
+// Known reports whether k is one of the kinds of this version.
+func (k Kind) Known() bool {
+	switch k {
+	case KindApproval, KindInput, KindMessage, KindReview, KindExternal, KindClient:
+		return true
+	}
+	return false
+}
+
+// Kinds lists the interrupt kinds, for messages that name them.
+func Kinds() string {
+	return strings.Join([]string{string(KindApproval), string(KindInput), string(KindMessage), string(KindReview), string(KindExternal), string(KindClient)}, ", ")
 }
 
 // Decided reports whether an interrupt of kind k is answered by a decision

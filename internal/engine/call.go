@@ -200,7 +200,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		}
 	}
 	if len(runs) > 0 {
-		return RunTools{Frame: f.ID, Agent: f.Agent, Calls: runs}, true
+		return RunTools{Session: s.st.SessionID, Frame: f.ID, Agent: f.Agent, Calls: runs}, true
 	}
 	return nil, changed
 }

@@ -139,9 +139,11 @@ type CallModel struct {
 // RunTools asks the driver to run the calls (concurrently is fine) and report
 // ToolsDone with the outcomes in the same order.
 type RunTools struct {
-	Frame string
-	Agent string
-	Calls []ToolRun
+	// Session is the id of the session whose calls these are.
+	Session string
+	Frame   string
+	Agent   string
+	Calls   []ToolRun
 }
 
 // ToolRun is one call to execute.

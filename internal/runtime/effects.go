@@ -89,7 +89,7 @@ func generate(ctx context.Context, m model.Model, req *model.Request) (resp *mod
 func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
 	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
-		out[0] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		out[0] = r.runTool(ctx, eff.Session, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
 		return out
 	}
 	sem := make(chan struct{}, r.maxParallel)
@@ -100,7 +100,7 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = r.runTool(ctx, r.compiled.Load().tools[eff.Agent][call.Tool], call)
+			out[i] = r.runTool(ctx, eff.Session, r.compiled.Load().tools[eff.Agent][call.Tool], call)
 		}()
 	}
 	wg.Wait()
@@ -112,7 +112,7 @@ type toolResult struct {
 	err error
 }
 
-func (r *Runner) runTool(ctx context.Context, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
+func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
 	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
 	if span != noSpan {
 		defer func() {
@@ -132,7 +132,8 @@ func (r *Runner) runTool(ctx context.Context, t *Tool, call engine.ToolRun) (out
 		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q is no longer available; the call did not run", call.Tool), true
 		return outcome
 	}
-	ctx = context.WithValue(ctx, callKey{}, &Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers}})
+	ctx = context.WithValue(ctx, callKey{}, &Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers},
+		session: sessionID, waits: call.Waits, r: r})
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
@@ -161,7 +162,10 @@ func (r *Runner) runTool(ctx context.Context, t *Tool, call engine.ToolRun) (out
 		}
 	}
 	var q *askError
+	var pending *PendingError
 	switch {
+	case errors.As(res.err, &pending):
+		outcome.Pending = &engine.Pending{Handle: pending.Handle, Message: pending.Message}
 	case errors.As(res.err, &q):
 		outcome.Question, outcome.Schema, outcome.URL, outcome.Held = q.q.Text, q.q.Schema, q.q.URL, q.q.Held
 		if len(q.q.Schema) > 0 {

@@ -11,8 +11,8 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-// hasTTL reports whether some approval may expire: a tool has a TTL, or
-// an agent's tools may change to include one.
+// hasTTL reports whether some wait may expire: a tool has an approval TTL
+// or a wait timeout, or an agent's tools may change to include one.
 func (r *Runner) hasTTL() bool {
 	for _, a := range r.agents {
 		if a.Notify != nil {
@@ -21,7 +21,7 @@ func (r *Runner) hasTTL() bool {
 	}
 	for _, tools := range r.compiled.Load().tools {
 		for _, t := range tools {
-			if t.Engine.ApprovalTTL > 0 {
+			if t.Engine.ApprovalTTL > 0 || (t.Engine.Wait != nil && t.Engine.Wait.Timeout > 0) {
 				return true
 			}
 		}

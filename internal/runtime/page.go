@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -20,6 +21,7 @@ const (
 type Page struct {
 	Limit  int
 	Cursor string
+	Kinds  []session.Kind
 }
 
 // cursor is what a page cursor holds: the listing goes on after the head at
@@ -103,6 +105,9 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 				return nil, "", err
 			}
 			for i := skip; i < len(s.Interrupts); i++ {
+				if len(page.Kinds) > 0 && !slices.Contains(page.Kinds, s.Interrupts[i].Kind) {
+					continue
+				}
 				if len(interrupts) == limit {
 					return interrupts, encodeCursor(prev, i), nil
 				}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type Options struct {
 	Driver           driver.Driver
 	Now              func() time.Time
 	NewID            func() string
+	CompletionWait   time.Duration
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -58,37 +60,40 @@ type Options struct {
 // and appends each step's events to the Store in one commit. A Runner is
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
-	agents      map[string]*Agent
-	order       []string // agent names as NewRunner got them
-	compiled    atomic.Pointer[compiled]
-	compileMu   sync.Mutex // one recompile at a time
-	engineOpts  engine.Options
-	store       store.Store
-	snapshots   snapshotPolicy // for store
-	log         *slog.Logger
-	maxParallel int
-	now         func() time.Time
-	newID       func() string
-	hub         hub
-	feed        sessionFeed
-	background  context.Context
-	stop        context.CancelFunc
-	wg          sync.WaitGroup
-	cache       stateCache
-	tracer      trace.Tracer
-	contKeys    [][]byte
-	ledger      store.Ledger
-	codecMu     sync.Mutex
-	cont        *continuation.Codec
-	node        string
-	leaseFor    time.Duration
-	active      turns
-	draining    chan struct{}
-	drainOnce   sync.Once
-	hooks       *webhooks     // nil: no webhooks
-	driver      driver.Driver // nil: turns run here
-	metrics     *metrics      // nil: no MeterProvider
-	halt        atomic.Bool
+	agents         map[string]*Agent
+	order          []string // agent names as NewRunner got them
+	compiled       atomic.Pointer[compiled]
+	compileMu      sync.Mutex // one recompile at a time
+	engineOpts     engine.Options
+	store          store.Store
+	snapshots      snapshotPolicy // for store
+	log            *slog.Logger
+	maxParallel    int
+	now            func() time.Time
+	newID          func() string
+	hub            hub
+	feed           sessionFeed
+	background     context.Context
+	stop           context.CancelFunc
+	wg             sync.WaitGroup
+	cache          stateCache
+	tracer         trace.Tracer
+	contKeys       [][]byte
+	ledger         store.Ledger
+	codecMu        sync.Mutex
+	cont           *continuation.Codec
+	node           string
+	leaseFor       time.Duration
+	active         turns
+	draining       chan struct{}
+	drainOnce      sync.Once
+	hooks          *webhooks     // nil: no webhooks
+	driver         driver.Driver // nil: turns run here
+	metrics        *metrics      // nil: no MeterProvider
+	halt           atomic.Bool
+	publicURL      string          // Options.PublicURL without its trailing slash
+	callbacks      *callbackSigner // nil: the store keeps no secrets
+	completionWait time.Duration
 }
 
 // NewRunner checks and compiles the agents and their tools once. opts may
@@ -148,6 +153,8 @@ func newRunner(opts *Options) (*Runner, error) {
 		r.store = store.NewMemory()
 	}
 	r.snapshots = snapshotPolicyFor(r.store)
+	r.publicURL, r.callbacks = strings.TrimRight(opts.PublicURL, "/"), newCallbackSigner(r.store)
+	r.completionWait = cmp.Or(opts.CompletionWait, DefaultCompletionWait)
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -51,6 +52,30 @@ type Call struct {
 	// Key is the call's idempotency key (cairn.IdempotencyKey).
 	Key string
 	ask askState
+	// The session, the runner and the waits of the call before this run:
+	// what signs the URL that completes the wait this run may start.
+	session string
+	waits   int
+	r       *Runner
+}
+
+// CallbackURL returns the signed one-time URL that completes this call if
+// it returns a PendingError (cairn.CallbackURL).
+func (c *Call) CallbackURL(ctx context.Context) (string, error) {
+	if c.r == nil {
+		return "", errors.New("cairn: this call has no callback URL")
+	}
+	return c.r.callbackURL(ctx, c.session, engine.WaitID(c.Key, c.waits))
+}
+
+// PendingError is what a tool returns when the work it started finishes
+// later (cairn.Pending): the call waits for its result.
+type PendingError struct {
+	Handle, Message string
+}
+
+func (e *PendingError) Error() string {
+	return "cairn: the tool started work that finishes later (" + e.Handle + "): " + e.Message
 }
 
 type callKey struct{}

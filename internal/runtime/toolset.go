@@ -39,7 +39,7 @@ func (r *Runner) compileAll() (*compiled, error) {
 			if tools[name] != nil {
 				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, name)
 			}
-			if et.Kind != engine.ToolFunction && r.agents[et.Target] == nil {
+			if (et.Kind == engine.ToolAgent || et.Kind == engine.ToolHandoff) && r.agents[et.Target] == nil {
 				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, name, et.Target)
 			}
 			tools[name] = t

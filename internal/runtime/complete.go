@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+)
+
+// CallbackPath is where callback URLs point, under Options.PublicURL; the
+// token follows.
+const CallbackPath = "/v1/callbacks/"
+
+// Completion is cairn.Completion: a waiting call's result, or its error.
+type Completion struct {
+	Output json.RawMessage
+	Error  string
+}
+
+// decision is the decision c makes on interrupt id.
+func (c Completion) decision(id string) (session.Decision, error) {
+	hasOutput := len(c.Output) > 0 && string(c.Output) != "null"
+	switch {
+	case hasOutput && c.Error != "":
+		return session.Decision{}, &session.Error{Code: session.CodeInvalidRequest, Interrupt: id,
+			Message: `send either "output" (the result) or "error" (why the work failed), not both`}
+	case c.Error != "":
+		return session.Decision{InterruptID: id, Action: session.ActionFail, Reason: c.Error}, nil
+	case hasOutput:
+		return session.Decision{InterruptID: id, Action: session.ActionComplete, Output: c.Output}, nil
+	}
+	return session.Decision{}, &session.Error{Code: session.CodeInvalidRequest, Interrupt: id,
+		Message: `"output" (the result, any JSON value but null) or "error" (why the work failed) is required`}
+}
+
+// DefaultCompletionWait is how long Complete waits for a running session
+// to pause before it refuses a completion with session.ErrSessionBusy,
+// unless Options.CompletionWait says otherwise.
+const DefaultCompletionWait = 30 * time.Second
+
+// Complete is cairn.Runner.Complete (documented there).
+func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c Completion, opts *TurnOptions) (*session.Session, error) {
+	d, err := c.decision(interruptID)
+	if err != nil {
+		return nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, r.completionWait)
+	defer cancel()
+	for {
+		sess, err := r.Session(ctx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if sess.Status == session.StatusPaused && slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == interruptID }) {
+			out, err := r.Resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts)
+			if errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrLeaseLost) && waitCtx.Err() == nil {
+				continue // the session moved on between the read and the decision: read it again
+			}
+			return out, err
+		}
+		if sess.Status != session.StatusRunning {
+			return nil, r.completionRefused(ctx, sess, interruptID)
+		}
+		// Running: the call may not have said it waits yet (its batch's
+		// other calls run), or another completion is being applied. Wait
+		// for the session's next event, then look again.
+		if !r.nextEvent(waitCtx, sessionID, sess.Seq) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &session.Error{Code: session.CodeSessionBusy, Interrupt: interruptID,
+				Message: fmt.Sprintf("session %s has been running for %s without waiting on interrupt %s; nothing was recorded: send the completion again later", sessionID, r.completionWait, interruptID)}
+		}
+	}
+}
+
+// nextEvent waits for an event of the session after seq; false when ctx
+// ends first.
+func (r *Runner) nextEvent(ctx context.Context, sessionID string, after int64) bool {
+	for _, err := range r.Follow(ctx, sessionID, after) {
+		return err == nil
+	}
+	return false
+}
+
+// completionRefused says why interrupt id of a session that no longer
+// waits on it cannot be completed: its deadline passed (expired), it was
+// completed or failed already (conflict, naming by whom), or the session
+// never waited on it.
+func (r *Runner) completionRefused(ctx context.Context, sess *session.Session, id string) error {
+	evs, err := r.Events(ctx, sess.ID, 0)
+	if err != nil {
+		return err
+	}
+	for _, ev := range slices.Backward(evs) {
+		switch ev.Type {
+		case session.EventWaitExpired:
+			var p session.WaitExpired
+			if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == id {
+				return &session.Error{Code: session.CodeExpired, Interrupt: id,
+					Message: fmt.Sprintf("interrupt %s of session %s passed its deadline at %s (outcome: %s); a late result is not recorded", id, sess.ID, ev.Time.UTC().Format(time.RFC3339), p.Outcome)}
+			}
+		case session.EventDecision:
+			var p session.DecisionMade
+			if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == id {
+				by := p.Actor.Name
+				if p.Actor.Role != "" {
+					by += " (" + p.Actor.Role + ")"
+				}
+				return &session.Error{Code: session.CodeConflict, Interrupt: id,
+					Message: fmt.Sprintf("interrupt %s of session %s was already decided: %s by %s at %s; the session is %s", id, sess.ID, p.Action, strings.TrimSpace(by), ev.Time.UTC().Format(time.RFC3339), sess.Status)}
+			}
+		default:
+		}
+	}
+	return &session.Error{Code: session.CodeConflict, Interrupt: id,
+		Message: fmt.Sprintf("session %s (%s) does not wait on interrupt %s", sess.ID, sess.Status, id)}
+}
+
+// callbackSigner signs callback URLs: the one-time credential a tool that
+// finishes later hands to the system doing the work.
+type callbackSigner struct{ tokenSigner }
+
+// callbackKeyName is where the callback URLs' key is kept in the store.
+const callbackKeyName = "callback-hmac-v1"
+
+// callbackClaims is a callback token's payload.
+type callbackClaims struct {
+	Session   string `json:"s"`
+	Interrupt string `json:"i"`
+}
+
+// CallbackURL is the URL a system completes interrupt id of a session at:
+// PublicURL (or nothing: a path) + CallbackPath + a signed token.
+func (r *Runner) callbackURL(ctx context.Context, sessionID, id string) (string, error) {
+	if r.callbacks == nil {
+		return "", fmt.Errorf("cairn: callback URLs need a signing key kept in the store; %T does not implement store.Secrets", r.store)
+	}
+	tok, err := r.callbacks.seal(ctx, callbackClaims{Session: sessionID, Interrupt: id})
+	if err != nil {
+		return "", err
+	}
+	return r.publicURL + CallbackPath + tok, nil
+}
+
+// Callback is cairn.Runner.Callback (documented there).
+func (r *Runner) Callback(ctx context.Context, token string, c Completion) (*session.Session, error) {
+	if r.callbacks == nil {
+		return nil, &session.Error{Code: session.CodeInvalidLink, Message: "invalid callback: this runner's store keeps no signing key, so it signed no callback URL"}
+	}
+	bad := func(why string) error {
+		return &session.Error{Code: session.CodeInvalidLink, Message: "invalid callback URL: " + why + "; use the URL exactly as the tool was given it"}
+	}
+	var claims callbackClaims
+	if err := r.callbacks.open(ctx, token, &claims, bad, "not a Cairn callback URL"); err != nil {
+		return nil, err
+	}
+	if claims.Session == "" || claims.Interrupt == "" {
+		return nil, bad("the payload is malformed")
+	}
+	return r.Complete(ctx, claims.Session, claims.Interrupt, c, &TurnOptions{Actor: session.Actor{Name: "callback", Role: "callback"}})
+}
+
+// newCallbackSigner returns the store's callback signer, nil when the
+// store keeps no secrets.
+func newCallbackSigner(st store.Store) *callbackSigner {
+	secrets, ok := st.(store.Secrets)
+	if !ok {
+		return nil
+	}
+	return &callbackSigner{tokenSigner{secrets: secrets, keyName: callbackKeyName, prefix: "cb1."}}
+}

@@ -1,0 +1,223 @@
+package cairn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/store/sqlite"
+)
+
+// pipelineTool starts a "pipeline" that finishes later: it hands the
+// callback URL it was given to started and returns Pending.
+func pipelineTool(started func(url string), wait *cairn.Wait) *cairn.Tool {
+	return cairn.NewTool(&cairn.Tool{Name: "run_pipeline", Description: "Run the CI pipeline.", Wait: wait,
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"status":{"enum":["passed","failed"]}},"required":["status"]}`)},
+		func(ctx context.Context, a struct {
+			Ref string `json:"ref"`
+		}) (string, error) {
+			url, err := cairn.CallbackURL(ctx)
+			if err != nil {
+				return "", err
+			}
+			started(url)
+			return "", cairn.Pending("run-42", "pipeline 42 started on "+a.Ref)
+		})
+}
+
+// A tool that finishes later pauses its session as waiting on a system;
+// its callback URL completes it once (the model reads the result), a
+// second use is a conflict naming the first, an altered URL is refused
+// and changes nothing.
+func TestCallbackCompletesAWaitOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var url string
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			return text("CI says: " + l.Content)
+		}
+		return call("c1", "run_pipeline", `{"ref":"main"}`)
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{pipelineTool(func(u string) { url = u }, nil)}}},
+		&cairn.RunnerOptions{Store: st, PublicURL: "https://cairn.example.org/"})
+	s := check.NoErr(t)(r.Start(ctx, "ci", "ship main", nil))
+	if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 {
+		t.Fatalf("%+v", s)
+	}
+	in := s.Interrupts[0]
+	if in.Kind != cairn.KindExternal || in.Handle != "run-42" || in.Message != "pipeline 42 started on main" || in.Tool != "run_pipeline" ||
+		string(in.Arguments) != `{"ref":"main"}` || in.ExpiresAt != nil || in.Kind.ForPerson() {
+		t.Fatalf("the wait: %+v", in)
+	}
+	token, ok := strings.CutPrefix(url, "https://cairn.example.org/v1/callbacks/")
+	if !ok {
+		t.Fatalf("callback URL %q", url)
+	}
+	// Altered: refused, nothing recorded.
+	altered := token[:len(token)-2] + "xx"
+	if _, err := r.Callback(ctx, altered, cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)}); !errors.Is(err, cairn.ErrInvalidLink) {
+		t.Fatalf("an altered callback: %v", err)
+	}
+	// Not the result schema: refused at its field, nothing recorded.
+	if _, err := r.Callback(ctx, token, cairn.Completion{Output: json.RawMessage(`{"status":"green"}`)}); !errors.Is(err, cairn.ErrInvalidOutput) || !strings.Contains(err.Error(), "/status") {
+		t.Fatalf("a result off its schema: %v", err)
+	}
+	if again := check.NoErr(t)(r.Session(ctx, s.ID)); again.Seq != s.Seq {
+		t.Fatalf("refused completions changed the session: seq %d → %d", s.Seq, again.Seq)
+	}
+	done, err := r.Callback(ctx, token, cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)})
+	if err != nil || done.Status != cairn.StatusCompleted || done.Output != `CI says: {"status":"passed"}` {
+		t.Fatalf("the callback: %v %+v", err, done)
+	}
+	_, err = r.Callback(ctx, token, cairn.Completion{Error: "boom"})
+	if !errors.Is(err, cairn.ErrConflict) || !strings.Contains(err.Error(), "complete by callback") {
+		t.Fatalf("a second callback: %v", err)
+	}
+	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
+	results := 0
+	for _, ev := range evs {
+		if ev.Type == "tool_result" {
+			results++
+		}
+	}
+	if results != 1 {
+		t.Fatalf("%d tool results, want 1", results)
+	}
+}
+
+// A completion that arrives while the session runs (the call's batch has
+// another call still running) is not lost: it waits for the session to
+// wait on the call, then completes it.
+func TestCompletionWhileTheBatchRunsWaitsForThePause(t *testing.T) {
+	ctx := context.Background()
+	urls := make(chan string, 1)
+	release := make(chan struct{})
+	slow := cairn.NewTool(&cairn.Tool{Name: "slow"}, func(ctx context.Context, a struct{}) (string, error) {
+		<-release
+		return "slow done", nil
+	})
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			var results []string
+			for _, msg := range req.Messages {
+				if msg.Role == model.RoleTool {
+					results = append(results, msg.Content)
+				}
+			}
+			return text(strings.Join(results, " | "))
+		}
+		return model.Message{ToolCalls: []model.ToolCall{{ID: "c1", Name: "run_pipeline", Arguments: `{"ref":"v2"}`}, {ID: "c2", Name: "slow", Arguments: `{}`}}}
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{pipelineTool(func(u string) { urls <- u }, nil), slow}}}, nil)
+	var wg sync.WaitGroup
+	var started *cairn.Session
+	wg.Go(func() { started = check.NoErr(t)(r.Start(ctx, "ci", "ship v2", nil)) })
+	url := <-urls
+	token := url[strings.LastIndex(url, "/")+1:]
+	completed := make(chan *cairn.Session, 1)
+	go func() {
+		s, err := r.Callback(ctx, token, cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)})
+		if err != nil {
+			t.Error(err)
+		}
+		completed <- s
+	}()
+	time.Sleep(50 * time.Millisecond) // the callback is waiting now (or soon): let the batch end
+	close(release)
+	wg.Wait()
+	done := <-completed
+	if started.Status != cairn.StatusPaused || done.Status != cairn.StatusCompleted || done.Output != `{"status":"passed"} | slow done` {
+		t.Fatalf("start: %+v; completion: %+v", started, done)
+	}
+}
+
+// A wait whose deadline passes has its tool's outcome, once: with retry,
+// the tool starts again under a new callback URL, and the first URL is
+// past its deadline (ErrExpired).
+func TestMissedDeadlineRetriesTheTool(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var urls []string
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			return text("CI says: " + l.Content)
+		}
+		return call("c1", "run_pipeline", `{"ref":"main"}`)
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{
+		pipelineTool(func(u string) { urls = append(urls, u) }, &cairn.Wait{Timeout: 30 * time.Minute, OnTimeout: cairn.OnTimeoutRetry, Retries: 1})}}},
+		&cairn.RunnerOptions{Now: clock, ExpirySweep: time.Hour})
+	s := check.NoErr(t)(r.Start(ctx, "ci", "ship main", nil))
+	if exp := s.Interrupts[0].ExpiresAt; exp == nil || !exp.Equal(now.Add(30*time.Minute)) {
+		t.Fatalf("the deadline: %v", exp)
+	}
+	if n, err := r.ExpireDue(ctx); n != 0 || err != nil {
+		t.Fatalf("before the deadline: %d %v", n, err)
+	}
+	mu.Lock()
+	now = now.Add(31 * time.Minute)
+	mu.Unlock()
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("at the deadline: %d %v", n, err)
+	}
+	if n, err := r.ExpireDue(ctx); n != 0 || err != nil {
+		t.Fatalf("the same deadline twice: %d %v", n, err)
+	}
+	s = check.NoErr(t)(r.Session(ctx, s.ID))
+	if len(urls) != 2 || urls[0] == urls[1] || s.Status != cairn.StatusPaused || s.Interrupts[0].ID == "" {
+		t.Fatalf("after the retry: %d urls, %+v", len(urls), s)
+	}
+	tok := func(u string) string { return u[strings.LastIndex(u, "/")+1:] }
+	if _, err := r.Callback(ctx, tok(urls[0]), cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)}); !errors.Is(err, cairn.ErrExpired) {
+		t.Fatalf("the first URL after its deadline: %v", err)
+	}
+	done := check.NoErr(t)(r.Callback(ctx, tok(urls[1]), cairn.Completion{Error: "the runner ran out of disk"}))
+	if done.Status != cairn.StatusCompleted || done.Output != "CI says: the work tool run_pipeline started failed: the runner ran out of disk" {
+		t.Fatalf("the retry's failure: %+v", done)
+	}
+}
+
+// A client tool has no implementation here: its call waits for the caller,
+// who completes it with a result checked against its schema.
+func TestClientToolWaitsForTheCaller(t *testing.T) {
+	ctx := context.Background()
+	locate := cairn.ClientTool(&cairn.Tool{Name: "get_location", Description: "The user's location, from the browser.",
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)})
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			return text("You are in " + l.Content)
+		}
+		return call("c1", "get_location", `{}`)
+	})
+	r := mustRunner(t, &cairn.Agent{Name: "weather", Model: m, Tools: []*cairn.Tool{locate}})
+	if info := r.Agents()[0].Tools[0]; info.Kind != "client" || string(info.ResultSchema) == "" {
+		t.Fatalf("/v1/agents describes it as %+v", info)
+	}
+	s := check.NoErr(t)(r.Start(ctx, "weather", "where am I?", nil))
+	in := s.Interrupts[0]
+	if in.Kind != cairn.KindClient || in.Tool != "get_location" || string(in.ResultSchema) == "" {
+		t.Fatalf("%+v", in)
+	}
+	if _, err := r.Complete(ctx, s.ID, in.ID, cairn.Completion{Output: json.RawMessage(`{"town":"Lyon"}`)}, nil); !errors.Is(err, cairn.ErrInvalidOutput) {
+		t.Fatalf("off-schema: %v", err)
+	}
+	done := check.NoErr(t)(r.Complete(ctx, s.ID, in.ID, cairn.Completion{Output: json.RawMessage(`{"city":"Lyon"}`)}, &cairn.TurnOptions{Actor: cairn.Actor{Name: "browser"}}))
+	if done.Status != cairn.StatusCompleted || done.Output != `You are in {"city":"Lyon"}` {
+		t.Fatalf("%+v", done)
+	}
+}
