@@ -225,6 +225,9 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.Wait != nil && cfg.PublicURL == "" {
+			return nil, l.errf("tools."+name+".wait", "the command is given a callback URL built from public_url, which is not set: add public_url: https://cairn.example.org (the address the system doing the work reaches this server at)")
+		}
 		tools[name] = t
 	}
 	if err := l.mcpServers(f); err != nil {

@@ -188,6 +188,26 @@ type ToolConfig struct {
 	ApprovalTTL  string         `yaml:"approval_ttl"`
 	Idempotent   bool           `yaml:"idempotent"`
 	Builtin      string         `yaml:"builtin"`
+	// Kind is empty for a tool Cairn runs, or client for one the caller
+	// runs (no command): its calls wait for the caller's result.
+	Kind string `yaml:"kind"`
+	// ResultSchema is the JSON Schema of a result that arrives later (a
+	// client tool's, or a waiting command's), checked before it is taken.
+	ResultSchema map[string]any `yaml:"result_schema"`
+	// Wait makes a command tool's work finish later: the command gets
+	// CAIRN_CALLBACK_URL, its exit (0) means "started" and its stdout is
+	// shown while the call waits; the result arrives at the URL.
+	Wait *WaitConfig `yaml:"wait"`
+}
+
+// WaitConfig is a tool's wait: its deadline and what happens then.
+type WaitConfig struct {
+	// Timeout is a duration (30m); empty: no deadline.
+	Timeout string `yaml:"timeout"`
+	// OnTimeout is error (default), retry or ask.
+	OnTimeout string `yaml:"on_timeout"`
+	// Retries bounds on_timeout: retry (default 2).
+	Retries int `yaml:"retries"`
 }
 
 // AgentConfig is one entry of agents.

@@ -22,6 +22,16 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if tc.Builtin != "" && len(tc.Command) > 0 {
 		return nil, l.errf(p+".command", "a builtin tool has no command")
 	}
+	switch tc.Kind {
+	case "", "command":
+	case "client":
+		return l.clientTool(name, tc)
+	default:
+		return nil, l.errf(p+".kind", "unknown kind %q; a tool is run by Cairn (a command or a builtin; no kind) or by the caller (kind: client)", tc.Kind)
+	}
+	if tc.ResultSchema != nil && tc.Wait == nil {
+		return nil, l.errf(p+".result_schema", "only a tool whose result arrives later has one: add wait: {timeout: …}, or kind: client")
+	}
 	switch tc.Builtin {
 	case "":
 	case "ask_user":
@@ -68,14 +78,99 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
+	if t.ResultSchema, err = l.resultSchema(p, tc.ResultSchema); err != nil {
+		return nil, err
+	}
+	if tc.Wait != nil {
+		if tc.Builtin != "" {
+			return nil, l.errf(p+".wait", "a builtin tool answers at once; only a command tool waits")
+		}
+		if t.Wait, err = l.wait(p+".wait", *tc.Wait); err != nil {
+			return nil, err
+		}
+	}
 	if tc.Builtin == "echo" {
 		// Answers with its arguments, in process: for demos and load tests
 		// that should measure Cairn, not a forked command.
 		t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) { return string(args), nil }
 	} else {
-		t.Handler = command.Tool(name, tc.Command, l.dir)
+		t.Handler = command.Tool(name, tc.Command, l.dir, tc.Wait != nil)
 	}
 	return t, nil
+}
+
+// clientTool is a tool the caller runs: parameters, a result schema and
+// approval settings, and no command.
+func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
+	p := "tools." + name
+	switch {
+	case len(tc.Command) > 0:
+		return nil, l.errf(p+".command", "a client tool has no command: the caller runs it and sends the result")
+	case tc.Builtin != "":
+		return nil, l.errf(p+".builtin", "a client tool is not a builtin: the caller runs it")
+	case tc.Wait != nil:
+		return nil, l.errf(p+".wait", "a client tool waits for the caller, with no deadline here")
+	case tc.Timeout != "":
+		return nil, l.errf(p+".timeout", "a client tool does not run here, so it has no timeout")
+	}
+	params := tc.Parameters
+	if params == nil {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, l.errf(p+".parameters", "%v", err)
+	}
+	if err := cairn.CheckSchema(b); err != nil {
+		return nil, l.errf(p+".parameters", "not a valid JSON Schema: %v", err)
+	}
+	spec := &cairn.Tool{Name: name, Description: tc.Description, Parameters: b, Confirmation: tc.Confirmation}
+	if spec.ResultSchema, err = l.resultSchema(p, tc.ResultSchema); err != nil {
+		return nil, err
+	}
+	if spec.Approval, err = approvalPolicy(tc.Approval); err != nil {
+		return nil, l.errf(p+".approval", "%v", err)
+	}
+	return cairn.ClientTool(spec), nil
+}
+
+// resultSchema checks a tool's result_schema; nil when there is none.
+func (l *loader) resultSchema(p string, doc map[string]any) (json.RawMessage, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(doc)
+	if err == nil {
+		err = cairn.CheckSchema(b)
+	}
+	if err != nil {
+		return nil, l.errf(p+".result_schema", "not a valid JSON Schema: %v", err)
+	}
+	return b, nil
+}
+
+// wait checks a tool's wait: {timeout, on_timeout, retries}.
+func (l *loader) wait(p string, wc WaitConfig) (*cairn.Wait, error) {
+	w := &cairn.Wait{OnTimeout: cairn.OnTimeout(wc.OnTimeout), Retries: wc.Retries}
+	if wc.Timeout != "" {
+		d, err := time.ParseDuration(wc.Timeout)
+		if err != nil || d <= 0 {
+			return nil, l.errf(p+".timeout", "%q is not a positive duration like 30m or 2h", wc.Timeout)
+		}
+		w.Timeout = d
+	}
+	switch w.OnTimeout {
+	case "", cairn.OnTimeoutError, cairn.OnTimeoutRetry, cairn.OnTimeoutAsk:
+	default:
+		return nil, l.errf(p+".on_timeout", "%q is not error (the model is told), retry (the command runs again) or ask (a person decides)", wc.OnTimeout)
+	}
+	if w.OnTimeout != "" && w.Timeout == 0 {
+		return nil, l.errf(p+".on_timeout", "there is no timeout to act on: add timeout: 30m (or the like)")
+	}
+	if wc.Retries < 0 || (wc.Retries > 0 && w.OnTimeout != cairn.OnTimeoutRetry) {
+		return nil, l.errf(p+".retries", "bounds on_timeout: retry; give a positive number with it")
+	}
+	return w, nil
 }
 
 // approvalPolicy parses never (or empty), always, or a CEL expression over

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Tool returns the handler of a command tool: it runs argv in dir with the
@@ -21,12 +22,24 @@ import (
 // CAIRN_TOOL (name) in its environment. Its stdout, without the trailing
 // newlines, is the result; a non-zero exit is an error carrying stderr (or
 // stdout). When the call's context ends the whole process group is killed.
-func Tool(name string, argv []string, dir string) func(context.Context, json.RawMessage) (string, error) {
+//
+// A tool that finishes later (later) also gets CAIRN_CALLBACK_URL, where
+// the work it starts sends its result; its exit 0 means "started", and
+// its stdout (the first maxStartedMessage characters) is shown while the call
+// waits.
+func Tool(name string, argv []string, dir string, later bool) func(context.Context, json.RawMessage) (string, error) {
 	return func(ctx context.Context, args json.RawMessage) (string, error) {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Stdin = bytes.NewReader(args)
 		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+cairn.IdempotencyKey(ctx), "CAIRN_TOOL="+name)
+		if later {
+			url, err := cairn.CallbackURL(ctx)
+			if err != nil {
+				return "", err
+			}
+			cmd.Env = append(cmd.Env, "CAIRN_CALLBACK_URL="+url)
+		}
 		OwnGroup(cmd)
 		cmd.Cancel = func() error { return KillGroup(cmd) }
 		cmd.WaitDelay = 2 * time.Second
@@ -43,6 +56,14 @@ func Tool(name string, argv []string, dir string) func(context.Context, json.Raw
 			}
 			return "", fmt.Errorf("%v: %s", err, msg)
 		}
-		return strings.TrimRight(stdout.String(), "\n"), nil
+		out := strings.TrimRight(stdout.String(), "\n")
+		if later {
+			msg, _ := session.Fold(strings.TrimSpace(out), maxStartedMessage)
+			return "", cairn.Pending("", msg)
+		}
+		return out, nil
 	}
 }
+
+// maxStartedMessage bounds what a waiting command's stdout shows.
+const maxStartedMessage = 2000
