@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/testwait"
+)
+
+// waitsConfig: run_pipeline starts a "pipeline" (it hands its callback URL
+// to the test's CI system through jobs.txt) and finishes later, with an
+// hour's deadline; flaky_pipeline's deadline is 2s, and a missed one starts
+// it again once, then fails it.
+const waitsConfig = `
+store: %s
+lease: 3s
+public_url: http://cairn.test
+models:
+  demo:
+    provider: scripted
+    scripts:
+      ci:
+        - tool_calls: [{name: run_pipeline, arguments: {ref: main}}]
+        - text: "CI: {{.LastResult}}"
+      flaky:
+        - tool_calls: [{name: flaky_pipeline, arguments: {ref: main}}]
+        - text: "CI: {{.LastResult}}"
+tools:
+  run_pipeline:
+    parameters: {type: object, properties: {ref: {type: string}}, required: [ref]}
+    command: ["sh", "-c", "echo \"run_pipeline $CAIRN_CALLBACK_URL\" >> jobs.txt; echo pipeline started"]
+    wait: {timeout: 1h}
+    result_schema: {type: object, properties: {status: {type: string}}, required: [status]}
+  flaky_pipeline:
+    parameters: {type: object, properties: {ref: {type: string}}, required: [ref]}
+    command: ["sh", "-c", "echo \"flaky_pipeline $CAIRN_CALLBACK_URL\" >> jobs.txt; echo pipeline started"]
+    wait: {timeout: 2s, on_timeout: retry, retries: 1}
+agents:
+  ci: {model: demo, tools: [run_pipeline]}
+  flaky: {model: demo, tools: [flaky_pipeline]}
+`
+
+// waitsCluster starts three `cairn serve` sharing storeURL, with
+// waitsConfig.
+func waitsCluster(t *testing.T, storeURL string) *cluster {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(waitsConfig, storeURL)), 0o600)
+	c := &cluster{t: t, dir: dir, cfg: cfg, nodes: make([]*exec.Cmd, 3), urls: make([]string, 3)}
+	for i := range 3 {
+		c.start(i)
+	}
+	return c
+}
+
+// jobs lists the callback URLs the tool named gave out, in order.
+func jobs(t *testing.T, dir, tool string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "jobs.txt"))
+	var urls []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, url, ok := strings.Cut(line, " "); ok && name == tool {
+			urls = append(urls, url)
+		}
+	}
+	return urls
+}
+
+// callbackTo POSTs body to the callback URL's path on the node at base (a
+// load balancer in front of the replicas would send it to any of them).
+func callbackTo(t *testing.T, base, url, body string) (int, map[string]any) {
+	t.Helper()
+	path := strings.TrimPrefix(url, "http://cairn.test")
+	return post(t, base+path, body)
+}
+
+func eventCount(evs []map[string]any, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev["type"] == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// A command tool starts a job and returns "started" with its callback URL;
+// the node that started it is killed with -9; the test's CI system
+// completes the job 5 s later through the URL on another of the replicas:
+// the session completes once. A second call of the URL answers 409, an
+// altered one 403, and neither changes anything.
+func TestCallbackCompletesAcrossReplicasAfterKill9(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			c := waitsCluster(t, storeURL(t))
+			dir := c.dir
+			code, s := post(t, c.url(0)+"/v1/sessions", `{"agent":"ci","input":"build main"}`)
+			if code != 201 || s["status"] != "paused" {
+				t.Fatalf("%d %v", code, s)
+			}
+			in := s["interrupts"].([]any)[0].(map[string]any)
+			if in["kind"] != "external" || in["message"] != "pipeline started" || in["expires_at"] == nil {
+				t.Fatalf("the wait: %v", in)
+			}
+			urls := jobs(t, dir, "run_pipeline")
+			if len(urls) != 1 {
+				t.Fatalf("jobs: %v", urls)
+			}
+			// The CI system: the job takes 5 s, then it calls back.
+			type reply struct {
+				code int
+				body map[string]any
+			}
+			done := make(chan reply, 1)
+			go func() {
+				time.Sleep(5 * time.Second)
+				code, body := callbackTo(t, c.url(1), urls[0], `{"output":{"status":"passed"}}`)
+				done <- reply{code, body}
+			}()
+			c.nodes[0].Process.Kill() // kill -9 of the node that started the job
+			c.nodes[0].Wait()
+			if code, body := callbackTo(t, c.url(2), urls[0][:len(urls[0])-2]+"xx", `{"output":{"status":"passed"}}`); code != 403 {
+				t.Fatalf("an altered callback: %d %v", code, body)
+			}
+			r := <-done
+			if r.code != 200 || r.body["status"] != "completed" || r.body["session_id"] != s["id"] {
+				t.Fatalf("the callback: %d %v", r.code, r.body)
+			}
+			code, again := callbackTo(t, c.url(2), urls[0], `{"output":{"status":"failed"}}`)
+			if e, _ := again["error"].(map[string]any); code != 409 || !strings.Contains(fmt.Sprint(e["message"]), "complete by callback") {
+				t.Fatalf("a second callback: %d %v", code, again)
+			}
+			resp, err := http.Get(c.url(2) + "/v1/sessions/" + s["id"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var final map[string]any
+			json.NewDecoder(resp.Body).Decode(&final)
+			resp.Body.Close()
+			evs := eventsOf(t, c.url(1), s["id"].(string))
+			if final["status"] != "completed" || final["output"] != `CI: {"status":"passed"}` || eventCount(evs, "tool_result") != 1 || eventCount(evs, "decision") != 1 {
+				t.Fatalf("the session: %v; %d tool results, %d decisions", final, eventCount(evs, "tool_result"), eventCount(evs, "decision"))
+			}
+		})
+	}
+}
+
+// A deadline that passes with no completion has the configured outcome
+// once, with three replicas sweeping: retry starts the command once more
+// (a new callback URL), and the second deadline fails the call.
+func TestMissedDeadlineOnceAcrossReplicas(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			c := waitsCluster(t, storeURL(t))
+			dir := c.dir
+			code, s := post(t, c.url(0)+"/v1/sessions", `{"agent":"flaky","input":"build main"}`)
+			if code != 201 || s["status"] != "paused" {
+				t.Fatalf("%d %v", code, s)
+			}
+			id := s["id"].(string)
+			var final map[string]any
+			testwait.For(t, 20*time.Second, "the flaky session to end", func() bool {
+				resp, err := http.Get(c.url(1) + "/v1/sessions/" + id)
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				final = nil
+				json.NewDecoder(resp.Body).Decode(&final)
+				return final["status"] == "completed"
+			})
+			time.Sleep(1 * time.Second) // any late sweeper would have acted by now
+			evs := eventsOf(t, c.url(2), id)
+			urls := jobs(t, dir, "flaky_pipeline")
+			if len(urls) != 2 || urls[0] == urls[1] || eventCount(evs, "wait_expired") != 2 || eventCount(evs, "tool_result") != 1 ||
+				!strings.Contains(fmt.Sprint(final["output"]), "did not finish by") {
+				t.Fatalf("%d runs, %d expiries, %d results; output %v", len(urls), eventCount(evs, "wait_expired"), eventCount(evs, "tool_result"), final["output"])
+			}
+			// The first run's URL is past its deadline.
+			if code, body := callbackTo(t, c.url(0), urls[0], `{"output":{"status":"passed"}}`); code != 410 {
+				t.Fatalf("a late callback: %d %v", code, body)
+			}
+		})
+	}
+}
