@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,11 +99,12 @@ type resumeInput struct {
 
 type resumeDecision struct {
 	InterruptID string         `json:"interrupt_id" jsonschema:"the interrupt's id"`
-	Action      string         `json:"action" jsonschema:"approve or reject (an approval), answer or reject (a question)"`
+	Action      string         `json:"action" jsonschema:"approve or reject (an approval), answer or reject (a question), complete or fail (a call the client runs, or one waiting on a system)"`
 	Arguments   map[string]any `json:"arguments,omitempty" jsonschema:"on approve: other arguments to run the tool with"`
 	Reason      string         `json:"reason,omitempty" jsonschema:"on reject: told to the model"`
 	Text        string         `json:"text,omitempty" jsonschema:"on answer: the answer to a question"`
 	Content     map[string]any `json:"content,omitempty" jsonschema:"on answer: the answer to a question with a schema"`
+	Output      any            `json:"output,omitempty" jsonschema:"on complete: the call's result (matching its result_schema); on edit: the reviewed answer"`
 }
 
 func agentDescription(a cairn.AgentInfo) string {
@@ -143,7 +145,7 @@ func (s *server) run(ctx context.Context, req *sdk.CallToolRequest, agent, input
 // protocol 2026-07-28), or by elicitation requests during this call (older
 // clients).
 func (s *server) respond(ctx context.Context, req *sdk.CallToolRequest, c Caller, sess *cairn.Session, refused string) *sdk.CallToolResult {
-	if sess.Status != cairn.StatusPaused || !c.MayDecide || !canElicit(req) {
+	if sess.Status != cairn.StatusPaused || !c.MayDecide || !canElicit(req) || !asksPerson(sess) {
 		return s.outcome(sess)
 	}
 	if !multiRoundTrip(req) {
@@ -152,7 +154,9 @@ func (s *server) respond(ctx context.Context, req *sdk.CallToolRequest, c Caller
 	state, _ := json.Marshal(roundState{Session: sess.ID, Seq: sess.Seq})
 	asks := sdk.InputRequestMap{}
 	for _, in := range sess.Interrupts {
-		asks[in.ID] = s.elicitation(sess, in, refused)
+		if in.Kind.ForPerson() {
+			asks[in.ID] = s.elicitation(sess, in, refused)
+		}
 	}
 	return &sdk.CallToolResult{InputRequests: asks, RequestState: string(state)}
 }
@@ -263,6 +267,9 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 			if d.Content != nil {
 				cd.Content, _ = json.Marshal(d.Content)
 			}
+			if d.Output != nil {
+				cd.Output, _ = json.Marshal(d.Output)
+			}
 			ds = append(ds, cd)
 		}
 		sess, err = s.r.Resume(turn, sess.ID, sess.Seq, ds, opts)
@@ -276,7 +283,7 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 // drive asks the client about each pause of the run, as long as it can
 // answer elicitations and the caller may decide, and gives the outcome.
 func (s *server) drive(ctx context.Context, req *sdk.CallToolRequest, c Caller, sess *cairn.Session, refused string) *sdk.CallToolResult {
-	for asks := 0; sess.Status == cairn.StatusPaused && asks < maxAsks; asks++ {
+	for asks := 0; sess.Status == cairn.StatusPaused && asksPerson(sess) && asks < maxAsks; asks++ {
 		decisions, reply, ok := s.ask(ctx, req, sess, refused)
 		if !ok {
 			break // the user dismissed the question: the run stays paused
@@ -297,6 +304,13 @@ func (s *server) drive(ctx context.Context, req *sdk.CallToolRequest, c Caller, 
 	return s.outcome(sess)
 }
 
+// asksPerson reports whether the paused session waits for a person: the
+// rest (a call the client runs, one waiting on a system) is not elicited
+// but listed in the result, for the client to complete with cairn_resume.
+func asksPerson(sess *cairn.Session) bool {
+	return slices.ContainsFunc(sess.Interrupts, func(in cairn.Interrupt) bool { return in.Kind.ForPerson() })
+}
+
 func canElicit(req *sdk.CallToolRequest) bool {
 	p := req.Session.InitializeParams()
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
@@ -307,6 +321,9 @@ func canElicit(req *sdk.CallToolRequest) bool {
 // waiting for a message; ok is false when the user cancelled.
 func (s *server) ask(ctx context.Context, req *sdk.CallToolRequest, sess *cairn.Session, refused string) (ds []cairn.Decision, reply *string, ok bool) {
 	for _, in := range sess.Interrupts {
+		if !in.Kind.ForPerson() {
+			continue // completed by the client (cairn_resume) or the system it waits on
+		}
 		params := s.elicitation(sess, in, refused)
 		res, err := req.Session.Elicit(ctx, params)
 		if err != nil || res.Action == "cancel" {
@@ -377,6 +394,7 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 			"reason":  str("Reason", "Told to the model when you send the answer back"),
 			"answer":  answer,
 		}}
+	case cairn.KindExternal, cairn.KindClient: // not elicited (asksPerson): listed in the result
 	}
 	if link := s.inbox(sess.ID); link != "" {
 		fmt.Fprintf(&b, "\n\n(session %s; also in the inbox: %s)", sess.ID, link)
@@ -420,6 +438,7 @@ func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
 		if answer, _ := res.Content["answer"].(string); answer != "" && !sameJSON(answer, string(in.Output)) {
 			d.Action, d.Output = cairn.ActionEdit, json.RawMessage(answer)
 		}
+	case cairn.KindExternal, cairn.KindClient: // not elicited: completed with cairn_resume
 	}
 	return d
 }
@@ -448,7 +467,7 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: sess.Output}}}
 	case cairn.StatusPaused:
 		var b strings.Builder
-		fmt.Fprintf(&b, "The run is paused: session %s waits for a person.", sess.ID)
+		fmt.Fprintf(&b, "The run is paused: session %s waits.", sess.ID)
 		for _, in := range sess.Interrupts {
 			fmt.Fprintf(&b, "\n- %s %s", in.Kind, in.ID)
 			switch in.Kind {
@@ -460,6 +479,10 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 				fmt.Fprintf(&b, ": %s says %q", in.Tool, in.Text)
 			case cairn.KindReview:
 				fmt.Fprintf(&b, ": the answer %s waits for review", in.Output)
+			case cairn.KindExternal:
+				fmt.Fprintf(&b, ": tool %s waits on another system (%s)", in.Tool, in.Message)
+			case cairn.KindClient:
+				fmt.Fprintf(&b, ": run tool %s with %s yourself, then call %s with action complete and its output (or fail and a reason)", in.Tool, in.Arguments, ResumeTool)
 			}
 		}
 		if link := s.inbox(sess.ID); link != "" {
