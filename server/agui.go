@@ -47,6 +47,10 @@ type aguiPayload struct {
 	Reason       string          `json:"reason"`
 	Text         string          `json:"text"`
 	Content      json.RawMessage `json:"content"`
+	// Output completes a call the client runs or one waiting on a system;
+	// Error fails it.
+	Output json.RawMessage `json:"output"`
+	Error  string          `json:"error"`
 }
 
 // aguiInterrupt is one interrupt of a RUN_FINISHED outcome.
@@ -170,6 +174,10 @@ func aguiDecisions(sess *cairn.Session, decided map[string]bool, entries []aguiR
 		case in.Kind == cairn.KindMessage:
 			text := pl.Text
 			reply = &text
+		case (in.Kind == cairn.KindClient || in.Kind == cairn.KindExternal) && pl.Error != "":
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionFail, Reason: pl.Error})
+		case in.Kind == cairn.KindClient || in.Kind == cairn.KindExternal:
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionComplete, Output: pl.Output})
 		case in.Kind == cairn.KindInput && pl.Approved != nil && !*pl.Approved:
 			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: pl.Reason})
 		case in.Kind == cairn.KindInput:
@@ -226,6 +234,15 @@ func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream) []aguiInter
 			schema := cmp.Or(string(in.OutputSchema), "{}")
 			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedOutput":` + schema +
 				`,"reason":{"type":"string","description":"told to the model when not approved"}},"required":["approved"]}`)
+		case cairn.KindClient, cairn.KindExternal:
+			ai.Reason = "client_tool"
+			ai.Message = fmt.Sprintf("Run %s with %s and send its output (or an error).", in.Tool, in.Arguments)
+			if in.Kind == cairn.KindExternal {
+				ai.Reason, ai.Message = "external", cmp.Or(in.Message, fmt.Sprintf("Tool %s waits on another system.", in.Tool))
+			}
+			result := cmp.Or(string(in.ResultSchema), "{}")
+			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"output":` + result +
+				`,"error":{"type":"string","description":"why the tool could not run; told to the model"}}}`)
 		}
 		out = append(out, ai)
 	}

@@ -208,7 +208,7 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 		}
 		var s *cairn.Session
 		s, err = c.r.Resume(ctx, c.s.ID, c.s.Seq, ds, c.opts())
-		if errors.Is(err, cairn.ErrInvalidArguments) {
+		if errors.Is(err, cairn.ErrInvalidArguments) || errors.Is(err, cairn.ErrInvalidOutput) {
 			fmt.Fprintln(c.out, "refused:", err)
 			err = nil // the session is unchanged: ask again
 			continue
@@ -227,12 +227,46 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 		fmt.Fprintf(c.out, "%s failed: %s\n", who, c.s.Error.Message)
 	case c.s.Status == cairn.StatusRunning:
 		fmt.Fprintf(c.out, "(%s is still running elsewhere; /session gives its id)\n", c.s.ID)
+	case c.s.Status == cairn.StatusPaused && waitsOnSystems(c.s):
+		for _, in := range c.s.Interrupts {
+			if in.Kind == cairn.KindExternal {
+				fmt.Fprintf(c.out, "(%s waits on another system: %s; its callback URL completes it, and `cairn sessions complete %s` can too)\n", in.Tool, cmp.Or(in.Message, "started"), c.s.ID)
+			}
+		}
 	case c.streamed.Len() > 0 && c.streamed.String() == c.s.Output:
 		// shown as it streamed
 	default:
 		fmt.Fprintf(c.out, "%s> %s\n", who, c.s.Output)
 	}
 	return true
+}
+
+// waitsOnSystems reports whether the paused session waits on another
+// system.
+func waitsOnSystems(s *cairn.Session) bool {
+	return slices.ContainsFunc(s.Interrupts, func(in cairn.Interrupt) bool { return in.Kind == cairn.KindExternal })
+}
+
+// clientResult asks the person to run a client tool and type its result:
+// JSON (checked against the tool's result schema), or plain text; /fail
+// with a reason says it could not be done.
+func (c *chatter) clientResult(where string, it cairn.Interrupt) (*cairn.Decision, bool) {
+	fmt.Fprintf(c.out, "%s%s is yours to run, with %s\n", where, it.Tool, clip(string(it.Arguments), 2000))
+	if len(it.ResultSchema) > 0 {
+		fmt.Fprintf(c.out, "  its result must match %s\n", clip(string(it.ResultSchema), 2000))
+	}
+	ans, ok := c.read("result (JSON or text), or /fail and why: ")
+	if !ok {
+		return nil, false
+	}
+	if reason, failed := strings.CutPrefix(ans, "/fail"); failed {
+		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionFail, Reason: cmp.Or(strings.TrimSpace(reason), "could not be run")}, true
+	}
+	out := json.RawMessage(ans)
+	if !json.Valid(out) {
+		out, _ = json.Marshal(ans) // plain text: the model reads it as is
+	}
+	return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionComplete, Output: out}, true
 }
 
 // ask prompts for one interrupt; nil for a message interrupt (the next
@@ -305,6 +339,10 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		return nil, true
 	case cairn.KindReview:
 		return c.review(where, it)
+	case cairn.KindClient:
+		return c.clientResult(where, it)
+	case cairn.KindExternal: // its callback completes it
+		return nil, true
 	default:
 		return nil, true
 	}
@@ -457,9 +495,12 @@ func approvalAnswer(id, ans string) cairn.Decision {
 	return cairn.Decision{InterruptID: id, Action: cairn.ActionReject, Reason: ans}
 }
 
+// hasDecisions reports whether the person at the terminal decides
+// something: not a message (the next line answers it), nor a wait on
+// another system (its callback completes it).
 func hasDecisions(s *cairn.Session) bool {
 	for _, in := range s.Interrupts {
-		if in.Kind != cairn.KindMessage {
+		if in.Kind != cairn.KindMessage && in.Kind != cairn.KindExternal {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,6 +150,12 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 					}
 					dec.Output = json.RawMessage(output)
 				}
+				if action == cairn.ActionComplete {
+					if !json.Valid([]byte(output)) {
+						return fmt.Errorf("--output must be the call's result, a JSON value (quote text: '\"done\"') matching the tool's result schema; got %q", output)
+					}
+					dec.Output = json.RawMessage(output)
+				}
 				if action == cairn.ActionAnswer && text == "" && content == "" && !urlQuestion(&s, id) {
 					return errors.New("give --text (the answer), or --content (a JSON object) for a question with a schema")
 				}
@@ -170,6 +177,10 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			d.Flags().StringVar(&content, "content", "", "the answer to a question with a schema: a JSON object valid under it")
 		case cairn.ActionEdit:
 			d.Flags().StringVar(&output, "output", "", "the edited answer: a JSON value matching the agent's output schema")
+		case cairn.ActionComplete:
+			d.Flags().StringVar(&output, "output", "", "the call's result: a JSON value matching the tool's result schema")
+		case cairn.ActionFail:
+			d.Flags().StringVar(&reason, "reason", "", "why the work failed (the model sees it)")
 		}
 		return d
 	}
@@ -178,6 +189,8 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
 		decide("edit SESSION [INTERRUPT]", "Replace an answer under review with --output and let it go (approve lets it go as it is; reject sends it back with --reason)", cairn.ActionEdit),
+		decide("complete SESSION [INTERRUPT]", "Complete a call that waits on a system or the caller, with its result (--output)", cairn.ActionComplete),
+		decide("fail SESSION [INTERRUPT]", "Fail a call that waits on a system or the caller; the model sees --reason", cairn.ActionFail),
 	)
 	return cmd
 }
@@ -231,6 +244,10 @@ func brief(s *cairn.Session) string {
 			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
 		case cairn.KindReview:
 			return fmt.Sprintf("review the answer %s (approve, edit --output, or reject --reason)%s", in.Output, more)
+		case cairn.KindExternal:
+			return fmt.Sprintf("waits on another system: %s %s%s", in.Tool, cmp.Or(in.Message, "started"), more)
+		case cairn.KindClient:
+			return fmt.Sprintf("the caller runs %s with %s%s", in.Tool, in.Arguments, more)
 		default:
 			return fmt.Sprintf("%s: %s%s", in.Kind, in.Text, more)
 		}

@@ -189,3 +189,73 @@ func TestMissedDeadlineOnceAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+const clientToolConfig = `
+store: sqlite:./cairn.db
+auth:
+  tokens:
+    - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: pick_file, arguments: {accept: ".csv"}}]
+      - text: "picked: {{.LastResult}}"
+tools:
+  pick_file:
+    kind: client
+    parameters: {type: object, properties: {accept: {type: string}}}
+    result_schema: {type: object, properties: {path: {type: string}}, required: [path]}
+agents:
+  files: {model: demo, tools: [pick_file]}
+`
+
+// cairn sessions lists a client tool's call, refuses a result off its
+// schema at the field, and completes it; fail gives the model the reason.
+func TestCLICompletesAClientTool(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	cli := func(args ...string) (string, error) {
+		out, err := exec.Command(binary, append([]string{"sessions", "--server", base, "--token", approverToken}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"files","input":"import my data"}`)
+	id := s["id"].(string)
+	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `the caller runs pick_file with {"accept":".csv"}`) {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if out, err := cli("complete", id, "--output", `{"file":"a.csv"}`); err == nil || !strings.Contains(out, "path") {
+		t.Fatalf("a result the schema refuses: %v\n%s", err, out)
+	}
+	if out, err := cli("complete", id, "--output", `{"path":"/data/a.csv"}`); err != nil || !strings.Contains(out, "completed") {
+		t.Fatalf("complete: %v\n%s", err, out)
+	}
+	if done := waitSession(t, base, id, "completed"); done["output"] != `picked: {"path":"/data/a.csv"}` {
+		t.Fatalf("output %v", done["output"])
+	}
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"files","input":"import again"}`)
+	if out, err := cli("fail", s["id"].(string), "--reason", "the user closed the picker"); err != nil || !strings.Contains(out, "the client could not run tool pick_file: the user closed the picker") {
+		t.Fatalf("fail: %v\n%s", err, out)
+	}
+}
+
+// cairn chat runs a client tool by asking the person for its result: a
+// result off the schema is refused and asked again, then one that fits
+// completes the call.
+func TestChatCompletesAClientTool(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte(strings.Replace(clientToolConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	chat := exec.Command(binary, "chat", "--config", cfg, "--agent", "files")
+	chat.Dir = dir
+	chat.Stdin = strings.NewReader("import my data\n{\"file\":\"a.csv\"}\n{\"path\":\"/data/a.csv\"}\n")
+	out, err := chat.CombinedOutput()
+	for _, want := range []string{`pick_file is yours to run, with {"accept":".csv"}`, "refused:", `picked: {"path":"/data/a.csv"}`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("chat lacks %q: %v\n%.3000s", want, err, out)
+		}
+	}
+}
