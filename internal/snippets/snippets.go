@@ -9,6 +9,7 @@ package snippets
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -252,4 +253,34 @@ func Structured(ctx context.Context, m model.Model) error {
 	t, err := cairn.OutputAs[Triage](s) // s.OutputJSON holds the JSON
 	fmt.Println(t.Priority, err)
 	return nil
+}
+
+// pipelines is what docs/waits.md's tool starts its work with.
+type pipelines struct{}
+
+// ciRun is a started pipeline.
+type ciRun struct{ ID string }
+
+// Start starts a pipeline that POSTs its result to callback.
+func (pipelines) Start(ctx context.Context, ref, callback string) (ciRun, error) { return ciRun{}, nil }
+
+// Waits is docs/waits.md's tool that finishes later.
+func Waits(ci pipelines) *cairn.Tool {
+	pipeline := cairn.NewTool(&cairn.Tool{Name: "run_pipeline", Description: "Run CI on a ref.",
+		Wait:         &cairn.Wait{Timeout: 30 * time.Minute, OnTimeout: cairn.OnTimeoutAsk},
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"status":{"enum":["passed","failed"]}},"required":["status"]}`)},
+		func(ctx context.Context, a struct {
+			Ref string `json:"ref"`
+		}) (string, error) {
+			url, err := cairn.CallbackURL(ctx)
+			if err != nil {
+				return "", err
+			}
+			run, err := ci.Start(ctx, a.Ref, url) // the pipeline POSTs its result to url
+			if err != nil {
+				return "", err
+			}
+			return "", cairn.Pending(run.ID, "pipeline "+run.ID+" started")
+		})
+	return pipeline
 }
