@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,5 +220,55 @@ func TestWebhooksAnnounceAReview(t *testing.T) {
 	dec := rc.WaitFor(webhook.InterruptDecided, 1, 10*time.Second)[0].Data.Decision
 	if dec == nil || dec.Kind != cairn.KindReview || dec.Action != cairn.ActionReject || dec.Reason != "a disk at 95% is high" {
 		t.Fatalf("interrupt.decided = %+v", dec)
+	}
+}
+
+// Other systems can wait on Cairn too: a call that waits on a system is
+// announced (interrupt.created, kind external, no action links), its
+// completion is interrupt.completed, and a missed deadline
+// interrupt.expired with its outcome.
+func TestWebhooksAnnounceWaitsOnSystems(t *testing.T) {
+	ctx := context.Background()
+	rc := hooktest.New(t, hookSecret)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	urls := make(chan string, 2)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hooks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			return text("CI: " + l.Content)
+		}
+		return call("c1", "run_pipeline", `{"ref":"main"}`)
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{pipelineTool(func(u string) { urls <- u }, &cairn.Wait{Timeout: time.Hour})}}},
+		&cairn.RunnerOptions{Store: st, Now: clock, ExpirySweep: -1, PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
+
+	first := check.NoErr(t)(r.Start(ctx, "ci", "ship main", nil))
+	created := rc.WaitForSession(webhook.InterruptCreated, first.ID, 10*time.Second).Data
+	if created.Interrupt == nil || created.Interrupt.Kind != cairn.KindExternal || created.Interrupt.Handle != "run-42" || created.Actions != nil {
+		t.Fatalf("interrupt.created = %+v", created)
+	}
+	url := <-urls
+	check.NoErr(t)(r.Callback(ctx, url[strings.LastIndex(url, "/")+1:], cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)}))
+	done := rc.WaitForSession(webhook.InterruptCompleted, first.ID, 10*time.Second).Data.Decision
+	if done == nil || done.Action != cairn.ActionComplete || string(done.Output) != `{"status":"passed"}` || done.Actor.Role != "callback" {
+		t.Fatalf("interrupt.completed = %+v", done)
+	}
+
+	second := check.NoErr(t)(r.Start(ctx, "ci", "ship main again", nil))
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	wait := rc.WaitForSession(webhook.InterruptExpired, second.ID, 10*time.Second).Data.Wait
+	if wait == nil || wait.Outcome != cairn.OnTimeoutError || wait.Tool != "run_pipeline" || wait.InterruptID != second.Interrupts[0].ID {
+		t.Fatalf("interrupt.expired = %+v", wait)
 	}
 }

@@ -23,8 +23,14 @@ const (
 	InterruptCreated = "interrupt.created"
 	// InterruptDecided: a person (or a remembered decision) decided an interrupt.
 	InterruptDecided = "interrupt.decided"
-	// InterruptExpired: an approval passed its deadline and counts as rejected.
+	// InterruptExpired: an approval passed its deadline and counts as
+	// rejected, or a wait on a system passed its deadline (Data.Wait says
+	// what happens next).
 	InterruptExpired = "interrupt.expired"
+	// InterruptCompleted: a call that waited on a system or on the caller
+	// was completed or failed (by its callback URL, a decision or
+	// Runner.Complete).
+	InterruptCompleted = "interrupt.completed"
 	// SessionCompleted: a turn ended with the root agent's answer.
 	SessionCompleted = "session.completed"
 	// SessionFailed: a turn failed.
@@ -33,7 +39,7 @@ const (
 
 // EventTypes lists every event type, in the order of the constants.
 func EventTypes() []string {
-	return []string{InterruptCreated, InterruptDecided, InterruptExpired, SessionCompleted, SessionFailed}
+	return []string{InterruptCreated, InterruptDecided, InterruptExpired, InterruptCompleted, SessionCompleted, SessionFailed}
 }
 
 // Payload is the body of a delivery, in the envelope Standard Webhooks
@@ -59,8 +65,12 @@ type Data struct {
 	// (interrupt.created, approvals and questions).
 	Actions *Actions `json:"actions,omitempty"`
 	// Decision is the decision event's data (interrupt.decided,
-	// interrupt.expired): interrupt_id, kind, tool, action, reason, actor…
+	// interrupt.completed, and interrupt.expired for an approval):
+	// interrupt_id, kind, tool, action, reason, output, actor…
 	Decision *session.DecisionMade `json:"decision,omitempty"`
+	// Wait is the wait_expired event's data (interrupt.expired for a wait
+	// on a system): interrupt_id, tool, outcome, attempt.
+	Wait *session.WaitExpired `json:"wait,omitempty"`
 	// Output is the root agent's answer (session.completed).
 	Output string `json:"output,omitempty"`
 	// Error is why the turn failed (session.failed).

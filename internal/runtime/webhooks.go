@@ -126,7 +126,7 @@ type note struct {
 func notes(step engine.Step, i int) ([]note, error) {
 	ev := step.Events[i]
 	switch ev.Type {
-	case session.EventTurnPaused, session.EventDecision, session.EventTurnCompleted, session.EventTurnFailed:
+	case session.EventTurnPaused, session.EventDecision, session.EventWaitExpired, session.EventTurnCompleted, session.EventTurnFailed:
 	default:
 		return nil, nil
 	}
@@ -150,10 +150,15 @@ func notes(step engine.Step, i int) ([]note, error) {
 		return out, nil
 	case *engine.DecisionMade:
 		typ := webhook.InterruptDecided
-		if p.Actor == expiryActor {
+		switch {
+		case p.Actor == expiryActor:
 			typ = webhook.InterruptExpired
+		case p.Action == session.ActionComplete || p.Action == session.ActionFail:
+			typ = webhook.InterruptCompleted
 		}
 		return []note{{typ: typ, about: p.InterruptID, data: webhook.Data{Decision: p}}}, nil
+	case *engine.WaitExpired:
+		return []note{{typ: webhook.InterruptExpired, about: p.InterruptID, data: webhook.Data{Wait: p}}}, nil
 	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
 	case *engine.TurnFailed:
