@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/chromedp/chromedp"
 	"net/http"
 	"os"
 	"os/exec"
@@ -205,7 +207,7 @@ tools:
   pick_file:
     kind: client
     parameters: {type: object, properties: {accept: {type: string}}}
-    result_schema: {type: object, properties: {path: {type: string}}, required: [path]}
+    result_schema: {type: object, properties: {path: {type: string, maxLength: 30}}, required: [path]}
 agents:
   files: {model: demo, tools: [pick_file]}
 `
@@ -257,5 +259,44 @@ func TestChatCompletesAClientTool(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("chat lacks %q: %v\n%.3000s", want, err, out)
 		}
+	}
+}
+
+// The page completes a client tool: its card says the caller runs it,
+// Complete opens a form from the result schema, a result the server
+// refuses shows at its field and changes nothing, one that fits completes
+// the session.
+func TestBrowserCompletesAClientTool(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600)
+	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
+	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
+	run := stepper(t, ctx)
+	code, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"files","input":"import my data"}`)
+	if code != 201 || s["status"] != "paused" {
+		t.Fatalf("%d %v", code, s)
+	}
+	id := s["id"].(string)
+	var kind string
+	run("sign in and see the call", signIn(base, approverToken),
+		chromedp.WaitVisible(item(id)+" button.complete", chromedp.ByQuery),
+		chromedp.TextContent(item(id)+" .kind", &kind, chromedp.ByQuery))
+	if kind != "run this tool" {
+		t.Fatalf("the card's kind says %q", kind)
+	}
+	run("a result the schema refuses", chromedp.Click(item(id)+" button.complete", chromedp.ByQuery),
+		chromedp.WaitVisible(item(id)+` form.edit input[name="path"]`, chromedp.ByQuery),
+		chromedp.SetValue(item(id)+` input[name="path"]`, "/data/a/very/long/path/to/the/file.csv", chromedp.ByQuery),
+		chromedp.Click(item(id)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(item(id)+` .field-error[data-field="path"]:not(:empty)`, chromedp.ByQuery))
+	if _, again := apiCall(t, "GET", base+"/v1/sessions/"+id, approverToken, ""); again["status"] != "paused" {
+		t.Fatalf("the refused result changed the session: %v", again)
+	}
+	run("a result that fits", chromedp.SetValue(item(id)+` input[name="path"]`, "/data/a.csv", chromedp.ByQuery),
+		chromedp.Click(item(id)+" form.edit button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
+	if done := waitSession(t, base, id, "completed"); done["output"] != `picked: {"path":"/data/a.csv"}` {
+		t.Fatalf("output %v", done["output"])
 	}
 }

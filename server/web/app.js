@@ -372,13 +372,17 @@ function interruptCard(s, it, agent) {
   const key = s.id + '/' + it.id;
   const error = el('div', { class: 'error', role: 'alert' });
   const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
-  const title = { approval: 'approval', input: 'question', message: 'waits for you', review: 'review the answer' }[it.kind] || it.kind;
+  const title = { approval: 'approval', input: 'question', message: 'waits for you', review: 'review the answer',
+    external: 'waits on a system', client: 'run this tool' }[it.kind] || it.kind;
   card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' || it.kind === 'review' ? agent : it.tool),
     it.kind === 'approval' && el('p', { class: 'msg' }, cardValue(s, it, 'message')),
     it.kind === 'input' && el('p', { class: 'msg' }, cardValue(s, it, 'question')),
     it.kind === 'message' && el('p', { class: 'msg' }, cardValue(s, it, 'text')),
+    it.kind === 'external' && el('p', { class: 'msg' }, it.message ? cardValue(s, it, 'message') : 'Started; its result arrives by its callback URL.',
+      it.handle ? el('span', { class: 'muted handle' }, ' (' + it.handle + ')') : ''),
+    it.kind === 'client' && el('p', { class: 'msg' }, 'The caller runs this tool; you can send its result here.'),
     it.kind === 'review' && it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
     it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
     it.in_doubt && el('div', { class: 'warning' }, 'This call was running when Cairn stopped: it may already have taken effect. Check before approving it again' +
@@ -439,6 +443,19 @@ function actions(s, it, agent, card, error) {
       el('button', { class: 'edit', onclick: () => schemaForm(card, it.output_schema || {}, typeof it.output === 'object' && it.output ? it.output : {}, false, 'Send edited answer',
         (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'edit', output: value }, error, fieldErrors)) }, 'Edit answer'),
       reason, el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value }, error) }, 'Send back'));
+    return box;
+  }
+  if (it.kind === 'external' || it.kind === 'client') {
+    // The result, in a form from the tool's result schema (a 400 shows at
+    // its field), or a failure with a reason the model sees. A wait on a
+    // system is usually completed by its callback; a person may stand in.
+    const fail = el('button', { class: 'danger fail', onclick: () => decide(s, { interrupt_id: it.id, action: 'fail', reason: reason.value }, error) }, 'Fail');
+    box.append(el('button', { class: 'primary complete', onclick: () => {
+      const old = card.querySelector('form.edit');
+      if (old) { old.remove(); return; }
+      schemaForm(card, it.result_schema || {}, {}, true, 'Send result',
+        (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'complete', output: value }, error, fieldErrors));
+    } }, 'Complete'), reason, fail);
     return box;
   }
   if (it.kind === 'input' && it.schema) {
