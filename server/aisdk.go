@@ -43,6 +43,10 @@ type uiPart struct {
 	ToolCallID string      `json:"toolCallId"`
 	State      string      `json:"state"`
 	Approval   *uiApproval `json:"approval"`
+	// Output and ErrorText are what the client's addToolOutput gave a
+	// tool it runs (states output-available, output-error).
+	Output    json.RawMessage `json:"output"`
+	ErrorText string          `json:"errorText"`
 }
 
 type uiApproval struct {
@@ -131,7 +135,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(decisions) == 0 && text == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the last message is neither a user message with text nor approval responses for this chat's pending tool calls")
+		writeError(w, http.StatusBadRequest, "invalid_request", "the last message is neither a user message with text nor approval responses (or client tool outputs) for this chat's pending tool calls")
 		return
 	}
 
@@ -175,17 +179,34 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 	if last.Role != "assistant" {
 		return nil, nil
 	}
-	pending := map[string]bool{} // interrupt id → is a review
+	pending := map[string]bool{}       // interrupt id → is a review
+	clientCalls := map[string]string{} // tool call id → the client call's interrupt id
 	if sess != nil {
 		for _, in := range sess.Interrupts {
-			if in.Kind == cairn.KindApproval || in.Kind == cairn.KindReview {
+			switch in.Kind {
+			case cairn.KindApproval, cairn.KindReview:
 				pending[in.ID] = in.Kind == cairn.KindReview
+			case cairn.KindClient:
+				if n := len(in.Path); n > 0 {
+					clientCalls[in.Path[n-1].CallID] = in.ID
+				}
+			case cairn.KindInput, cairn.KindMessage, cairn.KindExternal:
 			}
 		}
 	}
 	var out []cairn.Decision
 	seen := map[string]bool{}
 	for _, part := range last.Parts {
+		// A tool the client ran: addToolOutput set its output (or error).
+		if id, ok := clientCalls[part.ToolCallID]; ok && !seen[id] && (part.State == "output-available" || part.State == "output-error") {
+			seen[id] = true
+			if part.State == "output-error" {
+				out = append(out, cairn.Decision{InterruptID: id, Action: cairn.ActionFail, Reason: part.ErrorText})
+			} else {
+				out = append(out, cairn.Decision{InterruptID: id, Action: cairn.ActionComplete, Output: part.Output})
+			}
+			continue
+		}
 		if part.State != "approval-responded" || part.Approval == nil || part.Approval.Approved == nil {
 			continue
 		}

@@ -1,0 +1,74 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/server"
+)
+
+// clientToolServer serves an agent whose get_location tool the client
+// runs; its model answers with the tool's result.
+func clientToolServer(t *testing.T) (*cairn.Runner, string) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if l := req.Messages[len(req.Messages)-1]; l.Role == model.RoleTool {
+			prefix := "You are in "
+			if l.IsError {
+				prefix = "No location: "
+			}
+			return &model.Response{Message: model.Message{Content: prefix + l.Content}}, nil
+		}
+		return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "call_loc", Name: "get_location", Arguments: `{"precision":"city"}`}}}}, nil
+	})
+	locate := cairn.ClientTool(&cairn.Tool{Name: "get_location", Description: "The user's location, from the browser.",
+		Parameters:   json.RawMessage(`{"type":"object","properties":{"precision":{"type":"string"}}}`),
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{locate}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	srv := httptest.NewServer(server.New(r, nil))
+	t.Cleanup(srv.Close)
+	return r, srv.URL
+}
+
+// The real AI SDK chat client (ai 6 and 7) runs a client-side tool the AI
+// SDK's way — onToolCall, addToolOutput, sendAutomaticallyWhen — and the
+// session continues with its output; an output-error fails the call with
+// the client's words.
+func TestAISDKRunsAClientTool(t *testing.T) {
+	for _, c := range aiClients {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tc := range []struct{ name, output, want string }{
+				{"output", `{"city":"Lyon"}`, `You are in {"city":"Lyon"}`},
+				{"error", `{"error":"the user denied location access"}`, "No location: the client could not run tool get_location: the user denied location access"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					r, base := clientToolServer(t)
+					chatID := "loc_" + strings.ReplaceAll(c.module, ".", "") + "_" + tc.name
+					out := nodeClient(t, "aisdk-client-tool.mjs", c.module, c.env, base, "main", "", chatID, "where am I?", "get_location", tc.output)
+					var got struct {
+						uiMessages
+						Ran []json.RawMessage `json:"ran"`
+					}
+					if err := json.Unmarshal(out, &got); err != nil {
+						t.Fatalf("%v: %s", err, out)
+					}
+					if len(got.Errors) > 0 || len(got.Ran) != 1 || string(got.Ran[0]) != `{"precision":"city"}` || !strings.Contains(got.text(), tc.want) {
+						t.Fatalf("errors %v, ran %s, text %q\n%s", got.Errors, got.Ran, got.text(), out)
+					}
+					s, err := r.Session(context.Background(), chatID)
+					if err != nil || s.Status != cairn.StatusCompleted || s.Output != tc.want {
+						t.Fatalf("the session: %v %+v", err, s)
+					}
+				})
+			}
+		})
+	}
+}
