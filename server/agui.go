@@ -23,12 +23,25 @@ type aguiInput struct {
 	Messages []aguiMessage   `json:"messages"`
 	Resume   []aguiResume    `json:"resume"`
 	State    json.RawMessage `json:"state"`
+	// Tools are the frontend tools the client runs. Cairn does not take
+	// new tools from a client: those the agent declares as client tools
+	// (kind: client) and the client names here are run by the client,
+	// AG-UI's way (TOOL_CALL events, then a tool message in the next run).
+	Tools []aguiTool `json:"tools"`
+}
+
+type aguiTool struct {
+	Name string `json:"name"`
 }
 
 type aguiMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCallID and Error are a tool message's: the result (Content) or
+	// the error of a frontend tool the client ran.
+	ToolCallID string `json:"toolCallId"`
+	Error      string `json:"error"`
 }
 
 type aguiResume struct {
@@ -121,6 +134,18 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			st.fail(cairn.ErrorCode(err), err.Error())
 			return
 		}
+	case sess != nil && len(aguiToolResults(sess, in.Messages)) > 0:
+		// The client ran frontend tools: their tool messages complete the calls.
+		ds := aguiToolResults(sess, in.Messages)
+		if !p.atLeast(RoleApprover) && !canSpeak(p, sess) {
+			st.fail("forbidden", notTheirs)
+			return
+		}
+		st.answering(ds)
+		if out, err = s.runner.Resume(ctx, sess.ID, sess.Seq, ds, opts); err != nil {
+			st.fail(cairn.ErrorCode(err), err.Error())
+			return
+		}
 	default:
 		text := aguiUserText(in.Messages)
 		if text == "" {
@@ -140,7 +165,50 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st.finish(out, s.aguiInterrupts(out, st))
+	st.finish(out, s.aguiInterrupts(out, st, frontendTools(in.Tools)))
+}
+
+// frontendTools are the names of the tools the client runs.
+func frontendTools(tools []aguiTool) map[string]bool {
+	out := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		out[t.Name] = true
+	}
+	return out
+}
+
+// aguiToolResults are the completions the trailing tool messages give the
+// session's pending client calls (matched by tool call id): the content
+// (JSON when it parses, else the text) completes a call, an error fails it.
+func aguiToolResults(sess *cairn.Session, ms []aguiMessage) []cairn.Decision {
+	if sess.Status != cairn.StatusPaused {
+		return nil
+	}
+	calls := map[string]string{} // tool call id → interrupt id
+	for _, in := range sess.Interrupts {
+		if n := len(in.Path); in.Kind == cairn.KindClient && n > 0 {
+			calls[in.Path[n-1].CallID] = in.ID
+		}
+	}
+	var ds []cairn.Decision
+	for i := len(ms) - 1; i >= 0 && ms[i].Role == "tool"; i-- {
+		id, ok := calls[ms[i].ToolCallID]
+		if !ok {
+			continue
+		}
+		delete(calls, ms[i].ToolCallID)
+		if ms[i].Error != "" {
+			ds = append(ds, cairn.Decision{InterruptID: id, Action: cairn.ActionFail, Reason: ms[i].Error})
+			continue
+		}
+		output := json.RawMessage(ms[i].Content)
+		var text string
+		if json.Unmarshal(output, &text) == nil && json.Valid([]byte(text)) {
+			output = json.RawMessage(text) // the content is a string holding JSON: take the JSON
+		}
+		ds = append(ds, cairn.Decision{InterruptID: id, Action: cairn.ActionComplete, Output: output})
+	}
+	return ds
 }
 
 // aguiDecisions turns resume entries into decisions on the pending
@@ -204,12 +272,15 @@ func aguiDecisions(sess *cairn.Session, decided map[string]bool, entries []aguiR
 }
 
 // aguiInterrupts is a paused session's interrupts as AG-UI shows them.
-func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream) []aguiInterrupt {
+func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream, frontend map[string]bool) []aguiInterrupt {
 	if sess == nil || sess.Status != cairn.StatusPaused {
 		return nil
 	}
 	var out []aguiInterrupt
 	for _, in := range sess.Interrupts {
+		if in.Kind == cairn.KindClient && frontend[in.Tool] {
+			continue // a frontend tool: the client runs it from its TOOL_CALL events
+		}
 		ai := aguiInterrupt{ID: in.ID, Reason: "input_required", ToolCallID: st.asked[in.ID]}
 		if in.ExpiresAt != nil {
 			ai.ExpiresAt = in.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")

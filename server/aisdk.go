@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn"
@@ -125,7 +126,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "unknown_interrupt", err.Error())
 		return
 	}
-	if len(decisions) > 0 && !p.atLeast(RoleApprover) {
+	// A client tool's output comes from the chat's own user; approvals
+	// and reviews need an approver.
+	approves := slices.ContainsFunc(decisions, func(d cairn.Decision) bool {
+		return d.Action != cairn.ActionComplete && d.Action != cairn.ActionFail
+	})
+	if len(decisions) > 0 && !approves && sess != nil && !canSpeak(p, sess) && !p.atLeast(RoleApprover) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("only the owner of chat %s, an approver or an admin gives its client tools' outputs", req.ID))
+		return
+	}
+	if approves && !p.atLeast(RoleApprover) {
 		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
 		return
 	}

@@ -72,3 +72,31 @@ func TestAISDKRunsAClientTool(t *testing.T) {
 		})
 	}
 }
+
+// The real AG-UI client runs a frontend tool: declared in the run's tools,
+// the agent's call arrives as TOOL_CALL events (not as an interrupt), the
+// client adds a tool message with the result and runs again, and the run
+// continues with it.
+func TestAGUIRunsAFrontendTool(t *testing.T) {
+	r, base := clientToolServer(t)
+	out := nodeClient(t, "agui-frontend-tool.mjs", "@ag-ui/client", nil, base+"/v1/agents/main/ag-ui", "", "agui_loc", "where am I?", "get_location", `{"city":"Lyon"}`)
+	var got struct {
+		Outcomes []map[string]any `json:"outcomes"`
+		Errors   []any            `json:"errors"`
+		Ran      []struct {
+			ID   string         `json:"id"`
+			Args map[string]any `json:"args"`
+		} `json:"ran"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 || len(got.Ran) != 1 || got.Ran[0].ID != "call_loc" || got.Ran[0].Args["precision"] != "city" ||
+		len(got.Outcomes) != 2 || got.Outcomes[0]["type"] != "success" || got.Outcomes[1]["type"] != "success" {
+		t.Fatalf("%s", out)
+	}
+	s, err := r.Session(context.Background(), "agui_loc")
+	if err != nil || s.Status != cairn.StatusCompleted || s.Output != `You are in {"city":"Lyon"}` {
+		t.Fatalf("the session: %v %+v", err, s)
+	}
+}
