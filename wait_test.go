@@ -221,3 +221,66 @@ func TestClientToolWaitsForTheCaller(t *testing.T) {
 		t.Fatalf("%+v", done)
 	}
 }
+
+// A parallel batch of a client tool, a gated tool and a tool that finishes
+// later, on a SQLite store: each is completed once, in three different
+// orders, through the runner's doors (Complete, Resume, Callback), and
+// each runs or is answered once.
+func TestBatchOfWaitsCompletesEachOnceInAnyOrder(t *testing.T) {
+	for _, order := range [][]string{{"client", "gated", "external"}, {"external", "client", "gated"}, {"gated", "external", "client"}} {
+		t.Run(strings.Join(order, "-"), func(t *testing.T) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var url string
+			var deploys, pipelines int
+			deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Approval: cairn.Always()}, func(ctx context.Context, _ struct{}) (string, error) {
+				deploys++
+				return "deployed", nil
+			})
+			pipeline := pipelineTool(func(u string) { pipelines++; url = u }, nil)
+			locate := cairn.ClientTool(&cairn.Tool{Name: "locate"})
+			m := newBrain(func(req *model.Request) model.Message {
+				if l := last(req); l.Role == model.RoleTool {
+					var results []string
+					for _, msg := range req.Messages {
+						if msg.Role == model.RoleTool {
+							results = append(results, msg.ToolCallID+"="+msg.Content)
+						}
+					}
+					return text(strings.Join(results, "; "))
+				}
+				return model.Message{ToolCalls: []model.ToolCall{{ID: "c1", Name: "locate", Arguments: `{}`}, {ID: "c2", Name: "deploy", Arguments: `{}`}, {ID: "c3", Name: "run_pipeline", Arguments: `{"ref":"main"}`}}}
+			})
+			r := runnerFor(t, []*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{locate, deploy, pipeline}}}, &cairn.RunnerOptions{Store: st})
+			s := check.NoErr(t)(r.Start(ctx, "ops", "go", nil))
+			ids := map[string]string{}
+			for _, in := range s.Interrupts {
+				ids[map[cairn.Kind]string{cairn.KindClient: "client", cairn.KindApproval: "gated", cairn.KindExternal: "external"}[in.Kind]] = in.ID
+			}
+			if len(ids) != 3 || pipelines != 1 || deploys != 0 {
+				t.Fatalf("the pause: %+v (pipelines %d)", s.Interrupts, pipelines)
+			}
+			for _, k := range order {
+				switch k {
+				case "client":
+					s = check.NoErr(t)(r.Complete(ctx, s.ID, ids[k], cairn.Completion{Output: json.RawMessage(`"Lyon"`)}, nil))
+				case "gated":
+					s = check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: ids[k], Action: cairn.ActionApprove}}, nil))
+				case "external":
+					s = check.NoErr(t)(r.Callback(ctx, url[strings.LastIndex(url, "/")+1:], cairn.Completion{Output: json.RawMessage(`{"status":"passed"}`)}))
+				}
+				// The same completion again is refused, whichever door.
+				if _, err := r.Complete(ctx, s.ID, ids[k], cairn.Completion{Output: json.RawMessage(`"again"`)}, nil); !errors.Is(err, cairn.ErrConflict) {
+					t.Fatalf("%s completed twice: %v", k, err)
+				}
+			}
+			if s.Status != cairn.StatusCompleted || s.Output != `c1=Lyon; c2=deployed; c3={"status":"passed"}` || deploys != 1 || pipelines != 1 {
+				t.Fatalf("%s %q, deploys %d, pipelines %d", s.Status, s.Output, deploys, pipelines)
+			}
+		})
+	}
+}
