@@ -235,6 +235,8 @@ func aguiDecisions(sess *cairn.Session, decided map[string]bool, entries []aguiR
 			return nil, nil, false, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("resume[%d].payload is not an object", i)}
 		}
 		switch {
+		case e.Status == "cancelled" && (in.Kind == cairn.KindClient || in.Kind == cairn.KindExternal):
+			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionFail, Reason: cmp.Or(pl.Reason, pl.Error, "cancelled by the user")})
 		case e.Status == "cancelled":
 			ds = append(ds, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: cmp.Or(pl.Reason, "cancelled by the user")})
 		case e.Status != "resolved":

@@ -57,4 +57,14 @@ func TestClientToolThroughAGUI(t *testing.T) {
 	if err != nil || done.Status != cairn.StatusCompleted || done.Output != `You are in {"city":"Lyon"}` {
 		t.Fatalf("%v %+v", err, done)
 	}
+	// A cancelled resume fails a client call (it has no reject), with the reason.
+	post(`{"threadId":"t_loc2","runId":"r1","messages":[{"id":"m1","role":"user","content":"where am I?"}]}`)
+	s, err = runner.Session(context.Background(), "t_loc2")
+	if err != nil || len(s.Interrupts) != 1 {
+		t.Fatalf("%v %+v", err, s)
+	}
+	post(`{"threadId":"t_loc2","runId":"r2","messages":[],"resume":[{"interruptId":"` + s.Interrupts[0].ID + `","status":"cancelled","payload":{"reason":"no GPS"}}]}`)
+	if done, err = runner.Session(context.Background(), "t_loc2"); err != nil || done.Status != cairn.StatusCompleted || done.Output != "You are in the client could not run tool get_location: no GPS" {
+		t.Fatalf("cancelled: %v %+v", err, done)
+	}
 }
