@@ -126,10 +126,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "unknown_interrupt", err.Error())
 		return
 	}
-	// A client tool's output comes from the chat's own user; approvals
-	// and reviews need an approver.
+	// A client tool's output and a question's answer come from the chat's
+	// own user; approvals and reviews need an approver.
 	approves := slices.ContainsFunc(decisions, func(d cairn.Decision) bool {
-		return d.Action != cairn.ActionComplete && d.Action != cairn.ActionFail
+		switch d.Action {
+		case cairn.ActionComplete, cairn.ActionFail, cairn.ActionAnswer:
+			return false
+		case cairn.ActionReject:
+			return !answersQuestion(sess, d.InterruptID)
+		case cairn.ActionApprove, cairn.ActionEdit:
+		}
+		return true
 	})
 	if len(decisions) > 0 && !approves && sess != nil && !canSpeak(p, sess) && !p.atLeast(RoleApprover) {
 		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("only the owner of chat %s, an approver or an admin gives its client tools' outputs", req.ID))
@@ -189,32 +196,29 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 	if last.Role != "assistant" {
 		return nil, nil
 	}
-	pending := map[string]bool{}       // interrupt id → is a review
-	clientCalls := map[string]string{} // tool call id → the client call's interrupt id
+	pending := map[string]bool{}           // interrupt id → is a review
+	byCall := map[string]cairn.Interrupt{} // tool call id → the question or client call it waits on
 	if sess != nil {
 		for _, in := range sess.Interrupts {
 			switch in.Kind {
 			case cairn.KindApproval, cairn.KindReview:
 				pending[in.ID] = in.Kind == cairn.KindReview
-			case cairn.KindClient:
+			case cairn.KindClient, cairn.KindInput:
 				if n := len(in.Path); n > 0 {
-					clientCalls[in.Path[n-1].CallID] = in.ID
+					byCall[in.Path[n-1].CallID] = in
 				}
-			case cairn.KindInput, cairn.KindMessage, cairn.KindExternal:
+			case cairn.KindMessage, cairn.KindExternal:
 			}
 		}
 	}
 	var out []cairn.Decision
 	seen := map[string]bool{}
 	for _, part := range last.Parts {
-		// A tool the client ran: addToolOutput set its output (or error).
-		if id, ok := clientCalls[part.ToolCallID]; ok && !seen[id] && (part.State == "output-available" || part.State == "output-error") {
-			seen[id] = true
-			if part.State == "output-error" {
-				out = append(out, cairn.Decision{InterruptID: id, Action: cairn.ActionFail, Reason: part.ErrorText})
-			} else {
-				out = append(out, cairn.Decision{InterruptID: id, Action: cairn.ActionComplete, Output: part.Output})
-			}
+		// addToolOutput on a tool the client runs, or on a question (the
+		// AI SDK's way to answer one): its output (or error) decides it.
+		if in, ok := byCall[part.ToolCallID]; ok && !seen[in.ID] && (part.State == "output-available" || part.State == "output-error") {
+			seen[in.ID] = true
+			out = append(out, toolOutputDecision(in, part))
 			continue
 		}
 		if part.State != "approval-responded" || part.Approval == nil || part.Approval.Approved == nil {
@@ -243,6 +247,33 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// answersQuestion reports whether id is one of the session's questions.
+func answersQuestion(sess *cairn.Session, id string) bool {
+	return sess != nil && slices.ContainsFunc(sess.Interrupts, func(in cairn.Interrupt) bool { return in.ID == id && in.Kind == cairn.KindInput })
+}
+
+// toolOutputDecision is what a tool part's output decides: a client
+// call's result (or failure), or a question's answer (or its refusal). A
+// question with a schema takes the output as its content; a plain one its
+// text (a string output, or the output's JSON).
+func toolOutputDecision(in cairn.Interrupt, part uiPart) cairn.Decision {
+	switch {
+	case in.Kind == cairn.KindClient && part.State == "output-error":
+		return cairn.Decision{InterruptID: in.ID, Action: cairn.ActionFail, Reason: part.ErrorText}
+	case in.Kind == cairn.KindClient:
+		return cairn.Decision{InterruptID: in.ID, Action: cairn.ActionComplete, Output: part.Output}
+	case part.State == "output-error":
+		return cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: part.ErrorText}
+	case len(in.Schema) > 0:
+		return cairn.Decision{InterruptID: in.ID, Action: cairn.ActionAnswer, Content: part.Output}
+	}
+	var text string
+	if json.Unmarshal(part.Output, &text) != nil {
+		text = string(part.Output)
+	}
+	return cairn.Decision{InterruptID: in.ID, Action: cairn.ActionAnswer, Text: text}
 }
 
 // lastUserText is the text of the last message when it is the user's.

@@ -100,3 +100,40 @@ func TestAGUIRunsAFrontendTool(t *testing.T) {
 		t.Fatalf("the session: %v %+v", err, s)
 	}
 }
+
+// A question answered the AI SDK's way (issue 30): ask_user arrives as a
+// tool part in input-available; the real ai client (6 and 7) answers it
+// with addToolOutput, the re-post answers the question, the tool runs
+// again with the answer and the session completes.
+func TestAISDKAnswersAQuestionWithAddToolOutput(t *testing.T) {
+	for _, c := range aiClients {
+		t.Run(c.name, func(t *testing.T) {
+			m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				if l := req.Messages[len(req.Messages)-1]; l.Role == model.RoleTool {
+					return &model.Response{Message: model.Message{Content: "Booked for " + l.Content}}, nil
+				}
+				return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "call_q", Name: "ask_user", Arguments: `{"question":"Which city?"}`}}}}, nil
+			})
+			r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{cairn.AskUser("ask_user")}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			srv := httptest.NewServer(server.New(r, nil))
+			defer srv.Close()
+			chatID := "ask_" + strings.ReplaceAll(c.module, ".", "")
+			out := nodeClient(t, "aisdk-client-tool.mjs", c.module, c.env, srv.URL, "main", "", chatID, "book me a hotel", "ask_user", `"Lyon"`)
+			var got uiMessages
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if len(got.Errors) > 0 || !strings.Contains(got.text(), "Booked for Lyon") {
+				t.Fatalf("errors %v, text %q\n%s", got.Errors, got.text(), out)
+			}
+			s, err := r.Session(context.Background(), chatID)
+			if err != nil || s.Status != cairn.StatusCompleted || s.Output != "Booked for Lyon" {
+				t.Fatalf("the session: %v %+v", err, s)
+			}
+		})
+	}
+}
