@@ -37,6 +37,11 @@ var (
 	// session ran, and the session did not come to wait on the call within
 	// 30 seconds. Nothing was recorded; send the completion again.
 	ErrSessionBusy = session.ErrSessionBusy
+	// ErrAlreadyDecided: the interrupt a decision (or completion) names was
+	// decided before: the message says what, by whom and when. It wraps
+	// ErrConflict one way, so errors.Is(err, ErrConflict) holds for it and
+	// the HTTP API answers 409, with error.code "already_decided".
+	ErrAlreadyDecided = session.ErrAlreadyDecided
 )
 
 // Errors of the runner's own state and of tools.

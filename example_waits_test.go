@@ -61,7 +61,7 @@ func Example_callback() {
 	// Output:
 	// paused external run-42 pipeline 42 started on main
 	// completed CI says: build 42 passed
-	// conflict
+	// already_decided
 }
 
 // A tool the caller runs (a browser reading the user's location): it has

@@ -50,6 +50,10 @@ const (
 	CodeInvalidContinuation Code = "invalid_continuation"
 	// CodeInvalidLink: an action link no server on the store signed, or altered.
 	CodeInvalidLink Code = "invalid_link"
+	// CodeAlreadyDecided: a decision (or completion) on an interrupt that
+	// was decided before; the message says what was decided, by whom and
+	// when. It is a conflict (errors.Is ErrConflict holds).
+	CodeAlreadyDecided Code = "already_decided"
 	// CodeSessionBusy: a completion arrived while its session ran and did
 	// not wait on the call in time; nothing was recorded: send it again.
 	CodeSessionBusy Code = "session_busy"
@@ -112,6 +116,7 @@ var (
 	ErrInvalidContinuation error = &Error{Code: CodeInvalidContinuation, Message: "invalid continuation"}
 	ErrInvalidLink         error = &Error{Code: CodeInvalidLink, Message: "invalid action link"}
 	ErrSessionBusy         error = &Error{Code: CodeSessionBusy, Message: "session busy"}
+	ErrAlreadyDecided      error = &Error{Code: CodeAlreadyDecided, Message: "already decided"}
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.

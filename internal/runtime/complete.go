@@ -1,12 +1,12 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -94,33 +94,48 @@ func (r *Runner) nextEvent(ctx context.Context, sessionID string, after int64) b
 // completed or failed already (conflict, naming by whom), or the session
 // never waited on it.
 func (r *Runner) completionRefused(ctx context.Context, sess *session.Session, id string) error {
-	evs, err := r.Events(ctx, sess.ID, 0)
-	if err != nil {
+	if err := r.decidedBefore(ctx, sess.ID, []session.Decision{{InterruptID: id}}); err != nil {
 		return err
-	}
-	for _, ev := range slices.Backward(evs) {
-		switch ev.Type {
-		case session.EventWaitExpired:
-			var p session.WaitExpired
-			if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == id {
-				return &session.Error{Code: session.CodeExpired, Interrupt: id,
-					Message: fmt.Sprintf("interrupt %s of session %s passed its deadline at %s (outcome: %s); a late result is not recorded", id, sess.ID, ev.Time.UTC().Format(time.RFC3339), p.Outcome)}
-			}
-		case session.EventDecision:
-			var p session.DecisionMade
-			if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == id {
-				by := p.Actor.Name
-				if p.Actor.Role != "" {
-					by += " (" + p.Actor.Role + ")"
-				}
-				return &session.Error{Code: session.CodeConflict, Interrupt: id,
-					Message: fmt.Sprintf("interrupt %s of session %s was already decided: %s by %s at %s; the session is %s", id, sess.ID, p.Action, strings.TrimSpace(by), ev.Time.UTC().Format(time.RFC3339), sess.Status)}
-			}
-		default:
-		}
 	}
 	return &session.Error{Code: session.CodeConflict, Interrupt: id,
 		Message: fmt.Sprintf("session %s (%s) does not wait on interrupt %s", sess.ID, sess.Status, id)}
+}
+
+// decidedBefore says, for the first of decisions whose interrupt the
+// session's log shows ended, how it ended: decided (ErrAlreadyDecided,
+// naming the action, who and when) or past its deadline (ErrExpired). It
+// is nil when none ended, or the log cannot be read (the caller's own
+// error then stands). Read only on a refused decision: the log is not
+// read on the way of one that is taken.
+func (r *Runner) decidedBefore(ctx context.Context, sessionID string, decisions []session.Decision) error {
+	evs, err := r.store.Events(ctx, sessionID, 0)
+	if err != nil {
+		return nil
+	}
+	for _, d := range decisions {
+		for _, ev := range slices.Backward(evs) {
+			switch ev.Type {
+			case session.EventWaitExpired:
+				var p session.WaitExpired
+				if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == d.InterruptID {
+					return &session.Error{Code: session.CodeExpired, Interrupt: d.InterruptID,
+						Message: fmt.Sprintf("interrupt %s of session %s passed its deadline at %s (outcome: %s); a late result is not recorded", d.InterruptID, sessionID, ev.Time.UTC().Format(time.RFC3339), p.Outcome)}
+				}
+			case session.EventDecision:
+				var p session.DecisionMade
+				if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == d.InterruptID {
+					by := cmp.Or(p.Actor.Name, "someone unnamed")
+					if p.Actor.Role != "" {
+						by += " (" + p.Actor.Role + ")"
+					}
+					return &session.Error{Code: session.CodeAlreadyDecided, Interrupt: d.InterruptID, Err: session.ErrConflict,
+						Message: fmt.Sprintf("interrupt %s of session %s was already decided: %s by %s at %s", d.InterruptID, sessionID, p.Action, by, ev.Time.UTC().Format(time.RFC3339))}
+				}
+			default:
+			}
+		}
+	}
+	return nil
 }
 
 // callbackSigner signs callback URLs: the one-time credential a tool that

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -80,10 +81,19 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // Resume is cairn.Runner.Resume (documented there).
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
+	var out *session.Session
+	var err error
 	if r.driver != nil {
-		return r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+	} else {
+		out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
 	}
-	return r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
+	if code := session.CodeOf(err); (code == session.CodeConflict || code == session.CodeUnknownInterrupt) && !errors.Is(err, session.ErrLeaseLost) {
+		if decided := r.decidedBefore(ctx, sessionID, decisions); decided != nil {
+			return nil, decided
+		}
+	}
+	return out, err
 }
 
 // Send is cairn.Runner.Send (documented there).
