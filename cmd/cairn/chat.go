@@ -101,8 +101,11 @@ const chatHelp = `Type a message for the agent shown in the prompt. Commands:
   /quit          leave (the session stays where it is)
 When a call waits for approval: y approves, n rejects (then asks why),
 a approves the tool for the rest of the session, e edits the arguments
-($EDITOR, or JSON typed inline), "never[: reason]" refuses the tool for the
-rest of the session, and any other text rejects with that text as the reason.
+($EDITOR, or JSON typed inline; JSON typed at the prompt is taken as new
+arguments after you confirm), "never[: reason]" refuses the tool for the
+rest of the session, and any other text rejects with that text as the
+reason. The commands above work at every prompt: /cancel all there cancels
+the turn instead of deciding.
 `
 
 // chatter is one terminal conversation.
@@ -118,6 +121,12 @@ type chatter struct {
 	// streamed is the text the model streamed in its last reply; a final
 	// answer already shown that way is not printed again.
 	streamed strings.Builder
+	// refused holds, per interrupt, why its edited arguments were refused:
+	// the next prompt for it asks for the JSON again.
+	refused map[string]string
+	// cancel, set by /cancel at a decision prompt, is the scope to cancel
+	// instead of deciding.
+	cancel cairn.CancelScope
 }
 
 func (c *chatter) read(prompt string) (string, bool) {
@@ -162,10 +171,10 @@ func (c *chatter) run(ctx context.Context, sessionID string) error {
 				fmt.Fprintln(c.out, c.s.ID)
 			}
 			continue
-		case strings.HasPrefix(text, "/cancel") && c.s != nil:
-			scope := cairn.CancelTop
-			if strings.TrimSpace(strings.TrimPrefix(text, "/cancel")) == "all" {
-				scope = cairn.CancelAll
+		case text == "/cancel" || text == "/cancel all":
+			scope, ok := c.cancelScope(text)
+			if !ok {
+				continue
 			}
 			c.s, err = c.r.Cancel(ctx, c.s.ID, scope, c.opts())
 		case strings.HasPrefix(text, "/"):
@@ -180,6 +189,49 @@ func (c *chatter) run(ctx context.Context, sessionID string) error {
 			return nil
 		}
 	}
+}
+
+// cancelScope is what /cancel or /cancel all can end now; false, said
+// why, when nothing.
+func (c *chatter) cancelScope(text string) (cairn.CancelScope, bool) {
+	switch {
+	case c.s == nil:
+		fmt.Fprintln(c.out, "nothing to cancel: no session yet (your first message starts one)")
+		return "", false
+	case text == "/cancel all":
+		return cairn.CancelAll, true
+	case len(c.s.Stack) <= 1:
+		fmt.Fprintf(c.out, "no interactive agent is on top to end (you are talking to %s); /cancel all cancels the whole turn\n", c.top())
+		return "", false
+	}
+	return cairn.CancelTop, true
+}
+
+// command runs a slash command typed at a decision prompt: true when it
+// was one (the prompt asks again, unless it set c.cancel).
+func (c *chatter) command(ans string) bool {
+	if !strings.HasPrefix(ans, "/") {
+		return false
+	}
+	switch ans {
+	case "/help":
+		fmt.Fprint(c.out, chatHelp)
+	case "/session":
+		fmt.Fprintln(c.out, c.s.ID)
+	case "/cancel", "/cancel all":
+		if scope, ok := c.cancelScope(ans); ok {
+			c.cancel = scope
+		}
+	default:
+		fmt.Fprintf(c.out, "%s is not a command here; /help lists them (to use it as a reason, type it after n)\n", ans)
+	}
+	return true
+}
+
+// looksLikeJSON reports whether a line is a JSON object or array: at an
+// approval prompt, new arguments rather than a reason.
+func looksLikeJSON(s string) bool {
+	return (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) && json.Valid([]byte(s))
 }
 
 // top is the agent that gets the next message.
@@ -202,14 +254,32 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 			if !ok {
 				return false
 			}
+			if c.cancel != "" {
+				break
+			}
 			if d != nil {
 				ds = append(ds, *d)
 			}
+		}
+		if scope := c.cancel; scope != "" {
+			c.cancel = ""
+			var s *cairn.Session
+			if s, err = c.r.Cancel(ctx, c.s.ID, scope, c.opts()); err == nil {
+				c.s = s
+			}
+			continue
 		}
 		var s *cairn.Session
 		s, err = c.r.Resume(ctx, c.s.ID, c.s.Seq, ds, c.opts())
 		if errors.Is(err, cairn.ErrInvalidArguments) || errors.Is(err, cairn.ErrInvalidOutput) {
 			fmt.Fprintln(c.out, "refused:", err)
+			var e *cairn.Error
+			if errors.As(err, &e) && e.Interrupt != "" && errors.Is(err, cairn.ErrInvalidArguments) {
+				if c.refused == nil {
+					c.refused = map[string]string{}
+				}
+				c.refused[e.Interrupt] = e.Message
+			}
 			err = nil // the session is unchanged: ask again
 			continue
 		}
@@ -225,6 +295,8 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 	switch {
 	case c.s.Error != nil:
 		fmt.Fprintf(c.out, "%s failed: %s\n", who, c.s.Error.Message)
+	case c.s.Status == cairn.StatusCancelled:
+		fmt.Fprintln(c.out, "(the turn was cancelled; your next message starts a new one)")
 	case c.s.Status == cairn.StatusRunning:
 		fmt.Fprintf(c.out, "(%s is still running elsewhere; /session gives its id)\n", c.s.ID)
 	case c.s.Status == cairn.StatusPaused && waitsOnSystems(c.s):
@@ -349,10 +421,56 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	if it.InDoubt {
 		fmt.Fprintf(c.out, "%swarning: %s was running when Cairn stopped and may already have taken effect (idempotency key %s)\n", where, it.Tool, it.IdempotencyKey)
 	}
+	if why, ok := c.refused[it.ID]; ok {
+		// The edit was refused: ask for the JSON again, not for a decision.
+		delete(c.refused, it.ID)
+		fmt.Fprintf(c.out, "%sthe new arguments were refused (%s); type them again, or /back for the other choices\n", where, clip(why, 500))
+		for {
+			args, ok := c.read("new arguments (JSON): ")
+			if !ok {
+				return nil, false
+			}
+			if args == "/back" {
+				break
+			}
+			if c.command(args) {
+				if c.cancel != "" {
+					return nil, true
+				}
+				continue
+			}
+			if !json.Valid([]byte(args)) {
+				fmt.Fprintln(c.out, "not valid JSON; try again, or /back")
+				continue
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(args)}, true
+		}
+	}
+	agent := c.agent
+	if n := len(it.Path); n > 0 {
+		agent = it.Path[n-1].Agent
+	}
+	fmt.Fprintf(c.out, "%s%s wants to run %s with %s\n", where, agent, it.Tool, clip(string(it.Arguments), 300))
 	for {
 		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {
 			return nil, false
+		}
+		if c.command(ans) {
+			if c.cancel != "" {
+				return nil, true
+			}
+			continue
+		}
+		if looksLikeJSON(ans) {
+			yes, ok := c.read("approve with these arguments instead? [y]es [n]o: ")
+			if !ok {
+				return nil, false
+			}
+			if strings.EqualFold(yes, "y") || strings.EqualFold(yes, "yes") {
+				return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(ans)}, true
+			}
+			continue
 		}
 		switch strings.ToLower(ans) {
 		case "n", "no":
