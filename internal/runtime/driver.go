@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -16,7 +20,12 @@ import (
 // startWith opens a session through the driver.
 func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *StartOptions) (*session.Session, error) {
 	if _, ok := r.agents[agent]; !ok {
-		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q", agent)}
+		names := slices.Sorted(maps.Keys(r.agents))
+		hint := ""
+		if s := suggest.Closest(agent, names); s != "" {
+			hint = fmt.Sprintf("; did you mean %q?", s)
+		}
+		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), hint)}
 	}
 	return r.observed(ctx, id, 0, func() (*session.Session, error) {
 		return r.driver.Start(ctx, driver.Start{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)
