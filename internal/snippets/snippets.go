@@ -72,6 +72,14 @@ func Models() []model.Model {
 	return models
 }
 
+// ScriptedCall is docs/library.md's scripted tool call.
+func ScriptedCall() model.Model {
+	m := scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}}, // the model calls deploy
+		scripted.Reply{Text: "Done: {{.LastResult}}"})                                             // then answers with its result
+	return m
+}
+
 // Stores is docs/library.md, 2. A store.
 func Stores(ctx context.Context, agents []*cairn.Agent) error {
 	inMemory, err := cairn.NewRunner(agents, nil)                           // in memory
