@@ -67,6 +67,16 @@ type Config struct {
 	// Temporal is set with driver: temporal (defaults filled in, relative
 	// TLS paths made absolute, the API key read); nil with the local driver.
 	Temporal *Temporal
+	// commands and endpoints are what Preflight checks: the argv of command
+	// tools and MCP servers, and the models' base URLs, by key path.
+	commands  []keyed[[]string]
+	endpoints []keyed[string]
+}
+
+// keyed is a value of the file with its key path, for messages.
+type keyed[T any] struct {
+	path string
+	v    T
 }
 
 // Temporal is the resolved temporal section.
@@ -212,6 +222,9 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 			return nil, err
 		}
 		models[name] = m
+		if u := f.Models[name].BaseURL; u != "" {
+			cfg.endpoints = append(cfg.endpoints, keyed[string]{"models." + name + ".base_url", u})
+		}
 		if f.Models[name].Provider == "scripted" {
 			cfg.Scripted = append(cfg.Scripted, name)
 		}
@@ -224,6 +237,9 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		t, err := l.tool(name, f.Tools[name])
 		if err != nil {
 			return nil, err
+		}
+		if argv := f.Tools[name].Command; len(argv) > 0 {
+			cfg.commands = append(cfg.commands, keyed[[]string]{"tools." + name + ".command", argv})
 		}
 		if t.Wait != nil && cfg.PublicURL == "" {
 			return nil, l.errf("tools."+name+".wait", "the command is given a callback URL built from public_url, which is not set: add public_url: https://cairn.example.org (the address the system doing the work reaches this server at)")

@@ -84,6 +84,11 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 		return err
 	}
 	defer cfg.Close() // stops the MCP servers Connect started
+	// What would certainly fail later is said now, without stopping: the
+	// executable may appear, the model server may come up.
+	for _, w := range cfg.Preflight(ctx) {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	if err := cfg.Connect(ctx); err != nil {
 		return err
 	}
