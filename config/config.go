@@ -150,9 +150,16 @@ func Parse(path string, data []byte, env Env) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		if e := l.explain(&root, reflect.TypeOf(f), ""); e != nil {
-			e.Msg += " (see docs/config.md)"
-			return nil, e
+		var errs []*Error
+		l.explain(&root, reflect.TypeOf(f), "", &errs)
+		switch len(errs) {
+		case 0:
+		case 1:
+			errs[0].Msg += " (see docs/config.md)"
+			return nil, errs[0]
+		default:
+			errs[len(errs)-1].Msg += " (see docs/config.md)"
+			return nil, Errors(errs)
 		}
 		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ") + " (see docs/config.md for the keys)"}
 	}

@@ -12,77 +12,104 @@ import (
 )
 
 // explain walks the YAML tree alongside the Go type it decodes into and
-// returns the first mistake in the file's own terms: the key path, its
-// line, what was expected and what came, with a "did you mean" for an
-// unknown key. The YAML decoder's own errors name Go types instead
-// ("field max_iteration not found in type config.AgentConfig"); nil when
-// the walk finds nothing (then the decoder's error stands).
-func (l *loader) explain(n *yaml.Node, t reflect.Type, path string) *Error {
+// adds to errs each mistake in the file's own terms (up to
+// maxConfigErrors): the key path, its line, what was expected and what
+// came, with a "did you mean" for an unknown key. The YAML decoder's own
+// errors name Go types instead ("field max_iteration not found in type
+// config.AgentConfig"), and stop at the first; a file with four typos is
+// told all four at once. errs stays empty when the walk finds nothing
+// (then the decoder's error stands).
+func (l *loader) explain(n *yaml.Node, t reflect.Type, path string, errs *[]*Error) {
+	if len(*errs) >= maxConfigErrors {
+		return
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return nil
+		if len(n.Content) > 0 {
+			l.explain(n.Content[0], t, path, errs)
 		}
-		return l.explain(n.Content[0], t, path)
+		return
 	}
 	if n.Kind == yaml.AliasNode || t.Kind() == reflect.Interface || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-		return nil
+		return
 	}
 	if n.Kind == yaml.MappingNode {
 		if e := l.duplicateKey(n, path); e != nil {
-			return e
+			*errs = append(*errs, e)
+			return
 		}
 	}
-	wrong := func(expected string) *Error {
-		return &Error{File: l.path, Line: n.Line, Path: path, Msg: fmt.Sprintf("expected %s, got %s", expected, describe(n))}
+	wrong := func(expected string) {
+		*errs = append(*errs, &Error{File: l.path, Line: n.Line, Path: path, Msg: fmt.Sprintf("expected %s, got %s", expected, describe(n))})
 	}
 	if n.Kind == yaml.ScalarNode && reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
-		return nil // the type reads a scalar its own way (handoffs: [billing])
+		return // the type reads a scalar its own way (handoffs: [billing])
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return wrong("a mapping (key: value lines)")
+			wrong("a mapping (key: value lines)")
+			return
 		}
 		fields := yamlFields(t)
 		known := sortedKeys(fields)
-		for i := 0; i+1 < len(n.Content); i += 2 {
+		for i := 0; i+1 < len(n.Content) && len(*errs) < maxConfigErrors; i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
 			ft, ok := fields[key.Value]
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q (known here: %s)%s", key.Value, strings.Join(known, ", "), didYouMean(key.Value, known))
-				return &Error{File: l.path, Line: key.Line, Path: join(path, key.Value), Msg: msg}
+				*errs = append(*errs, &Error{File: l.path, Line: key.Line, Path: join(path, key.Value), Msg: msg})
+				continue
 			}
-			if e := l.explain(val, ft, join(path, key.Value)); e != nil {
-				return e
-			}
+			l.explain(val, ft, join(path, key.Value), errs)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			return wrong("a mapping (name: value lines)")
+			wrong("a mapping (name: value lines)")
+			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if e := l.explain(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); e != nil {
-				return e
-			}
+			l.explain(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), errs)
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return wrong("a list ([a, b] or - lines)")
+			wrong("a list ([a, b] or - lines)")
+			return
 		}
 		for i, el := range n.Content {
-			if e := l.explain(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
-				return e
-			}
+			l.explain(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
 		}
 	default:
 		if expected := scalarMismatch(n, t); expected != "" {
-			return wrong(expected)
+			wrong(expected)
 		}
 	}
-	return nil
+}
+
+// maxConfigErrors bounds how many mistakes of a file are told at once.
+const maxConfigErrors = 10
+
+// Errors are several mistakes of one file, in file order, told at once.
+type Errors []*Error
+
+// Error is one line per mistake.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives each mistake, for errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }
 
 // duplicateKey reports a key given twice in one mapping, at the second,

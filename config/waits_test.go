@@ -99,3 +99,23 @@ func TestWaitsConfigMistakes(t *testing.T) {
 		})
 	}
 }
+
+// A file with three typos is told all three at once, each at its line and
+// key path (issue 30).
+func TestConfigTellsEveryTypoAtOnce(t *testing.T) {
+	_, err := config.Parse("/etc/cairn/cairn.yaml", []byte(`stroe: memory
+models:
+  demo: {provder: scripted, script: [{text: hi}]}
+agents:
+  main: {modle: demo}
+`), noEnv)
+	var all config.Errors
+	if !errors.As(err, &all) || len(all) != 3 {
+		t.Fatalf("err = %v", err)
+	}
+	for i, want := range []string{`cairn.yaml:1: stroe: unknown key "stroe"`, `cairn.yaml:3: models.demo.provder: unknown key "provder"`, `cairn.yaml:5: agents.main.modle: unknown key "modle"`} {
+		if !strings.Contains(all[i].Error(), want) {
+			t.Errorf("mistake %d: %v, want %q", i, all[i], want)
+		}
+	}
+}
