@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -282,5 +284,39 @@ func TestBatchOfWaitsCompletesEachOnceInAnyOrder(t *testing.T) {
 				t.Fatalf("%s %q, deploys %d, pipelines %d", s.Status, s.Output, deploys, pipelines)
 			}
 		})
+	}
+}
+
+// A completion that loses to another whose turn is still running is told
+// at once who won (409 already_decided), not made to wait for the turn.
+func TestLosingCompletionIsToldWhoWonWhileTheTurnRuns(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var calls atomic.Int32
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if calls.Add(1) == 1 {
+			return &model.Response{Message: call("c1", "locate", `{}`)}, nil
+		}
+		<-release // the winner's turn holds here
+		return &model.Response{Message: text("done")}, nil
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "weather", Model: m, Tools: []*cairn.Tool{cairn.ClientTool(&cairn.Tool{Name: "locate"})}}},
+		&cairn.RunnerOptions{CompletionWait: 20 * time.Second})
+	s := check.NoErr(t)(r.Start(ctx, "weather", "where?", nil))
+	id := s.Interrupts[0].ID
+	won := make(chan error, 1)
+	go func() {
+		_, err := r.Complete(ctx, s.ID, id, cairn.Completion{Output: json.RawMessage(`"Lyon"`)}, &cairn.TurnOptions{Actor: cairn.Actor{Name: "browser"}})
+		won <- err
+	}()
+	testwait.For(t, 10*time.Second, "the winning completion's turn to run", func() bool { return calls.Load() == 2 })
+	began := time.Now()
+	_, err := r.Complete(ctx, s.ID, id, cairn.Completion{Output: json.RawMessage(`"Paris"`)}, nil)
+	if !errors.Is(err, cairn.ErrAlreadyDecided) || !errors.Is(err, cairn.ErrConflict) || !strings.Contains(err.Error(), "complete by browser") || time.Since(began) > 5*time.Second {
+		t.Fatalf("the losing completion after %s: %v", time.Since(began), err)
+	}
+	close(release)
+	if err := <-won; err != nil {
+		t.Fatal(err)
 	}
 }

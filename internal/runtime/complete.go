@@ -59,6 +59,9 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 		}
 		if sess.Status == session.StatusPaused && slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == interruptID }) {
 			out, err := r.Resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts)
+			if errors.Is(err, session.ErrAlreadyDecided) {
+				return nil, err // another completion won meanwhile: say which, even while its turn runs
+			}
 			if errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrLeaseLost) && waitCtx.Err() == nil {
 				continue // the session moved on between the read and the decision: read it again
 			}
@@ -67,9 +70,13 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 		if sess.Status != session.StatusRunning {
 			return nil, r.completionRefused(ctx, sess, interruptID)
 		}
-		// Running: the call may not have said it waits yet (its batch's
-		// other calls run), or another completion is being applied. Wait
-		// for the session's next event, then look again.
+		// Running: another completion may have won and its turn runs on
+		// (say which at once); or the call has not said it waits yet (its
+		// batch's other calls run). Wait for the session's next event,
+		// then look again.
+		if err := r.decidedBefore(ctx, sessionID, []session.Decision{{InterruptID: interruptID}}); err != nil {
+			return nil, err
+		}
 		if !r.nextEvent(waitCtx, sessionID, sess.Seq) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
