@@ -161,12 +161,27 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 			res = toolResult{err: ctx.Err()}
 		}
 	}
+	if res.err == nil {
+		outcome.Content = res.out
+	} else {
+		outcome = r.toolError(call, t, res.err)
+	}
+	r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
+	return outcome
+}
+
+// toolError is the outcome of a call whose handler returned err: a wait
+// on a system (Pending), a question (Ask), in doubt, a timeout or a
+// failure the model reads. Kept out of runTool's way so that a call that
+// succeeds allocates nothing for the errors it did not return.
+func (r *Runner) toolError(call engine.ToolRun, t *Tool, err error) engine.ToolOutcome {
+	outcome := engine.ToolOutcome{CallID: call.CallID}
 	var q *askError
 	var pending *PendingError
 	switch {
-	case errors.As(res.err, &pending):
+	case errors.As(err, &pending):
 		outcome.Pending = &engine.Pending{Handle: pending.Handle, Message: pending.Message}
-	case errors.As(res.err, &q):
+	case errors.As(err, &q):
 		outcome.Question, outcome.Schema, outcome.URL, outcome.Held = q.q.Text, q.q.Schema, q.q.URL, q.q.Held
 		if len(q.q.Schema) > 0 {
 			if _, err := schema.Compile(q.q.Schema); err != nil {
@@ -174,15 +189,12 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 					Content: fmt.Sprintf("tool %q asked a question with a schema Cairn cannot use: %v", call.Tool, err)}
 			}
 		}
-	case errors.Is(res.err, session.ErrInDoubt):
+	case errors.Is(err, session.ErrInDoubt):
 		outcome.InDoubt = true
-	case res.err == nil:
-		outcome.Content = res.out
-	case errors.Is(res.err, context.DeadlineExceeded) && t.Timeout > 0:
+	case errors.Is(err, context.DeadlineExceeded) && t.Timeout > 0:
 		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q timed out after %s", call.Tool, t.Timeout), true
 	default:
-		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q failed: %v", call.Tool, res.err), true
+		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q failed: %v", call.Tool, err), true
 	}
-	r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
 	return outcome
 }
