@@ -138,6 +138,11 @@ func TestCompletionWhileTheBatchRunsWaitsForThePause(t *testing.T) {
 		completed <- s
 	}()
 	time.Sleep(50 * time.Millisecond) // the callback is waiting now (or soon): let the batch end
+	select {
+	case s := <-completed:
+		t.Fatalf("the completion returned while its session ran, instead of waiting: %+v", s)
+	default:
+	}
 	close(release)
 	wg.Wait()
 	done := <-completed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn"
@@ -105,6 +106,10 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	opts := &cairn.TurnOptions{Actor: actorOf(p), Observe: st.observe}
 	var out *cairn.Session
 	var err error
+	var toolResults []cairn.Decision
+	if sess != nil {
+		toolResults = aguiToolResults(sess, in.Messages)
+	}
 	switch {
 	case len(in.Resume) > 0:
 		if sess == nil {
@@ -134,9 +139,9 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			st.fail(cairn.ErrorCode(err), err.Error())
 			return
 		}
-	case sess != nil && len(aguiToolResults(sess, in.Messages)) > 0:
+	case len(toolResults) > 0:
 		// The client ran frontend tools: their tool messages complete the calls.
-		ds := aguiToolResults(sess, in.Messages)
+		ds := toolResults
 		if !p.atLeast(RoleApprover) && !canSpeak(p, sess) {
 			st.fail("forbidden", notTheirs)
 			return
@@ -177,26 +182,36 @@ func frontendTools(tools []aguiTool) map[string]bool {
 	return out
 }
 
+// waitingByCall maps the tool call id of each pending interrupt of the
+// session of one of kinds to it: how a protocol that answers a tool call
+// by its id (the AI SDK's tool outputs, AG-UI's tool messages) finds the
+// interrupt the answer decides. Empty unless the session is paused.
+func waitingByCall(sess *cairn.Session, kinds ...cairn.Kind) map[string]cairn.Interrupt {
+	out := map[string]cairn.Interrupt{}
+	if sess == nil || sess.Status != cairn.StatusPaused {
+		return out
+	}
+	for _, in := range sess.Interrupts {
+		if n := len(in.Path); n > 0 && slices.Contains(kinds, in.Kind) {
+			out[in.Path[n-1].CallID] = in
+		}
+	}
+	return out
+}
+
 // aguiToolResults are the completions the trailing tool messages give the
 // session's pending client calls (matched by tool call id): the content
 // (JSON when it parses, else the text) completes a call, an error fails it.
 func aguiToolResults(sess *cairn.Session, ms []aguiMessage) []cairn.Decision {
-	if sess.Status != cairn.StatusPaused {
-		return nil
-	}
-	calls := map[string]string{} // tool call id → interrupt id
-	for _, in := range sess.Interrupts {
-		if n := len(in.Path); in.Kind == cairn.KindClient && n > 0 {
-			calls[in.Path[n-1].CallID] = in.ID
-		}
-	}
+	calls := waitingByCall(sess, cairn.KindClient)
 	var ds []cairn.Decision
 	for i := len(ms) - 1; i >= 0 && ms[i].Role == "tool"; i-- {
-		id, ok := calls[ms[i].ToolCallID]
+		in, ok := calls[ms[i].ToolCallID]
 		if !ok {
 			continue
 		}
 		delete(calls, ms[i].ToolCallID)
+		id := in.ID
 		if ms[i].Error != "" {
 			ds = append(ds, cairn.Decision{InterruptID: id, Action: cairn.ActionFail, Reason: ms[i].Error})
 			continue

@@ -196,21 +196,18 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 	if last.Role != "assistant" {
 		return nil, nil
 	}
-	pending := map[string]bool{}           // interrupt id → is a review
-	byCall := map[string]cairn.Interrupt{} // tool call id → the question or client call it waits on
+	pending := map[string]bool{} // interrupt id → is a review
 	if sess != nil {
 		for _, in := range sess.Interrupts {
 			switch in.Kind {
 			case cairn.KindApproval, cairn.KindReview:
 				pending[in.ID] = in.Kind == cairn.KindReview
-			case cairn.KindClient, cairn.KindInput:
-				if n := len(in.Path); n > 0 {
-					byCall[in.Path[n-1].CallID] = in
-				}
+			case cairn.KindClient, cairn.KindInput: // answered by a tool output: byCall
 			case cairn.KindMessage, cairn.KindExternal:
 			}
 		}
 	}
+	byCall := waitingByCall(sess, cairn.KindClient, cairn.KindInput)
 	var out []cairn.Decision
 	seen := map[string]bool{}
 	for _, part := range last.Parts {

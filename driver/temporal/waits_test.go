@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -31,16 +29,7 @@ func waitFixture(t *testing.T) (*fixture, *atomic.Int32) {
 			return "", cairn.Pending("run", "started")
 		})
 	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "run_pipeline", Arguments: `{}`}}}, scripted.Reply{Text: "CI: {{.LastResult}}"})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{pipeline}}}, &cairn.RunnerOptions{Store: f.store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	f.runner = r
-	var suite testsuite.WorkflowTestSuite
-	f.env = suite.NewTestWorkflowEnvironment()
-	f.env.SetTestTimeout(30 * time.Second)
-	Register(f.env, r, &Options{Heartbeat: time.Second})
+	f.start(&cairn.Agent{Name: "ops", Model: m, Tools: []*cairn.Tool{pipeline}})
 	return f, &starts
 }
 

@@ -55,17 +55,24 @@ func newFixtureWith(t *testing.T, ttl time.Duration, model model.Model) *fixture
 			f.runs.Add(1)
 			return "deployed to " + a.Env, nil
 		})
-	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: f.store})
+	f.start(&cairn.Agent{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}})
+	return f
+}
+
+// start gives f a runner of agent on f's store, registered in a new test
+// workflow environment.
+func (f *fixture) start(agent *cairn.Agent) {
+	f.t.Helper()
+	r, err := cairn.NewRunner([]*cairn.Agent{agent}, &cairn.RunnerOptions{Store: f.store})
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
+	f.t.Cleanup(func() { r.Close() })
 	f.runner = r
 	var suite testsuite.WorkflowTestSuite
 	f.env = suite.NewTestWorkflowEnvironment()
 	f.env.SetTestTimeout(30 * time.Second)
 	Register(f.env, r, &Options{Heartbeat: time.Second})
-	return f
 }
 
 // session reads the mirror, as the HTTP API does.

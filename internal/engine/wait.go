@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -99,25 +100,16 @@ func failed(kind session.Kind, tool, reason string) string {
 // its tool names, bounded retries, then an error.
 func (s *stepper) expireWait(f *Frame, c *Call) {
 	in := c.Interrupt
-	outcome, retries := session.OnTimeoutError, DefaultWaitRetries
-	tool := s.tool(f, c)
-	if tool != nil && tool.Wait != nil {
-		if tool.Wait.OnTimeout != "" {
-			outcome = tool.Wait.OnTimeout
+	// A deadline comes from the tool's Wait; a tool the agent no longer
+	// has ends the call with an error.
+	outcome, waited := session.OnTimeoutError, ""
+	if tool := s.tool(f, c); tool != nil && tool.Wait != nil {
+		w := tool.Wait
+		waited = " (" + w.Timeout.String() + ")"
+		outcome = cmp.Or(w.OnTimeout, session.OnTimeoutError)
+		if outcome == session.OnTimeoutRetry && c.Waits >= cmp.Or(w.Retries, DefaultWaitRetries) {
+			outcome = session.OnTimeoutError // retries spent
 		}
-		if tool.Wait.Retries > 0 {
-			retries = tool.Wait.Retries
-		}
-	}
-	if outcome == session.OnTimeoutRetry && c.Waits >= retries {
-		outcome = session.OnTimeoutError
-	}
-	if tool == nil {
-		outcome = session.OnTimeoutError
-	}
-	waited := ""
-	if tool != nil && tool.Wait != nil {
-		waited = " (" + tool.Wait.Timeout.String() + ")"
 	}
 	s.emit(session.EventWaitExpired, f, &WaitExpired{CallID: c.ID, Tool: c.Tool, InterruptID: in.ID, Outcome: outcome, Attempt: c.Waits + 1})
 	switch outcome {

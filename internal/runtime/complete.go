@@ -52,6 +52,7 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, r.completionWait)
 	defer cancel()
+	checked := int64(0) // the log up to here holds no decision on the interrupt
 	for {
 		sess, err := r.Session(ctx, sessionID)
 		if err != nil {
@@ -74,9 +75,10 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 		// (say which at once); or the call has not said it waits yet (its
 		// batch's other calls run). Wait for the session's next event,
 		// then look again.
-		if err := r.decidedBefore(ctx, sessionID, []session.Decision{{InterruptID: interruptID}}); err != nil {
+		if err := r.decidedBefore(ctx, sessionID, checked, []session.Decision{{InterruptID: interruptID}}); err != nil {
 			return nil, err
 		}
+		checked = sess.Seq // each event wakes this loop: read only what is new
 		if !r.nextEvent(waitCtx, sessionID, sess.Seq) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -101,7 +103,7 @@ func (r *Runner) nextEvent(ctx context.Context, sessionID string, after int64) b
 // completed or failed already (conflict, naming by whom), or the session
 // never waited on it.
 func (r *Runner) completionRefused(ctx context.Context, sess *session.Session, id string) error {
-	if err := r.decidedBefore(ctx, sess.ID, []session.Decision{{InterruptID: id}}); err != nil {
+	if err := r.decidedBefore(ctx, sess.ID, 0, []session.Decision{{InterruptID: id}}); err != nil {
 		return err
 	}
 	return &session.Error{Code: session.CodeConflict, Interrupt: id,
@@ -109,13 +111,13 @@ func (r *Runner) completionRefused(ctx context.Context, sess *session.Session, i
 }
 
 // decidedBefore says, for the first of decisions whose interrupt the
-// session's log shows ended, how it ended: decided (ErrAlreadyDecided,
+// session's log (its events after seq after) shows ended, how it ended: decided (ErrAlreadyDecided,
 // naming the action, who and when) or past its deadline (ErrExpired). It
 // is nil when none ended, or the log cannot be read (the caller's own
 // error then stands). Read only on a refused decision: the log is not
 // read on the way of one that is taken.
-func (r *Runner) decidedBefore(ctx context.Context, sessionID string, decisions []session.Decision) error {
-	evs, err := r.store.Events(ctx, sessionID, 0)
+func (r *Runner) decidedBefore(ctx context.Context, sessionID string, after int64, decisions []session.Decision) error {
+	evs, err := r.store.Events(ctx, sessionID, after)
 	if err != nil {
 		return nil
 	}

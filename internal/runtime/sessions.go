@@ -89,7 +89,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 		out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
 	}
 	if code := session.CodeOf(err); (code == session.CodeConflict || code == session.CodeUnknownInterrupt) && !errors.Is(err, session.ErrLeaseLost) {
-		if decided := r.decidedBefore(ctx, sessionID, decisions); decided != nil {
+		if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
 			return nil, decided
 		}
 	}
