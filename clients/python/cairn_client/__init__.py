@@ -1,0 +1,58 @@
+"""A client for Cairn's HTTP API, standard library only.
+
+    from cairn_client import Client
+
+    cairn = Client("http://localhost:8080")
+    s = cairn.create_session("main", "Deploy the latest build to production.")
+    if s.status == "paused":
+        s = cairn.approve(s.interrupts[0])
+
+See docs/clients.md.
+"""
+
+from ._client import CairnError, Client
+from ._types import (
+    Agent,
+    AgentTool,
+    CallbackReply,
+    Change,
+    Decision,
+    Event,
+    Interrupt,
+    InterruptsPage,
+    Me,
+    PathStep,
+    ProviderError,
+    Remembered,
+    Result,
+    Session,
+    SessionError,
+    SessionsPage,
+    StackFrame,
+    Usage,
+    parse_time,
+)
+
+__all__ = [
+    "Agent",
+    "AgentTool",
+    "CairnError",
+    "CallbackReply",
+    "Change",
+    "Client",
+    "Decision",
+    "Event",
+    "Interrupt",
+    "InterruptsPage",
+    "Me",
+    "PathStep",
+    "ProviderError",
+    "Remembered",
+    "Result",
+    "Session",
+    "SessionError",
+    "SessionsPage",
+    "StackFrame",
+    "Usage",
+    "parse_time",
+]

@@ -1,0 +1,321 @@
+"""The Cairn HTTP API client."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+
+from ._sse import read_messages
+from ._types import (
+    Agent,
+    CallbackReply,
+    Change,
+    Decision,
+    Event,
+    Interrupt,
+    InterruptsPage,
+    Me,
+    Result,
+    Session,
+    SessionsPage,
+    from_dict,
+)
+
+
+class CairnError(Exception):
+    """Every failure of a call: an error answer of the server, or no answer.
+
+    ``status`` is the HTTP status (0 when the server could not be reached),
+    ``code`` the machine-readable code (``conflict``, ``already_decided``,
+    ``not_found``, ``invalid_arguments``, …; ``unreachable`` with status 0)
+    and ``message`` what went wrong and how to fix it. ``body`` is the whole
+    error answer: a spent continuation's 409 carries the earlier ``result``.
+    """
+
+    def __init__(self, status: int, code: str, message: str, body: Optional[Dict[str, Any]] = None):
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = body or {}
+
+    @property
+    def result(self) -> Optional[Result]:
+        """The answer of the resume that spent a continuation (on its 409), if any."""
+        r = self.body.get("result")
+        return from_dict(Result, r) if isinstance(r, dict) else None
+
+
+class Client:
+    """A client of one Cairn server.
+
+    ``base_url`` is where ``cairn serve`` listens (``http://localhost:8080``);
+    ``token`` is a bearer token when the server has ``auth``. ``timeout`` (in
+    seconds) bounds each request; a decision or a new session answers after
+    the turn it starts, so leave room for the model.
+    """
+
+    def __init__(self, base_url: str = "http://localhost:8080", token: Optional[str] = None, timeout: float = 300.0):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    # Sessions
+
+    def create_session(
+        self, agent: str, input: str, metadata: Optional[Dict[str, Any]] = None, wait: bool = True
+    ) -> Session:
+        """Starts a session with the user's first message.
+
+        Answers after the first turn ends or pauses, or at once (status
+        ``running``) with ``wait=False``.
+        """
+        body: Dict[str, Any] = {"agent": agent, "input": input}
+        if metadata is not None:
+            body["metadata"] = metadata
+        if not wait:
+            body["wait"] = False
+        return from_dict(Session, self._call("POST", "/v1/sessions", body))
+
+    def get_session(self, session_id: str) -> Session:
+        """Reads a session, every value whole."""
+        return from_dict(Session, self._call("GET", self._path("/v1/sessions/{}", session_id)))
+
+    def list_sessions(
+        self, status: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> SessionsPage:
+        """One page of sessions, most recently updated first (long values cut: see ``truncated``)."""
+        q = _query(status=status, limit=limit, cursor=cursor)
+        return from_dict(SessionsPage, self._call("GET", "/v1/sessions" + q))
+
+    def sessions(self, status: Optional[str] = None, page_size: int = 100) -> Iterator[Session]:
+        """Every session, walking the pages."""
+        cursor = None
+        while True:
+            page = self.list_sessions(status=status, limit=page_size, cursor=cursor)
+            yield from page.sessions
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def send_message(self, session_id: str, text: str, seq: Optional[int] = None) -> Session:
+        """Sends the user's next message to the top of the session's stack; answers after the turn."""
+        body: Dict[str, Any] = {"text": text}
+        if seq is not None:
+            body["seq"] = seq
+        return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/messages", session_id), body))
+
+    def cancel(self, session_id: str, scope: str = "all") -> Session:
+        """Cancels the turn (``all``) or pops the top interactive agent (``top``)."""
+        return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/cancel", session_id), {"scope": scope}))
+
+    # Decisions
+
+    def decide(self, session_id: str, seq: int, decisions: Iterable[Decision]) -> Session:
+        """Answers interrupts of a paused session and answers after the resumed turn.
+
+        ``seq`` is the session's seq when you decided: if the session moved
+        on since, nothing changes and ``CairnError`` 409 ``conflict`` is
+        raised (``already_decided`` names who decided first).
+        """
+        body = {"seq": seq, "decisions": [d.to_dict() for d in decisions]}
+        return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/decisions", session_id), body))
+
+    def approve(self, interrupt: Interrupt, arguments: Any = None, remember: str = "") -> Session:
+        """Approves an interrupt's call, with replacement ``arguments`` if given."""
+        return self._decide_one(interrupt, Decision.approve(interrupt.id, arguments, remember))
+
+    def reject(self, interrupt: Interrupt, reason: str = "", remember: str = "") -> Session:
+        """Rejects an interrupt's call (or a reviewed answer); the model sees ``reason``."""
+        return self._decide_one(interrupt, Decision.reject(interrupt.id, reason, remember))
+
+    def answer(self, interrupt: Interrupt, text: str) -> Session:
+        """Answers a question."""
+        return self._decide_one(interrupt, Decision.answer(interrupt.id, text))
+
+    def edit(self, interrupt: Interrupt, output: Any) -> Session:
+        """Replaces a reviewed answer; it must fit the agent's output schema."""
+        return self._decide_one(interrupt, Decision.edit(interrupt.id, output))
+
+    def complete(self, interrupt: Interrupt, output: Any) -> Session:
+        """Completes an ``external`` or ``client`` call with its result."""
+        return self._decide_one(interrupt, Decision.complete(interrupt.id, output))
+
+    def fail(self, interrupt: Interrupt, reason: str) -> Session:
+        """Fails an ``external`` or ``client`` call; the model sees ``reason``."""
+        return self._decide_one(interrupt, Decision.fail(interrupt.id, reason))
+
+    def _decide_one(self, interrupt: Interrupt, decision: Decision) -> Session:
+        if not interrupt.session_id:
+            raise ValueError("the interrupt names no session: decide it with decide(session_id, seq, [...])")
+        return self.decide(interrupt.session_id, interrupt.seq, [decision])
+
+    # The inbox
+
+    def list_interrupts(
+        self, kind: Union[str, List[str], None] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> InterruptsPage:
+        """One page of pending interrupts across sessions, most recently paused first.
+
+        ``kind`` keeps those kinds only (``"approval"``, ``["external", "client"]``).
+        """
+        if isinstance(kind, (list, tuple)):
+            kind = ",".join(kind)
+        q = _query(status="pending", kind=kind, limit=limit, cursor=cursor)
+        return from_dict(InterruptsPage, self._call("GET", "/v1/interrupts" + q))
+
+    def pending(self, kind: Union[str, List[str], None] = None, page_size: int = 100) -> Iterator[Interrupt]:
+        """Every pending interrupt, walking the pages."""
+        cursor = None
+        while True:
+            page = self.list_interrupts(kind=kind, limit=page_size, cursor=cursor)
+            yield from page.interrupts
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    # Events
+
+    def events(self, session_id: str, after: int = 0) -> List[Event]:
+        """The session's stored events with a seq greater than ``after``."""
+        path = self._path("/v1/sessions/{}/events", session_id) + _query(after=after or None)
+        return [from_dict(Event, e) for e in self._call("GET", path)["events"] or []]
+
+    def follow(self, session_id: str, after: int = 0, reconnect: bool = True) -> Iterator[Event]:
+        """Follows the session's events live: the stored ones after ``after``, then each as it is recorded.
+
+        The iterator never ends on its own (a session can always go on):
+        break out of it. When the stream ends (the server's idle timeout, a
+        restart, a dropped connection) it reconnects with ``Last-Event-ID``,
+        so no stored event is missed or repeated; text deltas (seq 0) of a
+        reply in flight may be. ``reconnect=False`` ends the iterator instead.
+        """
+        last = after
+        failures = 0
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last:
+                headers["Last-Event-ID"] = str(last)
+            try:
+                with self._open("GET", self._path("/v1/sessions/{}/events", session_id), headers=headers) as resp:
+                    failures = 0
+                    for msg in read_messages(resp):
+                        ev = from_dict(Event, json.loads(msg.data))
+                        if msg.id is not None:
+                            last = int(msg.id)
+                        yield ev
+            except (CairnError, OSError, http.client.HTTPException) as err:
+                # Reconnect only when the connection failed, never on an
+                # error answer (404, 429, …): that would not go away.
+                if isinstance(err, CairnError) and err.status != 0:
+                    raise
+                if not reconnect or failures >= 5:
+                    raise
+                failures += 1
+                time.sleep(0.1 * 2**failures)
+                continue
+            if not reconnect:
+                return
+
+    def changes(self) -> Iterator[Change]:
+        """Follows every session (GET /v1/events): a ``session`` change each time one's status or
+        pending interrupts may have changed, a ``resync`` when changes may have been missed.
+
+        Open it first, then read the listings: no change falls between.
+        The iterator ends when the server closes the stream.
+        """
+        with self._open("GET", "/v1/events", headers={"Accept": "text/event-stream"}) as resp:
+            for msg in read_messages(resp):
+                if msg.event == "session":
+                    yield Change("session", from_dict(Session, json.loads(msg.data)))
+                else:
+                    yield Change(msg.event)
+
+    # Agents, stateless runs, callbacks
+
+    def agents(self) -> List[Agent]:
+        """The configured agents and their tools."""
+        return [from_dict(Agent, a) for a in self._call("GET", "/v1/agents")["agents"] or []]
+
+    def invoke(
+        self,
+        agent: str,
+        input: Optional[str] = None,
+        continuation: Optional[str] = None,
+        decisions: Optional[Iterable[Decision]] = None,
+    ) -> Result:
+        """Runs a turn with nothing kept on the server: start with ``input``; resume a
+        paused result with its ``continuation`` and ``decisions``. A continuation resumes once."""
+        body: Dict[str, Any] = {}
+        if input is not None:
+            body["input"] = input
+        if continuation is not None:
+            body["continuation"] = continuation
+        if decisions is not None:
+            body["decisions"] = [d.to_dict() for d in decisions]
+        return from_dict(Result, self._call("POST", self._path("/v1/agents/{}/invoke", agent), body))
+
+    def callback(self, url: str, output: Any = None, error: Optional[str] = None) -> CallbackReply:
+        """Completes a waiting call through the signed URL its tool was given
+        (``CAIRN_CALLBACK_URL``), with ``output`` or an ``error`` text. The URL is the credential."""
+        body: Dict[str, Any] = {"error": error} if error is not None else {"output": output}
+        return from_dict(CallbackReply, self._call("POST", url, body, auth=False))
+
+    def me(self) -> Me:
+        """Who the server takes this client's token to be."""
+        return from_dict(Me, self._call("GET", "/v1/me"))
+
+    def health(self) -> str:
+        """The server's status (``ok``)."""
+        return self._call("GET", "/healthz")["status"]
+
+    # Plumbing
+
+    @staticmethod
+    def _path(template: str, *parts: str) -> str:
+        return template.format(*(urllib.parse.quote(p, safe="") for p in parts))
+
+    def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None, auth: bool = True):
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        data = None
+        hdrs = {"Accept": "application/json", "User-Agent": "cairn-client-python/0.1"}
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            hdrs["Content-Type"] = "application/json"
+        if auth and self.token:
+            hdrs["Authorization"] = "Bearer " + self.token
+        hdrs.update(headers or {})
+        req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+        try:
+            return urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            err.close()
+            raise _error_from(err.code, raw) from None
+        except urllib.error.URLError as err:
+            raise CairnError(0, "unreachable", f"{method} {url}: {err.reason}") from err
+
+    def _call(self, method: str, path: str, body: Any = None, auth: bool = True) -> Any:
+        with self._open(method, path, body, auth=auth) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else {}
+
+
+def _query(**params: Any) -> str:
+    kept = {k: v for k, v in params.items() if v is not None and v != ""}
+    return "?" + urllib.parse.urlencode(kept) if kept else ""
+
+
+def _error_from(status: int, raw: bytes) -> CairnError:
+    try:
+        body = json.loads(raw)
+        err = body["error"]
+        return CairnError(status, err.get("code", ""), err.get("message", ""), body)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = raw.decode("utf-8", "replace").strip()
+        return CairnError(status, "http_error", text or f"HTTP {status}")

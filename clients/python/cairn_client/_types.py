@@ -1,0 +1,337 @@
+"""The shapes of the Cairn HTTP API as dataclasses.
+
+Each class mirrors a schema of api/openapi.json field for field;
+tests/test_schema.py fails when they drift apart. Unknown fields in an
+answer are ignored, so a newer server does not break an older client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+def parse_time(value: Optional[str]) -> Optional[datetime.datetime]:
+    """Parses an RFC 3339 time as Go writes it (up to nanoseconds, Z or an offset)."""
+    if not value:
+        return None
+    m = _RFC3339.match(value)
+    if m is None:
+        raise ValueError(f"not an RFC 3339 time: {value!r}")
+    base, frac, zone = m.groups()
+    text = base + ("." + (frac + "000000")[:6] if frac else "") + ("+00:00" if zone == "Z" else zone)
+    return datetime.datetime.fromisoformat(text)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin is typing.Union:  # Optional[X]
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(inner[0], value) if len(inner) == 1 else value
+    if origin in (list, List):
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v) for v in value]
+    if tp is datetime.datetime:
+        return parse_time(value)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value)
+    return value
+
+
+T = typing.TypeVar("T")
+
+
+def from_dict(cls: typing.Type[T], data: Dict[str, Any]) -> T:
+    """Builds cls from a JSON object, converting nested objects and times."""
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+@dataclass
+class PathStep:
+    """One level of the nesting that led to an interrupt: the agent and the call it made."""
+
+    agent: str = ""
+    tool: str = ""
+    call_id: str = ""
+
+
+@dataclass
+class Interrupt:
+    """Something a person (or a system) must decide before the session goes on.
+
+    ``kind`` says which fields hold its text: ``message`` (approval,
+    external), ``question`` (input), ``text`` (message, review).
+    ``session_id`` and ``seq`` are filled in for every interrupt this client
+    returns, so it can be decided on its own.
+    """
+
+    id: str = ""
+    kind: str = ""
+    path: List[PathStep] = field(default_factory=list)
+    tool: str = ""
+    arguments: Any = None
+    message: str = ""
+    handle: str = ""
+    result_schema: Any = None
+    question: str = ""
+    schema: Any = None
+    url: str = ""
+    text: str = ""
+    output: Any = None
+    output_schema: Any = None
+    in_doubt: bool = False
+    idempotency_key: str = ""
+    expires_at: Optional[datetime.datetime] = None
+    truncated: Optional[List[str]] = None
+    session_id: str = ""
+    seq: int = 0
+    paused_at: Optional[datetime.datetime] = None
+
+
+@dataclass
+class ProviderError:
+    """What a model provider answered when a model call failed."""
+
+    provider: str = ""
+    model: str = ""
+    status: int = 0
+    request_id: str = ""
+    attempts: int = 0
+    message: str = ""
+    code: str = ""
+
+
+@dataclass
+class SessionError:
+    """Why a session failed."""
+
+    code: str = ""
+    message: str = ""
+    provider: Optional[ProviderError] = None
+
+
+@dataclass
+class StackFrame:
+    """An agent on the session's stack (the root first)."""
+
+    agent: str = ""
+    mode: str = ""
+
+
+@dataclass
+class Remembered:
+    """A decision the session remembers for later calls of a tool."""
+
+    agent: str = ""
+    tool: str = ""
+    action: str = ""
+    reason: str = ""
+
+
+@dataclass
+class Usage:
+    """Tokens the session's model calls used."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class Session:
+    """A conversation with an agent and where it stands.
+
+    ``status`` is running, paused, completed, failed or cancelled; ``seq``
+    is the last event's number, which a decision must quote.
+    """
+
+    id: str = ""
+    agent: str = ""
+    status: str = ""
+    seq: int = 0
+    output: Any = None
+    error: Optional[SessionError] = None
+    interrupts: List[Interrupt] = field(default_factory=list)
+    stack: List[StackFrame] = field(default_factory=list)
+    remembered: List[Remembered] = field(default_factory=list)
+    metadata: Optional[Dict[str, Any]] = None
+    owner: str = ""
+    lease_owner: str = ""
+    lease_expires_at: Optional[datetime.datetime] = None
+    usage: Optional[Usage] = None
+    created_at: Optional[datetime.datetime] = None
+    updated_at: Optional[datetime.datetime] = None
+    truncated: Optional[List[str]] = None
+    output_text: str = ""
+
+    def __post_init__(self) -> None:
+        for i in self.interrupts or []:
+            i.session_id = i.session_id or self.id
+            i.seq = i.seq or self.seq
+
+
+@dataclass
+class SessionsPage:
+    """A page of sessions, most recently updated first."""
+
+    sessions: List[Session] = field(default_factory=list)
+    next_cursor: Optional[str] = None
+
+
+@dataclass
+class InterruptsPage:
+    """A page of the approval inbox, most recently paused first."""
+
+    interrupts: List[Interrupt] = field(default_factory=list)
+    next_cursor: Optional[str] = None
+
+
+@dataclass
+class Event:
+    """One entry of a session's event log (see docs/http-api.md, Events).
+
+    Streamed text deltas (``model_delta``) and ``model_deltas_skipped``
+    have seq 0: they are never stored.
+    """
+
+    seq: int = 0
+    type: str = ""
+    time: Optional[datetime.datetime] = None
+    frame: str = ""
+    agent: str = ""
+    data: Any = None
+
+
+@dataclass
+class AgentTool:
+    """A tool as an agent sees it: what a client needs to show a call and build a form."""
+
+    name: str = ""
+    description: str = ""
+    parameters: Any = None
+    kind: str = ""
+    agent: str = ""
+    approval: str = ""
+    confirmation: str = ""
+    idempotent: bool = False
+    approval_ttl: str = ""
+    timeout: str = ""
+    result_schema: Any = None
+    wait_timeout: str = ""
+
+
+@dataclass
+class Agent:
+    """A configured agent and its tools."""
+
+    name: str = ""
+    tools: List[AgentTool] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    """The answer of a stateless run (POST /v1/agents/{agent}/invoke).
+
+    ``continuation`` is the token to resume with while it is paused.
+    """
+
+    status: str = ""
+    output: str = ""
+    interrupts: List[Interrupt] = field(default_factory=list)
+    error: Optional[SessionError] = None
+    continuation: str = ""
+
+
+@dataclass
+class Me:
+    """Who the server takes the caller to be."""
+
+    name: str = ""
+    role: str = ""
+    auth: bool = False
+
+
+@dataclass
+class CallbackReply:
+    """Where a session went after a callback completed its call."""
+
+    session_id: str = ""
+    status: str = ""
+
+
+@dataclass
+class Change:
+    """An item of the cross-session feed (GET /v1/events).
+
+    ``type`` is ``session`` (``session`` holds it, as a listing would) or
+    ``resync`` (changes may have been missed: read the listings again).
+    """
+
+    type: str = ""
+    session: Optional[Session] = None
+
+
+@dataclass
+class Decision:
+    """A decision on one interrupt. Build it with the class methods."""
+
+    interrupt_id: str = ""
+    action: str = ""
+    arguments: Any = None
+    reason: str = ""
+    text: str = ""
+    content: Any = None
+    output: Any = None
+    remember: str = ""
+
+    @classmethod
+    def approve(cls, interrupt_id: str, arguments: Any = None, remember: str = "") -> "Decision":
+        """Approves a call, with replacement ``arguments`` if given (checked against the tool's schema)."""
+        return cls(interrupt_id=interrupt_id, action="approve", arguments=arguments, remember=remember)
+
+    @classmethod
+    def reject(cls, interrupt_id: str, reason: str = "", remember: str = "") -> "Decision":
+        """Rejects a call (the model sees ``reason``), or sends a reviewed answer back."""
+        return cls(interrupt_id=interrupt_id, action="reject", reason=reason, remember=remember)
+
+    @classmethod
+    def answer(cls, interrupt_id: str, text: str) -> "Decision":
+        """Answers a question (an ``input`` interrupt)."""
+        return cls(interrupt_id=interrupt_id, action="answer", text=text)
+
+    @classmethod
+    def edit(cls, interrupt_id: str, output: Any) -> "Decision":
+        """Replaces a reviewed answer (a ``review`` interrupt) with ``output``."""
+        return cls(interrupt_id=interrupt_id, action="edit", output=output)
+
+    @classmethod
+    def complete(cls, interrupt_id: str, output: Any) -> "Decision":
+        """Completes an ``external`` or ``client`` call with its result."""
+        return cls(interrupt_id=interrupt_id, action="complete", output=output)
+
+    @classmethod
+    def fail(cls, interrupt_id: str, reason: str) -> "Decision":
+        """Fails an ``external`` or ``client`` call; the model sees ``reason``."""
+        return cls(interrupt_id=interrupt_id, action="fail", reason=reason)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The decision as the API takes it (empty fields left out)."""
+        out: Dict[str, Any] = {"interrupt_id": self.interrupt_id, "action": self.action}
+        for name in ("arguments", "reason", "text", "content", "output", "remember"):
+            value = getattr(self, name)
+            if value is not None and value != "":
+                out[name] = value
+        return out

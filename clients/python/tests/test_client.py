@@ -1,0 +1,236 @@
+"""The client against a real `cairn serve` (scripted model): every door a person decides through."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import unittest
+
+from cairn_client import CairnError, Client, Decision
+
+from .server import Server
+
+server: Server
+
+
+def setUpModule() -> None:
+    global server
+    server = Server()
+
+
+def tearDownModule() -> None:
+    server.stop()
+
+
+class Approvals(unittest.TestCase):
+    def setUp(self) -> None:
+        self.cairn = Client(server.url, timeout=30)
+
+    def paused(self, agent: str, text: str = "go"):
+        s = self.cairn.create_session(agent, text)
+        self.assertEqual(s.status, "paused", s)
+        self.assertEqual(len(s.interrupts), 1)
+        return s, s.interrupts[0]
+
+    def test_approve(self) -> None:
+        s, i = self.paused("ops")
+        self.assertEqual((i.kind, i.tool, i.arguments, i.message), ("approval", "deploy", {"environment": "production"}, "Deploy to production?"))
+        self.assertEqual((i.session_id, i.seq), (s.id, s.seq))
+        self.assertEqual(i.path[0].tool, "deploy")
+        inbox = [p for p in self.cairn.pending(kind="approval") if p.session_id == s.id]
+        self.assertEqual([p.id for p in inbox], [i.id])
+        self.assertIsNotNone(inbox[0].paused_at)
+
+        done = self.cairn.approve(inbox[0])
+        self.assertEqual(done.status, "completed")
+        self.assertEqual(done.output, '{"environment":"production"}')
+        self.assertIsNotNone(done.updated_at)
+
+    def test_edit_arguments(self) -> None:
+        s, i = self.paused("ops")
+        with self.assertRaises(CairnError) as refused:
+            self.cairn.approve(i, arguments={"environment": "moon"})
+        self.assertEqual((refused.exception.status, refused.exception.code), (400, "invalid_arguments"))
+        self.assertIn("environment", refused.exception.message)
+        same = self.cairn.get_session(s.id)
+        self.assertEqual((same.status, same.seq), ("paused", s.seq), "a refused decision changes nothing")
+
+        done = self.cairn.approve(i, arguments={"environment": "staging"})
+        self.assertIn("approved this call with other arguments", done.output)
+        self.assertTrue(done.output.endswith('{"environment":"staging"}'), done.output)
+
+    def test_reject(self) -> None:
+        _, i = self.paused("ops")
+        done = self.cairn.reject(i, reason="Not on a Friday.")
+        self.assertEqual(done.status, "completed")
+        self.assertTrue(done.output.startswith("Not deployed: "), done.output)
+        self.assertIn("Not on a Friday.", done.output)
+
+    def test_answer_a_question(self) -> None:
+        _, i = self.paused("planner")
+        self.assertEqual((i.kind, i.question), ("input", "Which environment?"))
+        done = self.cairn.answer(i, "staging")
+        self.assertEqual((done.status, done.output), ("completed", "Planned for staging."))
+
+    def test_complete_a_client_tool(self) -> None:
+        _, i = self.paused("locator")
+        self.assertEqual((i.kind, i.tool), ("client", "get_location"))
+        self.assertEqual(i.result_schema["required"], ["city"])
+        with self.assertRaises(CairnError) as refused:
+            self.cairn.complete(i, {"town": "Lyon"})
+        self.assertEqual((refused.exception.status, refused.exception.code), (400, "invalid_output"))
+        done = self.cairn.complete(i, {"city": "Lyon"})
+        self.assertEqual(done.output, '{"city":"Lyon"}')
+
+    def test_fail_a_client_tool(self) -> None:
+        _, i = self.paused("locator")
+        done = self.cairn.fail(i, "location permission denied")
+        self.assertIn("No location: ", done.output)
+        self.assertIn("location permission denied", done.output)
+
+    def test_review(self) -> None:
+        _, i = self.paused("triage")
+        self.assertEqual((i.kind, i.output["priority"]), ("review", "low"))
+        again = self.cairn.reject(i, "it is rising")
+        self.assertEqual(again.status, "paused")
+        second = again.interrupts[0]
+        self.assertEqual(second.output, {"priority": "high", "summary": "disk rising"})
+        done = self.cairn.edit(second, {"priority": "high", "summary": "disk full by 6pm"})
+        self.assertEqual(done.output, {"priority": "high", "summary": "disk full by 6pm"})
+
+    def test_a_second_decision_is_a_conflict(self) -> None:
+        s, i = self.paused("ops")
+        self.cairn.approve(i)
+        with self.assertRaises(CairnError) as late:
+            self.cairn.reject(i, "too late")
+        self.assertEqual(late.exception.status, 409)
+        self.assertEqual(late.exception.code, "already_decided")
+        self.assertIn("already decided: approve by", late.exception.message)
+        self.assertEqual(self.cairn.get_session(s.id).status, "completed")
+
+    def test_stale_seq_is_a_conflict(self) -> None:
+        s, i = self.paused("ops")
+        with self.assertRaises(CairnError) as stale:
+            self.cairn.decide(s.id, s.seq - 1, [Decision.approve(i.id)])
+        self.assertEqual((stale.exception.status, stale.exception.code), (409, "conflict"))
+        self.assertEqual(self.cairn.get_session(s.id).status, "paused")
+
+
+class Sessions(unittest.TestCase):
+    def setUp(self) -> None:
+        self.cairn = Client(server.url, timeout=30)
+
+    def test_messages_cancel_and_listings(self) -> None:
+        s = self.cairn.create_session("ops", "go", metadata={"ticket": "T-1"})
+        self.assertEqual(s.metadata, {"ticket": "T-1"})
+        cancelled = self.cairn.cancel(s.id)
+        self.assertEqual(cancelled.status, "cancelled")
+        again = self.cairn.send_message(s.id, "try again", seq=cancelled.seq)
+        self.assertEqual(again.status, "paused")
+
+        page = self.cairn.list_sessions(limit=1)
+        self.assertEqual(len(page.sessions), 1)
+        self.assertIsNotNone(page.next_cursor)
+        ids = [x.id for x in self.cairn.sessions(status="paused", page_size=2)]
+        self.assertIn(s.id, ids)
+        self.assertEqual(len(ids), len(set(ids)))
+
+    def test_not_found(self) -> None:
+        with self.assertRaises(CairnError) as missing:
+            self.cairn.get_session("ses_nobody")
+        self.assertEqual((missing.exception.status, missing.exception.code), (404, "not_found"))
+
+    def test_unknown_agent(self) -> None:
+        with self.assertRaises(CairnError) as bad:
+            self.cairn.create_session("opps", "go")
+        self.assertEqual(bad.exception.status, 400)
+        self.assertIn('did you mean "ops"', bad.exception.message)
+
+    def test_unreachable(self) -> None:
+        with self.assertRaises(CairnError) as down:
+            Client("http://127.0.0.1:9", timeout=5).health()
+        self.assertEqual((down.exception.status, down.exception.code), (0, "unreachable"))
+
+    def test_agents_and_me(self) -> None:
+        agents = {a.name: a for a in self.cairn.agents()}
+        self.assertEqual({t.name: t.kind for t in agents["locator"].tools}, {"get_location": "client"})
+        deploy = agents["ops"].tools[0]
+        self.assertEqual((deploy.approval, deploy.parameters["required"]), ("always", ["environment"]))
+        self.assertEqual(self.cairn.me().auth, False)
+        self.assertEqual(self.cairn.health(), "ok")
+
+    def test_bad_callback_token(self) -> None:
+        with self.assertRaises(CairnError) as bad:
+            self.cairn.callback(server.url + "/v1/callbacks/cairn.cb.forged", output={"city": "Lyon"})
+        self.assertIn(bad.exception.status, (400, 403))
+
+
+class Events(unittest.TestCase):
+    def setUp(self) -> None:
+        self.cairn = Client(server.url, timeout=30)
+
+    def test_follow_and_resume(self) -> None:
+        s = self.cairn.create_session("ops", "go")
+        stored = self.cairn.events(s.id)
+        self.assertEqual([e.seq for e in stored], list(range(1, s.seq + 1)))
+        self.assertEqual(stored[0].type, "session_started")
+
+        # Follow from the start; approve from another thread once paused.
+        seen = []
+        for ev in self.cairn.follow(s.id):
+            seen.append(ev)
+            if ev.type == "turn_paused":
+                threading.Thread(target=self.cairn.approve, args=(s.interrupts[0],), daemon=True).start()
+            if ev.type == "turn_completed":
+                break
+        seqs = [e.seq for e in seen]
+        self.assertEqual(seqs, list(range(1, len(seen) + 1)), "every stored event once, in order")
+        types = [e.type for e in seen]
+        for want in ("approval_requested", "decision", "tool_started", "tool_result", "turn_completed"):
+            self.assertIn(want, types)
+
+        # Resume after a seq (what a reconnect sends as Last-Event-ID).
+        tail = []
+        for ev in self.cairn.follow(s.id, after=s.seq):
+            tail.append(ev.seq)
+            if ev.type == "turn_completed":
+                break
+        self.assertEqual(tail, seqs[s.seq:])
+        self.assertEqual([e.seq for e in self.cairn.events(s.id, after=s.seq)], tail)
+
+    def test_changes(self) -> None:
+        got: "queue.Queue" = queue.Queue()
+        opened = threading.Event()
+
+        def watch() -> None:
+            feed = self.cairn.changes()
+            opened.set()
+            for change in feed:
+                got.put(change)
+
+        threading.Thread(target=watch, daemon=True).start()
+        opened.wait(5)
+        s = self.cairn.create_session("planner", "go")
+        while True:
+            change = got.get(timeout=10)
+            if change.type == "session" and change.session.id == s.id and change.session.status == "paused":
+                self.assertEqual(change.session.interrupts[0].kind, "input")
+                break
+
+
+class Continuations(unittest.TestCase):
+    def test_invoke_resume_once(self) -> None:
+        cairn = Client(server.url, timeout=30)
+        r = cairn.invoke("ops", input="go")
+        self.assertEqual(r.status, "paused")
+        self.assertTrue(r.continuation)
+        done = cairn.invoke("ops", continuation=r.continuation, decisions=[Decision.approve(r.interrupts[0].id)])
+        self.assertEqual((done.status, done.output), ("completed", '{"environment":"production"}'))
+        with self.assertRaises(CairnError) as spent:
+            cairn.invoke("ops", continuation=r.continuation, decisions=[Decision.approve(r.interrupts[0].id)])
+        self.assertEqual((spent.exception.status, spent.exception.code), (409, "conflict"))
+        self.assertEqual(spent.exception.result.output, done.output, "the 409 carries the first answer")
+
+
+if __name__ == "__main__":
+    unittest.main()
