@@ -3,6 +3,8 @@
 package clients_test
 
 import (
+	"bufio"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -132,5 +134,127 @@ func sameFiles(t *testing.T, a, b, hint string) {
 	}
 	if string(x) != string(y) {
 		t.Fatalf("%s differs from %s: %s", b, a, hint)
+	}
+}
+
+// serveDemo starts cairn serve on a copy of examples/demo (its scripted
+// model) and returns its URL.
+func serveDemo(t *testing.T) string {
+	t.Helper()
+	bin := cairnBinary(t)
+	work := t.TempDir()
+	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+		b, err := os.ReadFile(filepath.Join(dir(t), "..", "examples", "demo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(work, name), b, 0o755)
+	}
+	cmd := exec.Command(bin, "serve", "--config", "cairn.yaml", "--addr", "127.0.0.1:0")
+	cmd.Dir = work
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			go io.Copy(io.Discard, stderr)
+			return url
+		}
+	}
+	t.Fatalf("cairn serve exited before listening: %v", cmd.Wait())
+	return ""
+}
+
+// exampleOutput is what each example prints (in part) against the demo.
+var exampleOutput = map[string][]string{
+	"python/examples/approve.py":         {"paused", "deploy_code {'environment': 'production'} Deploy to production?", "completed Deployed build 1042 to production."},
+	"python/examples/answer.py":          {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
+	"python/examples/follow.py":          {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
+	"typescript/examples/approve.mjs":    {"paused", "deploy_code { environment: 'production' } Deploy to production?", "completed Deployed build 1042 to production."},
+	"typescript/examples/answer.mjs":     {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
+	"typescript/examples/follow.mjs":     {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
+	"typescript/examples/aisdk-chat.mjs": {"tool-deploy_code { environment: 'production' }", "Deployed build 1042 to production."},
+}
+
+// Every example of clients/*/examples runs against the demo and prints what
+// it says it does.
+func TestExamples(t *testing.T) {
+	python, pyErr := exec.LookPath("python3")
+	node, nodeErr := exec.LookPath("node")
+	url := serveDemo(t)
+	files, _ := filepath.Glob(filepath.Join(dir(t), "*", "examples", "*"))
+	if len(files) != len(exampleOutput) {
+		t.Fatalf("%d examples, %d expected outputs: list each example in exampleOutput", len(files), len(exampleOutput))
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir(t), f)
+		rel = filepath.ToSlash(rel)
+		t.Run(rel, func(t *testing.T) {
+			want, ok := exampleOutput[rel]
+			if !ok {
+				t.Fatalf("no expected output for %s", rel)
+			}
+			var cmd *exec.Cmd
+			switch filepath.Ext(f) {
+			case ".py":
+				if pyErr != nil {
+					t.Skip("python3 is not installed (.ci/run installs it)")
+				}
+				cmd = exec.Command(python, f)
+				cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(dir(t), "python"))
+			case ".mjs":
+				if nodeErr != nil {
+					t.Skip("node is not installed (.ci/run installs it)")
+				}
+				if _, err := os.Stat(filepath.Join(dir(t), "typescript", "node_modules", "ai")); err != nil {
+					t.Skip("(cd clients/typescript && npm ci); .ci/run does it")
+				}
+				cmd = exec.Command(node, f)
+				cmd.Env = os.Environ()
+			default:
+				t.Fatalf("an example in an unknown language: %s", rel)
+			}
+			cmd.Env = append(cmd.Env, "CAIRN_URL="+url)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, w := range want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("the output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// docs/clients.md shows every example whole, as the file CI runs.
+func TestDocsShowTheExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(dir(t), "..", "docs", "clients.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]bool{}
+	for _, part := range strings.Split(string(doc), "```")[1:] {
+		lang, body, _ := strings.Cut(part, "\n")
+		if lang == "python" || lang == "js" {
+			blocks[body] = true
+		}
+	}
+	for rel := range exampleOutput {
+		b, err := os.ReadFile(filepath.Join(dir(t), filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !blocks[string(b)] {
+			t.Errorf("docs/clients.md does not show clients/%s as it is (a ```python or ```js block holding the whole file)", rel)
+		}
+		delete(blocks, string(b))
+	}
+	for b := range blocks {
+		t.Errorf("docs/clients.md shows code that no example holds, so CI does not run it:\n%s", b)
 	}
 }
