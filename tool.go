@@ -40,6 +40,12 @@ type Tool struct {
 	// Confirmation is a text/template over the decoded arguments, shown to
 	// the approver: "Delete file '{{.filename}}'? This cannot be undone."
 	Confirmation string
+	// Runs says what approving a call runs, in words for the approver ("the
+	// command ./deploy.sh", "refunds through the billing API"): the web
+	// page shows it with each approval, and GET /v1/agents lists it.
+	// Optional; the configuration file fills it in for commands, built-ins
+	// and MCP tools.
+	Runs string
 	// Timeout bounds one run of Handler; 0 means no limit beyond the turn's context.
 	Timeout time.Duration
 	// Idempotent marks a tool that is safe to run twice with the same
@@ -298,7 +304,7 @@ func (t *Tool) compile() (*runtime.Tool, error) {
 // info describes the tool for clients (GET /v1/agents).
 func (t *Tool) info(params json.RawMessage) ToolInfo {
 	info := ToolInfo{Name: t.Name, Description: t.Description, Parameters: params, Kind: "function",
-		Agent: t.target, Approval: t.Approval.Rule(), Confirmation: t.Confirmation, Idempotent: t.Idempotent}
+		Agent: t.target, Runs: t.Runs, Approval: t.Approval.Rule(), Confirmation: t.Confirmation, Idempotent: t.Idempotent}
 	switch {
 	case t.kind == engine.ToolHandoff:
 		info.Kind = "handoff"

@@ -75,8 +75,17 @@ func TestCommandTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := map[string]func(context.Context, json.RawMessage) (string, error){}
+	runs := map[string]string{}
 	for _, tl := range cfg.Agents[0].Tools {
 		tools[tl.Name] = tl.Handler
+		runs[tl.Name] = tl.Runs
+	}
+	// What an approver reads: the command line, quoted as a shell reads it.
+	if want := `the command sh -c 'read a; echo "ran $a key=$CAIRN_IDEMPOTENCY_KEY"'`; runs["deploy_code"] != want {
+		t.Errorf("deploy_code runs %s; want %s", runs["deploy_code"], want)
+	}
+	if want := `the command sh -c 'echo oops >&2; exit 3'`; runs["broken"] != want {
+		t.Errorf("broken runs %s; want %s", runs["broken"], want)
 	}
 	out, err := tools["deploy_code"](context.Background(), json.RawMessage(`{"environment":"staging"}`))
 	if err != nil || out != `ran {"environment":"staging"} key=` {

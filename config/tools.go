@@ -93,8 +93,10 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 		// Answers with its arguments, in process: for demos and load tests
 		// that should measure Cairn, not a forked command.
 		t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) { return string(args), nil }
+		t.Runs = "the built-in echo: answers with its arguments"
 	} else {
 		t.Handler = command.Tool(name, tc.Command, l.dir, tc.Wait != nil)
+		t.Runs = "the command " + shellLine(tc.Command)
 	}
 	return t, nil
 }
@@ -231,4 +233,20 @@ func celPolicy(name, expr string) (cairn.Policy, error) {
 		}
 		return b, nil
 	}), nil
+}
+
+// shellLine writes argv as a shell would read it back, quoting the words
+// that need it, for the approver to read what a call runs.
+func shellLine(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		if w != "" && !strings.ContainsFunc(w, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) {
+			words[i] = w
+			continue
+		}
+		words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(words, " ")
 }

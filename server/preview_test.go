@@ -87,3 +87,35 @@ func TestListingsInlinePreviews(t *testing.T) {
 		t.Fatalf("the session lost its output: %d bytes", len(whole.Output))
 	}
 }
+
+// A session carries the user's last message as its request (what an
+// approver reads beside a pending call); a listing inlines its preview.
+func TestListingsPreviewTheRequest(t *testing.T) {
+	long := strings.Repeat("ü", 1<<16)
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
+	})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hs := httptest.NewServer(server.New(r, nil))
+	defer hs.Close()
+	s := check.NoErr(t)(r.Start(t.Context(), "main", "first", nil))
+	s = check.NoErr(t)(r.Send(t.Context(), s.ID, "Deploy the build. "+long, s.Seq, nil))
+	if !strings.HasPrefix(s.Request, "Deploy the build. ") || len(s.Request) != len("Deploy the build. "+long) {
+		t.Fatalf("the session's request is %d bytes: %.40q", len(s.Request), s.Request)
+	}
+	resp, err := http.Get(hs.URL + "/v1/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Sessions []cairn.Session }
+	json.NewDecoder(resp.Body).Decode(&list)
+	got := list.Sessions[0]
+	if len(got.Request) > server.PreviewBytes+3 || !strings.HasPrefix(got.Request, "Deploy the build. ") || strings.Join(got.Truncated, ",") != "request" {
+		t.Fatalf("the listing's request: %d bytes, truncated %v", len(got.Request), got.Truncated)
+	}
+}

@@ -22,6 +22,11 @@ type ToolInfo struct {
 	// the agent kinds and handoffs.
 	Kind  string `json:"kind"`
 	Agent string `json:"agent,omitempty"`
+	// Runs says what approving a call runs, in words for the approver: a
+	// command line, an MCP server's tool, a built-in. Empty when the tool
+	// did not say (a Go function without Tool.Runs, the agent kinds,
+	// whose Agent says it).
+	Runs string `json:"runs,omitempty"`
 	// Approval says when a call waits for a person: "never", "always", a
 	// CEL expression over args, or the words of the tool's Policy.
 	Approval     string `json:"approval"`

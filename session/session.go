@@ -22,6 +22,10 @@ type Session struct {
 	Output     string          `json:"output"`
 	OutputJSON json.RawMessage `json:"-"`
 	Error      *Failure        `json:"error"`
+	// Request is the text of the user's last message to the agent that
+	// holds the conversation (the top of the stack): what the session is
+	// working on, which an approver reads beside each pending call.
+	Request string `json:"request,omitempty"`
 	// Interrupts is non-empty exactly when Status is paused.
 	Interrupts []Interrupt  `json:"interrupts"`
 	Stack      []StackFrame `json:"stack"`
@@ -39,7 +43,7 @@ type Session struct {
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
 	// Truncated, in a listing, names the fields shown as a preview ("output",
-	// "error.message"): the session itself (GET /v1/sessions/{id}) has them
+	// "error.message", "request"): the session itself (GET /v1/sessions/{id}) has them
 	// whole. Empty everywhere else.
 	Truncated []string `json:"truncated,omitempty"`
 }

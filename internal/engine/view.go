@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -32,10 +33,24 @@ func (s *State) View() *session.Session {
 			v.Interrupts = in
 		}
 	}
-	for _, f := range s.Stack() {
+	stack := s.Stack()
+	for _, f := range stack {
 		v.Stack = append(v.Stack, session.StackFrame{Agent: f.Agent, Mode: f.Mode})
 	}
+	if n := len(stack); n > 0 {
+		v.Request = lastUserText(stack[n-1].Messages)
+	}
 	return v
+}
+
+// lastUserText is the text of the last user message of msgs, or "".
+func lastUserText(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 // ViewChanged reports whether events change the View beyond its seq,

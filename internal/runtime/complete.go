@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,9 +132,14 @@ func (r *Runner) decidedBefore(ctx context.Context, sessionID string, after int6
 			case session.EventDecision:
 				var p session.DecisionMade
 				if json.Unmarshal(ev.Data, &p) == nil && p.InterruptID == d.InterruptID {
-					by := cmp.Or(p.Actor.Name, "someone unnamed")
-					if p.Actor.Role != "" {
-						by += " (" + p.Actor.Role + ")"
+					by := p.Actor.Name + " (" + p.Actor.Role + ")"
+					switch {
+					case p.Actor.Name == "" && p.Actor.Role == "":
+						by = "an unnamed caller"
+					case p.Actor.Name == "":
+						by = "an unnamed " + p.Actor.Role // a server without auth: an admin with no name
+					case p.Actor.Role == "":
+						by = p.Actor.Name
 					}
 					return &session.Error{Code: session.CodeAlreadyDecided, Interrupt: d.InterruptID, Err: session.ErrConflict,
 						Message: fmt.Sprintf("interrupt %s of session %s was already decided: %s by %s at %s", d.InterruptID, sessionID, p.Action, by, ev.Time.UTC().Format(time.RFC3339))}

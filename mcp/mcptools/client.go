@@ -277,7 +277,8 @@ func Approval(a *sdk.ToolAnnotations) cairn.Policy {
 }
 
 func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
-	out := &cairn.Tool{Name: ModelName(c.spec.Name, t.Name), Description: t.Description, Approval: Approval(t.Annotations), Timeout: h.timeout}
+	out := &cairn.Tool{Name: ModelName(c.spec.Name, t.Name), Description: t.Description, Approval: Approval(t.Annotations), Timeout: h.timeout,
+		Runs: fmt.Sprintf("the tool %s of the MCP server %s", t.Name, c.spec.Name)}
 	if t.Annotations != nil {
 		out.Idempotent = t.Annotations.IdempotentHint
 	}

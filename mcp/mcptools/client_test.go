@@ -50,6 +50,9 @@ func TestFilesystemServerApprovals(t *testing.T) {
 	if write == nil || read == nil || write.Name != "fs__write_file" || write.Approval.IsNever() || !read.Approval.IsNever() || !write.Idempotent {
 		t.Fatalf("tools: write %+v, read %+v", write, read)
 	}
+	if write.Runs != "the tool write_file of the MCP server fs" {
+		t.Fatalf("write_file runs %q", write.Runs)
+	}
 	target := filepath.Join(sandbox, "notes.txt")
 	args := `{"path":"` + target + `","content":"hello from cairn"}`
 	m := &scripted.Model{Replies: []scripted.Reply{

@@ -155,7 +155,8 @@ class Session:
     """A conversation with an agent and where it stands.
 
     ``status`` is running, paused, completed, failed or cancelled; ``seq``
-    is the last event's number, which a decision must quote.
+    is the last event's number, which a decision must quote. ``request`` is
+    the user's last message: what the session is working on.
     """
 
     id: str = ""
@@ -164,6 +165,7 @@ class Session:
     seq: int = 0
     output: Any = None
     error: Optional[SessionError] = None
+    request: str = ""
     interrupts: List[Interrupt] = field(default_factory=list)
     stack: List[StackFrame] = field(default_factory=list)
     remembered: List[Remembered] = field(default_factory=list)
@@ -224,6 +226,7 @@ class AgentTool:
     parameters: Any = None
     kind: str = ""
     agent: str = ""
+    runs: str = ""
     approval: str = ""
     confirmation: str = ""
     idempotent: bool = False

@@ -395,6 +395,7 @@ export interface components {
                     parameters: unknown;
                     kind: string;
                     agent?: string;
+                    runs?: string;
                     approval: string;
                     confirmation?: string;
                     idempotent?: boolean;
@@ -625,6 +626,7 @@ export interface components {
                     code?: string;
                 };
             };
+            request?: string;
             interrupts: null | {
                 id: string;
                 kind: string;
@@ -704,6 +706,7 @@ export interface components {
                         code?: string;
                     };
                 };
+                request?: string;
                 interrupts: null | {
                     id: string;
                     kind: string;

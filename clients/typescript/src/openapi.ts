@@ -396,6 +396,7 @@ export interface components {
                     parameters: unknown;
                     kind: string;
                     agent?: string;
+                    runs?: string;
                     approval: string;
                     confirmation?: string;
                     idempotent?: boolean;
@@ -626,6 +627,7 @@ export interface components {
                     code?: string;
                 };
             };
+            request?: string;
             interrupts: null | {
                 id: string;
                 kind: string;
@@ -705,6 +707,7 @@ export interface components {
                         code?: string;
                     };
                 };
+                request?: string;
                 interrupts: null | {
                     id: string;
                     kind: string;
