@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -216,7 +218,9 @@ func TestBrowserInbox(t *testing.T) {
 	}
 	var text string
 	run("item text", chromedp.TextContent(item(ops), &text, chromedp.ByQuery))
-	for _, want := range []string{"Deploy 2 replicas to production?", `"replicas": 2`, "ops", "deploy"} {
+	// The approver's context: the request, what the tool is, what approving runs.
+	for _, want := range []string{"Deploy 2 replicas to production?", `"replicas": 2`, "ops", "deploy", "The request: ship it",
+		"deploy: Deploy the build.", "Approving runs the command sh -c 'cat >> runs.log; echo >> runs.log; echo deployed'"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("inbox item lacks %q:\n%s", want, text)
 		}
@@ -298,6 +302,10 @@ func TestBrowserInbox(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Fatalf("audit trail lacks %q:\n%s", want, text)
 		}
+	}
+	run("conversation", chromedp.Text("#timeline", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "ana approved deploy") || !strings.Contains(text, "ana rejected deploy") || strings.Contains(text, "someone") {
+		t.Fatalf("the conversation's decisions:\n%s", text)
 	}
 	run("shot session", shot("session.png"))
 
@@ -433,5 +441,62 @@ func TestBrowserInboxKeepsTheNewestState(t *testing.T) {
 	}
 	if shown != 1 {
 		t.Fatal("the late answer of the earlier decision removed the session's new pause from the inbox")
+	}
+}
+
+// The session page speaks people's words: an interactive sub-agent's
+// message once, "writer finished" rather than a frame id; the Send box
+// says why it waits while a decision is pending; the page has an icon.
+func TestBrowserSessionPageInPeoplesWords(t *testing.T) {
+	ctx := browser(t)
+	_, base := browserServer(t)
+	run := stepper(t, ctx)
+	shots := os.Getenv("CAIRN_SCREENSHOTS")
+
+	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"concierge","input":"write notes"}`)
+	conc := s["id"].(string)
+	var text, placeholder string
+	var disabled bool
+	run("open the session", signIn(base, approverToken), chromedp.WaitVisible("#inbox", chromedp.ByID),
+		chromedp.Navigate(base+"/#/sessions/"+conc), chromedp.WaitVisible("#timeline .row", chromedp.ByQuery),
+		chromedp.Text("#timeline", &text, chromedp.ByQuery),
+		chromedp.AttributeValue("#message", "placeholder", &placeholder, nil, chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('send').disabled`, &disabled))
+	if n := strings.Count(text, "Who are the notes for?"); n != 1 || placeholder != "your reply to writer" || disabled {
+		t.Fatalf("the writer's question shows %d times; the box says %q, disabled %v:\n%s", n, placeholder, disabled, text)
+	}
+	run("reply", chromedp.SendKeys("#message", "customers", chromedp.ByID), chromedp.Click("#send", chromedp.ByID),
+		chromedp.WaitVisible(`#session-status.status-completed`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//div[@id="timeline"]//span[contains(., "writer finished")]`, chromedp.BySearch),
+		chromedp.Text("#timeline", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "writer finished: notes for customers") || regexp.MustCompile(`\bframe\b|\bf\d+\b`).MatchString(text) {
+		t.Fatalf("the conversation after the writer:\n%s", text)
+	}
+
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
+	ops := s["id"].(string)
+	run("a pending approval", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible(item(ops), chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('send').disabled && document.getElementById('message').disabled`, &disabled),
+		chromedp.Text("#send-note", &text, chromedp.ByQuery))
+	if !disabled || text != "Decide what waits above first; then you can write again." {
+		t.Fatalf("with an approval pending, Send is disabled %v and says %q", disabled, text)
+	}
+	if shots != "" {
+		var b []byte
+		run("shot", chromedp.Evaluate(`document.activeElement.blur(); window.scrollTo(0, 0)`, nil), chromedp.FullScreenshot(&b, 100))
+		os.WriteFile(filepath.Join(shots, "session-paused.png"), b, 0o644)
+	}
+	run("approve it here", chromedp.Click(item(ops)+" button.approve", chromedp.ByQuery),
+		chromedp.WaitVisible(`#session-status.status-completed`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('send').disabled`, &disabled))
+	if disabled {
+		t.Fatal("Send stays disabled after the decision")
+	}
+
+	var icon string
+	run("icon", chromedp.Evaluate(`fetch(document.querySelector('link[rel=icon]').href).then(r => r.status + ' ' + r.headers.get('content-type'))`, &icon,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if icon != "200 image/svg+xml" {
+		t.Fatalf("the icon: %s", icon)
 	}
 }

@@ -374,9 +374,13 @@ function interruptCard(s, it, agent) {
   const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
   const title = { approval: 'approval', input: 'question', message: 'waits for you', review: 'review the answer',
     external: 'waits on a system', client: 'run this tool' }[it.kind] || it.kind;
+  const tool = it.tool ? toolOf(agent, it.tool) : null;
   card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' || it.kind === 'review' ? agent : it.tool),
+    s.request && el('blockquote', { class: 'request' }, el('span', { class: 'label' }, 'The request: '), requestText(s)),
+    tool && tool.description && el('p', { class: 'about' }, el('span', { class: 'label' }, it.tool + ': '), tool.description),
+    it.kind === 'approval' && el('p', { class: 'runs' }, el('span', { class: 'label' }, 'Approving runs '), whatRuns(tool, it.tool)),
     it.kind === 'approval' && el('p', { class: 'msg' }, cardValue(s, it, 'message')),
     it.kind === 'input' && el('p', { class: 'msg' }, cardValue(s, it, 'question')),
     it.kind === 'message' && el('p', { class: 'msg' }, cardValue(s, it, 'text')),
@@ -392,6 +396,34 @@ function interruptCard(s, it, agent) {
     actions(s, it, agent, card, error),
     error].filter(Boolean));
   return card;
+}
+
+// requestText is the session's request (the user's last message), folded
+// to a few lines; a listing's preview of a long one loads the whole
+// request from the session on "expand".
+function requestText(s) {
+  const short = 300;
+  const text = s.request.replace(/…$/, '');
+  const cut = (s.truncated || []).includes('request');
+  if (!cut && text.length <= short) return marked(text);
+  const box = el('span', { class: 'folded' });
+  const expand = el('button', { class: 'expand', type: 'button', title: 'show the whole request' }, 'more');
+  expand.addEventListener('click', async () => {
+    try { box.replaceChildren(marked(cut ? (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).request : text)); } catch (e) { expand.textContent = e.message; }
+  });
+  box.append(marked(text.slice(0, short)), '… ', expand);
+  return box;
+}
+
+// whatRuns says, in words, what approving a call of tool runs.
+function whatRuns(tool, name) {
+  if (!tool) return 'the tool ' + name;
+  switch (tool.kind) {
+    case 'agent': return 'the sub-agent ' + tool.agent + ', which works on its own and reports back';
+    case 'interactive_agent': return 'the sub-agent ' + tool.agent + ', which talks with the user until it is done';
+    case 'handoff': return 'a handoff: ' + tool.agent + ' takes over the conversation';
+    default: return tool.runs || 'the tool ' + name + ' (a function of the program that serves Cairn)';
+  }
 }
 
 // cardValue is an interrupt's field as its card shows it. A listing holds
@@ -664,7 +696,14 @@ async function renderSessions(params) {
 
 const MAX_DEPTH = 8; // deeper frames are drawn at this depth (app.css has .depth-0 … .depth-8)
 
-function eventLine(ev, depth) {
+// PAST is each decision's action as the timeline says it.
+const PAST = { approve: 'approved', reject: 'rejected', answer: 'answered', edit: 'edited the answer of', complete: 'completed', fail: 'failed' };
+const POPPED = { completed: 'finished', failed: 'failed', cancelled: 'was cancelled' };
+
+// eventLine is an event as the conversation shows it, in people's words;
+// names maps frame ids to their agents, and said the text each frame's
+// model last wrote (an interactive agent's message repeats it).
+function eventLine(ev, depth, names, said) {
   const d = ev.data || {};
   // Indented by class, not a style attribute: the page's CSP allows no inline style.
   const row = (who, ...body) => el('div', { class: 'row depth-' + Math.min(depth, MAX_DEPTH), dataset: { frame: ev.frame || '', seq: ev.seq, depth } },
@@ -673,17 +712,22 @@ function eventLine(ev, depth) {
     case 'user_message': return row('user', d.text);
     case 'model_response': {
       const m = d.message || {};
+      said.set(ev.frame, m.content || '');
       return row(ev.agent, m.content || '', ...(m.tool_calls || []).map((c) => el('pre', {}, '→ ' + c.name + ' ' + c.arguments)));
     }
     case 'tool_result': return row(d.tool + ' result', el('span', { class: d.is_error ? 'error' : '' }, d.content));
     case 'frame_pushed': return row('', el('button', { class: 'toggle', title: 'collapse', dataset: { child: d.frame }, onclick: (e) => toggleFrame(e.target) }, '▾'),
       el('span', { class: 'frame' }, ev.agent + ' started ' + d.agent + ' (' + d.mode + ')'));
-    case 'frame_popped': return row('', el('span', { class: 'frame' }, 'frame ' + d.frame + ' ' + d.reason + ': ' + (d.result || '')));
+    case 'frame_popped': return row('', el('span', { class: 'frame' }, (names.get(d.frame) || 'the sub-agent') + ' ' + (POPPED[d.reason] || d.reason) + (d.result ? ': ' + d.result : '')));
     case 'handoff': return row('', el('span', { class: 'frame' }, ev.agent + ' handed the conversation to ' + d.agent));
-    case 'agent_message': return row(ev.agent, d.text);
+    case 'agent_message': return said.get(ev.frame) === d.text ? null : row(ev.agent, d.text); // shown with its model_response
     case 'approval_requested': return row('', el('span', { class: 'frame' }, 'waits for approval: ' + (d.interrupt && d.interrupt.message)));
     case 'input_requested': return row('', el('span', { class: 'frame' }, 'asks: ' + (d.interrupt && d.interrupt.question)));
-    case 'decision': return row('', el('span', { class: 'frame' }, (d.actor && d.actor.name || 'someone') + ' ' + d.action + (d.tool ? ' ' + d.tool : '')));
+    case 'decision': {
+      const who = d.actor && d.actor.name;
+      const what = (PAST[d.action] || d.action) + (d.tool ? ' ' + d.tool : '');
+      return row('', el('span', { class: 'frame' }, who ? who + ' ' + what : what[0].toUpperCase() + what.slice(1)));
+    }
     case 'turn_completed': return row('', el('span', { class: 'frame' }, 'turn completed'));
     case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)));
     case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'));
@@ -707,7 +751,7 @@ function toggleFrame(btn) {
 
 function auditRow(ev) {
   const d = ev.data;
-  const who = d.actor ? (d.actor.name || 'anonymous') + (d.actor.role ? ' (' + d.actor.role + ')' : '') : '';
+  const who = d.actor ? (d.actor.name || 'no name') + (d.actor.role ? ' (' + d.actor.role + ')' : '') : '';
   return el('tr', {}, el('td', {}, new Date(ev.time).toLocaleTimeString()), el('td', {}, who), el('td', {}, d.action + ' ' + (d.tool || '') + (d.remember ? ' [remember ' + d.remember + ']' : '')),
     el('td', {}, d.arguments !== undefined ? el('pre', {}, pretty(d.arguments)) : '', d.new_arguments !== undefined ? el('pre', { class: 'edited' }, '→ ' + pretty(d.new_arguments)) : ''),
     el('td', {}, d.reason || d.text || ''));
@@ -722,13 +766,16 @@ async function renderSession(id, signal) {
   const error = el('div', { class: 'error' });
   const text = el('textarea', { id: 'message', placeholder: 'your next message' });
   const depth = new Map();
+  const names = new Map(); // frame id → agent
+  const said = new Map(); // frame id → its model's last text
+  const note = el('p', { class: 'muted', id: 'send-note' });
   let cards = new Map();
   let last = 0;
 
   const paint = () => {
     head.replaceChildren(
       el('h2', {}, s.id), el('p', {}, 'agent ', el('b', {}, s.agent), ' · ', el('span', { class: 'status status-' + s.status, id: 'session-status' }, s.status), ' · updated ', ago(s.updated_at)),
-      el('p', { class: 'stack' }, 'stack: ', ...s.stack.map((f) => el('span', {}, f.agent + ' (' + f.mode + ')'))),
+      s.stack.length > 1 ? el('p', { class: 'stack' }, 'talking with: ', ...s.stack.map((f) => el('span', {}, f.agent))) : '',
       s.error ? el('p', { class: 'error' }, s.error.message) : '',
       el('div', { class: 'actions' },
         el('button', { id: 'cancel-top', disabled: s.stack.length < 2, onclick: () => cancel('top') }, 'Cancel top'),
@@ -742,13 +789,21 @@ async function renderSession(id, signal) {
       return card;
     }) : []));
     cards = keep;
+    // The next message waits for the decisions: say so, instead of a 409.
+    const deciding = s.status === 'paused' && s.interrupts.some((it) => it.kind !== 'message');
+    const replying = s.status === 'paused' && s.interrupts.some((it) => it.kind === 'message');
+    text.disabled = sendBtn.disabled = deciding || s.status === 'running' || !canSpeak(s);
+    text.placeholder = replying ? 'your reply to ' + s.stack[s.stack.length - 1].agent : 'your next message';
+    note.textContent = !canSpeak(s) ? 'Only the session\'s owner writes here.'
+      : deciding ? 'Decide what waits above first; then you can write again.'
+      : s.status === 'running' ? 'The agent is working; you can write when it answers.' : '';
   };
   const add = (ev) => {
     if (ev.seq && ev.seq <= last) return;
     if (ev.seq) last = ev.seq;
-    if (ev.type === 'frame_pushed') depth.set(ev.data.frame, (depth.get(ev.frame) || 0) + 1);
+    if (ev.type === 'frame_pushed') { depth.set(ev.data.frame, (depth.get(ev.frame) || 0) + 1); names.set(ev.data.frame, ev.data.agent); }
     if (ev.type === 'handoff') depth.set(ev.data.to, depth.get(ev.data.from) || 0);
-    const line = eventLine(ev, depth.get(ev.frame) || 0);
+    const line = eventLine(ev, depth.get(ev.frame) || 0, names, said);
     if (line) timeline.append(line);
     if (ev.type === 'decision') audit.append(auditRow(ev));
   };
@@ -761,12 +816,13 @@ async function renderSession(id, signal) {
     if (!text.value.trim()) return;
     try { s = await api('POST', '/v1/sessions/' + encodeURIComponent(id) + '/messages', { text: text.value }); text.value = ''; paint(); } catch (e) { error.textContent = e.message; }
   };
+  const sendBtn = el('button', { class: 'primary', id: 'send', onclick: () => send() }, 'Send');
   const evs = await api('GET', '/v1/sessions/' + encodeURIComponent(id) + '/events');
   evs.events.forEach(add);
   paint();
   main().replaceChildren(head, pending, el('div', { class: 'grid2' },
     el('section', {}, el('h3', {}, 'Conversation'), timeline,
-      el('div', { class: 'panel' }, text, el('div', { class: 'actions' }, el('button', { class: 'primary', id: 'send', onclick: send }, 'Send'), error))),
+      el('div', { class: 'panel' }, text, note, el('div', { class: 'actions' }, sendBtn, error))),
     el('section', {}, el('h3', {}, 'Audit trail'), audit)));
   let refresh = null;
   follow(() => '/v1/sessions/' + encodeURIComponent(id) + '/events?after=' + last, (type, ev) => {
