@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -17,7 +18,7 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 	}
 	m := models[a.Model]
 	if m == nil {
-		return nil, nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), didYouMean(a.Model, sortedKeys(f.Models)))
+		return nil, nil, l.errf(p+".model", "unknown model %q; defined models: %s%s", a.Model, strings.Join(sortedKeys(f.Models), ", "), suggest.Hint(a.Model, sortedKeys(f.Models)))
 	}
 	if a.MaxIterations < 0 {
 		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
@@ -50,7 +51,7 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 			server, tool, _ := strings.Cut(tn, ".")
 			if _, ok := f.MCPServers[server]; !ok {
 				names := sortedKeys(f.MCPServers)
-				return nil, nil, l.errf(p+".tools", "tools[%d]: %q: no MCP server %q; configured: %s%s", i, tn, server, strings.Join(names, ", "), didYouMean(server, names))
+				return nil, nil, l.errf(p+".tools", "tools[%d]: %q: no MCP server %q; configured: %s%s", i, tn, server, strings.Join(names, ", "), suggest.Hint(server, names))
 			}
 			if tool != "*" {
 				if _, err := l.mcpOverride(tn); err != nil {
@@ -62,7 +63,7 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 		}
 		t := tools[tn]
 		if t == nil {
-			return nil, nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), didYouMean(tn, sortedKeys(f.Tools)))
+			return nil, nil, l.errf(p+".tools", "tools[%d]: unknown tool %q; defined tools: %s%s", i, tn, strings.Join(sortedKeys(f.Tools), ", "), suggest.Hint(tn, sortedKeys(f.Tools)))
 		}
 		if seen[tn] {
 			return nil, nil, l.errf(p+".tools", "tool %q is listed twice", tn)
@@ -111,7 +112,7 @@ func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bo
 	case "interactive":
 		return cairn.InteractiveAgentTool(sa.Agent, spec), nil
 	}
-	return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, didYouMean(sa.Mode, []string{"tool", "interactive"}))
+	return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is not tool or interactive%s", i, sa.Mode, suggest.Hint(sa.Mode, []string{"tool", "interactive"}))
 }
 
 // handoff builds the transfer_to_<agent> tool of handoffs[i] of agent self.
@@ -135,7 +136,7 @@ func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string
 func (l *loader) otherAgent(key, what, agent, self string) error {
 	names := sortedKeys(l.agents)
 	if _, ok := l.agents[agent]; !ok {
-		return l.errf(key, "%s: unknown agent %q; defined agents: %s%s", what, agent, strings.Join(names, ", "), didYouMean(agent, names))
+		return l.errf(key, "%s: unknown agent %q; defined agents: %s%s", what, agent, strings.Join(names, ", "), suggest.Hint(agent, names))
 	}
 	if agent == self {
 		return l.errf(key, "%s: %q is the agent itself; name another agent", what, agent)

@@ -59,7 +59,7 @@ func (l *loader) explain(n *yaml.Node, t reflect.Type, path string, errs *[]*Err
 			key, val := n.Content[i], n.Content[i+1]
 			ft, ok := fields[key.Value]
 			if !ok {
-				msg := fmt.Sprintf("unknown key %q (known here: %s)%s", key.Value, strings.Join(known, ", "), didYouMean(key.Value, known))
+				msg := fmt.Sprintf("unknown key %q (known here: %s)%s", key.Value, strings.Join(known, ", "), suggest.Hint(key.Value, known))
 				*errs = append(*errs, &Error{File: l.path, Line: key.Line, Path: join(path, key.Value), Msg: msg})
 				continue
 			}
@@ -180,12 +180,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-// didYouMean is "; did you mean "x"?" for the known value closest to v, or "".
-func didYouMean(v string, known []string) string {
-	if best := suggest.Closest(v, known); best != "" {
-		return fmt.Sprintf("; did you mean %q?", best)
-	}
-	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 )
 
@@ -45,7 +46,7 @@ func (l *loader) mcpServers(f *File) error {
 			return l.errf("tools."+name, "%q names an MCP tool (server.tool), but no mcp_servers are configured", name)
 		}
 		if _, ok := f.MCPServers[server]; !ok {
-			return l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), didYouMean(server, sortedKeys(f.MCPServers)))
+			return l.errf("tools."+name, "no MCP server %q; configured: %s%s", server, strings.Join(sortedKeys(f.MCPServers), ", "), suggest.Hint(server, sortedKeys(f.MCPServers)))
 		}
 	}
 	for _, name := range sortedKeys(f.MCPServers) {
@@ -85,7 +86,7 @@ func (l *loader) connectMCP(ctx context.Context) (*mcptools.Hub, error) {
 		server, tool, _ := strings.Cut(name, ".")
 		if names := hub.ToolNames(server); !slices.Contains(names, tool) {
 			hub.Close()
-			return nil, l.errf("tools."+name, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), didYouMean(tool, names))
+			return nil, l.errf("tools."+name, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), suggest.Hint(tool, names))
 		}
 	}
 	return hub, nil
@@ -97,7 +98,7 @@ func (l *loader) mcpRef(key string, i int, ref string, f *File) ([]*cairn.Tool, 
 	server, tool, _ := strings.Cut(ref, ".")
 	if _, ok := f.MCPServers[server]; !ok || l.hub == nil {
 		names := sortedKeys(f.MCPServers)
-		return nil, nil, l.errf(key, "tools[%d]: %q: no MCP server %q; configured: %s%s", i, ref, server, strings.Join(names, ", "), didYouMean(server, names))
+		return nil, nil, l.errf(key, "tools[%d]: %q: no MCP server %q; configured: %s%s", i, ref, server, strings.Join(names, ", "), suggest.Hint(server, names))
 	}
 	if tool == "*" {
 		specs := map[string]*cairn.Tool{}
@@ -119,7 +120,7 @@ func (l *loader) mcpRef(key string, i int, ref string, f *File) ([]*cairn.Tool, 
 	t := l.hub.Tool(server, tool, spec)
 	if t == nil {
 		all := l.hub.ToolNames(server)
-		return nil, nil, l.errf(key, "tools[%d]: MCP server %s has no tool %q; its tools: %s%s", i, server, tool, strings.Join(all, ", "), didYouMean(tool, all))
+		return nil, nil, l.errf(key, "tools[%d]: MCP server %s has no tool %q; its tools: %s%s", i, server, tool, strings.Join(all, ", "), suggest.Hint(tool, all))
 	}
 	return []*cairn.Tool{t}, nil, nil
 }

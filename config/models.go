@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/gemini"
@@ -30,7 +31,7 @@ func (l *loader) scripted(p string, mc ModelConfig) (model.Model, error) {
 	}
 	for _, agent := range sortedKeys(mc.Scripts) {
 		if _, ok := l.agents[agent]; !ok {
-			return nil, l.errf(p+".scripts."+agent, "unknown agent %q; defined agents: %s%s", agent, strings.Join(sortedKeys(l.agents), ", "), didYouMean(agent, sortedKeys(l.agents)))
+			return nil, l.errf(p+".scripts."+agent, "unknown agent %q; defined agents: %s%s", agent, strings.Join(sortedKeys(l.agents), ", "), suggest.Hint(agent, sortedKeys(l.agents)))
 		}
 		rs, err := l.scriptReplies(p+".scripts."+agent, mc.Scripts[agent])
 		if err != nil {
@@ -151,7 +152,7 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			if mc.Reasoning != nil {
 				efforts := []string{"minimal", "low", "medium", "high"}
 				if !slices.Contains(efforts, mc.Reasoning.Effort) {
-					return nil, l.errf(p+".reasoning.effort", "%q: use one of %s%s", mc.Reasoning.Effort, strings.Join(efforts, ", "), didYouMean(mc.Reasoning.Effort, efforts))
+					return nil, l.errf(p+".reasoning.effort", "%q: use one of %s%s", mc.Reasoning.Effort, strings.Join(efforts, ", "), suggest.Hint(mc.Reasoning.Effort, efforts))
 				}
 				opts.ReasoningEffort = mc.Reasoning.Effort
 			}
@@ -164,7 +165,7 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 	case "":
 		return nil, l.errf(p+".provider", "missing; one of openai, openai-responses, anthropic, gemini, scripted")
 	}
-	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, openai-responses, anthropic, gemini, scripted%s", mc.Provider, didYouMean(mc.Provider, []string{"openai", "openai-responses", "anthropic", "gemini", "scripted"}))
+	return nil, l.errf(p+".provider", "unknown provider %q; one of openai, openai-responses, anthropic, gemini, scripted%s", mc.Provider, suggest.Hint(mc.Provider, []string{"openai", "openai-responses", "anthropic", "gemini", "scripted"}))
 }
 
 // modelLimits reads a model's timeout, idle_timeout and max_reply_bytes.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/store/storeurl"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -77,7 +78,7 @@ func (l *loader) temporal(f *File) (*Temporal, error) {
 		return nil, nil
 	case "temporal":
 	default:
-		return nil, l.errf("driver", "%q is not local or temporal%s", f.Driver, didYouMean(f.Driver, []string{"local", "temporal"}))
+		return nil, l.errf("driver", "%q is not local or temporal%s", f.Driver, suggest.Hint(f.Driver, []string{"local", "temporal"}))
 	}
 	if f.Store == "memory" || f.Store == "memory:" {
 		return nil, l.errf("store", "driver: temporal mirrors sessions to the store for the API and the workers to share; use sqlite:PATH (one machine) or postgres://…")
@@ -148,7 +149,7 @@ func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
 		}
 		for j, ev := range w.Events {
 			if !slices.Contains(webhook.EventTypes(), ev) {
-				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, strings.Join(webhook.EventTypes(), ", "), didYouMean(ev, webhook.EventTypes()))
+				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, strings.Join(webhook.EventTypes(), ", "), suggest.Hint(ev, webhook.EventTypes()))
 			}
 		}
 		timeout, err := l.duration(key+".timeout", w.Timeout, 10*time.Second)
@@ -221,7 +222,7 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 		switch t.Role {
 		case "user", "approver", "admin":
 		default:
-			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin%s", i, t.Role, didYouMean(t.Role, []string{"user", "approver", "admin"}))
+			return nil, l.errf("auth.tokens", "tokens[%d].role: %q is not one of user, approver, admin%s", i, t.Role, suggest.Hint(t.Role, []string{"user", "approver", "admin"}))
 		}
 		if t.TokenEnv == "" {
 			return nil, l.errf("auth.tokens", "tokens[%d].token_env: name the environment variable that holds the token", i)

@@ -38,10 +38,7 @@ func explainJSONError(err error, body []byte, v any) string {
 		if json.Unmarshal(body, &raw) == nil {
 			if at, name, known, ok := findUnknown(raw, reflect.TypeOf(v), ""); ok {
 				out := fmt.Sprintf("unknown field %q (known: %s)", at+name, strings.Join(known, ", "))
-				if best := suggest.Closest(name, known); best != "" {
-					out += fmt.Sprintf("; did you mean %q?", best)
-				}
-				return out
+				return out + suggest.Hint(name, known)
 			}
 		}
 	}

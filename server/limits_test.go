@@ -197,3 +197,17 @@ func TestBodyErrorsTeach(t *testing.T) {
 		t.Fatal("a refused body created a session")
 	}
 }
+
+// A misspelt status or kind in a listing's query says what was meant.
+func TestQueryTyposSayWhatWasMeant(t *testing.T) {
+	e := newEnv(t, false)
+	for path, want := range map[string]string{
+		"/v1/sessions?status=pasued":           `status "pasued" is not one of running, paused, completed, failed, cancelled; did you mean "paused"?`,
+		"/v1/interrupts?kind=external,aproval": `kind "aproval" is not one of approval, input, message, review, external, client (several: kind=external,client); did you mean "approval"?`,
+	} {
+		code, body := e.do("GET", path, "")
+		if msg, _ := body["error"].(map[string]any)["message"].(string); code != 400 || msg != want {
+			t.Errorf("%s: %d %q\nwant %q", path, code, msg, want)
+		}
+	}
+}

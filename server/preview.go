@@ -23,10 +23,6 @@ func previewSession(s *cairn.Session) *cairn.Session {
 		out.Output, cut = v, true
 		out.Truncated = append(out.Truncated, "output")
 	}
-	if v, ok := preview(s.Request); ok {
-		out.Request, cut = v, true
-		out.Truncated = append(out.Truncated, "request")
-	}
 	if s.Error != nil {
 		if v, ok := preview(s.Error.Message); ok {
 			e := *s.Error

@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/server"
+	"github.com/cairnhq/cairn/session"
 )
 
 type noteArgs struct {
@@ -88,9 +90,10 @@ func TestListingsInlinePreviews(t *testing.T) {
 	}
 }
 
-// A session carries the user's last message as its request (what an
-// approver reads beside a pending call); a listing inlines its preview.
-func TestListingsPreviewTheRequest(t *testing.T) {
+// A session carries the start of the user's last message as its request
+// (what an approver reads beside a pending call), bounded so that every
+// listing and stream that reads the session's summary stays small.
+func TestSessionsCarryTheStartOfTheRequest(t *testing.T) {
 	long := strings.Repeat("ü", 1<<16)
 	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
@@ -104,7 +107,7 @@ func TestListingsPreviewTheRequest(t *testing.T) {
 	defer hs.Close()
 	s := check.NoErr(t)(r.Start(t.Context(), "main", "first", nil))
 	s = check.NoErr(t)(r.Send(t.Context(), s.ID, "Deploy the build. "+long, s.Seq, nil))
-	if !strings.HasPrefix(s.Request, "Deploy the build. ") || len(s.Request) != len("Deploy the build. "+long) {
+	if !strings.HasPrefix(s.Request, "Deploy the build. ü") || !strings.HasSuffix(s.Request, "…") || len(s.Request) > session.RequestBytes+len("…") || !utf8.ValidString(s.Request) {
 		t.Fatalf("the session's request is %d bytes: %.40q", len(s.Request), s.Request)
 	}
 	resp, err := http.Get(hs.URL + "/v1/sessions")
@@ -114,8 +117,11 @@ func TestListingsPreviewTheRequest(t *testing.T) {
 	defer resp.Body.Close()
 	var list struct{ Sessions []cairn.Session }
 	json.NewDecoder(resp.Body).Decode(&list)
-	got := list.Sessions[0]
-	if len(got.Request) > server.PreviewBytes+3 || !strings.HasPrefix(got.Request, "Deploy the build. ") || strings.Join(got.Truncated, ",") != "request" {
+	if got := list.Sessions[0]; got.Request != s.Request || got.Truncated != nil {
 		t.Fatalf("the listing's request: %d bytes, truncated %v", len(got.Request), got.Truncated)
+	}
+	short := check.NoErr(t)(r.Send(t.Context(), s.ID, "Ship it.", s.Seq, nil))
+	if short.Request != "Ship it." {
+		t.Fatalf("the request after the next message: %q", short.Request)
 	}
 }

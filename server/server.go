@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/suggest"
 )
 
 // Server serves the HTTP API. It is an http.Handler.
@@ -240,7 +241,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	switch status {
 	case "", cairn.StatusRunning, cairn.StatusPaused, cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusCancelled:
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not one of running, paused, completed, failed, cancelled", status))
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not one of running, paused, completed, failed, cancelled%s", status,
+			suggest.Hint(string(status), []string{"running", "paused", "completed", "failed", "cancelled"})))
 		return
 	}
 	page, ok := pageParams(w, r)
@@ -407,7 +409,8 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 		for _, k := range strings.Split(v, ",") {
 			kind := cairn.Kind(strings.TrimSpace(k))
 			if !kind.Known() {
-				writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("kind %q is not one of %s (several: kind=external,client)", k, cairn.Kinds()))
+				writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("kind %q is not one of %s (several: kind=external,client)%s", k, cairn.Kinds(),
+					suggest.Hint(k, strings.Split(cairn.Kinds(), ", "))))
 				return
 			}
 			page.Kinds = append(page.Kinds, kind)

@@ -22,9 +22,10 @@ type Session struct {
 	Output     string          `json:"output"`
 	OutputJSON json.RawMessage `json:"-"`
 	Error      *Failure        `json:"error"`
-	// Request is the text of the user's last message to the agent that
-	// holds the conversation (the top of the stack): what the session is
-	// working on, which an approver reads beside each pending call.
+	// Request is the start of the user's last message to the agent that
+	// holds the conversation (the top of the stack), at most RequestBytes
+	// and then an ellipsis: what the session is working on, which an
+	// approver reads beside each pending call. The events have it whole.
 	Request string `json:"request,omitempty"`
 	// Interrupts is non-empty exactly when Status is paused.
 	Interrupts []Interrupt  `json:"interrupts"`
@@ -43,10 +44,14 @@ type Session struct {
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
 	// Truncated, in a listing, names the fields shown as a preview ("output",
-	// "error.message", "request"): the session itself (GET /v1/sessions/{id}) has them
+	// "error.message"): the session itself (GET /v1/sessions/{id}) has them
 	// whole. Empty everywhere else.
 	Truncated []string `json:"truncated,omitempty"`
 }
+
+// RequestBytes bounds Session.Request, so that a session's summary, which
+// every listing and stream reads, stays small however long the user wrote.
+const RequestBytes = 1 << 10
 
 // Mode is how an agent's frame relates to the one that started it.
 type Mode string

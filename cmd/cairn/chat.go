@@ -86,11 +86,7 @@ func pickAgent(cfg *config.Config, agent string) (string, error) {
 			return agent, nil
 		}
 	}
-	hint := ""
-	if s := suggest.Closest(agent, names); s != "" {
-		hint = fmt.Sprintf("; did you mean %q?", s)
-	}
-	return "", fmt.Errorf("--agent: unknown agent %q; the agents of %s are: %s%s", agent, cfg.Path, strings.Join(names, ", "), hint)
+	return "", fmt.Errorf("--agent: unknown agent %q; the agents of %s are: %s%s", agent, cfg.Path, strings.Join(names, ", "), suggest.Hint(agent, names))
 }
 
 const chatHelp = `Type a message for the agent shown in the prompt. Commands:

@@ -106,12 +106,12 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 		}
 		p.output = output
 	case kind == session.KindExternal || kind == session.KindClient:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not end a %s call; use complete (with output) or fail (with a reason)%s", i, d.Action, kind, didYouMean(string(d.Action), actionNames(kind)))
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not end a %s call; use complete (with output) or fail (with a reason)%s", i, d.Action, kind, suggest.Hint(string(d.Action), actionNames(kind)))
 	case d.Action == session.ActionReject:
 	case kind == session.KindInput:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject%s", i, d.Action, didYouMean(string(d.Action), actionNames(kind)))
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject%s", i, d.Action, suggest.Hint(string(d.Action), actionNames(kind)))
 	default:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject%s", i, d.Action, didYouMean(string(d.Action), actionNames(kind)))
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject%s", i, d.Action, suggest.Hint(string(d.Action), actionNames(kind)))
 	}
 	return p, checkRemember(i, d)
 }
@@ -204,15 +204,6 @@ func actionNames(k session.Kind) []string {
 		out = append(out, string(a))
 	}
 	return out
-}
-
-// didYouMean is "; did you mean "x"?" for the candidate closest to
-// name, or "" when none is close.
-func didYouMean(name string, candidates []string) string {
-	if s := suggest.Closest(name, candidates); s != "" && s != name {
-		return fmt.Sprintf("; did you mean %q?", s)
-	}
-	return ""
 }
 
 func checkRemember(i int, d session.Decision) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
@@ -78,7 +79,7 @@ func (s *stepper) start(in Start) error {
 		return errorf(session.CodeConflict, "session %s already exists", s.st.SessionID)
 	}
 	if s.m.agents[in.Agent] == nil {
-		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s%s", in.Agent, strings.Join(s.m.agentNames(), ", "), didYouMean(in.Agent, s.m.agentNames()))
+		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s%s", in.Agent, strings.Join(s.m.agentNames(), ", "), suggest.Hint(in.Agent, s.m.agentNames()))
 	}
 	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
 	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor})

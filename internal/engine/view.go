@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
@@ -43,12 +44,22 @@ func (s *State) View() *session.Session {
 	return v
 }
 
-// lastUserText is the text of the last user message of msgs, or "".
+// lastUserText is the start of the text of the last user message of msgs
+// (session.RequestBytes, cut on a rune boundary, then "…"), or "".
 func lastUserText(msgs []model.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == model.RoleUser {
-			return msgs[i].Content
+		if msgs[i].Role != model.RoleUser {
+			continue
 		}
+		s := msgs[i].Content
+		if len(s) <= session.RequestBytes {
+			return s
+		}
+		n := session.RequestBytes
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n] + "…"
 	}
 	return ""
 }

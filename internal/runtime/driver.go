@@ -21,11 +21,7 @@ import (
 func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *StartOptions) (*session.Session, error) {
 	if _, ok := r.agents[agent]; !ok {
 		names := slices.Sorted(maps.Keys(r.agents))
-		hint := ""
-		if s := suggest.Closest(agent, names); s != "" {
-			hint = fmt.Sprintf("; did you mean %q?", s)
-		}
-		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), hint)}
+		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), suggest.Hint(agent, names))}
 	}
 	return r.observed(ctx, id, 0, func() (*session.Session, error) {
 		return r.driver.Start(ctx, driver.Start{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)

@@ -40,3 +40,12 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Hint is `; did you mean "x"?` for the candidate closest to name, to end
+// an error message with, or "" when none is close (or name is one).
+func Hint(name string, candidates []string) string {
+	if s := Closest(name, candidates); s != "" && s != name {
+		return `; did you mean "` + s + `"?`
+	}
+	return ""
+}

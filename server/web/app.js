@@ -398,20 +398,15 @@ function interruptCard(s, it, agent) {
   return card;
 }
 
-// requestText is the session's request (the user's last message), folded
-// to a few lines; a listing's preview of a long one loads the whole
-// request from the session on "expand".
+// requestText is the session's request (the start of the user's last
+// message; the session page has it whole), folded to a few lines.
 function requestText(s) {
   const short = 300;
-  const text = s.request.replace(/…$/, '');
-  const cut = (s.truncated || []).includes('request');
-  if (!cut && text.length <= short) return marked(text);
+  if (s.request.length <= short) return marked(s.request);
   const box = el('span', { class: 'folded' });
-  const expand = el('button', { class: 'expand', type: 'button', title: 'show the whole request' }, 'more');
-  expand.addEventListener('click', async () => {
-    try { box.replaceChildren(marked(cut ? (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).request : text)); } catch (e) { expand.textContent = e.message; }
-  });
-  box.append(marked(text.slice(0, short)), '… ', expand);
+  const expand = el('button', { class: 'expand', type: 'button', title: 'show more of the request' }, 'more');
+  expand.addEventListener('click', () => box.replaceChildren(marked(s.request)));
+  box.append(marked(s.request.slice(0, short)), '… ', expand);
   return box;
 }
 
