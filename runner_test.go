@@ -321,7 +321,7 @@ func TestBadCallsBecomeErrorResults(t *testing.T) {
 	})
 	m := &recordingModel{inner: scripted.New(
 		scripted.Reply{ToolCalls: []scripted.Call{
-			{ID: "1", Name: "nope", Arguments: `{}`},
+			{ID: "1", Name: "failng", Arguments: `{}`},
 			{ID: "2", Name: "failing", Arguments: `{"n":`},
 			{ID: "3", Name: "failing", Arguments: `{"n":"x"}`},
 			{ID: "4", Name: "failing", Arguments: `{"n":1}`},
@@ -340,7 +340,7 @@ func TestBadCallsBecomeErrorResults(t *testing.T) {
 	}
 	msgs := m.last().Messages
 	results := msgs[len(msgs)-6:]
-	want := []string{`unknown tool "nope"`, "not valid JSON", "do not match its schema", "disk full", "panicked: boom", "timed out after 50ms"}
+	want := []string{`unknown tool "failng"; available tools: failing, panicking, hanging; did you mean "failing"?`, "not valid JSON", "do not match its schema", "disk full", "panicked: boom", "timed out after 50ms"}
 	for i, w := range want {
 		if !results[i].IsError || !strings.Contains(results[i].Content, w) {
 			t.Errorf("result %d = %+v, want an error containing %q", i, results[i], w)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
@@ -215,7 +216,8 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	}
 	tool := agent.Tools[c.Tool]
 	if tool == nil {
-		return fail(fmt.Sprintf("unknown tool %q; available tools: %s", c.Tool, strings.Join(agent.toolNames(f.Mode), ", ")))
+		names := agent.toolNames(f.Mode)
+		return fail(fmt.Sprintf("unknown tool %q; available tools: %s%s", c.Tool, strings.Join(names, ", "), suggest.Hint(c.Tool, names)))
 	}
 	// c.Args is canonical already (see canonicalArgs): the engine only reads it here.
 	v, err := decodeArgs(json.RawMessage(c.Args))
