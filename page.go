@@ -19,4 +19,8 @@ type Page struct {
 	// (KindExternal: what waits on other systems); nil lists every kind.
 	// Give the same Kinds with each page's Cursor.
 	Kinds []Kind
+	// Agent, for the session listing, lists only the sessions of that
+	// (root) agent; empty lists every agent. Give the same Agent with each
+	// page's Cursor.
+	Agent string
 }

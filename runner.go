@@ -118,8 +118,8 @@ func (r *Runner) Sessions(ctx context.Context, status Status) ([]*Session, error
 	return r.rt.Sessions(ctx, status)
 }
 
-// SessionsPage lists sessions (status "" for all), most recently updated
-// first, one page at a time; next is the cursor of the following page, empty
+// SessionsPage lists sessions (status "" for all; page.Agent to list one
+// agent's), most recently updated first, one page at a time; next is the cursor of the following page, empty
 // after the last. A session updated between two pages moves to the front of
 // the order, so a walk may miss or repeat it.
 func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (sessions []*Session, next string, err error) {

@@ -125,3 +125,63 @@ func TestSessionsCarryTheStartOfTheRequest(t *testing.T) {
 		t.Fatalf("the request after the next message: %q", short.Request)
 	}
 }
+
+// GET /v1/sessions?agent= lists one agent's sessions, a page at a time;
+// an agent that does not exist is a 400 that says which one was meant.
+func TestListOneAgentsSessions(t *testing.T) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
+	})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m}, {Name: "billing", Model: m}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hs := httptest.NewServer(server.New(r, nil))
+	defer hs.Close()
+	want := map[string]bool{}
+	for i := range 5 {
+		agent := []string{"main", "billing"}[i%2]
+		s := check.NoErr(t)(r.Start(t.Context(), agent, "hi", nil))
+		if agent == "billing" {
+			want[s.ID] = true
+		}
+	}
+	get := func(path string) (int, map[string]any) {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	seen := map[string]bool{}
+	path := "/v1/sessions?agent=billing&limit=1"
+	for pages := 0; ; pages++ {
+		code, page := get(path)
+		if code != 200 || pages > 3 {
+			t.Fatalf("%s: %d %v", path, code, page)
+		}
+		for _, s := range page["sessions"].([]any) {
+			s := s.(map[string]any)
+			if s["agent"] != "billing" || seen[s["id"].(string)] {
+				t.Fatalf("page %d: %v", pages, s)
+			}
+			seen[s["id"].(string)] = true
+		}
+		next, _ := page["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		path = "/v1/sessions?agent=billing&limit=1&cursor=" + next
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("billing's sessions: %v, want %v", seen, want)
+	}
+	code, body := get("/v1/sessions?agent=biling")
+	if msg, _ := body["error"].(map[string]any)["message"].(string); code != 400 || !strings.Contains(msg, `did you mean "billing"?`) {
+		t.Fatalf("a misspelt agent: %d %q", code, msg)
+	}
+}

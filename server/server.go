@@ -14,6 +14,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,6 +249,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	page, ok := pageParams(w, r)
 	if !ok {
 		return
+	}
+	if page.Agent = r.URL.Query().Get("agent"); page.Agent != "" {
+		if names := s.agentNames(); !slices.Contains(names, page.Agent) {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("agent %q: no such agent; the agents are %s%s", page.Agent, strings.Join(names, ", "), suggest.Hint(page.Agent, names)))
+			return
+		}
 	}
 	list, next, err := s.runner.SessionsPage(r.Context(), status, page)
 	if err != nil {
@@ -714,4 +721,13 @@ func encodeJSON(w http.ResponseWriter, v any) (body []byte, ok bool) {
 		return nil, false
 	}
 	return b.Bytes(), true
+}
+
+// agentNames are the names of the runner's agents.
+func (s *Server) agentNames() []string {
+	var names []string
+	for _, a := range s.runner.Agents() {
+		names = append(names, a.Name)
+	}
+	return names
 }

@@ -159,7 +159,7 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 	m.mu.RLock()
 	var out []Head
 	for _, s := range m.sessions {
-		if opts.Status != "" && s.head.Status != opts.Status {
+		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent {
 			continue
 		}
 		if !opts.LeaseExpiredAt.IsZero() && (s.head.Status != "running" || s.head.Lease.HeldBy("", opts.LeaseExpiredAt)) {
@@ -178,7 +178,7 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(b.ID, a.ID)
 	})
 	if opts.Limit > 0 && len(out) > opts.Limit {
 		out = out[:opts.Limit]

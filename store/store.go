@@ -63,8 +63,10 @@ type Head struct {
 	Outbox []Message
 }
 
-// Position is a place in List's order (most recently updated first, then
-// by id): a page goes on after the last head of the previous one.
+// Position is a place in List's order (most recently updated first, ties
+// by id, greatest first: both descending, the order an index on
+// (updated_at, id) walks backwards): a page goes on after the last head of
+// the previous one.
 type Position struct {
 	UpdatedAt time.Time
 	ID        string
@@ -78,7 +80,7 @@ func (a Position) Before(b Position) bool {
 	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
 		return c > 0
 	}
-	return a.ID < b.ID
+	return a.ID > b.ID
 }
 
 // Lease is a process's claim on a running session: only its Owner appends
@@ -98,6 +100,7 @@ func (l Lease) HeldBy(owner string, now time.Time) bool {
 // ListOptions filters List.
 type ListOptions struct {
 	Status session.Status // empty: any
+	Agent  string         // empty: any
 	Limit  int            // 0: no limit
 	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
 	// released or expired at that time: the ones a process may take over.

@@ -22,6 +22,7 @@ type Page struct {
 	Limit  int
 	Cursor string
 	Kinds  []session.Kind
+	Agent  string
 }
 
 // cursor is what a page cursor holds: the listing goes on after the head at
@@ -67,7 +68,7 @@ func (r *Runner) SessionsPage(ctx context.Context, status session.Status, page P
 	if err != nil {
 		return nil, "", err
 	}
-	heads, err := r.store.List(ctx, store.ListOptions{Status: status, After: c.position(), Limit: limit + 1})
+	heads, err := r.store.List(ctx, store.ListOptions{Status: status, Agent: page.Agent, After: c.position(), Limit: limit + 1})
 	if err != nil {
 		return nil, "", err
 	}

@@ -668,9 +668,10 @@ async function renderSessions(params) {
   const status = params.get('status') || '';
   const agent = params.get('agent') || '';
   const cursor = params.get('cursor') || '';
-  let q = '/v1/sessions?limit=50' + (status ? '&status=' + status : '') + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+  let q = '/v1/sessions?limit=50' + (status ? '&status=' + status : '') + (agent ? '&agent=' + encodeURIComponent(agent) : '') +
+    (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
   const page = await api('GET', q);
-  const rows = page.sessions.filter((s) => !agent || s.agent === agent);
+  const rows = page.sessions;
   const nav = (k, v) => { const p = new URLSearchParams(params); if (v) p.set(k, v); else p.delete(k); if (k !== 'cursor') p.delete('cursor'); location.hash = '#/sessions?' + p; };
   main().replaceChildren(
     el('h2', {}, 'Sessions'),

@@ -30,7 +30,6 @@ CREATE TABLE IF NOT EXISTS cairn_sessions (
 	updated_at TIMESTAMPTZ NOT NULL,
 	summary    BYTEA NOT NULL
 );
-CREATE INDEX IF NOT EXISTS cairn_sessions_status ON cairn_sessions(status, updated_at DESC);
 CREATE TABLE IF NOT EXISTS cairn_events (
 	session_id TEXT NOT NULL,
 	seq        BIGINT NOT NULL,
@@ -64,7 +63,18 @@ CREATE TABLE IF NOT EXISTS cairn_outbox (
 );
 CREATE INDEX IF NOT EXISTS cairn_outbox_due ON cairn_outbox(due) WHERE due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_blobs (key TEXT PRIMARY KEY, data BYTEA NOT NULL);
+-- The listings walk these indexes in List's order (updated_at DESC, id
+-- DESC) from the cursor on: no scan, no sort, at any depth.
+-- cairn_sessions_status (status, updated_at DESC), of earlier versions,
+-- left ties to a sort.
+CREATE INDEX IF NOT EXISTS cairn_sessions_order ON cairn_sessions(updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
+DROP INDEX IF EXISTS cairn_sessions_status;
 `
+
+// eventsQuery reads a session's events after a seq.
+const eventsQuery = `SELECT seq, type, time, frame, agent, data FROM cairn_events WHERE session_id=$1 AND seq>$2 ORDER BY seq`
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
@@ -229,7 +239,7 @@ SELECT count(*)::int FROM (SELECT pg_notify($25, $26) FROM s) AS written`
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, type, time, frame, agent, data FROM cairn_events WHERE session_id=$1 AND seq>$2 ORDER BY seq`, id, after)
+	rows, err := s.pool.Query(ctx, eventsQuery, id, after)
 	if err != nil {
 		return nil, fmt.Errorf("postgres events %s: %w", id, err)
 	}
@@ -386,26 +396,81 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 	return h, nil
 }
 
+// listQuery is List's query, holding only the conditions opts sets: a
+// generic plan of "($1 = '' OR status = $1)" could use no index.
+func listQuery(opts store.ListOptions) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if opts.Status != "" {
+		where = append(where, "status = "+arg(string(opts.Status)))
+	}
+	if opts.Agent != "" {
+		where = append(where, "agent = "+arg(opts.Agent))
+	}
+	if !opts.LeaseExpiredAt.IsZero() {
+		at := arg(opts.LeaseExpiredAt)
+		where = append(where, "status = 'running' AND (lease_owner = '' OR lease_until IS NULL OR lease_until <= "+at+")")
+	}
+	if !opts.ExpiredAt.IsZero() {
+		where = append(where, "status = 'paused' AND next_expiry <= "+arg(opts.ExpiredAt))
+	}
+	if opts.After != (store.Position{}) {
+		// A row comparison is a range on the order index.
+		where = append(where, "(updated_at, id) < ("+arg(opts.After.UpdatedAt)+", "+arg(opts.After.ID)+")")
+	}
+	q := `SELECT ` + headColumns + ` FROM cairn_sessions`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY updated_at DESC, id DESC"
+	if opts.Limit > 0 {
+		q += " LIMIT " + arg(opts.Limit)
+	}
+	return q, args
+}
+
+// ExplainList is the plan of List(opts) as PostgreSQL prints it
+// (EXPLAIN), with sequential scans and sorts discouraged
+// (enable_seqscan and enable_sort off) as they would be on a large table:
+// the planner picks them on a small one, so a plan that still has one has
+// no index to walk. What the conformance suite checks.
+func (s *Store) ExplainList(ctx context.Context, opts store.ListOptions) (string, error) {
+	q, args := listQuery(opts)
+	return s.explain(ctx, q, args...)
+}
+
+// ExplainEvents is the plan of Events(id, after), as ExplainList.
+func (s *Store) ExplainEvents(ctx context.Context, id string, after int64) (string, error) {
+	return s.explain(ctx, eventsQuery, id, after)
+}
+
+func (s *Store) explain(ctx context.Context, q string, args ...any) (string, error) {
+	var lines []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN `+q, args...)
+		if err != nil {
+			return err
+		}
+		lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("postgres explain: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
-	limit := any(nil)
-	if opts.Limit > 0 {
-		limit = opts.Limit
-	}
-	var expired any
-	if !opts.LeaseExpiredAt.IsZero() {
-		expired = opts.LeaseExpiredAt
-	}
-	var after any
-	if opts.After != (store.Position{}) {
-		after = opts.After.UpdatedAt
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+headColumns+` FROM cairn_sessions
-		WHERE ($1 = '' OR status = $1)
-		  AND ($3::timestamptz IS NULL OR (status = 'running' AND (lease_owner = '' OR lease_until IS NULL OR lease_until <= $3)))
-		  AND ($4::timestamptz IS NULL OR (status = 'paused' AND next_expiry <= $4))
-		  AND ($5::timestamptz IS NULL OR updated_at < $5 OR (updated_at = $5 AND id > $6))
-		ORDER BY updated_at DESC, id LIMIT $2`, opts.Status, limit, expired, optionalTime(opts.ExpiredAt), after, opts.After.ID)
+	q, args := listQuery(opts)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list: %w", err)
 	}

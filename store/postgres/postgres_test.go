@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,43 @@ func TestAppendAfterCloseFails(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("an append to a closed store hangs")
+	}
+}
+
+// The conformance suite's plan check fails on a listing that scans or
+// sorts: with the index of the unfiltered listing dropped, it names that
+// listing, first page and deep page both.
+func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
+	ctx := context.Background()
+	url := freshDatabase(t, postgresURL(t))
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if errs := storetest.PlanProblems(ctx, s); len(errs) != 0 {
+		t.Fatalf("with every index: %v", errs)
+	}
+	plan, _ := s.ExplainList(ctx, store.ListOptions{Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	t.Logf("the deep page of the unfiltered listing:\n%s", plan)
+	if !strings.Contains(plan, "Index Scan using cairn_sessions_order") || !strings.Contains(plan, "Index Cond: (ROW(updated_at, id) < ROW(") {
+		t.Errorf("the deep page does not walk a range of cairn_sessions_order:\n%s", plan)
+	}
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP INDEX cairn_sessions_order`); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range storetest.PlanProblems(ctx, s) {
+		got = append(got, e.Error())
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, "sessions, first page: the plan") || !strings.Contains(all, "sessions, after a cursor: the plan") || !strings.Contains(all, "Seq Scan") {
+		t.Fatalf("with cairn_sessions_order dropped, the check says:\n%s", all)
 	}
 }

@@ -30,7 +30,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 	updated_at TEXT NOT NULL,
 	summary    BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS sessions_status ON sessions(status, updated_at);
 CREATE TABLE IF NOT EXISTS events (
 	session_id TEXT NOT NULL,
 	seq        INTEGER NOT NULL,
@@ -150,7 +149,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		query string
 	}{
 		{&st.headStmt, `SELECT ` + headColumns + ` FROM sessions WHERE id=?`},
-		{&st.eventsStmt, `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`},
+		{&st.eventsStmt, eventsQuery},
 		{&st.snapshotStmt, `SELECT seq, data FROM snapshots WHERE session_id=?`},
 	} {
 		if *p.to, err = db.PrepareContext(ctx, p.query); err != nil {
@@ -192,8 +191,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
+	// The listings walk these indexes backwards, in List's order (updated_at
+	// DESC, id DESC), from the cursor on: no scan, no sort, at any depth.
+	// sessions_status (status, updated_at), of earlier versions, ordered
+	// ties by rowid, which made every listing sort.
 	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev);
-		CREATE INDEX IF NOT EXISTS sessions_next_expiry ON sessions(next_expiry) WHERE next_expiry != ''`)
+		CREATE INDEX IF NOT EXISTS sessions_next_expiry ON sessions(next_expiry) WHERE next_expiry != '';
+		CREATE INDEX IF NOT EXISTS sessions_order ON sessions(updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_status_order ON sessions(status, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_agent_order ON sessions(agent, updated_at, id);
+		DROP INDEX IF EXISTS sessions_status`)
 	return err
 }
 
@@ -385,7 +392,7 @@ type revChange struct {
 }
 
 func (s *Store) changesAfter(rev int64) ([]revChange, error) {
-	rows, err := s.db.QueryContext(s.stopped, `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`, rev)
+	rows, err := s.db.QueryContext(s.stopped, changesQuery, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -446,13 +453,17 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 	return h, nil
 }
 
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
+// listQuery is List's query: a range on one of the order indexes.
+func listQuery(opts store.ListOptions) (string, []any) {
 	q := `SELECT ` + headColumns + ` FROM sessions WHERE 1=1`
 	var args []any
 	if opts.Status != "" {
 		q += ` AND status=?`
 		args = append(args, opts.Status)
+	}
+	if opts.Agent != "" {
+		q += ` AND agent=?`
+		args = append(args, opts.Agent)
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		q += ` AND status='running' AND (lease_owner='' OR lease_until<=?)`
@@ -463,14 +474,73 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head,
 		args = append(args, opts.ExpiredAt.UTC().Format(timeLayout))
 	}
 	if opts.After != (store.Position{}) {
+		// Written so the range is explicit: "updated_at <= at" bounds the
+		// index walk; the rest drops the ties at or before the cursor.
+		// (updated_at<? OR (updated_at=? AND id<?)) gives SQLite no range,
+		// so a page at depth N would read N rows to get there.
 		at := opts.After.UpdatedAt.UTC().Format(timeLayout)
-		q += ` AND (updated_at<? OR (updated_at=? AND id>?))`
+		q += ` AND updated_at<=? AND (updated_at<? OR id<?)`
 		args = append(args, at, at, opts.After.ID)
 	}
-	q += ` ORDER BY updated_at DESC, id`
+	q += ` ORDER BY updated_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, opts.Limit)
 	}
+	return q, args
+}
+
+// ExplainList is the plan of List(opts) as SQLite prints it (EXPLAIN QUERY
+// PLAN), one step a line: what the conformance suite checks, and what an
+// operator reads when a listing is slow.
+func (s *Store) ExplainList(ctx context.Context, opts store.ListOptions) (string, error) {
+	q, args := listQuery(opts)
+	return s.explain(ctx, q, args...)
+}
+
+// ExplainEvents is the plan of Events(id, after).
+func (s *Store) ExplainEvents(ctx context.Context, id string, after int64) (string, error) {
+	return s.explain(ctx, eventsQuery, id, after)
+}
+
+// ExplainChanges is the plan of the query that feeds Watch: the sessions
+// whose head changed after a revision.
+func (s *Store) ExplainChanges(ctx context.Context, rev int64) (string, error) {
+	return s.explain(ctx, changesQuery, rev)
+}
+
+func (s *Store) explain(ctx context.Context, q string, args ...any) (string, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return "", fmt.Errorf("sqlite explain: %w", err)
+	}
+	defer conn.Close()
+	// EXPLAIN QUERY PLAN plans with the schema the connection last read;
+	// reading the schema table first makes it see a change made by
+	// another connection (an index added or dropped since).
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return "", fmt.Errorf("sqlite explain: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		return "", fmt.Errorf("sqlite explain: %w", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", fmt.Errorf("sqlite explain: %w", err)
+		}
+		lines = append(lines, detail)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
+	q, args := listQuery(opts)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite list: %w", err)
@@ -642,6 +712,12 @@ func (s *Store) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) {
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// The queries of a session's events and of the change feed.
+const (
+	eventsQuery  = `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`
+	changesQuery = `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`
+)
 
 const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by`
 

@@ -2,8 +2,11 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
@@ -50,4 +53,45 @@ func TestSQLiteShared(t *testing.T) {
 		}
 		return out[0], out[1]
 	})
+}
+
+// The conformance suite's plan check fails on a listing that scans or
+// sorts: with the index of the unfiltered listing dropped (as a careless
+// migration would), it names that listing, first page and deep page both.
+func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if errs := storetest.PlanProblems(ctx, s); len(errs) != 0 {
+		t.Fatalf("with every index: %v", errs)
+	}
+	plan, _ := s.ExplainList(ctx, store.ListOptions{Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	t.Logf("the deep page of the unfiltered listing:\n%s", plan)
+	if !strings.Contains(plan, "SEARCH sessions USING INDEX sessions_order (updated_at<?)") {
+		t.Errorf("the deep page does not search a range of sessions_order:\n%s", plan)
+	}
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP INDEX sessions_order`); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ = s.ExplainList(ctx, store.ListOptions{Limit: 101})
+	t.Logf("after the drop:\n%s", plan)
+	errs := storetest.PlanProblems(ctx, s)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	all := strings.Join(got, "\n")
+	if len(errs) != 2 || !strings.Contains(all, "sessions, first page: the plan scans a table") || !strings.Contains(all, "sessions, after a cursor: the plan") || !strings.Contains(all, "TEMP B-TREE") {
+		t.Fatalf("with sessions_order dropped, the check says:\n%s", all)
+	}
 }

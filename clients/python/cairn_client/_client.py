@@ -87,17 +87,22 @@ class Client:
         return from_dict(Session, self._call("GET", self._path("/v1/sessions/{}", session_id)))
 
     def list_sessions(
-        self, status: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+        self,
+        status: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        agent: Optional[str] = None,
     ) -> SessionsPage:
-        """One page of sessions, most recently updated first (long values cut: see ``truncated``)."""
-        q = _query(status=status, limit=limit, cursor=cursor)
+        """One page of sessions, most recently updated first (long values cut: see ``truncated``);
+        ``status`` and ``agent`` keep those only."""
+        q = _query(status=status, agent=agent, limit=limit, cursor=cursor)
         return from_dict(SessionsPage, self._call("GET", "/v1/sessions" + q))
 
-    def sessions(self, status: Optional[str] = None, page_size: int = 100) -> Iterator[Session]:
-        """Every session, walking the pages."""
+    def sessions(self, status: Optional[str] = None, page_size: int = 100, agent: Optional[str] = None) -> Iterator[Session]:
+        """Every session (of that status, of that agent), walking the pages."""
         cursor = None
         while True:
-            page = self.list_sessions(status=status, limit=page_size, cursor=cursor)
+            page = self.list_sessions(status=status, limit=page_size, cursor=cursor, agent=agent)
             yield from page.sessions
             if not page.next_cursor:
                 return

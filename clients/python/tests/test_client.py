@@ -134,6 +134,9 @@ class Sessions(unittest.TestCase):
         ids = [x.id for x in self.cairn.sessions(status="paused", page_size=2)]
         self.assertIn(s.id, ids)
         self.assertEqual(len(ids), len(set(ids)))
+        mine = list(self.cairn.sessions(agent="ops", page_size=2))
+        self.assertIn(s.id, [x.id for x in mine])
+        self.assertEqual({x.agent for x in mine}, {"ops"})
 
     def test_not_found(self) -> None:
         with self.assertRaises(CairnError) as missing:

@@ -111,15 +111,17 @@ export declare class Client {
     } & RequestOptions): Promise<Session>;
     /** Reads a session, every value whole. */
     getSession(id: string, options?: RequestOptions): Promise<Session>;
-    /** One page of sessions, most recently updated first. */
+    /** One page of sessions, most recently updated first; `status` and `agent` keep those only. */
     listSessions(query?: {
         status?: string;
+        agent?: string;
         limit?: number;
         cursor?: string;
     }, options?: RequestOptions): Promise<SessionsPage>;
-    /** Every session, walking the pages. */
+    /** Every session (of that status, of that agent), walking the pages. */
     sessions(query?: {
         status?: string;
+        agent?: string;
         pageSize?: number;
     }): AsyncGenerator<SessionSummary>;
     /** Sends the user's next message to the top of the session's stack; answers after the turn. */

@@ -52,17 +52,17 @@ export class Client {
     async getSession(id, options = {}) {
         return withIds(await this.call("GET", `/v1/sessions/${enc(id)}`, undefined, options));
     }
-    /** One page of sessions, most recently updated first. */
+    /** One page of sessions, most recently updated first; `status` and `agent` keep those only. */
     async listSessions(query = {}, options = {}) {
         const page = await this.call("GET", "/v1/sessions" + qs(query), undefined, options);
         page.sessions = (page.sessions ?? []).map(withIds);
         return page;
     }
-    /** Every session, walking the pages. */
+    /** Every session (of that status, of that agent), walking the pages. */
     async *sessions(query = {}) {
         let cursor;
         do {
-            const page = await this.listSessions({ status: query.status, limit: query.pageSize, cursor });
+            const page = await this.listSessions({ status: query.status, agent: query.agent, limit: query.pageSize, cursor });
             yield* page.sessions;
             cursor = page.next_cursor ?? undefined;
         } while (cursor);

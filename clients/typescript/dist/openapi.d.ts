@@ -1630,6 +1630,8 @@ export interface operations {
             query?: {
                 /** @description running, paused, completed, failed or cancelled */
                 status?: string;
+                /** @description only the sessions of this agent */
+                agent?: string;
                 /** @description items per page (default 100, at most 1000) */
                 limit?: number;
                 /** @description next_cursor of the previous page */

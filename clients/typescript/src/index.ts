@@ -133,9 +133,9 @@ export class Client {
     return withIds(await this.call<Session>("GET", `/v1/sessions/${enc(id)}`, undefined, options));
   }
 
-  /** One page of sessions, most recently updated first. */
+  /** One page of sessions, most recently updated first; `status` and `agent` keep those only. */
   async listSessions(
-    query: { status?: string; limit?: number; cursor?: string } = {},
+    query: { status?: string; agent?: string; limit?: number; cursor?: string } = {},
     options: RequestOptions = {},
   ): Promise<SessionsPage> {
     const page = await this.call<SessionsPage>("GET", "/v1/sessions" + qs(query), undefined, options);
@@ -143,11 +143,11 @@ export class Client {
     return page;
   }
 
-  /** Every session, walking the pages. */
-  async *sessions(query: { status?: string; pageSize?: number } = {}): AsyncGenerator<SessionSummary> {
+  /** Every session (of that status, of that agent), walking the pages. */
+  async *sessions(query: { status?: string; agent?: string; pageSize?: number } = {}): AsyncGenerator<SessionSummary> {
     let cursor: string | undefined;
     do {
-      const page = await this.listSessions({ status: query.status, limit: query.pageSize, cursor });
+      const page = await this.listSessions({ status: query.status, agent: query.agent, limit: query.pageSize, cursor });
       yield* page.sessions;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);

@@ -123,6 +123,9 @@ describe("sessions", () => {
     for await (const x of cairn.sessions({ status: "paused", pageSize: 2 })) ids.push(x.id);
     assert.ok(ids.includes(s.id));
     assert.equal(new Set(ids).size, ids.length);
+    const agents = new Set();
+    for await (const x of cairn.sessions({ agent: "ops", pageSize: 2 })) agents.add(x.agent);
+    assert.deepEqual([...agents], ["ops"]);
   });
 
   test("errors carry status, code and message", async () => {
