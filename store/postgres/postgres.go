@@ -397,7 +397,7 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 }
 
 // listQuery is List's query, holding only the conditions opts sets: a
-// generic plan of "($1 = '' OR status = $1)" could use no index.
+// generic plan of "($1 = ” OR status = $1)" could use no index.
 func listQuery(opts store.ListOptions) (string, []any) {
 	var where []string
 	var args []any
