@@ -396,8 +396,9 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 	return h, nil
 }
 
-// listQuery is List's query, holding only the conditions opts sets: a
-// generic plan of "($1 = ” OR status = $1)" could use no index.
+// listQuery is List's query, holding only the conditions opts sets: the
+// generic plan of an all-purpose query, with conditions such as
+// "$1 is empty or status is $1", could use no index.
 func listQuery(opts store.ListOptions) (string, []any) {
 	var where []string
 	var args []any
