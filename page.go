@@ -19,8 +19,8 @@ type Page struct {
 	// (KindExternal: what waits on other systems); nil lists every kind.
 	// Give the same Kinds with each page's Cursor.
 	Kinds []Kind
-	// Agent, for the session listing, lists only the sessions of that
-	// (root) agent; empty lists every agent. Give the same Agent with each
-	// page's Cursor.
-	Agent string
+	// Agent and Owner, for the session listing, list only the sessions of
+	// that (root) agent, and that the owner started; empty lists every
+	// one. Give the same ones with each page's Cursor.
+	Agent, Owner string
 }

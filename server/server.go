@@ -256,12 +256,15 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	p := callerOf(r)
+	if !p.atLeast(RoleApprover) {
+		page.Owner = p.name // a user's own sessions, read from the owner index
+	}
 	list, next, err := s.runner.SessionsPage(r.Context(), status, page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	p := callerOf(r)
 	visible := list[:0]
 	for _, sess := range list {
 		if canSee(p, sess) {

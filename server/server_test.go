@@ -592,6 +592,12 @@ func TestAuthAndRoles(t *testing.T) {
 	if code, s = as("approver-token-cccccccc", "POST", "/v1/sessions/"+id+"/decisions", decide); code != 200 || s["status"] != "completed" {
 		t.Fatalf("approver decides: %d %v", code, s)
 	}
+	// Alice's session is now the newest; Bob's first page still holds his
+	// own: the store lists by owner, so no page comes back short.
+	if code, list := as("user-token-bbbbbbbbbbbb", "GET", "/v1/sessions?limit=1", ""); code != 200 || len(list["sessions"].([]any)) != 1 ||
+		list["sessions"].([]any)[0].(map[string]any)["owner"] != "bob" || list["next_cursor"] != nil {
+		t.Fatalf("bob's first page: %d %v", code, list)
+	}
 	// Alice speaks again and an admin cancels: every event a person causes
 	// names them.
 	if code, s = as("user-token-aaaaaaaaaaaa", "POST", "/v1/sessions/"+id+"/messages", `{"text":"Deploy once more."}`); code != 200 || s["status"] != "paused" {

@@ -159,7 +159,7 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 	m.mu.RLock()
 	var out []Head
 	for _, s := range m.sessions {
-		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent {
+		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent || opts.Owner != "" && s.head.Owner != opts.Owner {
 			continue
 		}
 		if !opts.LeaseExpiredAt.IsZero() && (s.head.Status != "running" || s.head.Lease.HeldBy("", opts.LeaseExpiredAt)) {

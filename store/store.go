@@ -24,8 +24,11 @@ var ErrNotFound = errors.New("store: session not found")
 
 // Head is the per-session row kept next to the log and replaced on every append.
 type Head struct {
-	ID        string
-	Agent     string
+	ID    string
+	Agent string
+	// Owner is who started the session (the auth token's name), if known:
+	// stored by the first Append, which lists by owner read from an index.
+	Owner     string
 	Status    session.Status
 	Seq       int64
 	CreatedAt time.Time
@@ -101,6 +104,7 @@ func (l Lease) HeldBy(owner string, now time.Time) bool {
 type ListOptions struct {
 	Status session.Status // empty: any
 	Agent  string         // empty: any
+	Owner  string         // empty: any
 	Limit  int            // 0: no limit
 	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
 	// released or expired at that time: the ones a process may take over.

@@ -23,6 +23,7 @@ type Page struct {
 	Cursor string
 	Kinds  []session.Kind
 	Agent  string
+	Owner  string
 }
 
 // cursor is what a page cursor holds: the listing goes on after the head at
@@ -68,7 +69,7 @@ func (r *Runner) SessionsPage(ctx context.Context, status session.Status, page P
 	if err != nil {
 		return nil, "", err
 	}
-	heads, err := r.store.List(ctx, store.ListOptions{Status: status, Agent: page.Agent, After: c.position(), Limit: limit + 1})
+	heads, err := r.store.List(ctx, store.ListOptions{Status: status, Agent: page.Agent, Owner: page.Owner, After: c.position(), Limit: limit + 1})
 	if err != nil {
 		return nil, "", err
 	}

@@ -49,6 +49,15 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
+DO $$ BEGIN
+	-- who started it, for listings by owner; sessions stored before the
+	-- column have it in their summary
+	IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'cairn_sessions' AND column_name = 'owner') THEN
+		ALTER TABLE cairn_sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+		UPDATE cairn_sessions SET owner = COALESCE(convert_from(summary, 'UTF8')::jsonb->>'owner', '');
+	END IF;
+END $$;
 CREATE INDEX IF NOT EXISTS cairn_sessions_next_expiry ON cairn_sessions(next_expiry) WHERE next_expiry IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_outbox (
 	id         TEXT PRIMARY KEY,
@@ -70,6 +79,7 @@ CREATE TABLE IF NOT EXISTS cairn_blobs (key TEXT PRIMARY KEY, data BYTEA NOT NUL
 CREATE INDEX IF NOT EXISTS cairn_sessions_order ON cairn_sessions(updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_owner_order ON cairn_sessions(owner, updated_at DESC, id DESC);
 DROP INDEX IF EXISTS cairn_sessions_status;
 `
 
@@ -80,7 +90,7 @@ const eventsQuery = `SELECT seq, type, time, frame, agent, data FROM cairn_event
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
 const channel = "cairn_changes"
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner`
 
 func leaseUntil(l store.Lease) any {
 	if l.Owner == "" {
@@ -187,7 +197,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID)})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -213,10 +223,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 // WITH clauses all run once, and see the row through s).
 const (
 	appendCreate = `WITH s AS (
-	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry)
-	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10 WHERE $11::bigint = 0
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27 WHERE $11::bigint = 0
 	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
-	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz), -- the agent and creation time stay
+	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text), -- the agent, creation time and owner stay
 s AS (
 	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary),
 		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
@@ -274,7 +284,7 @@ func scanHead(row pgx.Row) (store.Head, error) {
 	var summary []byte
 	var until, expiry *time.Time
 	var cancelBy string
-	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy)
+	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner)
 	if h.CancelRequested {
 		h.CancelBy = store.DecodeActor(cancelBy)
 	}
@@ -411,6 +421,9 @@ func listQuery(opts store.ListOptions) (string, []any) {
 	}
 	if opts.Agent != "" {
 		where = append(where, "agent = "+arg(opts.Agent))
+	}
+	if opts.Owner != "" {
+		where = append(where, "owner = "+arg(opts.Owner))
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		at := arg(opts.LeaseExpiredAt)

@@ -209,3 +209,40 @@ func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
 		t.Fatalf("with cairn_sessions_order dropped, the check says:\n%s", all)
 	}
 }
+
+// A database from before the owner column gets it on open, filled in from
+// each session's summary, so listings by owner find the old sessions.
+func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	url := freshDatabase(t, postgresURL(t))
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for id, summary := range map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`} {
+		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
+		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER TABLE cairn_sessions DROP COLUMN owner`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	s, err = postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
+	if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
+		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
+	}
+}

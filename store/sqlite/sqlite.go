@@ -68,6 +68,7 @@ var addedColumns = [][2]string{
 	{"used_tokens", `outcome BLOB`},
 	{"sessions", `next_expiry TEXT NOT NULL DEFAULT ''`},
 	{"sessions", `cancel_by TEXT NOT NULL DEFAULT ''`}, // who asked for the cancel: a session.Actor in JSON
+	{"sessions", `owner TEXT NOT NULL DEFAULT ''`},     // who started it, for listings by owner
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -190,6 +191,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := db.ExecContext(ctx, `ALTER TABLE `+add[0]+` ADD COLUMN `+add[1]); err != nil && !strings.Contains(err.Error(), "duplicate column") {
 			return err
 		}
+		if add == [2]string{"sessions", `owner TEXT NOT NULL DEFAULT ''`} {
+			// Sessions stored before the column: their owner is in the summary.
+			if _, err := db.ExecContext(ctx, `UPDATE sessions SET owner=COALESCE(json_extract(CAST(summary AS TEXT), '$.owner'), '')`); err != nil {
+				return err
+			}
+		}
 	}
 	// The listings walk these indexes backwards, in List's order (updated_at
 	// DESC, id DESC), from the cursor on: no scan, no sort, at any depth.
@@ -200,6 +207,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		CREATE INDEX IF NOT EXISTS sessions_order ON sessions(updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_status_order ON sessions(status, updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_agent_order ON sessions(agent, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_owner_order ON sessions(owner, updated_at, id);
 		DROP INDEX IF EXISTS sessions_status`)
 	return err
 }
@@ -246,8 +254,8 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
 	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
@@ -261,7 +269,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry))
+			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -464,6 +472,10 @@ func listQuery(opts store.ListOptions) (string, []any) {
 	if opts.Agent != "" {
 		q += ` AND agent=?`
 		args = append(args, opts.Agent)
+	}
+	if opts.Owner != "" {
+		q += ` AND owner=?`
+		args = append(args, opts.Owner)
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		q += ` AND status='running' AND (lease_owner='' OR lease_until<=?)`
@@ -719,7 +731,7 @@ const (
 	changesQuery = `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`
 )
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner`
 
 // optionalTime stores a zero time as "".
 func optionalTime(t time.Time) string {
@@ -733,7 +745,7 @@ func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
 	var created, updated, until, expiry, cancelBy string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner); err != nil {
 		return h, err
 	}
 	if h.CancelRequested {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/store/storetest"
@@ -93,5 +94,42 @@ func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
 	all := strings.Join(got, "\n")
 	if len(errs) != 2 || !strings.Contains(all, "sessions, first page: the plan scans a table") || !strings.Contains(all, "sessions, after a cursor: the plan") || !strings.Contains(all, "TEMP B-TREE") {
 		t.Fatalf("with sessions_order dropped, the check says:\n%s", all)
+	}
+}
+
+// A file from before the owner column gets it on open, filled in from
+// each session's summary, so listings by owner find the old sessions.
+func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for id, summary := range map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`} {
+		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
+		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DROP INDEX sessions_owner_order; ALTER TABLE sessions DROP COLUMN owner`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
+	if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
+		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
 	}
 }

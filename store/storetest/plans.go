@@ -31,6 +31,7 @@ func planListings() map[string]store.ListOptions {
 		"sessions":           {},
 		"sessions by status": {Status: "completed"},
 		"sessions by agent":  {Agent: "main"},
+		"sessions by owner":  {Owner: "uma"},
 		"the inbox":          {Status: "paused"},
 	} {
 		o.Limit = 101

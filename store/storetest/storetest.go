@@ -301,6 +301,34 @@ func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
 	if len(all) != 3 {
 		t.Fatalf("all = %d", len(all))
 	}
+	// By agent and by owner: a session keeps the owner it was stored with.
+	d := headAt("d", 4, "paused")
+	d.Agent, d.Owner = "billing", "uma"
+	must(t, s.Append(ctx, d, 0, []session.Event{event(1), event(2), event(3), event(4)}))
+	d.Seq, d.Status, d.UpdatedAt = 5, "completed", d.UpdatedAt.Add(time.Second)
+	must(t, s.Append(ctx, d, 4, []session.Event{event(5)}))
+	for _, c := range []struct {
+		opts store.ListOptions
+		want string
+	}{
+		{store.ListOptions{Agent: "billing"}, "d"},
+		{store.ListOptions{Agent: "main"}, "c,b,a"},
+		{store.ListOptions{Owner: "uma"}, "d"},
+		{store.ListOptions{Owner: "uma", Status: "paused"}, ""},
+		{store.ListOptions{Owner: "bob"}, ""},
+	} {
+		got, err := s.List(ctx, c.opts)
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+			if h.ID == "d" && h.Owner != "uma" {
+				t.Errorf("d's owner = %q", h.Owner)
+			}
+		}
+		if err != nil || strings.Join(ids, ",") != c.want {
+			t.Errorf("List(%+v) = %v, %v; want %s", c.opts, ids, err, c.want)
+		}
+	}
 }
 
 // RunShared runs the tests of several processes sharing one store: open
