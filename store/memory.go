@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/cairnhq/cairn/session"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ type memSession struct {
 	events  []session.Event
 	snap    []byte
 	snapSeq int64
+	blobs   []string // the keys of the blobs its snapshots wrote
 }
 
 var (
@@ -73,6 +75,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	head.Snapshot = nil
 	for _, b := range head.Blobs {
 		m.putBlob(b.Key, b.Data)
+		s.blobs = append(s.blobs, b.Key)
 	}
 	head.Blobs = nil
 	for _, msg := range head.Outbox {
@@ -326,4 +329,36 @@ func (m *Memory) GetBlobs(ctx context.Context, keys []string) ([][]byte, error) 
 		out[i] = slices.Clone(b)
 	}
 	return out, nil
+}
+
+// Purge implements Purger.
+func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []Head
+	for _, s := range m.sessions {
+		if s.head.Status == opts.Status && s.head.UpdatedAt.Before(opts.Before) {
+			due = append(due, s.head)
+		}
+	}
+	slices.SortFunc(due, func(a, b Head) int { return a.Position().compare(b.Position()) * -1 })
+	if len(due) > opts.BatchSize() {
+		due = due[:opts.BatchSize()]
+	}
+	var keys []string
+	for i, h := range due {
+		keys = append(keys, m.sessions[h.ID].blobs...)
+		delete(m.sessions, h.ID)
+		due[i].Summary = nil
+	}
+	for _, key := range keys {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(m.sessions)), func(s *memSession) bool { return slices.Contains(s.blobs, key) }) {
+			delete(m.blobs, key)
+		}
+	}
+	m.outbox = slices.DeleteFunc(m.outbox, func(o *memMessage) bool { return o.given && o.CreatedAt.Before(opts.Before) })
+	return due, nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -79,11 +80,14 @@ type Position struct {
 func (h Head) Position() Position { return Position{UpdatedAt: h.UpdatedAt, ID: h.ID} }
 
 // Before reports whether a comes before b in List's order.
-func (a Position) Before(b Position) bool {
+func (a Position) Before(b Position) bool { return a.compare(b) < 0 }
+
+// compare is -1 when a comes before b in List's order, 1 after, 0 equal.
+func (a Position) compare(b Position) int {
 	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
-		return c > 0
+		return -c
 	}
-	return a.ID > b.ID
+	return -strings.Compare(a.ID, b.ID)
 }
 
 // Lease is a process's claim on a running session: only its Owner appends
@@ -276,4 +280,41 @@ func DecodeActor(s string) session.Actor {
 		return session.Actor{}
 	}
 	return a
+}
+
+// Purger is a store that deletes finished sessions for good: retention
+// and `cairn sessions purge`.
+type Purger interface {
+	// Purge deletes, oldest first, at most opts.Limit sessions whose status
+	// is opts.Status and that were last updated before opts.Before, each
+	// whole in one commit: its head, events, snapshot and the blobs no
+	// other session refers to. It returns the heads it deleted (none: the
+	// sweep is done). A paused or running status is refused: they are never
+	// purged. Outbox messages given up before opts.Before go too.
+	Purge(ctx context.Context, opts PurgeOptions) ([]Head, error)
+}
+
+// PurgeOptions selects the sessions Purge deletes.
+type PurgeOptions struct {
+	Status session.Status // completed, failed or cancelled
+	Before time.Time
+	Limit  int // at most this many in one batch; 0: 500
+}
+
+// Check refuses a purge of paused or running sessions.
+func (o PurgeOptions) Check() error {
+	switch o.Status {
+	case session.StatusCompleted, session.StatusFailed, session.StatusCancelled:
+		return nil
+	case session.StatusPaused, session.StatusRunning:
+	}
+	return fmt.Errorf("purge: status %q: only completed, failed or cancelled sessions are purged", o.Status)
+}
+
+// BatchSize is o.Limit, or 500.
+func (o PurgeOptions) BatchSize() int {
+	if o.Limit > 0 {
+		return o.Limit
+	}
+	return 500
 }

@@ -72,6 +72,17 @@ CREATE TABLE IF NOT EXISTS cairn_outbox (
 );
 CREATE INDEX IF NOT EXISTS cairn_outbox_due ON cairn_outbox(due) WHERE due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_blobs (key TEXT PRIMARY KEY, data BYTEA NOT NULL);
+-- Which session wrote which blob (blobs are shared by content), so a purge
+-- deletes a blob only with the last session that refers to it. Blobs
+-- stored before the table are kept for good (session '').
+DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_name = 'cairn_blob_refs') THEN
+		CREATE TABLE cairn_blob_refs (session_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (session_id, key));
+		INSERT INTO cairn_blob_refs(session_id, key) SELECT '', key FROM cairn_blobs;
+	END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS cairn_blob_refs_key ON cairn_blob_refs(key);
 -- The listings walk these indexes in List's order (updated_at DESC, id
 -- DESC) from the cursor on: no scan, no sort, at any depth.
 -- cairn_sessions_status (status, updated_at DESC), of earlier versions,
@@ -241,6 +252,8 @@ o AS (INSERT INTO cairn_outbox(id, topic, body, created_at, due)
 	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (id) DO NOTHING),
 b AS (INSERT INTO cairn_blobs(key, data) SELECT * FROM unnest($22::text[], $23::bytea[])
 	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (key) DO NOTHING),
+r AS (INSERT INTO cairn_blob_refs(session_id, key) SELECT $1, k FROM unnest($22::text[]) AS k
+	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT DO NOTHING),
 n AS (INSERT INTO cairn_snapshots(session_id, seq, data) SELECT $1, $4, $24::bytea
 	WHERE $24::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM s)
 	ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data)
@@ -628,4 +641,48 @@ func (s *Store) Outcome(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("postgres outcome %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// Purge implements store.Purger: each batch is one transaction.
+func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Head, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	var purged []store.Head
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Oldest first, by the status index; rows another transaction
+		// holds (a session resumed this instant) are left for the next sweep.
+		rows, err := tx.Query(ctx, `DELETE FROM cairn_sessions WHERE id IN (
+				SELECT id FROM cairn_sessions WHERE status = $1 AND updated_at < $2
+				ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
+			RETURNING `+headColumns, string(opts.Status), opts.Before, opts.BatchSize())
+		if err != nil {
+			return err
+		}
+		purged, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Head, error) { return scanHead(row) })
+		if err != nil || len(purged) == 0 {
+			return err
+		}
+		ids := make([]string, len(purged))
+		for i := range purged {
+			ids[i], purged[i].Summary = purged[i].ID, nil
+		}
+		for _, q := range []string{
+			`DELETE FROM cairn_events WHERE session_id = ANY($1)`,
+			`DELETE FROM cairn_snapshots WHERE session_id = ANY($1)`,
+			`DELETE FROM cairn_blobs WHERE key IN (SELECT key FROM cairn_blob_refs WHERE session_id = ANY($1))
+				AND NOT EXISTS (SELECT 1 FROM cairn_blob_refs r WHERE r.key = cairn_blobs.key AND r.session_id <> ALL($1))`,
+			`DELETE FROM cairn_blob_refs WHERE session_id = ANY($1)`,
+		} {
+			if _, err := tx.Exec(ctx, q, ids); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM cairn_outbox WHERE due IS NULL AND created_at < $1`, opts.Before)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres purge: %w", err)
+	}
+	return purged, nil
 }

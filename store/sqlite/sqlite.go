@@ -56,6 +56,11 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(due) WHERE due != '';
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB NOT NULL);
+-- Which session wrote which blob (blobs are shared by content), so a purge
+-- deletes a blob only with the last session that refers to it. Blobs
+-- stored before the table are kept for good (session '', see migrate).
+CREATE TABLE IF NOT EXISTS blob_refs (session_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (session_id, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_refs_key ON blob_refs(key);
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -126,6 +131,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		path = p
 	}
 	q := url.Values{}
+	// A new file gives the pages freed by a purge back to the file system
+	// (PRAGMA incremental_vacuum after each batch). On a file made without
+	// it this does nothing: VACUUM it once to turn it on (docs/operations.md).
+	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout))
@@ -164,8 +173,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN ('blobs', 'blob_refs')`).Scan(&tables); err != nil {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return err
+	}
+	if tables == 1 { // blobs without refs: a file from before purges
+		if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO blob_refs(session_id, key) SELECT '', key FROM blobs`); err != nil {
+			return err
+		}
 	}
 	have := map[[2]string]bool{}
 	for _, table := range []string{"sessions", "used_tokens"} {
@@ -262,6 +280,7 @@ const (
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
+	insertRef    = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
 	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
 
@@ -308,6 +327,9 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	}
 	for _, b := range head.Blobs {
 		if _, err := exec(insertBlob, b.Key, b.Data); err != nil {
+			return fmt.Errorf("sqlite append %s blob: %w", head.ID, err)
+		}
+		if _, err := exec(insertRef, head.ID, b.Key); err != nil {
 			return fmt.Errorf("sqlite append %s blob: %w", head.ID, err)
 		}
 	}
@@ -772,4 +794,69 @@ func scanHead(r scanner) (store.Head, error) {
 	}
 	h.Summary = summary
 	return h, nil
+}
+
+// Purge implements store.Purger: one commit per batch, through the writer,
+// so a sweep holds the file for one batch at a time.
+func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Head, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	before := opts.Before.UTC().Format(timeLayout)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+headColumns+` FROM sessions WHERE status=? AND updated_at<? ORDER BY updated_at, id LIMIT ?`,
+		opts.Status, before, opts.BatchSize())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite purge: %w", err)
+	}
+	var due []store.Head
+	for rows.Next() {
+		h, err := scanHead(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite purge: %w", err)
+		}
+		h.Summary = nil
+		due = append(due, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite purge: %w", err)
+	}
+	var purged []store.Head
+	err = s.write(ctx, func(ctx context.Context, tx conn) error {
+		purged = purged[:0]
+		for _, h := range due {
+			// Only if it is still what was read: finished, and as old.
+			res, err := s.w.exec(ctx, `DELETE FROM sessions WHERE id=? AND status=? AND updated_at<?`, h.ID, opts.Status, before)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			for _, q := range []string{
+				`DELETE FROM events WHERE session_id=?`,
+				`DELETE FROM snapshots WHERE session_id=?`,
+				`DELETE FROM blobs WHERE key IN (SELECT key FROM blob_refs WHERE session_id=?1)
+					AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.key=blobs.key AND r.session_id!=?1)`,
+				`DELETE FROM blob_refs WHERE session_id=?`,
+			} {
+				if _, err := s.w.exec(ctx, q, h.ID); err != nil {
+					return err
+				}
+			}
+			purged = append(purged, h)
+		}
+		if _, err := s.w.exec(ctx, `DELETE FROM outbox WHERE due='' AND created_at<?`, before); err != nil {
+			return err
+		}
+		// Give the freed pages back to the file system, a bounded number
+		// per batch (16 MiB of 4 KiB pages), so the commit stays short.
+		_, err := s.w.exec(ctx, `PRAGMA incremental_vacuum(4096)`)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite purge: %w", err)
+	}
+	return purged, nil
 }

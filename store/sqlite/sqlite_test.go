@@ -133,3 +133,37 @@ func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
 		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
 	}
 }
+
+// Blobs stored before purges existed (no record of which session wrote
+// them) are never purged: another old session may share them.
+func TestBlobsFromBeforeRefsAreKept(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	h := store.Head{ID: "old", Agent: "main", Status: "completed", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(`{}`),
+		Snapshot: []byte(`{}`), Blobs: []store.Blob{{Key: "k", Data: []byte("v")}}}
+	if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, _ := sql.Open("sqlite", path)
+	if _, err := db.Exec(`DROP TABLE blob_refs`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Purge(ctx, store.PurgeOptions{Status: "completed", Before: at.Add(time.Hour)}); err != nil || len(got) != 1 {
+		t.Fatalf("purge: %v %v", got, err)
+	}
+	if got, err := s.GetBlobs(ctx, []string{"k"}); err != nil || string(got[0]) != "v" {
+		t.Fatalf("the old blob: %q %v", got, err)
+	}
+}
