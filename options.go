@@ -99,6 +99,16 @@ type RunnerOptions struct {
 	// arrives while its session runs waits for the session to wait on the
 	// call, before ErrSessionBusy; 0 means 30s.
 	CompletionWait time.Duration
+	// Retention deletes finished sessions for good once they are this old
+	// (since their last update), per final status (StatusCompleted,
+	// StatusFailed, StatusCancelled): the whole session, its events and
+	// snapshot with it. Paused and running sessions are never deleted. Nil
+	// keeps everything. The store must purge (store.Purger: the memory,
+	// SQLite and PostgreSQL stores do); see Purge.
+	Retention map[Status]time.Duration
+	// RetentionSweep is how often the runner deletes what Retention says;
+	// 0 means every minute.
+	RetentionSweep time.Duration
 }
 
 // StartOptions are optional settings of Start.

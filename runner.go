@@ -3,6 +3,7 @@ package cairn
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/runtime"
 	"github.com/cairnhq/cairn/store"
@@ -212,6 +213,16 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 // when a tool has an ApprovalTTL (RunnerOptions.ExpirySweep).
 func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 	return r.rt.ExpireDue(ctx)
+}
+
+// Purge deletes for good the sessions of a final status (StatusCompleted,
+// StatusFailed or StatusCancelled) last updated before before: each whole,
+// with its events and snapshot, in bounded batches that leave the store to
+// other writers in between. It returns how many it deleted. Paused and
+// running sessions are never deleted (another status is an error). The
+// runner calls it on its own with RunnerOptions.Retention.
+func (r *Runner) Purge(ctx context.Context, status Status, before time.Time) (int, error) {
+	return r.rt.Purge(ctx, status, before)
 }
 
 // Recover takes over every running session whose lease has expired (its

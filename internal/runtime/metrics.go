@@ -24,6 +24,7 @@ type metrics struct {
 	commit    metric.Float64Histogram
 	cache     metric.Int64Counter
 	takeovers metric.Int64Counter
+	purged    metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -54,6 +55,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	if x.takeovers, err = m.Int64Counter("cairn.takeovers", metric.WithDescription("Running sessions taken over after their owner's lease expired.")); err != nil {
+		return nil, err
+	}
+	if x.purged, err = m.Int64Counter("cairn.sessions.purged", metric.WithDescription("Finished sessions deleted for good (retention, or Runner.Purge), by status.")); err != nil {
 		return nil, err
 	}
 	return &x, nil

@@ -53,6 +53,8 @@ type Options struct {
 	Now              func() time.Time
 	NewID            func() string
 	CompletionWait   time.Duration
+	Retention        map[session.Status]time.Duration
+	RetentionSweep   time.Duration
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -121,6 +123,13 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	}
 	if opts.ExpirySweep >= 0 && r.hasTTL() && r.driver == nil {
 		r.every(opts.ExpirySweep, 250*time.Millisecond, r.sweep)
+	}
+	if len(opts.Retention) > 0 {
+		if err := r.startRetention(opts.Retention, opts.RetentionSweep); err != nil {
+			r.stop()
+			r.wg.Wait()
+			return nil, err
+		}
 	}
 	if r.hooks != nil {
 		r.wg.Add(1)
