@@ -49,6 +49,10 @@ type Config struct {
 	Lease time.Duration
 	// ShutdownGrace is how long a stop lets running turns finish.
 	ShutdownGrace time.Duration
+	// Retention and RetentionSweep are the retention section (see
+	// cairn.RunnerOptions.Retention); nil keeps every session.
+	Retention      map[cairn.Status]time.Duration
+	RetentionSweep time.Duration
 	// MCPServers are the file's MCP servers; Connect starts them.
 	MCPServers []mcptools.Server
 	// MCP holds the connections to the file's MCP servers once Connect

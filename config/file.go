@@ -43,6 +43,19 @@ type File struct {
 	Driver string `yaml:"driver"`
 	// Temporal is the cluster of driver: temporal.
 	Temporal *TemporalConfig `yaml:"temporal"`
+	// Retention deletes finished sessions once they are this old; see
+	// docs/operations.md.
+	Retention *RetentionConfig `yaml:"retention"`
+}
+
+// RetentionConfig is how long finished sessions are kept, per final
+// status (a duration: 720h, or days: 30d; empty keeps them), and how often
+// the server looks (sweep, default 1m).
+type RetentionConfig struct {
+	Completed string `yaml:"completed"`
+	Failed    string `yaml:"failed"`
+	Cancelled string `yaml:"cancelled"`
+	Sweep     string `yaml:"sweep"`
 }
 
 // TemporalConfig is how to reach a Temporal cluster.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ func (l *loader) server(f *File, cfg *Config) error {
 		return l.errf("lease", "%s is too short: a process renews every third of it; use 3s or more (default 15s)", cfg.Lease)
 	}
 	if cfg.ShutdownGrace, err = l.duration("shutdown_grace", f.ShutdownGrace, 30*time.Second); err != nil {
+		return err
+	}
+	if err := l.retention(f.Retention, cfg); err != nil {
 		return err
 	}
 	if f.PublicURL != "" {
@@ -184,6 +188,45 @@ func (l *loader) keys(secretEnv string) ([][]byte, error) {
 		keys = append(keys, []byte(k))
 	}
 	return keys, nil
+}
+
+// retention reads the retention section.
+func (l *loader) retention(rc *RetentionConfig, cfg *Config) error {
+	if rc == nil {
+		return nil
+	}
+	for _, k := range []struct {
+		status cairn.Status
+		v      string
+	}{{cairn.StatusCompleted, rc.Completed}, {cairn.StatusFailed, rc.Failed}, {cairn.StatusCancelled, rc.Cancelled}} {
+		if k.v == "" {
+			continue
+		}
+		d, err := ParseAge(k.v)
+		if err != nil || d <= 0 {
+			return l.errf("retention."+string(k.status), "%q is not a positive duration like 720h or 30d", k.v)
+		}
+		if cfg.Retention == nil {
+			cfg.Retention = map[cairn.Status]time.Duration{}
+		}
+		cfg.Retention[k.status] = d
+	}
+	var err error
+	cfg.RetentionSweep, err = l.duration("retention.sweep", rc.Sweep, time.Minute)
+	return err
+}
+
+// ParseAge parses an age as the config file writes one: a Go duration
+// (720h), or a whole number of days (30d).
+func ParseAge(v string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		d, err := strconv.Atoi(n)
+		if err != nil || d <= 0 || d > 100*365 {
+			return 0, fmt.Errorf("%q is not a number of days", v)
+		}
+		return time.Duration(d) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
 }
 
 // minTokenLength keeps guessable tokens out.

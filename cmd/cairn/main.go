@@ -107,7 +107,8 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	var ledgerNote string
 	closeLedger := func() error { return nil }
 	defer func() { closeLedger() }()
-	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease, MeterProvider: prom.provider}, log,
+	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease, MeterProvider: prom.provider,
+		Retention: cfg.Retention, RetentionSweep: cfg.RetentionSweep}, log,
 		func(st store.Store, opts *cairn.RunnerOptions) (err error) {
 			opts.Ledger, closeLedger, ledgerNote, err = tokenLedger(ctx, cfg, st)
 			return err
@@ -151,6 +152,15 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 		fmt.Fprintf(stderr, "node %s; turn lease %s\n", runner.Node(), cfg.Lease)
 	}
 	fmt.Fprintf(stderr, "continuation tokens: %s\n", ledgerNote)
+	if len(cfg.Retention) > 0 {
+		var kept []string
+		for _, st := range []cairn.Status{cairn.StatusCompleted, cairn.StatusFailed, cairn.StatusCancelled} {
+			if d, ok := cfg.Retention[st]; ok {
+				kept = append(kept, fmt.Sprintf("%s %s", st, d))
+			}
+		}
+		fmt.Fprintf(stderr, "retention: finished sessions are deleted once older than: %s (checked every %s)\n", strings.Join(kept, ", "), cfg.RetentionSweep)
+	}
 	if len(cfg.Webhooks) > 0 {
 		fmt.Fprintf(stderr, "webhooks: %d endpoint(s), delivered from the store's outbox; action links under %s\n", len(cfg.Webhooks), cfg.PublicURL+cairn.ActionLinkPath)
 	}

@@ -184,7 +184,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		}
 		return d
 	}
-	cmd.AddCommand(list, show, c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.tailCmd(stdout),
+	cmd.AddCommand(list, show, newPurgeCmd(stdout), c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.tailCmd(stdout),
 		decide("approve SESSION [INTERRUPT]", "Approve a pending call (the only one if INTERRUPT is omitted)", cairn.ActionApprove),
 		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
