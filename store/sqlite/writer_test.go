@@ -58,7 +58,10 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 	batches, writes := s.w.batches.Load(), s.w.writes.Load()
-	if writes != 2*n || batches >= writes {
+	// writes counts the appends of committed batches: every distinct one
+	// and the shared winner, and the losers that shared a batch with
+	// others (a batch of lone losers rolls back and is not counted).
+	if writes < n+1 || batches >= writes {
 		t.Fatalf("%d writes in %d commits: no commit was shared", writes, batches)
 	}
 	t.Logf("%d appends in %d commits", writes, batches)
