@@ -88,6 +88,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	if owned {
 		t = r.active.begin(st.SessionID)
 		defer r.active.end(st.SessionID, t)
+		defer t.end()
 	}
 	for {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
@@ -138,7 +139,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 			fn(ctx)
 			return
 		}
-		r.renewWhile(ctx, st.SessionID, t, isModel, fn)
+		r.renewWhile(ctx, t, isModel, fn)
 	}
 	var in engine.Input
 	switch eff := eff.(type) {

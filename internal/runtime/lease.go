@@ -23,13 +23,27 @@ const DefaultLease = 15 * time.Second
 
 // turn is a running turn owned by this runner.
 type turn struct {
+	id              string
 	cancelRequested atomic.Bool
 	// cancelBy is who asked for the cancel in this process; nil when the
 	// request came through the store (see cancelInput).
 	cancelBy  atomic.Pointer[session.Actor]
 	lost      atomic.Bool
 	mu        sync.Mutex
-	stopModel context.CancelFunc // cancels the model call in flight, if any
+	stopModel context.CancelFunc // cancels the turn's model calls, once there is one
+	// The turn's contexts, made at its first effect that holds the lease
+	// (effectCtx, cancelled when the lease is lost; modelCtx under it, also
+	// cancelled by a cancel request) and cancelled when it ends: one pair
+	// per turn, not per effect. Only the turn's goroutine sets them.
+	effectCtx, modelCtx context.Context
+	endEffects          context.CancelFunc
+	// renewMu guards inEffect and renewedAt (wall time): the lease keeper
+	// renews the lease of a turn whose effect has run for a third of the
+	// lease since the last renewal, and an effect does not end while it
+	// does.
+	renewMu   sync.Mutex
+	inEffect  bool
+	renewedAt time.Time
 	// unwritten holds a new session's first step (its events) until the
 	// turn's next commit (driveIn, commitTo); only the turn's goroutine
 	// uses it.
@@ -78,7 +92,7 @@ type turns struct {
 }
 
 func (ts *turns) begin(id string) *turn {
-	t := &turn{}
+	t := &turn{id: id}
 	ts.mu.Lock()
 	if ts.m == nil {
 		ts.m = map[string]*turn{}
@@ -135,53 +149,91 @@ func (r *Runner) lease(st *engine.State, events []session.Event, now time.Time) 
 	return store.Lease{Owner: r.node, Until: now}
 }
 
-// renewWhile runs fn with the turn's lease renewed every third of its
-// length. If the lease is lost, fn's context is cancelled. A cancel request
-// noticed on renewal stops a model call at once (tools finish).
-func (r *Runner) renewWhile(ctx context.Context, id string, t *turn, model bool, fn func(ctx context.Context)) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if model {
+// renewWhile runs fn while the lease keeper renews the turn's lease every
+// third of its length. If the lease is lost, fn's context is cancelled. A
+// cancel request noticed on renewal stops a model call at once (tools
+// finish). An effect shorter than a third of the lease (most are) costs no
+// timer, no goroutine and no store write: the keeper is one loop for the
+// runner, and the contexts are made once per turn.
+func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ctx context.Context)) {
+	if t.effectCtx == nil {
+		var stop context.CancelFunc
+		t.effectCtx, t.endEffects = context.WithCancel(ctx)
+		t.modelCtx, stop = context.WithCancel(t.effectCtx)
 		t.mu.Lock()
-		t.stopModel = cancel
+		t.stopModel = stop
 		t.mu.Unlock()
-		defer func() { t.mu.Lock(); t.stopModel = nil; t.mu.Unlock() }()
 		if t.cancelRequested.Load() {
-			cancel()
+			stop()
 		}
 	}
-	// A timer that re-arms itself: an effect shorter than lease/3 (most
-	// are) costs no goroutine and no store write.
-	var mu sync.Mutex
-	stopped := false
-	var timer *time.Timer
-	mu.Lock() // the callback reads timer
-	timer = time.AfterFunc(r.leaseFor/3, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
+	t.renewMu.Lock()
+	t.inEffect, t.renewedAt = true, time.Now() // elapsed time, whatever clock Options.Now keeps
+	t.renewMu.Unlock()
+	if model {
+		fn(t.modelCtx)
+	} else {
+		fn(t.effectCtx)
+	}
+	t.renewMu.Lock() // waits for a renewal in flight
+	t.inEffect = false
+	t.renewMu.Unlock()
+}
+
+// endEffects ends the turn's effect contexts, if it made them.
+func (t *turn) end() {
+	if t.endEffects != nil {
+		t.endEffects()
+	}
+}
+
+// keepLeases renews, every sixth of the lease, the lease of each turn of
+// this runner whose effect has run for a third of the lease since its
+// last renewal (or since the commit before it).
+func (r *Runner) keepLeases(every time.Duration) {
+	defer r.wg.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.background.Done():
 			return
+		case <-tick.C:
 		}
-		cancelled, err := r.store.RenewLease(ctx, id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			r.log.Warn("lease lost: another process took the session over", "session", id)
-			t.lost.Store(true)
-			cancel()
-			return
-		case err != nil:
-			r.log.Warn("lease renewal failed; retrying", "session", id, "err", err)
-		case cancelled:
-			t.requestCancel()
+		now := time.Now()
+		for _, t := range r.active.all() {
+			t.renewMu.Lock()
+			due := t.inEffect && now.Sub(t.renewedAt) >= r.leaseFor/3
+			t.renewMu.Unlock()
+			if due {
+				go r.renew(t)
+			}
 		}
-		timer.Reset(r.leaseFor / 3)
-	})
-	mu.Unlock()
-	fn(ctx)
-	mu.Lock() // waits for a renewal in flight
-	stopped = true
-	timer.Stop()
-	mu.Unlock()
+	}
+}
+
+// renew renews t's lease, unless its effect ended meanwhile: a renewal
+// after the turn released the session would hold other processes off.
+func (r *Runner) renew(t *turn) {
+	t.renewMu.Lock()
+	defer t.renewMu.Unlock()
+	if !t.inEffect {
+		return
+	}
+	cancelled, err := r.store.RenewLease(r.background, t.id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		r.log.Warn("lease lost: another process took the session over", "session", t.id)
+		t.lost.Store(true)
+		t.endEffects()
+		return
+	case err != nil:
+		r.log.Warn("lease renewal failed; retrying", "session", t.id, "err", err)
+		return
+	case cancelled:
+		t.requestCancel()
+	}
+	t.renewedAt = time.Now()
 }
 
 // takeoverLoop takes over, at start and then every `every`, the running

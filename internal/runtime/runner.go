@@ -121,6 +121,9 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	if opts.Takeover >= 0 && r.driver == nil {
 		r.every(opts.Takeover, r.leaseFor/3, r.takeoverLoop)
 	}
+	if r.driver == nil {
+		r.every(r.leaseFor/6, r.leaseFor/6, r.keepLeases)
+	}
 	if opts.ExpirySweep >= 0 && r.hasTTL() && r.driver == nil {
 		r.every(opts.ExpirySweep, 250*time.Millisecond, r.sweep)
 	}
