@@ -76,6 +76,11 @@ func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
 		t.Errorf("the deep page does not search a range of sessions_order:\n%s", plan)
 	}
 
+	// The change feed (what GET /v1/events follows) reads the rev index.
+	if plan, err := s.ExplainChanges(ctx, 42); err != nil || !strings.Contains(plan, "USING INDEX sessions_rev (rev>?)") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Errorf("the change feed's plan: %v\n%s", err, plan)
+	}
+
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
