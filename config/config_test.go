@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
 	"github.com/cairnhq/cairn/model"
 )
@@ -128,6 +130,21 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 
 // With store: memory and keys that outlive the process, the record of spent
 // continuation tokens must outlive it too.
+// retention reads ages in hours or days, per final status.
+func TestRetention(t *testing.T) {
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte("retention: {completed: 30d, cancelled: 36h}\n"+valid), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[cairn.Status]time.Duration{cairn.StatusCompleted: 30 * 24 * time.Hour, cairn.StatusCancelled: 36 * time.Hour}
+	if !maps.Equal(cfg.Retention, want) || cfg.RetentionSweep != time.Minute {
+		t.Fatalf("retention %v, sweep %v", cfg.Retention, cfg.RetentionSweep)
+	}
+	if cfg, _ := config.Parse("/etc/cairn/cairn.yaml", []byte(valid), noEnv); cfg.Retention != nil {
+		t.Fatalf("without the section: %v", cfg.Retention)
+	}
+}
+
 func TestTokenLedger(t *testing.T) {
 	env := func(name string) (string, bool) {
 		if name == "CAIRN_SECRET" {
@@ -373,7 +390,7 @@ func zombiesOnly(pgid int) bool {
 // in the file's terms, with a suggestion where one is close.
 func TestConfigMistakesTeach(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
-		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, allowed_hosts, allowed_origins, auth, driver, lease, mcp_servers, models, public_url, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
+		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: agents, allowed_hosts, allowed_origins, auth, driver, lease, mcp_servers, models, public_url, retention, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
 		{"tool key typo", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `tools.deploy_code.aproval_ttl: unknown key "aproval_ttl"`},
 		{"tool key suggestion", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `did you mean "approval_ttl"?`},
 		{"model key typo", strings.Replace(valid, "{provider: scripted", "{provder: scripted", 1), `models.default.provder: unknown key "provder"`},
@@ -386,6 +403,9 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, openai-responses, anthropic, gemini, scripted; did you mean "openai"?`},
 		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
 		{"per-agent script for an unknown agent", strings.Replace(valid, "script: [{text: hi}]", "scripts: {mian: [{text: hi}]}", 1), `models.default.scripts.mian: unknown agent "mian"; defined agents: main; did you mean "main"?`},
+		{"retention key typo", "retention: {complete: 30d}\n" + valid, `retention.complete: unknown key "complete" (known here: cancelled, completed, failed, sweep); did you mean "completed"?`},
+		{"retention without unit", "retention: {completed: 30}\n" + valid, `retention.completed: "30" is not a positive duration like 720h or 30d`},
+		{"retention of no days", "retention: {failed: 0d}\n" + valid, `retention.failed: "0d" is not a positive duration`},
 		{"origin with a path", "allowed_origins: [https://app.example.org/inbox]\n" + valid, `allowed_origins[0]: "https://app.example.org/inbox" is not a web origin: write scheme://host[:port]`},
 		{"origin without scheme", "allowed_origins: [app.example.org]\n" + valid, `allowed_origins[0]: "app.example.org" is not a web origin`},
 		{"host with a port", "allowed_hosts: [ok.internal, cairn.internal:8080]\n" + valid, `allowed_hosts[1]: "cairn.internal:8080" is not a host name: write the name alone`},
