@@ -32,7 +32,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
-	resp, err := limitedGenerate(ctx, agent.Model, &req)
+	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], &req)
 	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	r.metrics.modelCall(ctx, eff.Agent, time.Since(start), err != nil)
 	if err == nil && resp == nil {
@@ -45,16 +45,27 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	return resp, err
 }
 
-// limitedGenerate calls the model under its limits (model.LimitsOf): the
-// whole call within Timeout, and a reply of at most MaxReplyBytes, whatever
-// the model. A call a limit ends is a ProviderError with its Code; the
-// caller's own cancellation is returned as is.
-func limitedGenerate(ctx context.Context, m model.Model, req *model.Request) (*model.Response, error) {
+// modelLimits are a model's limits (model.LimitsOf), and the cause a call
+// past its timeout ends with, made once per model rather than per call.
+type modelLimits struct {
+	model.Limits
+	timedOut error
+}
+
+func limitsOf(m model.Model) modelLimits {
 	lim := model.LimitsOf(m)
+	return modelLimits{Limits: lim, timedOut: model.TimedOut("timeout", lim.Timeout)}
+}
+
+// limitedGenerate calls the model under its limits: the whole call within
+// Timeout, and a reply of at most MaxReplyBytes, whatever the model. A
+// call a limit ends is a ProviderError with its Code; the caller's own
+// cancellation is returned as is.
+func limitedGenerate(ctx context.Context, m model.Model, lim modelLimits, req *model.Request) (*model.Response, error) {
 	callCtx := ctx
 	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, model.TimedOut("timeout", lim.Timeout))
+		callCtx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.timedOut)
 		defer cancel()
 	}
 	resp, err := generate(callCtx, m, req)

@@ -63,6 +63,7 @@ type Options struct {
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
 	agents         map[string]*Agent
+	limits         map[string]modelLimits // by agent: its model's, read once
 	order          []string // agent names as NewRunner got them
 	compiled       atomic.Pointer[compiled]
 	compileMu      sync.Mutex // one recompile at a time
@@ -216,6 +217,10 @@ func (r *Runner) compile(agents []*Agent) error {
 		}
 		r.agents[a.Name] = a
 		r.order = append(r.order, a.Name)
+		if r.limits == nil {
+			r.limits = map[string]modelLimits{}
+		}
+		r.limits[a.Name] = limitsOf(a.Model)
 	}
 	c, err := r.compileAll()
 	if err != nil {
