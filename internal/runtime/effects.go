@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,7 +34,9 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
 	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], &req)
-	r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
+	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations even when nobody reads it
+		r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
+	}
 	r.metrics.modelCall(ctx, eff.Agent, time.Since(start), err != nil)
 	if err == nil && resp == nil {
 		err = errors.New("model returned no response")
@@ -177,7 +180,9 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 	} else {
 		outcome = r.toolError(call, t, res.err)
 	}
-	r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.log.Debug("tool call", "tool", call.Tool, "call_id", call.CallID, "error", outcome.IsError)
+	}
 	return outcome
 }
 
