@@ -34,7 +34,10 @@ func (s *State) View() *session.Session {
 			v.Interrupts = in
 		}
 	}
-	stack := s.Stack()
+	stack := s.Frames // one frame (the common case): its own stack, without allocating
+	if len(stack) != 1 || stack[0].Mode == session.ModeTool {
+		stack = s.Stack()
+	}
 	for _, f := range stack {
 		v.Stack = append(v.Stack, session.StackFrame{Agent: f.Agent, Mode: f.Mode})
 	}
