@@ -252,6 +252,14 @@ type stepper struct {
 	out      []session.Event
 	payloads []any // of out
 	effects  []Effect
+	// room is where out, payloads and effects start: most steps record
+	// 2–4 events and one effect, so a step allocates once (the stepper),
+	// not once per slice.
+	room struct {
+		out      [4]session.Event
+		payloads [4]any
+		effects  [1]Effect
+	}
 }
 
 // emit records an event and applies it. Payloads are built by the engine from
@@ -268,8 +276,8 @@ func (s *stepper) emit(typ session.EventType, f *Frame, payload eventData) {
 	if err := apply(s.st, &ev, payload); err != nil {
 		panic(fmt.Sprintf("engine: apply %s: %v", typ, err))
 	}
-	if s.out == nil { // most steps record 2–4 events: grow once, not 1, 2, 4
-		s.out, s.payloads = make([]session.Event, 0, 4), make([]any, 0, 4)
+	if s.out == nil {
+		s.out, s.payloads = s.room.out[:0], s.room.payloads[:0]
 	}
 	s.out = append(s.out, ev)
 	s.payloads = append(s.payloads, payload)

@@ -336,6 +336,9 @@ func (s *stepper) advance() {
 		}
 		eff, changed := s.pass()
 		if eff != nil {
+			if s.effects == nil {
+				s.effects = s.room.effects[:0]
+			}
 			s.effects = append(s.effects, eff)
 			return
 		}
