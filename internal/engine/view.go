@@ -20,11 +20,17 @@ var (
 // View is the session as clients see it. Lease fields are the driver's and
 // left empty.
 func (s *State) View() *session.Session {
-	v := &session.Session{
+	// The session and its stack's first frame in one allocation.
+	box := &struct {
+		v     session.Session
+		stack [1]session.StackFrame
+	}{}
+	v := &box.v
+	*v = session.Session{
 		ID: s.SessionID, Agent: s.Agent, Status: s.Status, Seq: s.Seq,
 		Output: s.Output, OutputJSON: s.OutputJSON, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Usage: s.Usage,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		Interrupts: noInterrupts, Stack: make([]session.StackFrame, 0, len(s.Frames)), Remembered: noRemembered,
+		Interrupts: noInterrupts, Stack: box.stack[:0], Remembered: noRemembered,
 	}
 	if len(s.Remembered) > 0 {
 		v.Remembered = s.Remembered

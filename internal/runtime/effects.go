@@ -22,7 +22,7 @@ import (
 // event, which its text deltas follow.
 func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
-	req := *eff.Request
+	req := eff.Request // the engine makes a request per effect: this call's own
 	first := true
 	req.OnTextDelta = func(delta string) {
 		data, _ := json.Marshal(session.ModelDelta{Text: delta})
@@ -33,7 +33,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	start := time.Now()
-	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], &req)
+	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], req)
 	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations even when nobody reads it
 		r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	}
@@ -98,6 +98,18 @@ func generate(ctx context.Context, m model.Model, req *model.Request) (resp *mod
 	return m.Generate(ctx, req)
 }
 
+// handle runs t's handler on call; a handler that panics is a tool error,
+// not a dead process.
+func handle(ctx context.Context, t *Tool, call engine.ToolRun) (res toolResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = toolResult{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
+		}
+	}()
+	out, err := t.Handler(ctx, call.Args)
+	return toolResult{out, err}
+}
+
 // runTools runs the calls concurrently, at most maxParallel at once, and
 // returns the outcomes in the model's call order.
 func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
@@ -146,28 +158,19 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 		outcome.Content, outcome.IsError = fmt.Sprintf("tool %q is no longer available; the call did not run", call.Tool), true
 		return outcome
 	}
-	ctx = context.WithValue(ctx, callKey{}, &Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers},
-		session: sessionID, waits: call.Waits, r: r})
+	ctx = &callContext{Context: ctx, call: Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers},
+		session: sessionID, waits: call.Waits, r: r}}
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	call1 := func() (res toolResult) {
-		defer func() {
-			if p := recover(); p != nil {
-				res = toolResult{err: fmt.Errorf("tool %q panicked: %v", call.Tool, p)}
-			}
-		}()
-		out, err := t.Handler(ctx, call.Args)
-		return toolResult{out, err}
-	}
 	var res toolResult
 	if ctx.Done() == nil {
-		res = call1() // nothing can cancel the call: run it here
+		res = handle(ctx, t, call) // nothing can cancel the call: run it here
 	} else {
 		done := make(chan toolResult, 1)
-		go func() { done <- call1() }()
+		go func() { done <- handle(ctx, t, call) }()
 		select {
 		case res = <-done:
 		case <-ctx.Done():

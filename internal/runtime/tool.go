@@ -80,6 +80,21 @@ func (e *PendingError) Error() string {
 
 type callKey struct{}
 
+// callContext carries a tool call in its context: what context.WithValue
+// does, with the Call in the same allocation.
+type callContext struct {
+	context.Context
+	call Call
+}
+
+// Value is the call for callKey, the parent's value otherwise.
+func (c *callContext) Value(key any) any {
+	if key == (callKey{}) {
+		return &c.call
+	}
+	return c.Context.Value(key)
+}
+
 // CallFrom returns the tool call running with ctx, or nil outside one.
 func CallFrom(ctx context.Context) *Call {
 	c, _ := ctx.Value(callKey{}).(*Call)
