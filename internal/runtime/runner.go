@@ -64,7 +64,7 @@ type Options struct {
 type Runner struct {
 	agents         map[string]*Agent
 	limits         map[string]modelLimits // by agent: its model's, read once
-	order          []string // agent names as NewRunner got them
+	order          []string               // agent names as NewRunner got them
 	compiled       atomic.Pointer[compiled]
 	compileMu      sync.Mutex // one recompile at a time
 	engineOpts     engine.Options
