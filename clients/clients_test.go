@@ -58,7 +58,8 @@ func trackInputs(t *testing.T) {
 		}
 		ext := filepath.Ext(path)
 		if ext == ".go" || strings.HasPrefix(path, dir(t)) || ext == ".json" && filepath.Base(filepath.Dir(path)) == "api" ||
-			filepath.Base(path) == "go.mod" || strings.Contains(path, string(filepath.Separator)+"web"+string(filepath.Separator)) {
+			filepath.Base(path) == "go.mod" || strings.Contains(path, string(filepath.Separator)+"web"+string(filepath.Separator)) ||
+			strings.Contains(path, filepath.Join("examples", "demo")) {
 			_, err = os.ReadFile(path)
 		}
 		return err
