@@ -3,12 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/cairnhq/cairn/session"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // Memory is an in-process Store, for tests and throwaway sessions. The zero
@@ -352,11 +352,19 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 	for i, h := range due {
 		keys = append(keys, m.sessions[h.ID].blobs...)
 		delete(m.sessions, h.ID)
-		due[i].Summary = nil
+		due[i] = Head{ID: h.ID, Status: h.Status, UpdatedAt: h.UpdatedAt}
 	}
-	for _, key := range keys {
-		if !slices.ContainsFunc(slices.Collect(maps.Values(m.sessions)), func(s *memSession) bool { return slices.Contains(s.blobs, key) }) {
-			delete(m.blobs, key)
+	if len(keys) > 0 {
+		kept := map[string]bool{} // the blobs the remaining sessions refer to
+		for _, s := range m.sessions {
+			for _, k := range s.blobs {
+				kept[k] = true
+			}
+		}
+		for _, key := range keys {
+			if !kept[key] {
+				delete(m.blobs, key)
+			}
 		}
 	}
 	m.outbox = slices.DeleteFunc(m.outbox, func(o *memMessage) bool { return o.given && o.CreatedAt.Before(opts.Before) })

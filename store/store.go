@@ -290,7 +290,8 @@ type Purger interface {
 	// whole in one commit: its head, events, snapshot and the blobs no
 	// other session refers to. It returns the heads it deleted (none: the
 	// sweep is done). A paused or running status is refused: they are never
-	// purged. Outbox messages given up before opts.Before go too.
+	// purged. Outbox messages given up before opts.Before go too. The heads
+	// returned hold ID, Status and UpdatedAt only.
 	Purge(ctx context.Context, opts PurgeOptions) ([]Head, error)
 }
 
@@ -317,4 +318,29 @@ func (o PurgeOptions) BatchSize() int {
 		return o.Limit
 	}
 	return 500
+}
+
+// PurgeAll calls p.Purge until nothing is left to delete, calling each (if
+// not nil) with every batch and resting pause between batches, so that
+// other writers get the store in between. It returns how many sessions
+// went.
+func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, pause time.Duration, each func([]Head)) (int, error) {
+	n := 0
+	for {
+		done, err := p.Purge(ctx, opts)
+		n += len(done)
+		if len(done) > 0 && each != nil {
+			each(done)
+		}
+		if err != nil || len(done) == 0 {
+			return n, err
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return n, ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+	}
 }

@@ -65,16 +65,9 @@ an RFC 3339 time, or an age (720h, 30d: that long before now).`,
 					fmt.Fprintf(stdout, "would delete %d %s sessions last updated before %s (dry run: nothing deleted)\n", n, status, when)
 					continue
 				}
-				n := 0
-				for {
-					done, err := p.Purge(cmd.Context(), store.PurgeOptions{Status: status, Before: cutoff})
-					n += len(done)
-					if err != nil {
-						return fmt.Errorf("after deleting %d %s sessions: %w", n, status, err)
-					}
-					if len(done) == 0 {
-						break
-					}
+				n, err := store.PurgeAll(cmd.Context(), p, store.PurgeOptions{Status: status, Before: cutoff}, 0, nil)
+				if err != nil {
+					return fmt.Errorf("after deleting %d %s sessions: %w", n, status, err)
 				}
 				fmt.Fprintf(stdout, "deleted %d %s sessions last updated before %s\n", n, status, when)
 			}

@@ -66,23 +66,12 @@ func (r *Runner) Purge(ctx context.Context, status session.Status, before time.T
 	if !ok {
 		return 0, fmt.Errorf("cairn: purge: the store %T does not purge (store.Purger)", r.store)
 	}
-	n := 0
-	for {
-		done, err := p.Purge(ctx, store.PurgeOptions{Status: status, Before: before})
-		n += len(done)
+	return store.PurgeAll(ctx, p, store.PurgeOptions{Status: status, Before: before}, purgePause, func(done []store.Head) {
 		for _, h := range done {
 			r.cache.take(h.ID) // a state cached for it goes too
 		}
-		if r.metrics != nil && len(done) > 0 {
+		if r.metrics != nil {
 			r.metrics.purged.Add(ctx, int64(len(done)), metric.WithAttributes(attribute.String("status", string(status))))
 		}
-		if err != nil || len(done) == 0 {
-			return n, err
-		}
-		select {
-		case <-ctx.Done():
-			return n, ctx.Err()
-		case <-time.After(purgePause):
-		}
-	}
+	})
 }

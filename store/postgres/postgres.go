@@ -655,17 +655,20 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		rows, err := tx.Query(ctx, `DELETE FROM cairn_sessions WHERE id IN (
 				SELECT id FROM cairn_sessions WHERE status = $1 AND updated_at < $2
 				ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
-			RETURNING `+headColumns, string(opts.Status), opts.Before, opts.BatchSize())
+			RETURNING id, updated_at`, string(opts.Status), opts.Before, opts.BatchSize())
 		if err != nil {
 			return err
 		}
-		purged, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Head, error) { return scanHead(row) })
+		purged, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Head, error) {
+			h := store.Head{Status: opts.Status}
+			return h, row.Scan(&h.ID, &h.UpdatedAt)
+		})
 		if err != nil || len(purged) == 0 {
 			return err
 		}
 		ids := make([]string, len(purged))
 		for i := range purged {
-			ids[i], purged[i].Summary = purged[i].ID, nil
+			ids[i] = purged[i].ID
 		}
 		for _, q := range []string{
 			`DELETE FROM cairn_events WHERE session_id = ANY($1)`,

@@ -803,19 +803,24 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		return nil, err
 	}
 	before := opts.Before.UTC().Format(timeLayout)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+headColumns+` FROM sessions WHERE status=? AND updated_at<? ORDER BY updated_at, id LIMIT ?`,
+	// The ids alone: a summary is not worth reading to delete it.
+	rows, err := s.db.QueryContext(ctx, `SELECT id, updated_at FROM sessions WHERE status=? AND updated_at<? ORDER BY updated_at, id LIMIT ?`,
 		opts.Status, before, opts.BatchSize())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite purge: %w", err)
 	}
 	var due []store.Head
 	for rows.Next() {
-		h, err := scanHead(rows)
-		if err != nil {
+		h := store.Head{Status: opts.Status}
+		var updated string
+		if err := rows.Scan(&h.ID, &updated); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite purge: %w", err)
 		}
-		h.Summary = nil
+		if h.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite purge: %w", err)
+		}
 		due = append(due, h)
 	}
 	rows.Close()
