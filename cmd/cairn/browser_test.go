@@ -486,7 +486,21 @@ func TestBrowserSessionPageInPeoplesWords(t *testing.T) {
 		run("shot", chromedp.Evaluate(`document.activeElement.blur(); window.scrollTo(0, 0)`, nil), chromedp.FullScreenshot(&b, 100))
 		os.WriteFile(filepath.Join(shots, "session-paused.png"), b, 0o644)
 	}
-	run("approve it here", chromedp.Click(item(ops)+" button.approve", chromedp.ByQuery),
+	// A long request is folded on the card, and "more" shows the rest.
+	long := strings.Repeat("Ship the release with the notes attached. ", 12) + "END"
+	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"`+long+`"}`)
+	folded := s["id"].(string)
+	var before, after string
+	run("a long request", chromedp.Navigate(base+"/#/inbox"), chromedp.WaitVisible(item(folded)+" blockquote.request button.expand", chromedp.ByQuery),
+		chromedp.Text(item(folded)+" blockquote.request", &before, chromedp.ByQuery),
+		chromedp.Click(item(folded)+" blockquote.request button.expand", chromedp.ByQuery),
+		chromedp.Text(item(folded)+" blockquote.request", &after, chromedp.ByQuery))
+	if strings.Contains(before, "END") || !strings.Contains(before, "Ship the release") || !strings.HasSuffix(strings.TrimSpace(after), "END") {
+		t.Fatalf("the folded request: %q; after more: %q", before, after)
+	}
+
+	run("approve it here", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible(item(ops), chromedp.ByQuery),
+		chromedp.Click(item(ops)+" button.approve", chromedp.ByQuery),
 		chromedp.WaitVisible(`#session-status.status-completed`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById('send').disabled`, &disabled))
 	if disabled {
