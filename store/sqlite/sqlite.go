@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +82,9 @@ var addedColumns = [][2]string{
 // lock on the file before failing.
 const busyTimeout = 10000
 
+// walSizeLimit is the WAL file's size after it starts over (see Open).
+const walSizeLimit = 4 << 20
+
 // DefaultPoll is how often Watch looks for commits by other processes.
 const DefaultPoll = 100 * time.Millisecond
 
@@ -130,12 +135,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		path = p
 	}
+	if err := create(ctx, path); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
 	q := url.Values{}
-	// A new file gives the pages freed by a purge back to the file system
-	// (PRAGMA incremental_vacuum after each batch). On a file made without
-	// it this does nothing: VACUUM it once to turn it on (docs/operations.md).
-	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
+	// When the WAL starts over (after each checkpoint that copied all of
+	// it back), its file is cut to this size: without it the file keeps
+	// its largest size ever, and the space a purge gave back would sit in
+	// the WAL instead.
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout))
 	q.Add("_pragma", "foreign_keys(ON)")
@@ -170,6 +179,29 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	st.stopped, st.stop = context.WithCancel(context.Background())
 	return st, nil
+}
+
+// create makes the file if it is new, with auto_vacuum=incremental, so
+// the pages a purge frees go back to the file system (PRAGMA
+// incremental_vacuum after each batch). It is set here, once, before
+// anything else writes the file, and not in the pragmas of every
+// connection: setting it writes the file's header, so each connection the
+// pool opens would wait for the writer's lock, and under load reads failed
+// with SQLITE_BUSY. On a file made without it, it is off: VACUUM the file
+// once to turn it on (docs/operations.md).
+func create(ctx context.Context, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // an existing file (or one Open will report on)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.PingContext(ctx)
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -172,3 +172,54 @@ func TestBlobsFromBeforeRefsAreKept(t *testing.T) {
 		t.Fatalf("the old blob: %q %v", got, err)
 	}
 }
+
+// A new file is made with auto_vacuum=incremental (so purges give space
+// back), and reads never wait for the writer: not even on a connection the
+// pool opens while another process holds the write lock. Setting
+// auto_vacuum on each new connection, as an earlier version did, took the
+// write lock there, and under load reads failed with SQLITE_BUSY.
+func TestReadsDoNotWaitForTheWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, store.Head{ID: "a", Agent: "main", Status: "paused", Seq: 1, CreatedAt: time.Now(), UpdatedAt: time.Now(), Summary: []byte(`{}`)}, 0,
+		[]session.Event{{Seq: 1, Type: "user_message", Time: time.Now(), Frame: "f1", Agent: "main", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var mode int
+	if err := other.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
+		t.Fatalf("auto_vacuum of a new file: %d, %v (want 2, incremental)", mode, err)
+	}
+	tx, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`UPDATE secrets SET value=value`); err != nil { // takes the write lock
+		t.Fatal(err)
+	}
+	// Sixteen reads at once make the pool open new connections.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			_, err := s.Head(ctx, "a")
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a read while another process writes: %v", err)
+		}
+	}
+}
