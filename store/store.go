@@ -321,13 +321,17 @@ func (o PurgeOptions) BatchSize() int {
 }
 
 // PurgeAll calls p.Purge until nothing is left to delete, calling each (if
-// not nil) with every batch and resting pause between batches, so that
-// other writers get the store in between. It returns how many sessions
-// went.
-func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, pause time.Duration, each func([]Head)) (int, error) {
+// not nil) with every batch, and returns how many sessions went. With a
+// share between 0 and 1 it rests after each batch so that batches take
+// at most that share of the time (a batch of 20 ms at share 0.1 rests 180
+// ms): other writers get the store in between, whatever a batch costs on
+// this store and disk. With 0 it does not rest.
+func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, share float64, each func([]Head)) (int, error) {
 	n := 0
 	for {
+		began := time.Now()
 		done, err := p.Purge(ctx, opts)
+		took := time.Since(began)
 		n += len(done)
 		if len(done) > 0 && each != nil {
 			each(done)
@@ -335,11 +339,11 @@ func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, pause time.Durat
 		if err != nil || len(done) == 0 {
 			return n, err
 		}
-		if pause > 0 {
+		if share > 0 && share < 1 {
 			select {
 			case <-ctx.Done():
 				return n, ctx.Err()
-			case <-time.After(pause):
+			case <-time.After(time.Duration(float64(took) * (1/share - 1))):
 			}
 		}
 	}
