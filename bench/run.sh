@@ -21,8 +21,11 @@ go test -run XXX -bench 'StepByHistory' -benchmem -benchtime 50x -count "$count"
 go test -run XXX -bench ColdResume -benchmem -benchtime 100x -count 3 ./bench | tee -a "$out/cairn.txt"
 # Under load: a separate cairn serve per cell and a load generator, every store.
 go run ./bench/load -runs "${LOAD_RUNS:-3}" | tee "$out/load.txt"
-# Listings at depth, restart, RSS and bytes per session at N paused sessions.
+# At N paused sessions (SCALE_N=1000000 for a million), on each store: listings
+# at depth, restart, RSS, bytes per session, and a retention sweep of N
+# completed sessions under 64 clients' approval cycle.
 go run ./bench/scale -n "${SCALE_N:-100000}" | tee "$out/scale.txt"
+go run ./bench/scale -n "${SCALE_N:-100000}" -store postgres | tee -a "$out/scale.txt"
 # SSE fan-out: one turn followed by 1/10/100/1000 clients.
 go test -run XXX -bench SSEFanout -benchtime 200x -count "$count" ./server | tee "$out/sse.txt"
 files=("cairn=$out/cairn.txt")

@@ -1,19 +1,21 @@
-// Command scale measures Cairn's listings at depth: it creates N paused
-// sessions through the HTTP API of a `cairn serve` on SQLite, then times
-// each listing's first page and its page at depth N/2 (medians of 15),
-// one approval, a restart to the first answer, the idle RSS after it and
-// the bytes a session takes. It prints a markdown table.
+// Command scale measures Cairn at scale on one store: it creates N paused
+// sessions through the HTTP API of a `cairn serve`, then times each
+// listing's first page and its page at depth N/2 (medians of 15), one
+// approval, a restart to the first answer, the idle RSS after it and the
+// bytes a session takes. Then it creates N completed sessions and restarts
+// the server with retention on, so its first sweep deletes them all while
+// 64 clients run the approval cycle (create a session that pauses, approve
+// it), and compares their throughput with a run of the same cycle just
+// before. It prints markdown tables.
 //
-//	go run ./bench/scale              # 100,000 sessions
-//	go run ./bench/scale -n 1000000   # a million (about 5 minutes to create)
-//
-// Still to come (issue 31, deliverable 4): PostgreSQL, and a retention
-// sweep of N completed sessions under 64 clients' approval load.
+//	go run ./bench/scale                              # 100,000 sessions on SQLite
+//	go run ./bench/scale -n 1000000                   # a million
+//	go run ./bench/scale -store postgres -postgres $CAIRN_TEST_POSTGRES
 package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -23,28 +25,43 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
+// config is the server's config; %s is the store and %s the retention section.
 const config = `
-store: sqlite:./cairn.db
+store: %s
+%s
 models:
   demo:
     provider: scripted
     script:
       - tool_calls: [{name: deploy, arguments: {env: prod}}]
       - text: "{{.LastResult}}"
+  says:
+    provider: scripted
+    script:
+      - text: "done"
 tools:
   deploy: {builtin: echo, approval: always}
 agents:
   ops: {model: demo, tools: [deploy]}
   other: {model: demo, tools: [deploy]}
+  quick: {model: says}
 `
+
+// sweepOnce keeps completed sessions for a second and sweeps once an hour, so
+// the sweep at start is the only one while the load runs.
+const sweepOnce = "retention: {completed: 1s, sweep: 1h}"
 
 func main() {
 	if err := run(); err != nil {
@@ -53,37 +70,78 @@ func main() {
 	}
 }
 
+type bench struct {
+	binary, dir, store string
+	n, clients, load   int
+	loadTime           time.Duration
+	size               func() (int64, error) // bytes the store takes
+}
+
 func run() error {
-	n := flag.Int("n", 100_000, "paused sessions to create")
-	clients := flag.Int("clients", 32, "concurrent clients creating them")
-	binary := flag.String("cairn", "", "the cairn binary (default: go build ./cmd/cairn)")
+	b := &bench{}
+	flag.IntVar(&b.n, "n", 100_000, "paused sessions to create (and as many completed ones to sweep)")
+	flag.IntVar(&b.clients, "clients", 32, "concurrent clients creating them")
+	flag.IntVar(&b.load, "load", 64, "clients running the approval cycle during the sweep")
+	flag.DurationVar(&b.loadTime, "load-time", 20*time.Second, "how long the approval cycle runs without a sweep, for the baseline")
+	kind := flag.String("store", "sqlite", "sqlite or postgres")
+	pg := flag.String("postgres", os.Getenv("CAIRN_TEST_POSTGRES"), "a PostgreSQL server URL (-store postgres makes a database in it)")
+	sweep := flag.Bool("sweep", true, "also measure the retention sweep under load")
+	flag.StringVar(&b.binary, "cairn", "", "the cairn binary (default: go build ./cmd/cairn)")
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "cairn-scale")
-	if err != nil {
+	var err error
+	if b.dir, err = os.MkdirTemp("", "cairn-scale"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if *binary == "" {
-		*binary = filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", *binary, "./cmd/cairn").CombinedOutput(); err != nil {
+	defer os.RemoveAll(b.dir)
+	if b.binary == "" {
+		b.binary = filepath.Join(b.dir, "cairn")
+		if out, err := exec.Command("go", "build", "-o", b.binary, "./cmd/cairn").CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(config), 0o600); err != nil {
+	switch *kind {
+	case "sqlite":
+		b.store = "sqlite:./cairn.db"
+		b.size = func() (int64, error) { return fileBytes(b.dir), nil }
+	case "postgres":
+		if *pg == "" {
+			return fmt.Errorf("-store postgres needs -postgres URL or $CAIRN_TEST_POSTGRES")
+		}
+		dsn, drop, err := database(*pg)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		b.store = dsn
+		b.size = func() (int64, error) { return databaseBytes(dsn) }
+	default:
+		return fmt.Errorf("-store %q: want sqlite or postgres", *kind)
+	}
+	fmt.Printf("store: %s; %d sessions\n\n", *kind, b.n)
+	if err := b.listings(); err != nil {
 		return err
 	}
-	srv, err := start(*binary, dir)
+	if *sweep {
+		return b.retention()
+	}
+	return nil
+}
+
+// listings creates the paused sessions and times the listings, an approval
+// and a restart.
+func (b *bench) listings() error {
+	srv, err := b.start("")
 	if err != nil {
 		return err
 	}
 	defer func() { srv.stop() }()
 
 	began := time.Now()
-	if err := create(srv.url, *n, *clients); err != nil {
+	if err := create(srv.url, b.n, b.clients, "ops", "other"); err != nil {
 		return err
 	}
 	took := time.Since(began)
-	fmt.Printf("created %d paused sessions in %s (%.0f/s, %d clients)\n\n", *n, took.Round(time.Millisecond), float64(*n)/took.Seconds(), *clients)
+	fmt.Printf("created %d paused sessions in %s (%.0f/s, %d clients)\n\n", b.n, took.Round(time.Millisecond), float64(b.n)/took.Seconds(), b.clients)
 
 	fmt.Println("| listing | first page | page at depth N/2 |")
 	fmt.Println("|---|---|---|")
@@ -93,9 +151,9 @@ func run() error {
 		{"sessions of an agent", "/v1/sessions?agent=ops&limit=50", "sessions"},
 		{"the inbox", "/v1/interrupts?limit=50", "interrupts"},
 	} {
-		depth := *n / 2
+		depth := b.n / 2
 		if l.name == "sessions of an agent" {
-			depth = *n / 4 // half of them are ops'
+			depth = b.n / 4 // half of them are ops'
 		}
 		cursor, err := cursorAt(srv.url, l.path, l.list, depth)
 		if err != nil {
@@ -116,10 +174,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	size := fileBytes(dir)
+	size, err := b.size()
+	if err != nil {
+		return err
+	}
 	srv.stop()
 	restart := time.Now()
-	if srv, err = start(*binary, dir); err != nil {
+	if srv, err = b.start(""); err != nil {
 		return err
 	}
 	listening := time.Since(restart)
@@ -129,18 +190,105 @@ func run() error {
 	answered := time.Since(restart)
 	time.Sleep(time.Second)
 	fmt.Printf("\n| one approval (median of 15) | restart: listening / first answer | idle RSS after it | bytes per session |\n|---|---|---|---|\n")
-	fmt.Printf("| %s | %s / %s | %s | %d |\n", ms(approve), ms(listening), ms(answered), rss(srv.cmd.Process.Pid), size/int64(*n))
+	fmt.Printf("| %s | %s / %s | %s | %d |\n", ms(approve), ms(listening), ms(answered), rss(srv.cmd.Process.Pid), size/int64(b.n))
 	return nil
 }
 
-type server struct {
-	cmd *exec.Cmd
-	url string
+// retention creates N completed sessions, runs the approval cycle for a
+// baseline, then restarts with retention on and runs it again while the
+// sweep deletes them. The paused sessions must all be there after. Then
+// cairn sessions purge deletes the sessions the cycles completed, and the
+// store's size is taken again: it holds the paused sessions only.
+func (b *bench) retention() error {
+	srv, err := b.start("")
+	if err != nil {
+		return err
+	}
+	defer func() { srv.stop() }()
+	paused, err := count(srv.url, "/v1/sessions?status=paused&limit=1000")
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := create(srv.url, b.n, b.clients, "quick"); err != nil {
+		return err
+	}
+	fmt.Printf("\ncreated %d completed sessions in %s; %d paused\n", b.n, time.Since(began).Round(time.Millisecond), paused)
+	base, err := cycles(context.Background(), srv.url, b.load, func(stop func()) { time.AfterFunc(b.loadTime, stop) })
+	if err != nil {
+		return fmt.Errorf("the approval cycle without a sweep: %w", err)
+	}
+	srv.stopGently()
+	before, err := b.size()
+	if err != nil {
+		return err
+	}
+
+	if srv, err = b.start(sweepOnce); err != nil {
+		return err
+	}
+	during, err := cycles(context.Background(), srv.url, b.load, func(stop func()) {
+		go func() {
+			<-srv.swept
+			stop()
+		}()
+	})
+	if err != nil {
+		return fmt.Errorf("the approval cycle during the sweep: %w", err)
+	}
+	sweep := srv.sweep
+	if sweep.deleted < b.n {
+		return fmt.Errorf("the sweep deleted %d sessions, want at least %d", sweep.deleted, b.n)
+	}
+	left, err := count(srv.url, "/v1/sessions?status=paused&limit=1000")
+	if err != nil {
+		return err
+	}
+	if left != paused {
+		return fmt.Errorf("%d paused sessions before the sweep, %d after", paused, left)
+	}
+	srv.stopGently()
+
+	// The sessions the cycles completed, with the one-off command (at
+	// full speed: no server runs).
+	began = time.Now()
+	out, err := exec.Command(b.binary, "sessions", "purge", "--config", filepath.Join(b.dir, "cairn.yaml"),
+		"--status", "completed", "--before", time.Now().Format(time.RFC3339)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cairn sessions purge: %v\n%s", err, out)
+	}
+	fmt.Printf("\nthen cairn sessions purge: %s (%s)\n", strings.TrimSpace(string(out)), time.Since(began).Round(time.Millisecond))
+	after, err := b.size()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| sweep of %d completed sessions | approval cycles, %d clients: without / during the sweep | paused sessions before / after | store size: before / after the sweep and a purge |\n|---|---|---|---|\n", b.n, b.load)
+	fmt.Printf("| %s (%d deleted, %.0f/s) | %.0f/s / %.0f/s (%.0f %%) | %d / %d | %s / %s |\n",
+		sweep.took.Round(time.Millisecond), sweep.deleted, float64(sweep.deleted)/sweep.took.Seconds(),
+		base, during, 100*during/base, paused, left, mib(before), mib(after))
+	return nil
 }
 
-func start(binary, dir string) (*server, error) {
-	cmd := exec.Command(binary, "serve", "--config", "cairn.yaml", "--addr", "127.0.0.1:0")
-	cmd.Dir = dir
+// sweepLog is the runner's log line of a sweep that deleted something.
+var sweepLog = regexp.MustCompile(`msg=retention status=completed deleted=(\d+) .*took=(\S+)`)
+
+type server struct {
+	cmd   *exec.Cmd
+	url   string
+	swept chan struct{} // closed when the first sweep's log line is read
+	sweep struct {
+		deleted int
+		took    time.Duration
+	}
+}
+
+// start runs cairn serve with the store and the retention section given.
+func (b *bench) start(retention string) (*server, error) {
+	if err := os.WriteFile(filepath.Join(b.dir, "cairn.yaml"), fmt.Appendf(nil, config, b.store, retention), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(b.binary, "serve", "--config", "cairn.yaml", "--addr", "127.0.0.1:0")
+	cmd.Dir = b.dir
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -151,11 +299,42 @@ func start(binary, dir string) (*server, error) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			go io.Copy(io.Discard, stderr)
-			return &server{cmd: cmd, url: u}, nil
+			s := &server{cmd: cmd, url: u, swept: make(chan struct{})}
+			go s.watch(sc)
+			return s, nil
 		}
 	}
 	return nil, fmt.Errorf("cairn serve exited before listening: %v", cmd.Wait())
+}
+
+// watch reads the server's log for the first sweep's line; swept is also
+// closed when the server exits.
+func (s *server) watch(sc *bufio.Scanner) {
+	defer func() {
+		if s.sweep.took == 0 {
+			close(s.swept)
+		}
+	}()
+	for sc.Scan() {
+		m := sweepLog.FindStringSubmatch(sc.Text())
+		if m == nil || s.sweep.took > 0 {
+			continue
+		}
+		s.sweep.deleted, _ = strconv.Atoi(m[1])
+		s.sweep.took, _ = time.ParseDuration(m[2])
+		close(s.swept)
+	}
+}
+
+// stopGently stops the server as a deploy would (SIGTERM: it drains and
+// closes the store, which checkpoints SQLite's WAL), or kills it after a
+// minute.
+func (s *server) stopGently() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.AfterFunc(time.Minute, func() { s.cmd.Process.Kill() })
+	s.cmd.Wait()
+	t.Stop()
+	s.cmd.Process = nil
 }
 
 func (s *server) stop() {
@@ -165,8 +344,8 @@ func (s *server) stop() {
 	}
 }
 
-// create makes n paused sessions, half of agent ops and half of other.
-func create(base string, n, clients int) error {
+// create makes n sessions, of the agents in turn.
+func create(base string, n, clients int, agents ...string) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -177,16 +356,8 @@ func create(base string, n, clients int) error {
 				if i >= int64(n) {
 					return
 				}
-				agent := []string{"ops", "other"}[i%2]
-				resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"agent":"`+agent+`","input":"deploy"}`))
-				if err != nil {
+				if _, err := post(base+"/v1/sessions", `{"agent":"`+agents[i%int64(len(agents))]+`","input":"deploy"}`, 201); err != nil {
 					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 201 {
-					errs <- fmt.Errorf("POST /v1/sessions: %s", resp.Status)
 					return
 				}
 			}
@@ -195,6 +366,77 @@ func create(base string, n, clients int) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// cycles runs the approval cycle on clients clients until stop is called
+// (until is given it at the start) and returns the cycles per second.
+func cycles(ctx context.Context, base string, clients int, until func(stop func())) (float64, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	began := time.Now()
+	until(stop)
+	for range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				b, err := post(base+"/v1/sessions", `{"agent":"ops","input":"deploy"}`, 201)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var s struct {
+					ID         string `json:"id"`
+					Seq        int64  `json:"seq"`
+					Interrupts []struct {
+						ID string `json:"id"`
+					} `json:"interrupts"`
+				}
+				if err := json.Unmarshal(b, &s); err != nil || len(s.Interrupts) != 1 {
+					errs <- fmt.Errorf("a new session: %v %s", err, b)
+					return
+				}
+				body := fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s.Seq, s.Interrupts[0].ID)
+				if _, err := post(base+"/v1/sessions/"+s.ID+"/decisions", body, 200); err != nil {
+					errs <- err
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	<-ctx.Done()
+	took := time.Since(began)
+	wg.Wait()
+	close(errs)
+	return float64(done.Load()) / took.Seconds(), <-errs
+}
+
+// count walks a listing to its end and counts what it lists.
+func count(base, path string) (int, error) {
+	n, cursor := 0, ""
+	for {
+		u := base + path
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		b, err := get(u)
+		if err != nil {
+			return 0, err
+		}
+		var page struct {
+			Sessions   []json.RawMessage `json:"sessions"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return 0, err
+		}
+		n += len(page.Sessions)
+		if cursor = page.NextCursor; cursor == "" {
+			return n, nil
+		}
+	}
 }
 
 // cursorAt walks a listing in pages of 1,000 to depth and returns the cursor there.
@@ -268,20 +510,68 @@ func approval(base string) (time.Duration, error) {
 	for _, in := range inbox.Interrupts {
 		body := fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, in.Seq, in.ID)
 		t := time.Now()
-		resp, err := http.Post(base+"/v1/sessions/"+in.SessionID+"/decisions", "application/json", bytes.NewReader([]byte(body)))
-		if err != nil {
+		if _, err := post(base+"/v1/sessions/"+in.SessionID+"/decisions", body, 200); err != nil {
 			return 0, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return 0, fmt.Errorf("approve: %s", resp.Status)
 		}
 		ds = append(ds, time.Since(t))
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2], nil
 }
+
+// post POSTs body to u and wants the status code want.
+func post(u, body string, want int) ([]byte, error) {
+	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != want {
+		err = fmt.Errorf("POST %s: %s %s", u, resp.Status, b)
+	}
+	return b, err
+}
+
+// database makes a fresh database in the PostgreSQL server at server and
+// returns its URL and a function that drops it.
+func database(server string) (string, func(), error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", nil, err
+	}
+	name := fmt.Sprintf("cairn_scale_%d", os.Getpid())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), func() {
+		conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+		conn.Close(ctx)
+	}, nil
+}
+
+// databaseBytes is the size of the database at dsn.
+func databaseBytes(dsn string) (int64, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	return n, err
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func fileBytes(dir string) int64 {
 	var n int64
