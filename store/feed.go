@@ -29,6 +29,12 @@ func (f *Feed) fanout() *fanout.Fanout[Change] {
 // Watch registers a watcher until ctx ends.
 func (f *Feed) Watch(ctx context.Context) <-chan Change { return f.fanout().Subscribe(ctx) }
 
+// WatchSome registers a watcher of the changes want reports true for (see
+// SelectiveWatcher).
+func (f *Feed) WatchSome(ctx context.Context, want func(Change) bool) <-chan Change {
+	return f.fanout().SubscribeFunc(ctx, func(c Change) bool { return c.SessionID == "" || want(c) })
+}
+
 // Watching reports whether anyone watches (backends skip work otherwise).
 func (f *Feed) Watching() bool { return f.fanout().Subscribed() }
 

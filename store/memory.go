@@ -134,6 +134,11 @@ func (m *Memory) Watch(ctx context.Context) (<-chan Change, error) {
 	return m.feed.Watch(ctx), nil
 }
 
+// WatchSome implements SelectiveWatcher.
+func (m *Memory) WatchSome(ctx context.Context, want func(Change) bool) (<-chan Change, error) {
+	return m.feed.WatchSome(ctx, want), nil
+}
+
 // Events implements Store.
 func (m *Memory) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
 	m.mu.RLock()

@@ -165,6 +165,17 @@ type Store interface {
 	Close() error
 }
 
+// SelectiveWatcher is a Store whose change feed can drop, in the goroutine
+// that publishes, the changes a watcher does not want, so that a watcher
+// with nothing to do for most changes (a runner nobody follows) is not
+// woken for each commit. want runs under the feed's lock: it must be
+// quick, and must not call the store. A resync Change (empty SessionID)
+// is always delivered. The memory, SQLite and PostgreSQL stores implement
+// it.
+type SelectiveWatcher interface {
+	WatchSome(ctx context.Context, want func(Change) bool) (<-chan Change, error)
+}
+
 // The optional capabilities below serve Cairn's stateless continuation
 // tokens only. A runner discovers them with a type assertion on its Store;
 // the stores of this module implement both.

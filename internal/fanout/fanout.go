@@ -26,7 +26,8 @@ type Fanout[T any] struct {
 
 type sub[T any] struct {
 	ch     chan T
-	missed bool // a value was dropped: send resync when there is room
+	want   func(T) bool // nil: every value
+	missed bool         // a value was dropped: send resync when there is room
 }
 
 // New returns a fan-out whose subscribers hold buffer values (0 means
@@ -40,8 +41,15 @@ func New[T any](buffer int, resync T) *Fanout[T] {
 
 // Subscribe returns a channel of the values published from now on; it is
 // closed once ctx ends.
-func (f *Fanout[T]) Subscribe(ctx context.Context) <-chan T {
-	s := &sub[T]{ch: make(chan T, f.buffer)}
+func (f *Fanout[T]) Subscribe(ctx context.Context) <-chan T { return f.SubscribeFunc(ctx, nil) }
+
+// SubscribeFunc is Subscribe for the values want reports true for (nil:
+// all). want runs in the publisher's goroutine, under the fan-out's lock,
+// so it must be quick and must not publish: it spares the subscriber's
+// goroutine a wake-up for each value it would drop anyway. A value want
+// skips is not missed (no resync follows it).
+func (f *Fanout[T]) SubscribeFunc(ctx context.Context, want func(T) bool) <-chan T {
+	s := &sub[T]{ch: make(chan T, f.buffer), want: want}
 	f.mu.Lock()
 	f.subs[s] = struct{}{}
 	f.mu.Unlock()
@@ -75,6 +83,9 @@ func (f *Fanout[T]) Publish(v T) {
 			default:
 				continue
 			}
+		}
+		if s.want != nil && !s.want(v) {
+			continue
 		}
 		select {
 		case s.ch <- v:

@@ -58,3 +58,31 @@ func TestTheChannelClosesWhenTheContextEnds(t *testing.T) {
 	}
 	f.Publish("after") // must not panic on a closed channel
 }
+
+// A subscriber with a filter gets only what it wants, and the values it
+// skips neither fill its buffer nor count as missed.
+func TestAFilteredSubscriberGetsOnlyWhatItWants(t *testing.T) {
+	f := fanout.New(2, -1)
+	even := f.SubscribeFunc(t.Context(), func(v int) bool { return v%2 == 0 })
+	for i := range 4 { // 1 and 3 are skipped, so 0 and 2 fit
+		f.Publish(i)
+	}
+	if got := []int{<-even, <-even}; got[0] != 0 || got[1] != 2 {
+		t.Fatalf("got %v, want 0 and 2", got)
+	}
+	f.Publish(4)
+	if got := <-even; got != 4 {
+		t.Fatalf("got %d, want 4 (nothing was missed, so no resync)", got)
+	}
+	for i := 5; i < 10; i++ { // 6 and 8 fit; nothing else is wanted
+		f.Publish(i)
+	}
+	f.Publish(10) // does not fit: missed
+	if got := []int{<-even, <-even}; got[0] != 6 || got[1] != 8 {
+		t.Fatalf("got %v, want 6 and 8", got)
+	}
+	f.Publish(11) // not wanted, but the resync for 10 goes out
+	if got := <-even; got != -1 {
+		t.Fatalf("got %d after a missed value, want the resync value -1", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -29,6 +30,9 @@ type hub struct {
 	// changes were counted meanwhile.
 	latest map[string]int64
 	wake   chan struct{}
+	// followers counts the subscribers, read without the lock by the
+	// store feed's filter (see Runner.startFeed).
+	followers atomic.Int64
 }
 
 // unknownSeq: changes may have been missed; no subscriber is known up to date.
@@ -91,6 +95,7 @@ func (h *hub) subscribe(id string, after int64) (<-chan session.Event, func()) {
 		h.subs[id] = map[*subscriber]struct{}{}
 	}
 	h.subs[id][sub] = struct{}{}
+	h.followers.Add(1)
 	h.mu.Unlock()
 	h.poke()
 	var once sync.Once
@@ -99,6 +104,7 @@ func (h *hub) subscribe(id string, after int64) (<-chan session.Event, func()) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			delete(h.subs[id], sub)
+			h.followers.Add(-1)
 			if len(h.subs[id]) == 0 {
 				delete(h.subs, id)
 				delete(h.gen, id)
@@ -150,26 +156,35 @@ func (h *hub) changed(c store.Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	poke := false
-	for id, subs := range h.subs {
-		if c.SessionID != "" && id != c.SessionID {
-			continue
+	if c.SessionID == "" { // a resync: any followed session may have changed
+		for id, subs := range h.subs {
+			poke = h.mark(id, subs, c) || poke
 		}
-		h.gen[id]++
-		switch {
-		case c.SessionID == "":
-			h.latest[id] = unknownSeq
-		case c.Seq > h.latest[id]:
-			h.latest[id] = c.Seq
-		}
-		for sub := range subs {
-			if c.SessionID == "" || sub.last < c.Seq {
-				sub.behind, poke = true, true
-			}
-		}
+	} else if subs := h.subs[c.SessionID]; len(subs) > 0 {
+		poke = h.mark(c.SessionID, subs, c)
 	}
 	if poke {
 		h.poke()
 	}
+}
+
+// mark notes c for session id's subscribers and reports whether any of
+// them is now behind. h.mu is held.
+func (h *hub) mark(id string, subs map[*subscriber]struct{}, c store.Change) bool {
+	h.gen[id]++
+	switch {
+	case c.SessionID == "":
+		h.latest[id] = unknownSeq
+	case c.Seq > h.latest[id]:
+		h.latest[id] = c.Seq
+	}
+	behind := false
+	for sub := range subs {
+		if c.SessionID == "" || sub.last < c.Seq {
+			sub.behind, behind = true, true
+		}
+	}
+	return behind
 }
 
 // deliver sends the events after sub.last, in order, without blocking, each
@@ -348,7 +363,20 @@ func (h *hub) catchUp(ctx context.Context) (again bool) {
 // startFeed follows the store's change feed: it wakes the hub for other
 // processes' commits and passes cancel requests to this runner's turns.
 func (r *Runner) startFeed() error {
-	changes, err := r.store.Watch(r.background)
+	var changes <-chan store.Change
+	var err error
+	if w, ok := r.store.(store.SelectiveWatcher); ok {
+		// Only what this goroutine acts on: cancel requests, and any change
+		// while someone follows a session or the cross-session feed here.
+		// The rest (every commit, when nobody follows) would wake it for
+		// nothing. A follower that starts meanwhile reads the store after
+		// subscribing, so a change skipped just before is not lost.
+		changes, err = w.WatchSome(r.background, func(c store.Change) bool {
+			return c.CancelRequested || r.hub.followers.Load() > 0 || r.feed.out.Subscribed()
+		})
+	} else {
+		changes, err = r.store.Watch(r.background)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
-
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -60,7 +58,8 @@ func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snaps
 	log := st.Log
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
 		var err error
-		if head.Summary, err = json.Marshal(st.View()); err != nil {
+		// MarshalJSON itself: json.Marshal would compact its output again.
+		if head.Summary, err = st.View().MarshalJSON(); err != nil {
 			return head, log, err
 		}
 	}

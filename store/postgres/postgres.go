@@ -358,6 +358,12 @@ func (s *Store) Watch(ctx context.Context) (<-chan store.Change, error) {
 	return s.feed.Watch(ctx), nil
 }
 
+// WatchSome implements store.SelectiveWatcher.
+func (s *Store) WatchSome(ctx context.Context, want func(store.Change) bool) (<-chan store.Change, error) {
+	s.listenOnce.Do(func() { go s.listen() })
+	return s.feed.WatchSome(ctx, want), nil
+}
+
 func (s *Store) listen() {
 	backoff := 100 * time.Millisecond
 	for s.stopped.Err() == nil {

@@ -415,17 +415,33 @@ func (s *Store) RequestCancel(ctx context.Context, id string, by session.Actor) 
 // once, those of other processes on the same file within DefaultPoll (one
 // indexed query per poll).
 func (s *Store) Watch(ctx context.Context) (<-chan store.Change, error) {
+	if err := s.startPolling(ctx); err != nil {
+		return nil, err
+	}
+	return s.feed.Watch(ctx), nil
+}
+
+// WatchSome implements store.SelectiveWatcher.
+func (s *Store) WatchSome(ctx context.Context, want func(store.Change) bool) (<-chan store.Change, error) {
+	if err := s.startPolling(ctx); err != nil {
+		return nil, err
+	}
+	return s.feed.WatchSome(ctx, want), nil
+}
+
+// startPolling starts following other processes' commits, once.
+func (s *Store) startPolling(ctx context.Context) error {
 	s.pollMu.Lock()
 	defer s.pollMu.Unlock()
 	if !s.polling {
 		var last int64
 		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(rev), 0) FROM sessions`).Scan(&last); err != nil {
-			return nil, fmt.Errorf("sqlite watch: %w", err)
+			return fmt.Errorf("sqlite watch: %w", err)
 		}
 		s.polling = true
 		go s.poll(last)
 	}
-	return s.feed.Watch(ctx), nil
+	return nil
 }
 
 func (s *Store) poll(last int64) {
