@@ -170,7 +170,7 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 		res = handle(ctx, t, call) // nothing can cancel the call: run it here
 	} else {
 		done := make(chan toolResult, 1)
-		go func() { done <- handle(ctx, t, call) }()
+		r.toolWorkers.do(func() { done <- handle(ctx, t, call) })
 		select {
 		case res = <-done:
 		case <-ctx.Done():

@@ -72,6 +72,7 @@ type Runner struct {
 	snapshots      snapshotPolicy // for store
 	log            *slog.Logger
 	maxParallel    int
+	toolWorkers    workers
 	now            func() time.Time
 	newID          func() string
 	hub            hub
@@ -186,6 +187,7 @@ func newRunner(opts *Options) (*Runner, error) {
 	if r.cache.maxBytes <= 0 {
 		r.cache.maxBytes = DefaultCacheBytes
 	}
+	r.toolWorkers.maxIdle = idleToolWorkers
 	if r.maxParallel <= 0 {
 		r.maxParallel = 8
 	}
@@ -248,6 +250,7 @@ func (r *Runner) Close() error {
 	r.halt.Store(true)
 	r.stop()
 	r.wg.Wait()
+	r.toolWorkers.close()
 	return nil
 }
 
