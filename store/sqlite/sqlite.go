@@ -194,6 +194,7 @@ func create(ctx context.Context, path string) error {
 		return nil // an existing file (or one Open will report on)
 	}
 	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout)) // first: another process may be making it too
 	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())

@@ -223,3 +223,34 @@ func TestReadsDoNotWaitForTheWriter(t *testing.T) {
 		}
 	}
 }
+
+// Several processes starting at once on a file that does not exist yet
+// all open it (one of them makes it), and it is made incremental.
+func TestOpenANewFileConcurrently(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := sqlite.Open(ctx, path)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("open: %v", err)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode int
+	if err := db.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
+		t.Fatalf("auto_vacuum: %d, %v (want 2, incremental)", mode, err)
+	}
+}
