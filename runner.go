@@ -217,8 +217,9 @@ func (r *Runner) ExpireDue(ctx context.Context) (int, error) {
 
 // Purge deletes for good the sessions of a final status (StatusCompleted,
 // StatusFailed or StatusCancelled) last updated before before: each whole,
-// with its events and snapshot, in bounded batches that leave the store to
-// other writers in between. It returns how many it deleted. Paused and
+// with its events and snapshot, in batches of at most 500, resting after
+// each nine times as long as it took, so other writers keep the store nine
+// tenths of the time. It returns how many it deleted. Paused and
 // running sessions are never deleted (another status is an error). The
 // runner calls it on its own with RunnerOptions.Retention.
 func (r *Runner) Purge(ctx context.Context, status Status, before time.Time) (int, error) {
