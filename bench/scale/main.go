@@ -325,18 +325,20 @@ func (b *bench) start(retention string) (*server, error) {
 // watch reads the server's log for the first sweep's line; swept is also
 // closed when the server exits.
 func (s *server) watch(sc *bufio.Scanner) {
+	seen := false
 	defer func() {
-		if s.sweep.took == 0 {
+		if !seen {
 			close(s.swept)
 		}
 	}()
 	for sc.Scan() {
 		m := sweepLog.FindStringSubmatch(sc.Text())
-		if m == nil || s.sweep.took > 0 {
+		if m == nil || seen {
 			continue
 		}
 		s.sweep.deleted, _ = strconv.Atoi(m[1])
 		s.sweep.took, _ = time.ParseDuration(m[2])
+		seen = true
 		close(s.swept)
 	}
 }
