@@ -178,8 +178,9 @@ type Step struct {
 // Machine is the engine for a fixed set of agents. It is safe for concurrent
 // use; each State must be used by one goroutine at a time.
 type Machine struct {
-	agents map[string]*Agent
-	opts   Options
+	agents   map[string]*Agent
+	opts     Options
+	encoding payloadEncoding
 }
 
 // Options adjust a Machine.
@@ -265,7 +266,7 @@ type stepper struct {
 // emit records an event and applies it. Payloads are built by the engine from
 // validated data, so a marshal or projection failure is a bug, not bad input.
 func (s *stepper) emit(typ session.EventType, f *Frame, payload eventData) {
-	data, err := json.Marshal(payload)
+	data, err := s.m.encoding.marshal(payload)
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,6 +186,7 @@ func runProgram(t *testing.T, p *program) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameBytesAsStdlib(t, s)
 	log = append(log, s.Events...)
 	var pending Effect
 	if len(s.Effects) > 0 {
@@ -206,6 +208,7 @@ func runProgram(t *testing.T, p *program) {
 		if len(s.Events) > 1000 { // far more than any honest step; the engine bound is maxEventsPerStep
 			t.Fatalf("step %d (%T) recorded %d events", i, in, len(s.Events))
 		}
+		sameBytesAsStdlib(t, s)
 		log = append(log, s.Events...)
 		pending = nil
 		if len(s.Effects) > 0 {
@@ -235,6 +238,22 @@ func runProgram(t *testing.T, p *program) {
 		}
 		if p.pick(4) == 0 {
 			st = restored // a restart: go on from the rebuilt state
+		}
+	}
+}
+
+// sameBytesAsStdlib: each event's data is what encoding/json writes for its
+// payload (emit encodes with a faster encoder, which must not change a
+// byte of the log).
+func sameBytesAsStdlib(t *testing.T, s Step) {
+	t.Helper()
+	for i, ev := range s.Events {
+		want, err := json.Marshal(s.Payloads[i])
+		if err != nil {
+			t.Fatalf("%s: encoding/json: %v", ev.Type, err)
+		}
+		if !bytes.Equal(ev.Data, want) {
+			t.Fatalf("%s: data differs from encoding/json\n got: %s\nwant: %s", ev.Type, ev.Data, want)
 		}
 	}
 }

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+type loop struct {
+	Next *loop  `json:"next,omitempty"`
+	Tags []loop `json:"tags"`
+}
+
+type deep struct {
+	ByName map[string][]*session.UserMessage `json:"by_name"`
+}
+
+// A payload type with omitzero anywhere inside, behind pointers, slices and
+// maps, is found, cycles end, and each encodes as encoding/json does.
+func TestPayloadEncodingKnowsOmitZero(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{
+		{&session.UserMessage{Text: "hi"}, true},
+		{&session.TurnCancelled{}, true},
+		{&deep{ByName: map[string][]*session.UserMessage{"a": {{Text: "<b>"}}}}, true},
+		{&session.ModelResponse{}, false},
+		{&loop{Next: &loop{}}, false},
+	} {
+		if got := hasOmitZero(reflect.TypeOf(c.v), map[reflect.Type]bool{}); got != c.want {
+			t.Errorf("%T: hasOmitZero = %v, want %v", c.v, got, c.want)
+		}
+		var e payloadEncoding
+		got, err := e.marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(c.v)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%T: %s, encoding/json writes %s", c.v, got, want)
+		}
+	}
+}
