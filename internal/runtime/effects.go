@@ -22,16 +22,10 @@ import (
 // event, which its text deltas follow.
 func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
-	req := eff.Request // the engine makes a request per effect: this call's own
-	first := true
-	req.OnTextDelta = func(delta string) {
-		data, _ := json.Marshal(session.ModelDelta{Text: delta})
-		ev := session.Event{Type: session.EventModelDelta, Time: r.now(), Frame: eff.Frame, Agent: eff.Agent, Data: data}
-		r.hub.delta(sessionID, after, first, ev)
-		first = false
-		observe(ctx, ev)
-	}
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
+	req := eff.Request // the engine makes a request per effect: this call's own
+	deltas := &deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
+	req.OnTextDelta = deltas.send
 	start := time.Now()
 	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], req)
 	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations even when nobody reads it
@@ -46,6 +40,26 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	}
 	endSpan(span, err)
 	return resp, err
+}
+
+// deltaSink passes a model call's text deltas to the session's followers
+// and observers. One struct rather than a closure over callModel's
+// variables, which moved them all to the heap.
+type deltaSink struct {
+	r              *Runner
+	ctx            context.Context
+	session        string
+	after          int64 // the seq the deltas come after
+	frame, agent   string
+	sentFirstDelta bool
+}
+
+func (d *deltaSink) send(delta string) {
+	data, _ := json.Marshal(session.ModelDelta{Text: delta})
+	ev := session.Event{Type: session.EventModelDelta, Time: d.r.now(), Frame: d.frame, Agent: d.agent, Data: data}
+	d.r.hub.delta(d.session, d.after, !d.sentFirstDelta, ev)
+	d.sentFirstDelta = true
+	observe(d.ctx, ev)
 }
 
 // modelLimits are a model's limits (model.LimitsOf), and the cause a call
