@@ -86,7 +86,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	}
 	head.Outbox = nil
 	if head.Summary == nil {
-		head.Summary = s.head.Summary
+		head.Summary, head.PendingKinds = s.head.Summary, s.head.PendingKinds
 	}
 	head.CancelRequested = s.head.CancelRequested && head.Status == "running"
 	head.CancelBy = session.Actor{}
@@ -164,10 +164,17 @@ func (m *Memory) Head(ctx context.Context, id string) (Head, error) {
 
 // List implements Store.
 func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
+	kind, err := opts.KindFilter()
+	if err != nil {
+		return nil, err
+	}
 	m.mu.RLock()
 	var out []Head
 	for _, s := range m.sessions {
 		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent || opts.Owner != "" && s.head.Owner != opts.Owner {
+			continue
+		}
+		if kind != 0 && (s.head.Status != session.StatusPaused || s.head.PendingKinds&kind == 0) {
 			continue
 		}
 		if !opts.LeaseExpiredAt.IsZero() && (s.head.Status != "running" || s.head.Lease.HeldBy("", opts.LeaseExpiredAt)) {

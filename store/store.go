@@ -36,8 +36,14 @@ type Head struct {
 	UpdatedAt time.Time
 	// Summary is the session as clients see it (JSON), so listings need no
 	// replay. On Append, nil keeps the previous summary (the first Append
-	// must set it); the other fields are always replaced.
+	// must set it); the other fields are always replaced, but for
+	// PendingKinds.
 	Summary json.RawMessage
+	// PendingKinds are the kinds of the interrupts the summary lists (a
+	// paused session's pending ones): stored with the summary, so on Append
+	// a nil Summary keeps them too. Stores index paused sessions by kind,
+	// so the inbox filtered by kind (ListOptions.Kind) is an index walk.
+	PendingKinds Kinds
 	// Snapshot, when set on Append, is stored (in the same commit) as the
 	// session's state as of Seq, replacing any older one. Reads leave it nil.
 	Snapshot []byte
@@ -116,6 +122,9 @@ type ListOptions struct {
 	// ExpiredAt, when set, keeps only paused sessions whose NextExpiry is
 	// at or before it: the ones with an approval past its deadline.
 	ExpiredAt time.Time
+	// Kind, when set, keeps only paused sessions with a pending interrupt
+	// of that kind (PendingKinds); a kind Kinds does not know is an error.
+	Kind session.Kind
 	// After, when set, starts the listing after that position.
 	After Position
 }

@@ -157,7 +157,18 @@ func (b *bench) listings() error {
 		{"sessions, paused", "/v1/sessions?status=paused&limit=50", "sessions"},
 		{"sessions of an agent", "/v1/sessions?agent=ops&limit=50", "sessions"},
 		{"the inbox", "/v1/interrupts?limit=50", "interrupts"},
+		{"the inbox by kind", "/v1/interrupts?kind=approval&limit=50", "interrupts"},
+		{"the inbox by a kind no session has (nothing to list)", "/v1/interrupts?kind=input&limit=50", ""},
+		{"the inbox by two kinds", "/v1/interrupts?kind=input,approval&limit=50", "interrupts"},
 	} {
+		first, err := median(srv.url + l.path)
+		if err != nil {
+			return err
+		}
+		if l.list == "" {
+			fmt.Printf("| %s | %s | – |\n", l.name, ms(first))
+			continue
+		}
 		depth := b.n / 2
 		if l.name == "sessions of an agent" {
 			depth = b.n / 4 // half of them are ops'
@@ -165,10 +176,6 @@ func (b *bench) listings() error {
 		cursor, err := cursorAt(srv.url, l.path, l.list, depth)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.name, err)
-		}
-		first, err := median(srv.url + l.path)
-		if err != nil {
-			return err
 		}
 		deep, err := median(srv.url + l.path + "&cursor=" + url.QueryEscape(cursor))
 		if err != nil {

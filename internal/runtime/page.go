@@ -97,7 +97,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 	interrupts = []session.PendingInterrupt{}
 	prev, skip := c.position(), c.Skip
 	for {
-		heads, err := r.store.List(ctx, store.ListOptions{Status: session.StatusPaused, After: prev, Limit: limit + 1})
+		heads, more, err := r.pausedWith(ctx, page.Kinds, prev, limit+1)
 		if err != nil {
 			return nil, "", err
 		}
@@ -117,10 +117,54 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 			}
 			prev, skip = h.Position(), 0
 		}
-		if len(heads) <= limit {
+		if !more {
 			return interrupts, "", nil
 		}
 	}
+}
+
+// pausedWith lists up to limit paused sessions after prev, in List's
+// order: all of them, or those with a pending interrupt of one of kinds.
+// Each kind is an index walk of its own (store.ListOptions.Kind); for
+// several, the walks are merged and a session with more than one of them
+// comes once. more says whether sessions may follow the last one.
+func (r *Runner) pausedWith(ctx context.Context, kinds []session.Kind, prev store.Position, limit int) (heads []store.Head, more bool, err error) {
+	opts := store.ListOptions{Status: session.StatusPaused, After: prev, Limit: limit}
+	if len(kinds) == 0 {
+		heads, err = r.store.List(ctx, opts)
+		return heads, len(heads) == limit, err
+	}
+	seen := map[string]bool{}
+	for _, k := range kinds {
+		opts.Kind = k
+		some, err := r.store.List(ctx, opts)
+		if err != nil {
+			return nil, false, err
+		}
+		// A kind that filled its page may have more after it.
+		more = more || len(some) == limit
+		for _, h := range some {
+			if !seen[h.ID] {
+				seen[h.ID] = true
+				heads = append(heads, h)
+			}
+		}
+	}
+	slices.SortFunc(heads, func(a, b store.Head) int {
+		switch pa, pb := a.Position(), b.Position(); {
+		case pa.Before(pb):
+			return -1
+		case pb.Before(pa):
+			return 1
+		}
+		return 0
+	})
+	// The first limit of the merge are the first limit of the union: each
+	// comes within the first limit of its own kind's walk.
+	if len(heads) > limit {
+		heads, more = heads[:limit], true
+	}
+	return heads, more, nil
 }
 
 // all walks a paged listing to its end.

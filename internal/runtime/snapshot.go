@@ -57,11 +57,13 @@ func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snaps
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
 	log := st.Log
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
+		view := st.View()
 		var err error
 		// MarshalJSON itself: json.Marshal would compact its output again.
-		if head.Summary, err = st.View().MarshalJSON(); err != nil {
+		if head.Summary, err = view.MarshalJSON(); err != nil {
 			return head, log, err
 		}
+		head.PendingKinds = store.KindsOf(view.Interrupts)
 	}
 	log.TailBytes += eventBytes(events)
 	if log.TailBytes < snapshotMinTail {

@@ -246,3 +246,66 @@ func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
 		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
 	}
 }
+
+// The inbox by kind walks that kind's partial index; without it the plan
+// check fails. A database from before pending_kinds gets the column on
+// open, filled in from the paused sessions' summaries.
+func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	url := freshDatabase(t, postgresURL(t))
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	if !strings.Contains(plan, "Index Scan using cairn_sessions_paused_input") || !strings.Contains(plan, "Index Cond: (ROW(updated_at, id) < ROW(") {
+		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for id, summary := range map[string]string{
+		"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
+		"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
+		"none":  `{"id":"none","interrupts":[]}`,
+	} {
+		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
+		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `ALTER TABLE cairn_sessions DROP COLUMN pending_kinds`); err != nil { // its indexes go with it
+		t.Fatal(err)
+	}
+
+	s, err = postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for kind, want := range map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""} {
+		got, err := s.List(ctx, store.ListOptions{Kind: kind})
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+		}
+		if err != nil || strings.Join(ids, ",") != want {
+			t.Errorf("kind %s after the upgrade: %v %v; want %s", kind, ids, err, want)
+		}
+	}
+
+	if _, err := conn.Exec(ctx, `DROP INDEX cairn_sessions_paused_input`); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range storetest.PlanProblems(ctx, s) {
+		got = append(got, e.Error())
+	}
+	if all := strings.Join(got, "\n"); len(got) != 2 || !strings.Contains(all, "the inbox by kind input, first page") || !strings.Contains(all, "the inbox by kind input, after a cursor") {
+		t.Fatalf("with cairn_sessions_paused_input dropped, the check says:\n%s", all)
+	}
+}

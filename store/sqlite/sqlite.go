@@ -74,8 +74,9 @@ var addedColumns = [][2]string{
 	{"sessions", `rev INTEGER NOT NULL DEFAULT 0`}, // commit order across the file, for Watch
 	{"used_tokens", `outcome BLOB`},
 	{"sessions", `next_expiry TEXT NOT NULL DEFAULT ''`},
-	{"sessions", `cancel_by TEXT NOT NULL DEFAULT ''`}, // who asked for the cancel: a session.Actor in JSON
-	{"sessions", `owner TEXT NOT NULL DEFAULT ''`},     // who started it, for listings by owner
+	{"sessions", `cancel_by TEXT NOT NULL DEFAULT ''`},       // who asked for the cancel: a session.Actor in JSON
+	{"sessions", `owner TEXT NOT NULL DEFAULT ''`},           // who started it, for listings by owner
+	{"sessions", `pending_kinds INTEGER NOT NULL DEFAULT 0`}, // store.Kinds of the summary's interrupts, for the inbox by kind
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -248,6 +249,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 				return err
 			}
 		}
+		if name == "pending_kinds" {
+			// Paused sessions stored before the column: their interrupts
+			// are in the summary. SUM of distinct bits is their OR.
+			if _, err := db.ExecContext(ctx, `UPDATE sessions SET pending_kinds=(SELECT COALESCE(SUM(DISTINCT `+kindBitSQL("json_extract(value, '$.kind')")+`), 0)
+				FROM json_each(CAST(summary AS TEXT), '$.interrupts')) WHERE status='paused'`); err != nil {
+				return err
+			}
+		}
 	}
 	// The listings walk these indexes backwards, in List's order (updated_at
 	// DESC, id DESC), from the cursor on: no scan, no sort, at any depth.
@@ -259,8 +268,39 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		CREATE INDEX IF NOT EXISTS sessions_status_order ON sessions(status, updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_agent_order ON sessions(agent, updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_owner_order ON sessions(owner, updated_at, id);
-		DROP INDEX IF EXISTS sessions_status`)
+		DROP INDEX IF EXISTS sessions_status;`+kindIndexes())
 	return err
+}
+
+// kindIndexes makes a partial index per interrupt kind on the paused
+// sessions that have one pending: the inbox filtered by kind walks it like
+// the others, and a kind that is rare costs no walk past the ones it skips.
+// List's WHERE repeats each index's condition word for word (kindWhere),
+// which is how SQLite knows it may use it.
+func kindIndexes() string {
+	var b strings.Builder
+	for _, k := range store.IndexedKinds() {
+		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, kindWhere(store.KindBit(k)))
+	}
+	return b.String()
+}
+
+// kindWhere is the condition of kind bit's partial index, with constants
+// only (a bound parameter would not match it).
+func kindWhere(bit store.Kinds) string {
+	return fmt.Sprintf("status='paused' AND pending_kinds & %d != 0", bit)
+}
+
+// kindBitSQL is an SQL expression for the store.Kinds bit of the kind
+// named by expr.
+func kindBitSQL(expr string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + expr)
+	for _, k := range store.IndexedKinds() {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", k, store.KindBit(k))
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
 }
 
 // Close closes the database.
@@ -305,9 +345,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
-	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
@@ -321,7 +361,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
+			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -329,12 +369,12 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
 	} else {
-		var summary any // NULL keeps the stored summary
+		var summary, kinds any // NULL keeps the stored summary, and its kinds
 		if head.Summary != nil {
-			summary = []byte(head.Summary)
+			summary, kinds = []byte(head.Summary), head.PendingKinds
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
-		res, err := exec(updateSession, head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
+		res, err := exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
 			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
@@ -533,9 +573,21 @@ func (s *Store) Head(ctx context.Context, id string) (store.Head, error) {
 }
 
 // listQuery is List's query: a range on one of the order indexes.
-func listQuery(opts store.ListOptions) (string, []any) {
+func listQuery(opts store.ListOptions) (string, []any, error) {
 	q := `SELECT ` + headColumns + ` FROM sessions WHERE 1=1`
 	var args []any
+	kind, err := opts.KindFilter()
+	if err != nil {
+		return "", nil, err
+	}
+	if kind != 0 {
+		// INDEXED BY: the planner would rather walk sessions_status_order
+		// and filter, reading every paused session to find a rare kind.
+		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY sessions_paused_` + string(opts.Kind) + ` WHERE ` + kindWhere(kind)
+		if opts.Status == session.StatusPaused {
+			opts.Status = "" // kindWhere says it, in the words the index does
+		}
+	}
 	if opts.Status != "" {
 		q += ` AND status=?`
 		args = append(args, opts.Status)
@@ -569,14 +621,17 @@ func listQuery(opts store.ListOptions) (string, []any) {
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, opts.Limit)
 	}
-	return q, args
+	return q, args, nil
 }
 
 // ExplainList is the plan of List(opts) as SQLite prints it (EXPLAIN QUERY
 // PLAN), one step a line: what the conformance suite checks, and what an
 // operator reads when a listing is slow.
 func (s *Store) ExplainList(ctx context.Context, opts store.ListOptions) (string, error) {
-	q, args := listQuery(opts)
+	q, args, err := listQuery(opts)
+	if err != nil {
+		return "", err
+	}
 	return s.explain(ctx, q, args...)
 }
 
@@ -623,7 +678,10 @@ func (s *Store) explain(ctx context.Context, q string, args ...any) (string, err
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Head, error) {
-	q, args := listQuery(opts)
+	q, args, err := listQuery(opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite list: %w", err)
@@ -802,7 +860,7 @@ const (
 	changesQuery = `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`
 )
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner, pending_kinds`
 
 // optionalTime stores a zero time as "".
 func optionalTime(t time.Time) string {
@@ -816,7 +874,7 @@ func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
 	var created, updated, until, expiry, cancelBy string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner, &h.PendingKinds); err != nil {
 		return h, err
 	}
 	if h.CancelRequested {

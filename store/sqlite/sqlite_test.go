@@ -254,3 +254,70 @@ func TestOpenANewFileConcurrently(t *testing.T) {
 		t.Fatalf("auto_vacuum: %d, %v (want 2, incremental)", mode, err)
 	}
 }
+
+// The inbox by kind walks that kind's partial index; without it the plan
+// check fails. A file from before pending_kinds gets the column on open,
+// filled in from the paused sessions' summaries.
+func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	if !strings.Contains(plan, "USING INDEX sessions_paused_input (updated_at<?)") {
+		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for id, summary := range map[string]string{
+		"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
+		"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
+		"none":  `{"id":"none","interrupts":[]}`,
+	} {
+		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
+		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	drop := ""
+	for _, k := range store.IndexedKinds() {
+		drop += "DROP INDEX sessions_paused_" + string(k) + "; "
+	}
+	if _, err := db.Exec(drop + `ALTER TABLE sessions DROP COLUMN pending_kinds`); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for kind, want := range map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""} {
+		got, err := s.List(ctx, store.ListOptions{Kind: kind})
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+		}
+		if err != nil || strings.Join(ids, ",") != want {
+			t.Errorf("kind %s after the upgrade: %v %v; want %s", kind, ids, err, want)
+		}
+	}
+
+	if _, err := db.Exec(`DROP INDEX sessions_paused_input`); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range storetest.PlanProblems(ctx, s) {
+		got = append(got, e.Error())
+	}
+	if all := strings.Join(got, "\n"); len(got) != 2 || !strings.Contains(all, "the inbox by kind input, first page") || !strings.Contains(all, "the inbox by kind input, after a cursor") {
+		t.Fatalf("with sessions_paused_input dropped, the check says:\n%s", all)
+	}
+}

@@ -27,6 +27,7 @@ type Explainer interface {
 func planListings() map[string]store.ListOptions {
 	after := store.Position{UpdatedAt: epoch().Add(time.Hour), ID: "ses_x"}
 	out := map[string]store.ListOptions{}
+	listings := map[string]store.ListOptions{}
 	for name, o := range map[string]store.ListOptions{
 		"sessions":           {},
 		"sessions by status": {Status: "completed"},
@@ -34,6 +35,12 @@ func planListings() map[string]store.ListOptions {
 		"sessions by owner":  {Owner: "uma"},
 		"the inbox":          {Status: "paused"},
 	} {
+		listings[name] = o
+	}
+	for _, k := range store.IndexedKinds() {
+		listings["the inbox by kind "+string(k)] = store.ListOptions{Status: "paused", Kind: k}
+	}
+	for name, o := range listings {
 		o.Limit = 101
 		out[name+", first page"] = o
 		o.After = after
@@ -72,9 +79,12 @@ var (
 	// an index in order, which a LIMIT stops); a temp B-tree sorts.
 	sqliteScan = regexp.MustCompile(`(?m)^\s*SCAN \S+\s*$`)
 	sqliteSort = regexp.MustCompile(`USE TEMP B-TREE`)
-	// PostgreSQL: a sequential scan reads the whole table; a Sort node sorts.
-	pgScan = regexp.MustCompile(`Seq Scan`)
-	pgSort = regexp.MustCompile(`(?m)^\s*(->\s*)?(Incremental )?Sort\b`)
+	// PostgreSQL: a sequential scan reads the whole table; a Sort node
+	// sorts; a Filter drops rows an index walk read, so it reads as many
+	// as it takes to fill the page (a rare kind: all of them).
+	pgScan   = regexp.MustCompile(`Seq Scan`)
+	pgSort   = regexp.MustCompile(`(?m)^\s*(->\s*)?(Incremental )?Sort\b`)
+	pgFilter = regexp.MustCompile(`(?m)^\s*Filter:`)
 )
 
 // badPlan says what is wrong with a plan, or "".
@@ -84,6 +94,8 @@ func badPlan(plan string) string {
 		return "scans a table"
 	case sqliteSort.MatchString(plan), pgSort.MatchString(plan):
 		return "sorts"
+	case pgFilter.MatchString(plan):
+		return "filters the rows an index walk reads"
 	}
 	return ""
 }

@@ -27,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LedgerSpendsOnce", func(t *testing.T) { testLedgerSpendsOnce(t, open) })
 	t.Run("ListExpiredAndPaged", func(t *testing.T) { testListExpiredAndPaged(t, open) })
 	t.Run("ListByStatus", func(t *testing.T) { testListByStatus(t, open) })
+	t.Run("ListByKind", func(t *testing.T) { testListByKind(t, open) })
 	t.Run("ListingsWalkIndexes", func(t *testing.T) { testListingsWalkIndexes(t, open) })
 	t.Run("Purge", func(t *testing.T) { testPurge(t, open) })
 	t.Run("OutboxCommitsWithTheEvents", func(t *testing.T) { testOutboxCommitsWithTheEvents(t, open) })
@@ -329,6 +330,69 @@ func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
 		if err != nil || strings.Join(ids, ",") != c.want {
 			t.Errorf("List(%+v) = %v, %v; want %s", c.opts, ids, err, c.want)
 		}
+	}
+}
+
+// A paused session is listed under each kind of its pending interrupts,
+// which a nil Summary keeps and a new summary replaces; one that runs or
+// ended is listed under none; a kind no store knows is an error.
+func testListByKind(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	put := func(id string, at time.Duration, status session.Status, kinds ...session.Kind) store.Head {
+		t.Helper()
+		h := headAt(id, 1, status)
+		h.UpdatedAt = epoch().Add(at * time.Second)
+		for _, k := range kinds {
+			h.PendingKinds |= store.KindBit(k)
+		}
+		must(t, s.Append(ctx, h, 0, []session.Event{event(1)}))
+		return h
+	}
+	put("a", 1, "paused", session.KindApproval)
+	b := put("b", 2, "paused", session.KindApproval, session.KindInput)
+	put("c", 3, "paused", session.KindExternal)
+	d := put("d", 4, "paused", session.KindInput)
+	put("e", 5, "completed", session.KindApproval) // kinds of a summary that is not paused: not listed
+	// b: another append without a summary keeps its kinds.
+	b.Seq, b.UpdatedAt, b.Summary = 2, b.UpdatedAt.Add(10*time.Second), nil
+	must(t, s.Append(ctx, b, 1, []session.Event{event(2)}))
+	// d: answered, it runs: no longer in the inbox.
+	d.Seq, d.Status, d.UpdatedAt, d.PendingKinds = 2, "running", d.UpdatedAt.Add(time.Second), 0
+	must(t, s.Append(ctx, d, 1, []session.Event{event(2)}))
+	list := func(opts store.ListOptions) string {
+		t.Helper()
+		got, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", opts, err)
+		}
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+		}
+		return strings.Join(ids, ",")
+	}
+	for _, c := range []struct {
+		opts store.ListOptions
+		want string
+	}{
+		{store.ListOptions{Kind: session.KindApproval}, "b,a"},
+		{store.ListOptions{Kind: session.KindApproval, Status: "paused", Limit: 1}, "b"},
+		{store.ListOptions{Kind: session.KindApproval, After: store.Position{UpdatedAt: b.UpdatedAt, ID: "b"}}, "a"},
+		{store.ListOptions{Kind: session.KindInput}, "b"},
+		{store.ListOptions{Kind: session.KindExternal}, "c"},
+		{store.ListOptions{Kind: session.KindClient}, ""},
+	} {
+		if got := list(c.opts); got != c.want {
+			t.Errorf("List(%+v) = %q; want %q", c.opts, got, c.want)
+		}
+	}
+	heads, err := s.List(ctx, store.ListOptions{Kind: session.KindApproval, Limit: 1})
+	if err != nil || len(heads) != 1 || !heads[0].PendingKinds.Has(session.KindInput) || heads[0].PendingKinds.Has(session.KindExternal) {
+		t.Errorf("b's pending kinds as read: %+v, %v", heads, err)
+	}
+	if _, err := s.List(ctx, store.ListOptions{Kind: "approvals"}); err == nil {
+		t.Error("List by an unknown kind: no error")
 	}
 }
 

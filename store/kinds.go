@@ -1,0 +1,67 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// Kinds is a set of interrupt kinds, a bit each: what a store keeps of a
+// paused session's pending interrupts, to list them by kind from an index
+// (one partial index per kind in SQLite and PostgreSQL).
+type Kinds uint32
+
+// IndexedKinds are the kinds Kinds knows, in the order of their bits
+// (1 << place). Stores keep the bits, so a kind keeps its place; a new
+// kind goes at the end.
+func IndexedKinds() []session.Kind {
+	return []session.Kind{session.KindApproval, session.KindInput, session.KindMessage,
+		session.KindReview, session.KindExternal, session.KindClient}
+}
+
+// KindBit is kind's bit, or 0 for a kind Kinds does not know.
+func KindBit(kind session.Kind) Kinds {
+	switch kind {
+	case session.KindApproval:
+		return 1 << 0
+	case session.KindInput:
+		return 1 << 1
+	case session.KindMessage:
+		return 1 << 2
+	case session.KindReview:
+		return 1 << 3
+	case session.KindExternal:
+		return 1 << 4
+	case session.KindClient:
+		return 1 << 5
+	}
+	return 0
+}
+
+// KindsOf is the set of the interrupts' kinds.
+func KindsOf(interrupts []session.Interrupt) Kinds {
+	var ks Kinds
+	for _, in := range interrupts {
+		ks |= KindBit(in.Kind)
+	}
+	return ks
+}
+
+// Has reports whether kind is in ks.
+func (ks Kinds) Has(kind session.Kind) bool {
+	b := KindBit(kind)
+	return b != 0 && ks&b != 0
+}
+
+// KindFilter is the bit List keeps for opts.Kind (0: no filter), or an
+// error for a kind Kinds does not know.
+func (opts ListOptions) KindFilter() (Kinds, error) {
+	if opts.Kind == "" {
+		return 0, nil
+	}
+	b := KindBit(opts.Kind)
+	if b == 0 {
+		return 0, fmt.Errorf("store: list by interrupt kind %q: not one of %s", opts.Kind, session.Kinds())
+	}
+	return b, nil
+}
