@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cairnhq/cairn/session"
 )
@@ -64,4 +65,25 @@ func (opts ListOptions) KindFilter() (Kinds, error) {
 		return 0, fmt.Errorf("store: list by interrupt kind %q: not one of %s", opts.Kind, session.Kinds())
 	}
 	return b, nil
+}
+
+// KindCondition is the SQL condition for a paused session with a pending
+// interrupt of kind bit, in constants only: an SQL store makes a partial
+// index with it and repeats it word for word when it lists by kind, which
+// is how SQLite and PostgreSQL know the index applies (a bound parameter
+// would not match it).
+func KindCondition(bit Kinds) string {
+	return fmt.Sprintf("status = 'paused' AND pending_kinds & %d != 0", bit)
+}
+
+// KindBitSQL is an SQL expression for the bit of the kind named by expr:
+// how an SQL store fills pending_kinds in from older sessions' summaries.
+func KindBitSQL(expr string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + expr)
+	for _, k := range IndexedKinds() {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", k, KindBit(k))
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
 }

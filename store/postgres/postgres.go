@@ -105,34 +105,15 @@ func kindsSchema() string {
 	IF NOT EXISTS (SELECT 1 FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'cairn_sessions' AND column_name = 'pending_kinds') THEN
 		ALTER TABLE cairn_sessions ADD COLUMN pending_kinds INTEGER NOT NULL DEFAULT 0;
-		UPDATE cairn_sessions SET pending_kinds = (SELECT COALESCE(bit_or(` + kindBitSQL("i->>'kind'") + `), 0)
+		UPDATE cairn_sessions SET pending_kinds = (SELECT COALESCE(bit_or(` + store.KindBitSQL("i->>'kind'") + `), 0)
 			FROM jsonb_array_elements(COALESCE(convert_from(summary, 'UTF8')::jsonb->'interrupts', '[]')) AS i)
 		WHERE status = 'paused';
 	END IF;
 END $$;
 `)
 	for _, k := range store.IndexedKinds() {
-		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_paused_%s ON cairn_sessions(updated_at DESC, id DESC) WHERE %s;\n", k, kindWhere(store.KindBit(k)))
+		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_paused_%s ON cairn_sessions(updated_at DESC, id DESC) WHERE %s;\n", k, store.KindCondition(store.KindBit(k)))
 	}
-	return b.String()
-}
-
-// kindWhere is the condition of kind bit's partial index, with constants
-// only: List's WHERE repeats it word for word, which is how the planner
-// proves the index applies (a parameter would not).
-func kindWhere(bit store.Kinds) string {
-	return fmt.Sprintf("status = 'paused' AND pending_kinds & %d <> 0", bit)
-}
-
-// kindBitSQL is an SQL expression for the store.Kinds bit of the kind
-// named by expr.
-func kindBitSQL(expr string) string {
-	var b strings.Builder
-	b.WriteString("CASE " + expr)
-	for _, k := range store.IndexedKinds() {
-		fmt.Fprintf(&b, " WHEN '%s' THEN %d", k, store.KindBit(k))
-	}
-	b.WriteString(" ELSE 0 END")
 	return b.String()
 }
 
@@ -486,9 +467,9 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 		return "", nil, err
 	}
 	if kind != 0 {
-		where = append(where, kindWhere(kind))
+		where = append(where, store.KindCondition(kind))
 		if opts.Status == session.StatusPaused {
-			opts.Status = "" // kindWhere says it, in the words the index does
+			opts.Status = "" // store.KindCondition says it, in the words of the index
 		}
 	}
 	if opts.Status != "" {

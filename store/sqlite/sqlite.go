@@ -252,7 +252,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if name == "pending_kinds" {
 			// Paused sessions stored before the column: their interrupts
 			// are in the summary. SUM of distinct bits is their OR.
-			if _, err := db.ExecContext(ctx, `UPDATE sessions SET pending_kinds=(SELECT COALESCE(SUM(DISTINCT `+kindBitSQL("json_extract(value, '$.kind')")+`), 0)
+			if _, err := db.ExecContext(ctx, `UPDATE sessions SET pending_kinds=(SELECT COALESCE(SUM(DISTINCT `+store.KindBitSQL("json_extract(value, '$.kind')")+`), 0)
 				FROM json_each(CAST(summary AS TEXT), '$.interrupts')) WHERE status='paused'`); err != nil {
 				return err
 			}
@@ -275,31 +275,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // kindIndexes makes a partial index per interrupt kind on the paused
 // sessions that have one pending: the inbox filtered by kind walks it like
 // the others, and a kind that is rare costs no walk past the ones it skips.
-// List's WHERE repeats each index's condition word for word (kindWhere),
+// List's WHERE repeats each index's condition word for word (store.KindCondition),
 // which is how SQLite knows it may use it.
 func kindIndexes() string {
 	var b strings.Builder
 	for _, k := range store.IndexedKinds() {
-		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, kindWhere(store.KindBit(k)))
+		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, store.KindCondition(store.KindBit(k)))
 	}
-	return b.String()
-}
-
-// kindWhere is the condition of kind bit's partial index, with constants
-// only (a bound parameter would not match it).
-func kindWhere(bit store.Kinds) string {
-	return fmt.Sprintf("status='paused' AND pending_kinds & %d != 0", bit)
-}
-
-// kindBitSQL is an SQL expression for the store.Kinds bit of the kind
-// named by expr.
-func kindBitSQL(expr string) string {
-	var b strings.Builder
-	b.WriteString("CASE " + expr)
-	for _, k := range store.IndexedKinds() {
-		fmt.Fprintf(&b, " WHEN '%s' THEN %d", k, store.KindBit(k))
-	}
-	b.WriteString(" ELSE 0 END")
 	return b.String()
 }
 
@@ -583,9 +565,9 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 	if kind != 0 {
 		// INDEXED BY: the planner would rather walk sessions_status_order
 		// and filter, reading every paused session to find a rare kind.
-		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY sessions_paused_` + string(opts.Kind) + ` WHERE ` + kindWhere(kind)
+		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY sessions_paused_` + string(opts.Kind) + ` WHERE ` + store.KindCondition(kind)
 		if opts.Status == session.StatusPaused {
-			opts.Status = "" // kindWhere says it, in the words the index does
+			opts.Status = "" // store.KindCondition says it, in the words of the index
 		}
 	}
 	if opts.Status != "" {
