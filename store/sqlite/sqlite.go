@@ -565,6 +565,7 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 	if kind != 0 {
 		// INDEXED BY: the planner would rather walk sessions_status_order
 		// and filter, reading every paused session to find a rare kind.
+		// opts.Kind is one KindFilter knows, so the name is safe to splice.
 		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY sessions_paused_` + string(opts.Kind) + ` WHERE ` + store.KindCondition(kind)
 		if opts.Status == session.StatusPaused {
 			opts.Status = "" // store.KindCondition says it, in the words of the index
