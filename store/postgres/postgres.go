@@ -97,17 +97,34 @@ DROP INDEX IF EXISTS cairn_sessions_status;
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
 // interrupts) and a partial index per interrupt kind on the paused sessions
 // that have one pending: the inbox filtered by kind walks it like the
-// other listings. Paused sessions stored before the column get theirs from
-// their summary.
+// other listings. A trigger keeps the column: whenever a session is
+// written paused, it reads the kinds from the summary, so a process of an
+// older version, which knows nothing of the column, keeps it right too
+// (a rolling upgrade loses no session from the inbox by kind). Paused
+// sessions stored before the column get theirs from their summary.
 func kindsSchema() string {
+	kindsOf := func(summary string) string {
+		return `(SELECT COALESCE(bit_or(` + store.KindBitSQL("i->>'kind'") + `), 0)
+			FROM jsonb_array_elements(COALESCE(convert_from(` + summary + `, 'UTF8')::jsonb->'interrupts', '[]')) AS i)`
+	}
 	var b strings.Builder
 	b.WriteString(`DO $$ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'cairn_sessions' AND column_name = 'pending_kinds') THEN
 		ALTER TABLE cairn_sessions ADD COLUMN pending_kinds INTEGER NOT NULL DEFAULT 0;
-		UPDATE cairn_sessions SET pending_kinds = (SELECT COALESCE(bit_or(` + store.KindBitSQL("i->>'kind'") + `), 0)
-			FROM jsonb_array_elements(COALESCE(convert_from(summary, 'UTF8')::jsonb->'interrupts', '[]')) AS i)
-		WHERE status = 'paused';
+		UPDATE cairn_sessions SET pending_kinds = ` + kindsOf("summary") + ` WHERE status = 'paused';
+	END IF;
+END $$;
+CREATE OR REPLACE FUNCTION cairn_sessions_kinds() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
+	IF NEW.status = 'paused' THEN
+		NEW.pending_kinds := ` + kindsOf("NEW.summary") + `;
+	END IF;
+	RETURN NEW;
+END $f$;
+DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'cairn_sessions_kinds' AND tgrelid = 'cairn_sessions'::regclass) THEN
+		CREATE TRIGGER cairn_sessions_kinds BEFORE INSERT OR UPDATE OF status, summary ON cairn_sessions
+			FOR EACH ROW EXECUTE FUNCTION cairn_sessions_kinds();
 	END IF;
 END $$;
 `)
@@ -220,11 +237,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	for _, b := range head.Blobs {
 		blobKeys, blobData = append(blobKeys, b.Key), append(blobData, b.Data)
 	}
-	var summary []byte // NULL keeps the stored summary, and its kinds
-	var kinds *int32
+	var summary []byte // NULL keeps the stored summary
 	if head.Summary != nil {
-		k := int32(head.PendingKinds)
-		summary, kinds = head.Summary, &k
+		summary = head.Summary
 	}
 	var snapshot []byte // NULL: none with this step
 	if head.Snapshot != nil {
@@ -233,7 +248,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -259,12 +274,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 // WITH clauses all run once, and see the row through s).
 const (
 	appendCreate = `WITH s AS (
-	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds)
-	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0) WHERE $11::bigint = 0
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27 WHERE $11::bigint = 0
 	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
 	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text), -- the agent, creation time and owner stay
 s AS (
-	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary), pending_kinds=COALESCE($28::integer, pending_kinds),
+	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary),
 		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
 	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
 	RETURNING id)` + appendRest

@@ -309,3 +309,49 @@ func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
 		t.Fatalf("with cairn_sessions_paused_input dropped, the check says:\n%s", all)
 	}
 }
+
+// A process of a version before pending_kinds writes sessions without it
+// (a rolling upgrade): the inbox by kind still finds the ones it pauses,
+// and forgets the ones it resumes.
+func TestOlderWritersKeepPendingKinds(t *testing.T) {
+	ctx := context.Background()
+	url := freshDatabase(t, postgresURL(t))
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The statements of the version before the column, as it wrote them.
+	insert := `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner)
+		VALUES ($1, 'main', $2, 1, now(), now() + $3 * interval '1 second', $4, '', NULL, NULL, '')`
+	update := `UPDATE cairn_sessions SET status=$2, seq=2, summary=COALESCE($3, summary) WHERE id=$1`
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{insert, []any{"paused", "paused", 1, []byte(`{"interrupts":[{"id":"i1","kind":"input"}]}`)}},
+		{insert, []any{"resumed", "paused", 2, []byte(`{"interrupts":[{"id":"i1","kind":"input"}]}`)}},
+		{insert, []any{"later", "running", 3, []byte(`{"interrupts":[]}`)}},
+		{update, []any{"later", "paused", []byte(`{"interrupts":[{"id":"i2","kind":"external"}]}`)}},
+		{update, []any{"resumed", "running", nil}},
+	} {
+		if _, err := conn.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "later", session.KindApproval: ""} {
+		got, err := s.List(ctx, store.ListOptions{Status: "paused", Kind: kind})
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+		}
+		if err != nil || strings.Join(ids, ",") != want {
+			t.Errorf("kind %s: %v %v; want %s", kind, ids, err, want)
+		}
+	}
+}

@@ -251,9 +251,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 		if name == "pending_kinds" {
 			// Paused sessions stored before the column: their interrupts
-			// are in the summary. SUM of distinct bits is their OR.
-			if _, err := db.ExecContext(ctx, `UPDATE sessions SET pending_kinds=(SELECT COALESCE(SUM(DISTINCT `+store.KindBitSQL("json_extract(value, '$.kind')")+`), 0)
-				FROM json_each(CAST(summary AS TEXT), '$.interrupts')) WHERE status='paused'`); err != nil {
+			// are in the summary.
+			if _, err := db.ExecContext(ctx, `UPDATE sessions SET pending_kinds=`+pendingKindsOf("summary")+` WHERE status='paused'`); err != nil {
 				return err
 			}
 		}
@@ -277,12 +276,27 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // the others, and a kind that is rare costs no walk past the ones it skips.
 // List's WHERE repeats each index's condition word for word (store.KindCondition),
 // which is how SQLite knows it may use it.
+//
+// Triggers keep pending_kinds: whenever a session is written paused, they
+// read the kinds from its summary. A process of an older version, which
+// knows nothing of the column, keeps it right too, so a rolling upgrade
+// loses no session from the inbox by kind.
 func kindIndexes() string {
 	var b strings.Builder
 	for _, k := range store.IndexedKinds() {
 		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, store.KindCondition(store.KindBit(k)))
 	}
+	set := `UPDATE sessions SET pending_kinds=` + pendingKindsOf("NEW.summary") + ` WHERE id=NEW.id;`
+	b.WriteString(`
+		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_insert AFTER INSERT ON sessions WHEN NEW.status='paused' BEGIN ` + set + ` END;
+		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_update AFTER UPDATE OF status, summary ON sessions WHEN NEW.status='paused' BEGIN ` + set + ` END;`)
 	return b.String()
+}
+
+// pendingKindsOf is an SQL expression for the store.Kinds of the
+// interrupts in summary (SUM of distinct bits is their OR).
+func pendingKindsOf(summary string) string {
+	return `(SELECT COALESCE(SUM(DISTINCT ` + store.KindBitSQL("json_extract(value, '$.kind')") + `), 0) FROM json_each(CAST(` + summary + ` AS TEXT), '$.interrupts'))`
 }
 
 // Close closes the database.
@@ -327,9 +341,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
-	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
@@ -343,7 +357,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
+			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -351,12 +365,12 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
 	} else {
-		var summary, kinds any // NULL keeps the stored summary, and its kinds
+		var summary any // NULL keeps the stored summary
 		if head.Summary != nil {
-			summary, kinds = []byte(head.Summary), head.PendingKinds
+			summary = []byte(head.Summary)
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
-		res, err := exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
+		res, err := exec(updateSession, head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
 			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)

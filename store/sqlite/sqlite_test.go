@@ -321,3 +321,46 @@ func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
 		t.Fatalf("with sessions_paused_input dropped, the check says:\n%s", all)
 	}
 }
+
+// A process of a version before pending_kinds writes sessions without it
+// (a rolling upgrade): the inbox by kind still finds the ones it pauses,
+// and forgets the ones it resumes.
+func TestOlderWritersKeepPendingKinds(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The statements of the version before the column, as it wrote them.
+	for _, q := range []string{
+		`INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
+			VALUES ('paused', 'main', 'paused', 1, '2026-11-01T00:00:00.000000000Z', '2026-11-01T00:00:01.000000000Z', '{"interrupts":[{"id":"i1","kind":"input"}]}', '', '', '', '', 1)`,
+		`INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
+			VALUES ('resumed', 'main', 'paused', 1, '2026-11-01T00:00:00.000000000Z', '2026-11-01T00:00:02.000000000Z', '{"interrupts":[{"id":"i1","kind":"input"}]}', '', '', '', '', 2)`,
+		`INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
+			VALUES ('later', 'main', 'running', 1, '2026-11-01T00:00:00.000000000Z', '2026-11-01T00:00:03.000000000Z', '{"interrupts":[]}', '', '', '', '', 3)`,
+		`UPDATE sessions SET status='paused', seq=2, summary=COALESCE('{"interrupts":[{"id":"i2","kind":"external"}]}', summary) WHERE id='later'`,
+		`UPDATE sessions SET status='running', seq=2, summary=COALESCE(NULL, summary) WHERE id='resumed'`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "later", session.KindApproval: ""} {
+		got, err := s.List(ctx, store.ListOptions{Status: "paused", Kind: kind})
+		var ids []string
+		for _, h := range got {
+			ids = append(ids, h.ID)
+		}
+		if err != nil || strings.Join(ids, ",") != want {
+			t.Errorf("kind %s: %v %v; want %s", kind, ids, err, want)
+		}
+	}
+}

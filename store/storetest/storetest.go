@@ -333,8 +333,9 @@ func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
-// A paused session is listed under each kind of its pending interrupts,
-// which a nil Summary keeps and a new summary replaces; one that runs or
+// A paused session is listed under each kind of its pending interrupts
+// (its summary's, which Head.PendingKinds repeats), which a nil Summary
+// keeps and a new summary replaces; one that runs or
 // ended is listed under none; a kind no store knows is an error.
 func testListByKind(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
@@ -343,9 +344,12 @@ func testListByKind(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Helper()
 		h := headAt(id, 1, status)
 		h.UpdatedAt = epoch().Add(at * time.Second)
-		for _, k := range kinds {
-			h.PendingKinds |= store.KindBit(k)
+		var interrupts []session.Interrupt
+		for i, k := range kinds {
+			interrupts = append(interrupts, session.Interrupt{ID: fmt.Sprint(i), Kind: k})
 		}
+		h.Summary, _ = json.Marshal(session.Session{ID: id, Status: status, Interrupts: interrupts})
+		h.PendingKinds = store.KindsOf(interrupts)
 		must(t, s.Append(ctx, h, 0, []session.Event{event(1)}))
 		return h
 	}
@@ -359,6 +363,7 @@ func testListByKind(t *testing.T, open func(t *testing.T) store.Store) {
 	must(t, s.Append(ctx, b, 1, []session.Event{event(2)}))
 	// d: answered, it runs: no longer in the inbox.
 	d.Seq, d.Status, d.UpdatedAt, d.PendingKinds = 2, "running", d.UpdatedAt.Add(time.Second), 0
+	d.Summary = json.RawMessage(`{"id":"d","status":"running","interrupts":[]}`)
 	must(t, s.Append(ctx, d, 1, []session.Event{event(2)}))
 	list := func(opts store.ListOptions) string {
 		t.Helper()
