@@ -97,11 +97,12 @@ DROP INDEX IF EXISTS cairn_sessions_status;
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
 // interrupts) and a partial index per interrupt kind on the paused sessions
 // that have one pending: the inbox filtered by kind walks it like the
-// other listings. A trigger keeps the column: whenever a session is
-// written paused, it reads the kinds from the summary, so a process of an
-// older version, which knows nothing of the column, keeps it right too
-// (a rolling upgrade loses no session from the inbox by kind). Paused
-// sessions stored before the column get theirs from their summary.
+// other listings. Appends write the column with the summary: a paused
+// session's kinds are never 0 (it waits for at least one interrupt),
+// anyone else's always are. A process of an older version knows nothing
+// of the column (a rolling upgrade), so its writes break that rule; a
+// trigger mends exactly those rows, reading the kinds from the summary.
+// Paused sessions stored before the column get theirs from their summary.
 func kindsSchema() string {
 	kindsOf := func(summary string) string {
 		return `(SELECT COALESCE(bit_or(` + store.KindBitSQL("i->>'kind'") + `), 0)
@@ -116,8 +117,10 @@ func kindsSchema() string {
 	END IF;
 END $$;
 CREATE OR REPLACE FUNCTION cairn_sessions_kinds() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
-	IF NEW.status = 'paused' THEN
+	IF NEW.status = 'paused' AND NEW.pending_kinds = 0 THEN
 		NEW.pending_kinds := ` + kindsOf("NEW.summary") + `;
+	ELSIF NEW.status <> 'paused' AND NEW.pending_kinds <> 0 THEN
+		NEW.pending_kinds := 0;
 	END IF;
 	RETURN NEW;
 END $f$;
@@ -237,9 +240,11 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	for _, b := range head.Blobs {
 		blobKeys, blobData = append(blobKeys, b.Key), append(blobData, b.Data)
 	}
-	var summary []byte // NULL keeps the stored summary
+	var summary []byte // NULL keeps the stored summary, and its kinds
+	var kinds *int32
 	if head.Summary != nil {
-		summary = head.Summary
+		k := int32(head.PendingKinds)
+		summary, kinds = head.Summary, &k
 	}
 	var snapshot []byte // NULL: none with this step
 	if head.Snapshot != nil {
@@ -248,7 +253,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -274,12 +279,12 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 // WITH clauses all run once, and see the row through s).
 const (
 	appendCreate = `WITH s AS (
-	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner)
-	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27 WHERE $11::bigint = 0
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0) WHERE $11::bigint = 0
 	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
 	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text), -- the agent, creation time and owner stay
 s AS (
-	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary),
+	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary), pending_kinds=COALESCE($28::integer, pending_kinds),
 		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
 	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
 	RETURNING id)` + appendRest

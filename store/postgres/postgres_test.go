@@ -326,6 +326,14 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// mixed: paused for an approval by this version, then resumed and
+	// paused for a wait on a system by an older one.
+	at := time.Now().Add(time.Hour)
+	mixed := store.Head{ID: "mixed", Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at,
+		Summary: []byte(`{"interrupts":[{"id":"i1","kind":"approval"}]}`), PendingKinds: store.KindBit(session.KindApproval)}
+	if err := s.Append(ctx, mixed, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
 	// The statements of the version before the column, as it wrote them.
 	insert := `INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner)
 		VALUES ($1, 'main', $2, 1, now(), now() + $3 * interval '1 second', $4, '', NULL, NULL, '')`
@@ -339,12 +347,14 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 		{insert, []any{"later", "running", 3, []byte(`{"interrupts":[]}`)}},
 		{update, []any{"later", "paused", []byte(`{"interrupts":[{"id":"i2","kind":"external"}]}`)}},
 		{update, []any{"resumed", "running", nil}},
+		{update, []any{"mixed", "running", []byte(`{"interrupts":[]}`)}},
+		{update, []any{"mixed", "paused", []byte(`{"interrupts":[{"id":"i2","kind":"external"}]}`)}},
 	} {
 		if _, err := conn.Exec(ctx, q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "later", session.KindApproval: ""} {
+	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "mixed,later", session.KindApproval: ""} {
 		got, err := s.List(ctx, store.ListOptions{Status: "paused", Kind: kind})
 		var ids []string
 		for _, h := range got {

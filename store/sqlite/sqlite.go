@@ -277,19 +277,26 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // List's WHERE repeats each index's condition word for word (store.KindCondition),
 // which is how SQLite knows it may use it.
 //
-// Triggers keep pending_kinds: whenever a session is written paused, they
-// read the kinds from its summary. A process of an older version, which
-// knows nothing of the column, keeps it right too, so a rolling upgrade
-// loses no session from the inbox by kind.
+// Appends write pending_kinds with the summary: a paused session's are
+// never 0 (it waits for at least one interrupt), anyone else's always are.
+// A process of an older version knows nothing of the column (a rolling
+// upgrade), so its writes break that rule; triggers mend exactly those
+// rows, reading the kinds from the summary, and cost nothing otherwise
+// (reading them on every pause made a pause and resume 10–15 % slower).
 func kindIndexes() string {
 	var b strings.Builder
 	for _, k := range store.IndexedKinds() {
 		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, store.KindCondition(store.KindBit(k)))
 	}
-	set := `UPDATE sessions SET pending_kinds=` + pendingKindsOf("NEW.summary") + ` WHERE id=NEW.id;`
+	read := `UPDATE sessions SET pending_kinds=` + pendingKindsOf("NEW.summary") + ` WHERE id=NEW.id;`
+	clear := `UPDATE sessions SET pending_kinds=0 WHERE id=NEW.id;`
 	b.WriteString(`
-		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_insert AFTER INSERT ON sessions WHEN NEW.status='paused' BEGIN ` + set + ` END;
-		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_update AFTER UPDATE OF status, summary ON sessions WHEN NEW.status='paused' BEGIN ` + set + ` END;`)
+		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_insert AFTER INSERT ON sessions
+			WHEN NEW.status='paused' AND NEW.pending_kinds=0 BEGIN ` + read + ` END;
+		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_pause AFTER UPDATE OF status, summary ON sessions
+			WHEN NEW.status='paused' AND NEW.pending_kinds=0 BEGIN ` + read + ` END;
+		CREATE TRIGGER IF NOT EXISTS sessions_kinds_on_resume AFTER UPDATE OF status, summary ON sessions
+			WHEN NEW.status!='paused' AND NEW.pending_kinds!=0 BEGIN ` + clear + ` END;`)
 	return b.String()
 }
 
@@ -341,9 +348,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
-	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary),
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
@@ -357,7 +364,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
+			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -365,12 +372,12 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
 	} else {
-		var summary any // NULL keeps the stored summary
+		var summary, kinds any // NULL keeps the stored summary, and its kinds
 		if head.Summary != nil {
-			summary = []byte(head.Summary)
+			summary, kinds = []byte(head.Summary), head.PendingKinds
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
-		res, err := exec(updateSession, head.Status, head.Seq, now, summary, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
+		res, err := exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
 			head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)

@@ -286,7 +286,7 @@ func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	drop := ""
+	drop := "DROP TRIGGER sessions_kinds_on_insert; DROP TRIGGER sessions_kinds_on_pause; DROP TRIGGER sessions_kinds_on_resume; "
 	for _, k := range store.IndexedKinds() {
 		drop += "DROP INDEX sessions_paused_" + string(k) + "; "
 	}
@@ -338,8 +338,18 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// mixed: paused for an approval by this version, then resumed and
+	// paused for a wait on a system by an older one.
+	at := time.Date(2026, 11, 1, 0, 0, 4, 0, time.UTC)
+	mixed := store.Head{ID: "mixed", Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at,
+		Summary: []byte(`{"interrupts":[{"id":"i1","kind":"approval"}]}`), PendingKinds: store.KindBit(session.KindApproval)}
+	if err := s.Append(ctx, mixed, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
 	// The statements of the version before the column, as it wrote them.
 	for _, q := range []string{
+		`UPDATE sessions SET status='running', seq=2, summary=COALESCE('{"interrupts":[]}', summary) WHERE id='mixed'`,
+		`UPDATE sessions SET status='paused', seq=3, summary=COALESCE('{"interrupts":[{"id":"i2","kind":"external"}]}', summary) WHERE id='mixed'`,
 		`INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
 			VALUES ('paused', 'main', 'paused', 1, '2026-11-01T00:00:00.000000000Z', '2026-11-01T00:00:01.000000000Z', '{"interrupts":[{"id":"i1","kind":"input"}]}', '', '', '', '', 1)`,
 		`INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, rev)
@@ -353,7 +363,7 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "later", session.KindApproval: ""} {
+	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "mixed,later", session.KindApproval: ""} {
 		got, err := s.List(ctx, store.ListOptions{Status: "paused", Kind: kind})
 		var ids []string
 		for _, h := range got {
