@@ -40,11 +40,10 @@ type Head struct {
 	// PendingKinds.
 	Summary json.RawMessage
 	// PendingKinds are the kinds of the interrupts Summary lists (a paused
-	// session's pending ones), for stores that do not read the summary
-	// (the SQL stores read them from it, in the database, so that a writer
-	// of an older version keeps them right too). On Append, a nil Summary
-	// keeps them. Stores index paused sessions by kind, so the inbox
-	// filtered by kind (ListOptions.Kind) is an index walk.
+	// session's pending ones; never empty for a paused session, always
+	// empty otherwise), stored with it: on Append, a nil Summary keeps
+	// them. Stores index paused sessions by kind, so the inbox filtered by
+	// kind (ListOptions.Kind) is an index walk.
 	PendingKinds Kinds
 	// Snapshot, when set on Append, is stored (in the same commit) as the
 	// session's state as of Seq, replacing any older one. Reads leave it nil.
