@@ -287,16 +287,7 @@ func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for kind, want := range map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""} {
-		got, err := s.List(ctx, store.ListOptions{Kind: kind})
-		var ids []string
-		for _, h := range got {
-			ids = append(ids, h.ID)
-		}
-		if err != nil || strings.Join(ids, ",") != want {
-			t.Errorf("kind %s after the upgrade: %v %v; want %s", kind, ids, err, want)
-		}
-	}
+	storetest.CheckKinds(t, s, map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""})
 
 	if _, err := conn.Exec(ctx, `DROP INDEX cairn_sessions_paused_input`); err != nil {
 		t.Fatal(err)
@@ -354,14 +345,5 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for kind, want := range map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "mixed,later", session.KindApproval: ""} {
-		got, err := s.List(ctx, store.ListOptions{Status: "paused", Kind: kind})
-		var ids []string
-		for _, h := range got {
-			ids = append(ids, h.ID)
-		}
-		if err != nil || strings.Join(ids, ",") != want {
-			t.Errorf("kind %s: %v %v; want %s", kind, ids, err, want)
-		}
-	}
+	storetest.CheckKinds(t, s, map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "mixed,later", session.KindApproval: ""})
 }
