@@ -12,29 +12,25 @@ import (
 // (one partial index per kind in SQLite and PostgreSQL).
 type Kinds uint32
 
-// IndexedKinds are the kinds Kinds knows, in the order of their bits
-// (1 << place). Stores keep the bits, so a kind keeps its place; a new
-// kind goes at the end.
-func IndexedKinds() []session.Kind {
-	return []session.Kind{session.KindApproval, session.KindInput, session.KindMessage,
+// kindOrder gives each kind its bit, 1 << its place. Stores keep the
+// bits, so a kind keeps its place; a new kind goes at the end.
+func kindOrder() [6]session.Kind {
+	return [...]session.Kind{session.KindApproval, session.KindInput, session.KindMessage,
 		session.KindReview, session.KindExternal, session.KindClient}
+}
+
+// IndexedKinds are the kinds Kinds knows, in the order of their bits.
+func IndexedKinds() []session.Kind {
+	order := kindOrder()
+	return order[:]
 }
 
 // KindBit is kind's bit, or 0 for a kind Kinds does not know.
 func KindBit(kind session.Kind) Kinds {
-	switch kind {
-	case session.KindApproval:
-		return 1 << 0
-	case session.KindInput:
-		return 1 << 1
-	case session.KindMessage:
-		return 1 << 2
-	case session.KindReview:
-		return 1 << 3
-	case session.KindExternal:
-		return 1 << 4
-	case session.KindClient:
-		return 1 << 5
+	for i, k := range kindOrder() {
+		if k == kind {
+			return 1 << i
+		}
 	}
 	return 0
 }

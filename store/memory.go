@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -189,12 +188,7 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 		out = append(out, s.head)
 	}
 	m.mu.RUnlock()
-	slices.SortFunc(out, func(a, b Head) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
+	slices.SortFunc(out, func(a, b Head) int { return a.Position().Compare(b.Position()) })
 	if opts.Limit > 0 && len(out) > opts.Limit {
 		out = out[:opts.Limit]
 	}
@@ -356,7 +350,7 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 			due = append(due, s.head)
 		}
 	}
-	slices.SortFunc(due, func(a, b Head) int { return a.Position().compare(b.Position()) * -1 })
+	slices.SortFunc(due, func(a, b Head) int { return b.Position().Compare(a.Position()) })
 	if len(due) > opts.BatchSize() {
 		due = due[:opts.BatchSize()]
 	}

@@ -87,10 +87,11 @@ type Position struct {
 func (h Head) Position() Position { return Position{UpdatedAt: h.UpdatedAt, ID: h.ID} }
 
 // Before reports whether a comes before b in List's order.
-func (a Position) Before(b Position) bool { return a.compare(b) < 0 }
+func (a Position) Before(b Position) bool { return a.Compare(b) < 0 }
 
-// compare is -1 when a comes before b in List's order, 1 after, 0 equal.
-func (a Position) compare(b Position) int {
+// Compare is -1 when a comes before b in List's order, 1 after, 0 equal:
+// what slices.SortFunc takes to sort heads as List does.
+func (a Position) Compare(b Position) int {
 	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
 		return -c
 	}

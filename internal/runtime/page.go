@@ -150,15 +150,7 @@ func (r *Runner) pausedWith(ctx context.Context, kinds []session.Kind, prev stor
 			}
 		}
 	}
-	slices.SortFunc(heads, func(a, b store.Head) int {
-		switch pa, pb := a.Position(), b.Position(); {
-		case pa.Before(pb):
-			return -1
-		case pb.Before(pa):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(heads, func(a, b store.Head) int { return a.Position().Compare(b.Position()) })
 	// The first limit of the merge are the first limit of the union: each
 	// comes within the first limit of its own kind's walk.
 	if len(heads) > limit {

@@ -2,6 +2,9 @@ package runtime
 
 import "sync"
 
+// idleToolWorkers is how many workers may wait for a call.
+const idleToolWorkers = 16
+
 // workers runs tool handlers on goroutines that outlive one call. A new
 // goroutine starts with a small stack, and a handler that decodes its JSON
 // arguments grows it two or three times, each time copying it: a tenth of
@@ -9,9 +12,6 @@ import "sync"
 // it grew. A call that finds no idle worker starts one, so a handler that
 // never returns holds only its own goroutine, as before; at most maxIdle
 // wait for work, the rest exit.
-// idleToolWorkers is how many workers may wait for a call.
-const idleToolWorkers = 16
-
 type workers struct {
 	mu      sync.Mutex
 	idle    []chan func()

@@ -3,6 +3,8 @@ package runtime
 import (
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/testwait"
 )
 
 // An idle worker takes the next call; a call that never returns holds
@@ -13,20 +15,12 @@ func TestToolWorkers(t *testing.T) {
 	done := make(chan int, 8)
 	ws.do(func() { done <- 1 })
 	<-done
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("waited 5s for %s", what)
-			}
-		}
-	}
 	idle := func() int {
 		ws.mu.Lock()
 		defer ws.mu.Unlock()
 		return len(ws.idle)
 	}
-	waitFor("the worker to be idle", func() bool { return idle() == 1 })
+	testwait.For(t, 5*time.Second, "the worker to be idle", func() bool { return idle() == 1 })
 
 	stuck := make(chan struct{})
 	defer close(stuck)
@@ -43,7 +37,7 @@ func TestToolWorkers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a call waited behind a call that never returns")
 	}
-	waitFor("the new worker to be idle", func() bool { return idle() == 1 })
+	testwait.For(t, 5*time.Second, "the new worker to be idle", func() bool { return idle() == 1 })
 
 	ws.close()
 	if idle() != 0 {

@@ -112,12 +112,7 @@ func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	for id, summary := range map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`} {
-		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
-		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.AppendPaused(t, s, at, map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`})
 	s.Close()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -270,16 +265,11 @@ func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
 		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
 	}
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	for id, summary := range map[string]string{
+	storetest.AppendPaused(t, s, at, map[string]string{
 		"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
 		"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
 		"none":  `{"id":"none","interrupts":[]}`,
-	} {
-		h := store.Head{ID: id, Agent: "main", Status: "paused", Seq: 1, CreatedAt: at, UpdatedAt: at, Summary: []byte(summary)}
-		if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: at, Data: []byte(`{}`)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	s.Close()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {

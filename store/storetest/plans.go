@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -109,23 +107,5 @@ func testListingsWalkIndexes(t *testing.T, open func(t *testing.T) store.Store) 
 	}
 	for _, err := range PlanProblems(context.Background(), e) {
 		t.Error(err)
-	}
-}
-
-// CheckKinds lists s by each kind of want (paused sessions only, in List's
-// order) and reports where the ids listed, comma-separated, differ from
-// want's: for a store's own tests of how it keeps kinds (upgrades, writers
-// of older versions).
-func CheckKinds(t *testing.T, s store.Store, want map[session.Kind]string) {
-	t.Helper()
-	for kind, ids := range want {
-		heads, err := s.List(context.Background(), store.ListOptions{Status: session.StatusPaused, Kind: kind})
-		var got []string
-		for _, h := range heads {
-			got = append(got, h.ID)
-		}
-		if err != nil || strings.Join(got, ",") != ids {
-			t.Errorf("kind %s: listed %v %v; want %s", kind, got, err, ids)
-		}
 	}
 }
