@@ -34,7 +34,9 @@ type Driver interface {
 // Start is a new session as a Driver gets it.
 type Start struct {
 	ID, Agent, Input, Owner string
-	Metadata                map[string]any
+	// Nonce is the new session's random nonce (session.Session.Nonce).
+	Nonce    string
+	Metadata map[string]any
 	// Actor is who sends the first message.
 	Actor session.Actor
 }

@@ -76,11 +76,14 @@ func DecodeEvent(ev Event) (Payload, error) {
 
 // SessionStarted opens a session: the root frame is created.
 type SessionStarted struct {
-	SessionID string         `json:"session_id"`
-	Agent     string         `json:"agent"`
-	Frame     string         `json:"frame"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	Owner     string         `json:"owner,omitempty"`
+	SessionID string `json:"session_id"`
+	// Nonce is drawn at random when the session is created (empty in logs
+	// written before it existed); see Session.Nonce.
+	Nonce    string         `json:"nonce,omitempty"`
+	Agent    string         `json:"agent"`
+	Frame    string         `json:"frame"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Owner    string         `json:"owner,omitempty"`
 }
 
 // UserMessage is a message from the user to a frame (the top of the stack).

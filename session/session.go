@@ -12,7 +12,13 @@ import (
 // Session is one conversation thread as clients see it: what it is doing,
 // what it said last, and what it waits for.
 type Session struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Nonce is drawn at random when the session is created, and is part of
+	// every id and token derived from the session (interrupt and wait ids,
+	// idempotency keys, action links, callback URLs): nothing issued for a
+	// purged session acts on a later one given the same id. Empty for
+	// sessions created before it existed.
+	Nonce  string `json:"nonce,omitempty"`
 	Agent  string `json:"agent"`
 	Status Status `json:"status"`
 	// Seq is the seq of the session's last event. Decisions must name it.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -19,7 +20,9 @@ type Memory struct {
 	used     map[string][]byte // token id → outcome (nil while being spent)
 	outbox   []*memMessage     // in the order written
 	blobs    map[string][]byte
-	feed     Feed
+	// tombstones are what purges left, by session id.
+	tombstones map[string]Tombstone
+	feed       Feed
 }
 
 type memMessage struct {
@@ -355,8 +358,13 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 		due = due[:opts.BatchSize()]
 	}
 	var keys []string
+	at := opts.PurgedAt()
+	if m.tombstones == nil && len(due) > 0 {
+		m.tombstones = map[string]Tombstone{}
+	}
 	for i, h := range due {
 		keys = append(keys, m.sessions[h.ID].blobs...)
+		m.tombstones[h.ID] = Tombstone{ID: h.ID, Nonce: NonceOf(h.Summary), Seq: h.Seq, PurgedAt: at}
 		delete(m.sessions, h.ID)
 		due[i] = Head{ID: h.ID, Status: h.Status, UpdatedAt: h.UpdatedAt}
 	}
@@ -374,5 +382,17 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 		}
 	}
 	m.outbox = slices.DeleteFunc(m.outbox, func(o *memMessage) bool { return o.given && o.CreatedAt.Before(opts.Before) })
+	maps.DeleteFunc(m.tombstones, func(_ string, t Tombstone) bool { return t.PurgedAt.Before(opts.TombstonesBefore) })
 	return due, nil
+}
+
+// Tombstone implements Purger.
+func (m *Memory) Tombstone(ctx context.Context, id string) (Tombstone, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t, ok := m.tombstones[id]
+	if !ok {
+		return Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, ErrNotFound)
+	}
+	return t, nil
 }

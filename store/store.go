@@ -310,11 +310,28 @@ type Purger interface {
 	// Purge deletes, oldest first, at most opts.Limit sessions whose status
 	// is opts.Status and that were last updated before opts.Before, each
 	// whole in one commit: its head, events, snapshot and the blobs no
-	// other session refers to. It returns the heads it deleted (none: the
-	// sweep is done). A paused or running status is refused: they are never
-	// purged. Outbox messages given up before opts.Before go too. The heads
-	// returned hold ID, Status and UpdatedAt only.
+	// other session refers to, leaving its Tombstone (replacing the one
+	// an earlier session of the same id left). It returns the heads it
+	// deleted (none: the sweep is done). A paused or running status is
+	// refused: they are never purged. Outbox messages given up before
+	// opts.Before go too, and so do the tombstones of purges before
+	// opts.TombstonesBefore. The heads returned hold ID, Status and
+	// UpdatedAt only.
 	Purge(ctx context.Context, opts PurgeOptions) ([]Head, error)
+	// Tombstone returns what the last purge of session id left;
+	// ErrNotFound when none is kept.
+	Tombstone(ctx context.Context, id string) (Tombstone, error)
+}
+
+// Tombstone is what a purge leaves of a session, so that a link or a
+// callback URL issued for it answers "gone" (and is told apart from one of
+// a later session given the same id, which has another nonce).
+type Tombstone struct {
+	ID    string
+	Nonce string // the purged session's nonce (session.Session.Nonce)
+	// Seq is the purged session's last seq.
+	Seq      int64
+	PurgedAt time.Time
 }
 
 // PurgeOptions selects the sessions Purge deletes.
@@ -322,6 +339,30 @@ type PurgeOptions struct {
 	Status session.Status // completed, failed or cancelled
 	Before time.Time
 	Limit  int // at most this many in one batch; 0: 500
+	// Now is when the purge runs, as its tombstones record it; zero:
+	// the store's clock.
+	Now time.Time
+	// TombstonesBefore: the tombstones of purges before it go (zero:
+	// none go).
+	TombstonesBefore time.Time
+}
+
+// PurgedAt is o.Now, or the clock's time.
+func (o PurgeOptions) PurgedAt() time.Time {
+	if o.Now.IsZero() {
+		return time.Now().UTC()
+	}
+	return o.Now.UTC()
+}
+
+// NonceOf reads the nonce from a session's summary (Head.Summary): ""
+// when it has none, or cannot be read.
+func NonceOf(summary json.RawMessage) string {
+	var s struct {
+		Nonce string `json:"nonce"`
+	}
+	_ = json.Unmarshal(summary, &s)
+	return s.Nonce
 }
 
 // Check refuses a purge of paused or running sessions.

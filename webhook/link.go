@@ -14,7 +14,11 @@ const ActionLinkPath = "/v1/actions/"
 // one action. Webhook payloads carry them (Actions) so an email or
 // a chat button decides without a token; each works once.
 type ActionLink struct {
-	SessionID   string
+	SessionID string
+	// Nonce is the nonce of the session the link was issued for
+	// (session.Session.Nonce): a link of a purged session never decides
+	// for a later one given the same id.
+	Nonce       string
 	InterruptID string
 	// Action is session.ActionApprove or session.ActionReject.
 	Action session.Action

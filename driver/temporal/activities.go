@@ -23,7 +23,10 @@ const (
 
 // mirrorArgs are a step's events and the head to store with them.
 type mirrorArgs struct {
-	Head   store.Head
+	Head store.Head
+	// Nonce is the session's nonce, which the webhook messages of the
+	// events derive their ids from.
+	Nonce  string
 	Events []cairn.Event
 }
 
@@ -69,7 +72,7 @@ type activities struct {
 
 // Mirror writes a step's events to Cairn's store.
 func (a *activities) Mirror(ctx context.Context, in mirrorArgs) error {
-	return a.core.Mirror(ctx, in.Head, in.Events)
+	return a.core.Mirror(ctx, in.Head, in.Nonce, in.Events)
 }
 
 // Model calls the frame's agent's model.

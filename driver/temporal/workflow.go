@@ -289,7 +289,7 @@ func (r *sessionRun) mirror(ctx workflow.Context, events []cairn.Event) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
 	})
-	if err := workflow.ExecuteActivity(actx, ActivityMirror, mirrorArgs{Head: head, Events: events}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, ActivityMirror, mirrorArgs{Head: head, Nonce: r.st.Nonce, Events: events}).Get(ctx, nil); err != nil {
 		return err
 	}
 	r.mirrored++

@@ -13,9 +13,14 @@ import (
 )
 
 // idempotencyKey is the key of call c: unique in the session, the same
-// each time the call runs.
+// each time the call runs, and (with the session's nonce) never the key
+// of a call of a later session given the same id.
 func idempotencyKey(st *State, f *Frame, c *Call) string {
-	return st.SessionID + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
+	id := st.SessionID
+	if st.Nonce != "" {
+		id += "." + st.Nonce
+	}
+	return id + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
 }
 
 // told is the result of c as the model sees it: when a person replaced the
@@ -125,7 +130,7 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 			continue
 		case r.asks():
 			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
-			in := session.Interrupt{ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
+			in := session.Interrupt{ID: derivedID(st.scope(), f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
 				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question,
 				Schema: compactJSON(r.Schema), URL: r.URL}
 			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held})
@@ -201,7 +206,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		}
 	}
 	if len(runs) > 0 {
-		return RunTools{Session: s.st.SessionID, Frame: f.ID, Agent: f.Agent, Calls: runs}, true
+		return RunTools{Session: s.st.SessionID, Nonce: s.st.Nonce, Frame: f.ID, Agent: f.Agent, Calls: runs}, true
 	}
 	return nil, changed
 }
@@ -246,7 +251,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		return true, v
 	}
 	if s.m.opts.AutoApprove {
-		s.emit(session.EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+		s.emit(session.EventDecision, f, &DecisionMade{InterruptID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
 			CallID: c.ID, Tool: c.Tool, Action: session.ActionApprove, Reason: "auto-approved: the runner approves every call",
 			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "auto-approve"}})
 		return true, v
@@ -259,7 +264,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
 	}
 	in := session.Interrupt{
-		ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
+		ID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
 		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Message: msg + note,
 	}
@@ -285,7 +290,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 	}
 	if tool.Kind == ToolClient {
 		s.emit(session.EventClientRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: session.Interrupt{
-			ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, "client"), Kind: session.KindClient,
+			ID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, "client"), Kind: session.KindClient,
 			Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 			Tool: c.Tool, Arguments: json.RawMessage(c.Args), ResultSchema: tool.ResultSchema,
 		}})

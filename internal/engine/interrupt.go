@@ -90,7 +90,7 @@ func (s *State) Interrupts() []session.Interrupt {
 
 func (s *State) messageInterrupt(f *Frame) session.Interrupt {
 	return session.Interrupt{
-		ID:   derivedID(s.SessionID, f.ID, f.SaidSeq, "", "message"),
+		ID:   derivedID(s.scope(), f.ID, f.SaidSeq, "", "message"),
 		Kind: session.KindMessage, Path: s.pathTo(f), Text: f.Said,
 	}
 }

@@ -16,9 +16,12 @@ type Input interface{ isInput() }
 // Start opens a new session on an agent with the user's first message.
 type Start struct {
 	SessionID string
-	Agent     string
-	Text      string
-	Metadata  map[string]any
+	// Nonce is the session's random nonce (session.Session.Nonce), drawn
+	// by the driver: the engine has no randomness.
+	Nonce    string
+	Agent    string
+	Text     string
+	Metadata map[string]any
 	// Owner is who started the session (an auth token's name), if known.
 	Owner string
 	// Actor is who sent the first message, recorded in its event.
@@ -139,11 +142,12 @@ type CallModel struct {
 // RunTools asks the driver to run the calls (concurrently is fine) and report
 // ToolsDone with the outcomes in the same order.
 type RunTools struct {
-	// Session is the id of the session whose calls these are.
-	Session string
-	Frame   string
-	Agent   string
-	Calls   []ToolRun
+	// Session is the id of the session whose calls these are, and Nonce
+	// its nonce (State.Nonce).
+	Session, Nonce string
+	Frame          string
+	Agent          string
+	Calls          []ToolRun
 }
 
 // ToolRun is one call to execute.

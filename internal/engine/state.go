@@ -21,11 +21,14 @@ import (
 // State is a session as the engine sees it: a projection of its event log.
 type State struct {
 	SessionID string
-	Agent     string
-	Status    session.Status
-	Seq       int64 // seq of the last event applied
-	Frames    []*Frame
-	Output    string
+	// Nonce is the session's random nonce (session.Session.Nonce): part of
+	// every id derived from the session (see scope).
+	Nonce  string `json:",omitempty"`
+	Agent  string
+	Status session.Status
+	Seq    int64 // seq of the last event applied
+	Frames []*Frame
+	Output string
 	// OutputJSON is the final answer as a JSON value, for an agent with an
 	// output schema.
 	OutputJSON json.RawMessage `json:",omitempty"`
@@ -51,6 +54,16 @@ type LogStats struct {
 	SnapshotBytes int // size of the last snapshot, every part of it (0: none)
 	RootBytes     int // size of its root (the part rewritten by each snapshot)
 	TailBytes     int // bytes of events appended after it
+}
+
+// scope is what every id derived from the session starts from: its id,
+// and its nonce when it has one (a session logged before nonces has
+// none, and keeps the ids it was given).
+func (s *State) scope() string {
+	if s.Nonce == "" {
+		return s.SessionID
+	}
+	return s.SessionID + "\x00" + s.Nonce
 }
 
 // remembered returns the decision remembered for agent's tool, if any.

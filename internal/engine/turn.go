@@ -16,7 +16,7 @@ func projectSessionStarted(p *SessionStarted, st *State, ev *session.Event, fram
 	if st.Seq != 1 {
 		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 	}
-	st.SessionID, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Agent, p.Metadata, p.Owner, ev.Time
+	st.SessionID, st.Nonce, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Nonce, p.Agent, p.Metadata, p.Owner, ev.Time
 	st.Status = session.StatusRunning
 	st.frames++
 	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: session.ModeMain}}
@@ -81,7 +81,7 @@ func (s *stepper) start(in Start) error {
 	if s.m.agents[in.Agent] == nil {
 		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s%s", in.Agent, strings.Join(s.m.agentNames(), ", "), suggest.Hint(in.Agent, s.m.agentNames()))
 	}
-	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
+	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
 	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor})
 	s.advance()
 	return nil
@@ -219,7 +219,7 @@ func (s *stepper) review(a *Agent, f *Frame, text string, value json.RawMessage)
 		s.finishFrame(f, text, value)
 		return
 	}
-	in := session.Interrupt{ID: derivedID(s.st.SessionID, f.ID, s.st.Seq, "", "review"), Kind: session.KindReview,
+	in := session.Interrupt{ID: derivedID(s.st.scope(), f.ID, s.st.Seq, "", "review"), Kind: session.KindReview,
 		Path: s.st.pathTo(f), Output: value, OutputSchema: a.OutputSchema}
 	if err != nil {
 		in.Message = "the review policy failed, so a person reviews this answer: " + err.Error()
@@ -313,7 +313,7 @@ func (s *stepper) recover() error {
 func (s *stepper) inDoubt(f *Frame, c *Call, message string) {
 	st := s.st
 	in := session.Interrupt{
-		ID: derivedID(st.SessionID, f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
+		ID: derivedID(st.scope(), f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
 		Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: idempotencyKey(st, f, c), Message: message,
 	}

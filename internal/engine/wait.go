@@ -117,7 +117,7 @@ func (s *stepper) expireWait(f *Frame, c *Call) {
 		// The call is approved again: advance starts it, with a new wait id.
 	case session.OnTimeoutAsk:
 		ask := session.Interrupt{
-			ID: derivedID(s.st.SessionID, f.ID, c.Origin, c.ID, "retry/"+strconv.Itoa(c.Waits)), Kind: session.KindApproval,
+			ID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, "retry/"+strconv.Itoa(c.Waits)), Kind: session.KindApproval,
 			Path: in.Path, Tool: c.Tool, Arguments: json.RawMessage(c.Args),
 			Message: fmt.Sprintf("Tool %s did not finish in time%s. Approve to start it again; reject to give up.", c.Tool, waited),
 		}

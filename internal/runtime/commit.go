@@ -40,7 +40,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return err
 	}
 	if mine {
-		err = r.appendStep(ctx, head, step)
+		err = r.appendStep(ctx, head, st.Nonce, step)
 	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		err = storeError(err, st.SessionID)
 	}
@@ -57,11 +57,12 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 // appendStep writes a step to the runner's store in one commit, with its
 // webhook messages, and tells subscribers, the deliverer and the metrics.
 // step.Payloads may be nil (a mirrored step): they are decoded if needed.
-func (r *Runner) appendStep(ctx context.Context, head store.Head, step engine.Step) error {
+// nonce is the session's, which the messages' ids and links carry.
+func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, step engine.Step) error {
 	events := step.Events
 	if r.hooks != nil {
 		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, head.ID, head.Agent, head.Seq, step); err != nil {
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, nonce, head.Agent, head.Seq, step); err != nil {
 			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}

@@ -161,16 +161,17 @@ const callbackKeyName = "callback-hmac-v1"
 // callbackClaims is a callback token's payload.
 type callbackClaims struct {
 	Session   string `json:"s"`
+	Nonce     string `json:"n,omitempty"` // the session's; none in URLs signed before nonces
 	Interrupt string `json:"i"`
 }
 
 // CallbackURL is the URL a system completes interrupt id of a session at:
 // PublicURL (or nothing: a path) + CallbackPath + a signed token.
-func (r *Runner) callbackURL(ctx context.Context, sessionID, id string) (string, error) {
+func (r *Runner) callbackURL(ctx context.Context, sessionID, nonce, id string) (string, error) {
 	if r.callbacks == nil {
 		return "", fmt.Errorf("cairn: callback URLs need a signing key kept in the store; %T does not implement store.Secrets", r.store)
 	}
-	tok, err := r.callbacks.seal(ctx, callbackClaims{Session: sessionID, Interrupt: id})
+	tok, err := r.callbacks.seal(ctx, callbackClaims{Session: sessionID, Nonce: nonce, Interrupt: id})
 	if err != nil {
 		return "", err
 	}

@@ -61,7 +61,7 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 	ctx, _ = opts.apply(ctx)
 	scratch := store.NewMemory()
 	st := &engine.State{}
-	step, err := r.compiled.Load().machine.Step(st, engine.Start{SessionID: r.newID(), Agent: agent, Text: input}, r.now())
+	step, err := r.compiled.Load().machine.Step(st, engine.Start{SessionID: r.newID(), Nonce: newNonce(), Agent: agent, Text: input}, r.now())
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *S
 		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), suggest.Hint(agent, names))}
 	}
 	return r.observed(ctx, id, 0, func() (*session.Session, error) {
-		return r.driver.Start(ctx, driver.Start{ID: id, Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)
+		return r.driver.Start(ctx, driver.Start{ID: id, Nonce: newNonce(), Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor()}, opts.Detach)
 	})
 }
 
@@ -121,12 +121,12 @@ func (c Core) Head(st *engine.State, events []session.Event) (store.Head, error)
 // Mirror appends events to the store with head (from Head), as the
 // Runner's own commits are written, once: a retry of a mirror that was
 // written (its answer lost) finds the session at or past head.Seq and
-// succeeds.
-func (c Core) Mirror(ctx context.Context, head store.Head, events []session.Event) error {
+// succeeds. nonce is the session's (engine.State.Nonce).
+func (c Core) Mirror(ctx context.Context, head store.Head, nonce string, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	err := c.r.appendStep(ctx, head, engine.Step{Events: events})
+	err := c.r.appendStep(ctx, head, nonce, engine.Step{Events: events})
 	if errors.Is(err, session.ErrConflict) {
 		if h, herr := c.r.store.Head(ctx, head.ID); herr == nil && h.Seq >= head.Seq {
 			return nil // written by an earlier attempt

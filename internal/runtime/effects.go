@@ -129,7 +129,7 @@ func handle(ctx context.Context, t *Tool, call engine.ToolRun) (res toolResult) 
 func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
 	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
-		out[0] = r.runTool(ctx, eff.Session, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
 		return out
 	}
 	sem := make(chan struct{}, r.maxParallel)
@@ -140,7 +140,7 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = r.runTool(ctx, eff.Session, r.compiled.Load().tools[eff.Agent][call.Tool], call)
+			out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call)
 		}()
 	}
 	wg.Wait()
@@ -152,7 +152,7 @@ type toolResult struct {
 	err error
 }
 
-func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
+func (r *Runner) runTool(ctx context.Context, sessionID, nonce string, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
 	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
 	if span != noSpan {
 		defer func() {
@@ -173,7 +173,7 @@ func (r *Runner) runTool(ctx context.Context, sessionID string, t *Tool, call en
 		return outcome
 	}
 	ctx = &callContext{Context: ctx, call: Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers},
-		session: sessionID, waits: call.Waits, r: r}}
+		session: sessionID, nonce: nonce, waits: call.Waits, r: r}}
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)

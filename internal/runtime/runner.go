@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -280,6 +281,14 @@ func sessionFromHead(h store.Head) (*session.Session, error) {
 // whole pages at their start instead of a row on every page. A purge batch
 // of 500 among 50,000 other sessions on SQLite takes four times as long
 // with random ids (BenchmarkPurge in store/sqlite: 108 ms against 26).
+// newNonce draws a session's nonce (session.Session.Nonce): 96 random
+// bits, base64url.
+func newNonce() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
 func newSessionID() string { return sessionIDAt(time.Now()) }
 
 func sessionIDAt(t time.Time) string {

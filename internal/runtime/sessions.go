@@ -50,7 +50,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return r.startWith(ctx, id, agent, input, opts)
 	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: id, Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor()}
+	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor()}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err

@@ -54,9 +54,9 @@ type Call struct {
 	ask askState
 	// The session, the runner and the waits of the call before this run:
 	// what signs the URL that completes the wait this run may start.
-	session string
-	waits   int
-	r       *Runner
+	session, nonce string
+	waits          int
+	r              *Runner
 }
 
 // CallbackURL returns the signed one-time URL that completes this call if
@@ -65,7 +65,7 @@ func (c *Call) CallbackURL(ctx context.Context) (string, error) {
 	if c.r == nil {
 		return "", errors.New("cairn: this call has no callback URL")
 	}
-	return c.r.callbackURL(ctx, c.session, engine.WaitID(c.Key, c.waits))
+	return c.r.callbackURL(ctx, c.session, c.nonce, engine.WaitID(c.Key, c.waits))
 }
 
 // PendingError is what a tool returns when the work it started finishes

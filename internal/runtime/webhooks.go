@@ -83,7 +83,7 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 }
 
 // webhookMessages are the outbox messages announcing a commit's events.
-func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, seq int64, step engine.Step) ([]store.Message, error) {
+func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent string, seq int64, step engine.Step) ([]store.Message, error) {
 	var out []store.Message
 	for i, ev := range step.Events {
 		notes, err := notes(step, i)
@@ -98,7 +98,7 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, s
 				data := n.data
 				data.SessionID, data.Agent, data.Seq = sessionID, agent, seq
 				if n.linked != nil {
-					if data.Actions, err = r.hooks.actions(ctx, sessionID, n.linked, w.Name); err != nil {
+					if data.Actions, err = r.hooks.actions(ctx, sessionID, nonce, n.linked, w.Name); err != nil {
 						return nil, err
 					}
 				}
@@ -106,7 +106,7 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, agent string, s
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, store.Message{ID: messageID(sessionID, ev.Seq, n.typ, n.about, w.Name), Topic: w.Name, Body: body, CreatedAt: r.hooks.now()})
+				out = append(out, store.Message{ID: messageID(sessionID, nonce, ev.Seq, n.typ, n.about, w.Name), Topic: w.Name, Body: body, CreatedAt: r.hooks.now()})
 			}
 		}
 	}
@@ -171,17 +171,21 @@ func notes(step engine.Step, i int) ([]note, error) {
 var expiryActor = session.Actor{Name: "cairn", Role: "expiry"}
 
 // messageID is a delivery's id: the same for every retry, distinct for
-// every event, interrupt and endpoint.
-func messageID(sessionID string, seq int64, typ, about, endpoint string) string {
+// every event, interrupt and endpoint, and (with the session's nonce)
+// never an id a receiver saw for a purged session of the same id.
+func messageID(sessionID, nonce string, seq int64, typ, about, endpoint string) string {
+	if nonce != "" {
+		sessionID += "\x00" + nonce
+	}
 	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + typ + "\x00" + about + "\x00" + endpoint))
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 
 // actions are in's action links for endpoint: approve and reject for an
 // approval, reject for a question (an answer needs its text).
-func (h *webhooks) actions(ctx context.Context, sessionID string, in *session.Interrupt, endpoint string) (*webhook.Actions, error) {
+func (h *webhooks) actions(ctx context.Context, sessionID, nonce string, in *session.Interrupt, endpoint string) (*webhook.Actions, error) {
 	link := func(action session.Action) (string, error) {
-		tok, err := h.links.sign(ctx, webhook.ActionLink{SessionID: sessionID, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
+		tok, err := h.links.sign(ctx, webhook.ActionLink{SessionID: sessionID, Nonce: nonce, InterruptID: in.ID, Action: action, Endpoint: endpoint, ExpiresAt: in.ExpiresAt})
 		return h.publicURL + webhook.ActionLinkPath + tok, err
 	}
 	var a webhook.Actions
@@ -259,6 +263,7 @@ const linkPrefix = "al1."
 // linkClaims is a link token's payload.
 type linkClaims struct {
 	Session   string         `json:"s"`
+	Nonce     string         `json:"n,omitempty"` // the session's; none in links signed before nonces
 	Interrupt string         `json:"i"`
 	Action    session.Action `json:"a"`
 	Endpoint  string         `json:"w,omitempty"`
@@ -266,7 +271,7 @@ type linkClaims struct {
 }
 
 func (l *linkSigner) sign(ctx context.Context, link webhook.ActionLink) (string, error) {
-	c := linkClaims{Session: link.SessionID, Interrupt: link.InterruptID, Action: link.Action, Endpoint: link.Endpoint}
+	c := linkClaims{Session: link.SessionID, Nonce: link.Nonce, Interrupt: link.InterruptID, Action: link.Action, Endpoint: link.Endpoint}
 	if link.ExpiresAt != nil {
 		c.Expires = link.ExpiresAt.Unix()
 	}
@@ -284,7 +289,7 @@ func (l *linkSigner) verify(ctx context.Context, token string) (*webhook.ActionL
 	if c.Session == "" || c.Interrupt == "" || (c.Action != session.ActionApprove && c.Action != session.ActionReject) {
 		return nil, bad("the payload is malformed")
 	}
-	link := &webhook.ActionLink{SessionID: c.Session, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
+	link := &webhook.ActionLink{SessionID: c.Session, Nonce: c.Nonce, InterruptID: c.Interrupt, Action: c.Action, Endpoint: c.Endpoint}
 	if c.Expires != 0 {
 		at := time.Unix(c.Expires, 0).UTC()
 		link.ExpiresAt = &at

@@ -92,6 +92,15 @@ CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status,
 CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_owner_order ON cairn_sessions(owner, updated_at DESC, id DESC);
 DROP INDEX IF EXISTS cairn_sessions_status;
+-- What a purge leaves of a session (store.Tombstone): its links and
+-- callback URLs answer "gone".
+CREATE TABLE IF NOT EXISTS cairn_tombstones (
+	session_id TEXT PRIMARY KEY,
+	nonce      TEXT NOT NULL,
+	seq        BIGINT NOT NULL,
+	purged_at  TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cairn_tombstones_purged_at ON cairn_tombstones(purged_at);
 `
 
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
@@ -724,20 +733,40 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		rows, err := tx.Query(ctx, `DELETE FROM cairn_sessions WHERE id IN (
 				SELECT id FROM cairn_sessions WHERE status = $1 AND updated_at < $2
 				ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
-			RETURNING id, updated_at`, string(opts.Status), opts.Before, opts.BatchSize())
+			RETURNING id, updated_at, seq, COALESCE(convert_from(summary, 'UTF8')::jsonb->>'nonce', '')`, string(opts.Status), opts.Before, opts.BatchSize())
 		if err != nil {
 			return err
 		}
+		var nonces []string
+		var seqs []int64
 		purged, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Head, error) {
 			h := store.Head{Status: opts.Status}
-			return h, row.Scan(&h.ID, &h.UpdatedAt)
+			var nonce string
+			err := row.Scan(&h.ID, &h.UpdatedAt, &h.Seq, &nonce)
+			nonces, seqs = append(nonces, nonce), append(seqs, h.Seq)
+			h.Seq = 0
+			return h, err
 		})
-		if err != nil || len(purged) == 0 {
+		if err != nil {
 			return err
+		}
+		if !opts.TombstonesBefore.IsZero() {
+			if _, err := tx.Exec(ctx, `DELETE FROM cairn_tombstones WHERE purged_at < $1`, opts.TombstonesBefore); err != nil {
+				return err
+			}
+		}
+		if len(purged) == 0 {
+			return nil
 		}
 		ids := make([]string, len(purged))
 		for i := range purged {
 			ids[i] = purged[i].ID
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO cairn_tombstones(session_id, nonce, seq, purged_at)
+				SELECT id, nonce, seq, $4 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(id, nonce, seq)
+			ON CONFLICT (session_id) DO UPDATE SET nonce = excluded.nonce, seq = excluded.seq, purged_at = excluded.purged_at`,
+			ids, nonces, seqs, opts.PurgedAt()); err != nil {
+			return err
 		}
 		for _, q := range []string{
 			`DELETE FROM cairn_events WHERE session_id = ANY($1)`,
@@ -757,4 +786,18 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		return nil, fmt.Errorf("postgres purge: %w", err)
 	}
 	return purged, nil
+}
+
+// Tombstone implements store.Purger.
+func (s *Store) Tombstone(ctx context.Context, id string) (store.Tombstone, error) {
+	t := store.Tombstone{ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT nonce, seq, purged_at FROM cairn_tombstones WHERE session_id = $1`, id).Scan(&t.Nonce, &t.Seq, &t.PurgedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Tombstone{}, fmt.Errorf("postgres tombstone of %s: %w", id, err)
+	}
+	t.PurgedAt = t.PurgedAt.UTC()
+	return t, nil
 }

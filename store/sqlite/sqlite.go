@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB NOT NULL);
 -- stored before the table are kept for good (session '', see migrate).
 CREATE TABLE IF NOT EXISTS blob_refs (session_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (session_id, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS blob_refs_key ON blob_refs(key);
+-- What a purge leaves of a session (store.Tombstone): its links and
+-- callback URLs answer "gone".
+CREATE TABLE IF NOT EXISTS tombstones (session_id TEXT PRIMARY KEY, nonce TEXT NOT NULL, seq INTEGER NOT NULL, purged_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tombstones_purged_at ON tombstones(purged_at);
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -940,10 +944,23 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		return nil, fmt.Errorf("sqlite purge: %w", err)
 	}
 	var purged []store.Head
+	purgedAt := opts.PurgedAt().Format(timeLayout)
 	err = s.write(ctx, func(ctx context.Context, tx conn) error {
 		purged = purged[:0]
+		if !opts.TombstonesBefore.IsZero() {
+			if _, err := s.w.exec(ctx, `DELETE FROM tombstones WHERE purged_at<?`, opts.TombstonesBefore.UTC().Format(timeLayout)); err != nil {
+				return err
+			}
+		}
 		for _, h := range due {
-			// Only if it is still what was read: finished, and as old.
+			// Only if it is still what was read: finished, and as old. Its
+			// tombstone first, from the row about to go.
+			if _, err := s.w.exec(ctx, `INSERT INTO tombstones(session_id, nonce, seq, purged_at)
+					SELECT id, COALESCE(json_extract(CAST(summary AS TEXT), '$.nonce'), ''), seq, ? FROM sessions WHERE id=? AND status=? AND updated_at<?
+				ON CONFLICT(session_id) DO UPDATE SET nonce=excluded.nonce, seq=excluded.seq, purged_at=excluded.purged_at`,
+				purgedAt, h.ID, opts.Status, before); err != nil {
+				return err
+			}
 			res, err := s.w.exec(ctx, `DELETE FROM sessions WHERE id=? AND status=? AND updated_at<?`, h.ID, opts.Status, before)
 			if err != nil {
 				return err
@@ -976,4 +993,21 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		return nil, fmt.Errorf("sqlite purge: %w", err)
 	}
 	return purged, nil
+}
+
+// Tombstone implements store.Purger.
+func (s *Store) Tombstone(ctx context.Context, id string) (store.Tombstone, error) {
+	t := store.Tombstone{ID: id}
+	var at string
+	err := s.db.QueryRowContext(ctx, `SELECT nonce, seq, purged_at FROM tombstones WHERE session_id=?`, id).Scan(&t.Nonce, &t.Seq, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, store.ErrNotFound)
+	}
+	if err == nil {
+		t.PurgedAt, err = time.Parse(timeLayout, at)
+	}
+	if err != nil {
+		return store.Tombstone{}, fmt.Errorf("sqlite tombstone of %s: %w", id, err)
+	}
+	return t, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -102,4 +103,78 @@ func testPurge(t *testing.T, open func(t *testing.T) store.Store) {
 	if got, _ := p.Purge(ctx, store.PurgeOptions{Status: "completed", Before: cutoff}); len(got) != 0 {
 		t.Errorf("a second sweep purged %+v", got)
 	}
+}
+
+// testPurgeLeavesTombstones: a purge leaves each session's tombstone (its
+// id, nonce, last seq, when) in the same commit; a session of the same id
+// created again and purged again replaces it; a pre-nonce session's has
+// none; tombstones go once older than TombstonesBefore, and not before.
+func testPurgeLeavesTombstones(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	p, ok := s.(store.Purger)
+	if !ok {
+		t.Skip("the store does not purge (store.Purger)")
+	}
+	appendDone := func(id, nonce string, seq int64) {
+		t.Helper()
+		h := headAt(id, seq, session.StatusCompleted)
+		if nonce != "" {
+			h.Summary = json.RawMessage(`{"id":"` + id + `","nonce":"` + nonce + `"}`)
+		}
+		var evs []session.Event
+		for i := int64(1); i <= seq; i++ {
+			evs = append(evs, event(i))
+		}
+		must(t, s.Append(ctx, h, 0, evs))
+	}
+	purge := func(now, tombstonesBefore time.Time) []store.Head {
+		t.Helper()
+		got, err := p.Purge(ctx, store.PurgeOptions{Status: session.StatusCompleted, Before: epoch().Add(time.Hour), Now: now, TombstonesBefore: tombstonesBefore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	check := func(id string, want store.Tombstone) {
+		t.Helper()
+		got, err := p.Tombstone(ctx, id)
+		if err != nil || got.ID != want.ID || got.Nonce != want.Nonce || got.Seq != want.Seq || !got.PurgedAt.Equal(want.PurgedAt) {
+			t.Errorf("tombstone of %s: %+v %v; want %+v", id, got, err, want)
+		}
+	}
+	if _, err := p.Tombstone(ctx, "chat-42"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the tombstone of a session never purged: %v", err)
+	}
+	day := epoch().Add(24 * time.Hour)
+	appendDone("chat-42", "n1", 3)
+	appendDone("old-style", "", 2)
+	appendDone("other", "n9", 1)
+	if got := purge(day, time.Time{}); len(got) != 3 {
+		t.Fatalf("purged %+v, want 3 sessions", got)
+	}
+	check("chat-42", store.Tombstone{ID: "chat-42", Nonce: "n1", Seq: 3, PurgedAt: day})
+	check("old-style", store.Tombstone{ID: "old-style", Nonce: "", Seq: 2, PurgedAt: day})
+
+	// The id is used again, by a session with another nonce: the
+	// tombstone stays while it lives, and its purge replaces it.
+	appendDone("chat-42", "n2", 4)
+	check("chat-42", store.Tombstone{ID: "chat-42", Nonce: "n1", Seq: 3, PurgedAt: day})
+	later := day.Add(48 * time.Hour)
+	if got := purge(later, day); len(got) != 1 || got[0].ID != "chat-42" {
+		t.Fatalf("purged %+v, want chat-42", got)
+	}
+	check("chat-42", store.Tombstone{ID: "chat-42", Nonce: "n2", Seq: 4, PurgedAt: later})
+	check("other", store.Tombstone{ID: "other", Nonce: "n9", Seq: 1, PurgedAt: day}) // purged at day: not before it
+
+	// A sweep with nothing to purge still lets old tombstones go.
+	if got := purge(later, day.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("purged %+v", got)
+	}
+	for _, id := range []string{"other", "old-style"} {
+		if _, err := p.Tombstone(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the tombstone of %s, purged before TombstonesBefore: %v", id, err)
+		}
+	}
+	check("chat-42", store.Tombstone{ID: "chat-42", Nonce: "n2", Seq: 4, PurgedAt: later})
 }
