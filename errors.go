@@ -42,6 +42,11 @@ var (
 	// ErrConflict one way, so errors.Is(err, ErrConflict) holds for it and
 	// the HTTP API answers 409, with error.code "already_decided".
 	ErrAlreadyDecided = session.ErrAlreadyDecided
+	// ErrGone: an action link or callback URL of a session that was
+	// purged. It never acts again, not even on a later session given the
+	// same id (each session's links carry its random nonce); the HTTP API
+	// answers 410 with error.code "gone".
+	ErrGone = session.ErrGone
 )
 
 // Errors of the runner's own state and of tools.

@@ -109,7 +109,18 @@ type RunnerOptions struct {
 	// RetentionSweep is how often the runner deletes what Retention says;
 	// 0 means every minute.
 	RetentionSweep time.Duration
+	// TombstoneRetention is how long a purge keeps the tombstone of each
+	// session it deletes (its id, nonce, last seq and when), so that the
+	// session's action links and callback URLs answer ErrGone (410); 0
+	// means DefaultTombstoneRetention. Past it they answer ErrNotFound:
+	// either way they never act again, since every link carries its
+	// session's random nonce, which no later session has.
+	TombstoneRetention time.Duration
 }
+
+// DefaultTombstoneRetention is how long a purged session's tombstone is
+// kept unless RunnerOptions.TombstoneRetention says otherwise.
+const DefaultTombstoneRetention = runtime.DefaultTombstoneRetention
 
 // StartOptions are optional settings of Start.
 type StartOptions struct {

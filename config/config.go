@@ -53,6 +53,8 @@ type Config struct {
 	// cairn.RunnerOptions.Retention); nil keeps every session.
 	Retention      map[cairn.Status]time.Duration
 	RetentionSweep time.Duration
+	// TombstoneRetention is retention.tombstones (0: the default).
+	TombstoneRetention time.Duration
 	// MCPServers are the file's MCP servers; Connect starts them.
 	MCPServers []mcptools.Server
 	// MCP holds the connections to the file's MCP servers once Connect

@@ -56,6 +56,9 @@ type RetentionConfig struct {
 	Failed    string `yaml:"failed"`
 	Cancelled string `yaml:"cancelled"`
 	Sweep     string `yaml:"sweep"`
+	// Tombstones is how long a purged session's tombstone is kept (see
+	// cairn.RunnerOptions.TombstoneRetention); default 365d.
+	Tombstones string `yaml:"tombstones"`
 }
 
 // TemporalConfig is how to reach a Temporal cluster.

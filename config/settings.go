@@ -211,6 +211,13 @@ func (l *loader) retention(rc *RetentionConfig, cfg *Config) error {
 		}
 		cfg.Retention[k.status] = d
 	}
+	if rc.Tombstones != "" {
+		d, err := ParseAge(rc.Tombstones)
+		if err != nil || d <= 0 {
+			return l.errf("retention.tombstones", "%q is not a positive duration like 8760h or 365d", rc.Tombstones)
+		}
+		cfg.TombstoneRetention = d
+	}
 	var err error
 	cfg.RetentionSweep, err = l.duration("retention.sweep", rc.Sweep, time.Minute)
 	return err

@@ -640,7 +640,7 @@ func httpStatus(code string) int {
 		return http.StatusForbidden
 	case "not_found":
 		return http.StatusNotFound
-	case "expired":
+	case "expired", "gone":
 		return http.StatusGone
 	case "too_large":
 		return http.StatusRequestEntityTooLarge

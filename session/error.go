@@ -57,6 +57,10 @@ const (
 	// CodeSessionBusy: a completion arrived while its session ran and did
 	// not wait on the call in time; nothing was recorded: send it again.
 	CodeSessionBusy Code = "session_busy"
+	// CodeGone: a link or callback URL issued for a session that was
+	// purged (its id may since be used by a later session, which the link
+	// never acts on).
+	CodeGone Code = "gone"
 	// CodeTooLarge: a paused session no longer fits in a continuation token.
 	CodeTooLarge Code = "too_large"
 	// CodeInternal is an engine fault, not a refused input: the state it
@@ -117,6 +121,7 @@ var (
 	ErrInvalidLink         error = &Error{Code: CodeInvalidLink, Message: "invalid action link"}
 	ErrSessionBusy         error = &Error{Code: CodeSessionBusy, Message: "session busy"}
 	ErrAlreadyDecided      error = &Error{Code: CodeAlreadyDecided, Message: "already decided"}
+	ErrGone                error = &Error{Code: CodeGone, Message: "gone"}
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.

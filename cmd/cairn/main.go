@@ -108,7 +108,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	closeLedger := func() error { return nil }
 	defer func() { closeLedger() }()
 	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease, MeterProvider: prom.provider,
-		Retention: cfg.Retention, RetentionSweep: cfg.RetentionSweep}, log,
+		Retention: cfg.Retention, RetentionSweep: cfg.RetentionSweep, TombstoneRetention: cfg.TombstoneRetention}, log,
 		func(st store.Store, opts *cairn.RunnerOptions) (err error) {
 			opts.Ledger, closeLedger, ledgerNote, err = tokenLedger(ctx, cfg, st)
 			return err

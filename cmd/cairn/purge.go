@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -65,7 +66,11 @@ an RFC 3339 time, or an age (720h, 30d: that long before now).`,
 					fmt.Fprintf(stdout, "would delete %d %s sessions last updated before %s (dry run: nothing deleted)\n", n, status, when)
 					continue
 				}
-				n, err := store.PurgeAll(cmd.Context(), p, store.PurgeOptions{Status: status, Before: cutoff}, 0, nil)
+				// Tombstones are kept as long as the server keeps them.
+				now := time.Now()
+				opts := store.PurgeOptions{Status: status, Before: cutoff, Now: now,
+					TombstonesBefore: now.Add(-cmp.Or(cfg.TombstoneRetention, cairn.DefaultTombstoneRetention))}
+				n, err := store.PurgeAll(cmd.Context(), p, opts, 0, nil)
 				if err != nil {
 					return fmt.Errorf("after deleting %d %s sessions: %w", n, status, err)
 				}

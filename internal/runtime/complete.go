@@ -193,6 +193,9 @@ func (r *Runner) Callback(ctx context.Context, token string, c Completion) (*ses
 	if claims.Session == "" || claims.Interrupt == "" {
 		return nil, bad("the payload is malformed")
 	}
+	if _, err := r.issuedFor(ctx, claims.Session, claims.Nonce, "callback URL"); err != nil {
+		return nil, err
+	}
 	return r.Complete(ctx, claims.Session, claims.Interrupt, c, &TurnOptions{Actor: session.Actor{Name: "callback", Role: "callback"}})
 }
 

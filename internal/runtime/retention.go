@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -20,6 +21,9 @@ import (
 // time (see store.PurgeAll). bench/scale measures the approval cycle's
 // throughput during a sweep.
 const purgeShare = 0.1
+
+// DefaultTombstoneRetention is cairn.DefaultTombstoneRetention: a year.
+const DefaultTombstoneRetention = 365 * 24 * time.Hour
 
 // startRetention checks the retention settings and starts the sweep.
 func (r *Runner) startRetention(keep map[session.Status]time.Duration, every time.Duration) error {
@@ -69,7 +73,9 @@ func (r *Runner) Purge(ctx context.Context, status session.Status, before time.T
 	if !ok {
 		return 0, fmt.Errorf("cairn: purge: the store %T does not purge (store.Purger)", r.store)
 	}
-	return store.PurgeAll(ctx, p, store.PurgeOptions{Status: status, Before: before}, purgeShare, func(done []store.Head) {
+	now := r.now()
+	opts := store.PurgeOptions{Status: status, Before: before, Now: now, TombstonesBefore: now.Add(-cmp.Or(r.tombstoneKeep, DefaultTombstoneRetention))}
+	return store.PurgeAll(ctx, p, opts, purgeShare, func(done []store.Head) {
 		for _, h := range done {
 			r.cache.take(h.ID) // a state cached for it goes too
 		}

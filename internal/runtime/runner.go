@@ -56,6 +56,8 @@ type Options struct {
 	CompletionWait   time.Duration
 	Retention        map[session.Status]time.Duration
 	RetentionSweep   time.Duration
+	// TombstoneRetention is cairn.RunnerOptions.TombstoneRetention.
+	TombstoneRetention time.Duration
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -99,6 +101,7 @@ type Runner struct {
 	publicURL      string          // Options.PublicURL without its trailing slash
 	callbacks      *callbackSigner // nil: the store keeps no secrets
 	completionWait time.Duration
+	tombstoneKeep  time.Duration // RunnerOptions.TombstoneRetention
 }
 
 // NewRunner checks and compiles the agents and their tools once. opts may
@@ -170,6 +173,7 @@ func newRunner(opts *Options) (*Runner, error) {
 	r.snapshots = snapshotPolicyFor(r.store)
 	r.publicURL, r.callbacks = strings.TrimRight(opts.PublicURL, "/"), newCallbackSigner(r.store)
 	r.completionWait = cmp.Or(opts.CompletionWait, DefaultCompletionWait)
+	r.tombstoneKeep = opts.TombstoneRetention
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}

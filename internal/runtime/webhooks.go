@@ -216,7 +216,36 @@ func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.Act
 		return nil, &session.Error{Code: session.CodeExpired, Interrupt: link.InterruptID,
 			Message: fmt.Sprintf("this link expired at %s, with the approval it decides", link.ExpiresAt.UTC().Format(time.RFC3339))}
 	}
+	if _, err := r.issuedFor(ctx, link.SessionID, link.Nonce, "link"); err != nil {
+		return nil, err
+	}
 	return link, nil
+}
+
+// issuedFor returns the session a link or callback URL (what) was issued
+// for: the one stored under id if its nonce is nonce. One purged since
+// is gone (ErrGone, 410), whether its id is free or used by a later
+// session; an id never purged (or whose tombstone retention let go) is
+// not found.
+func (r *Runner) issuedFor(ctx context.Context, id, nonce, what string) (*session.Session, error) {
+	sess, err := r.Session(ctx, id)
+	if err == nil {
+		if sess.Nonce == nonce {
+			return sess, nil
+		}
+		return nil, &session.Error{Code: session.CodeGone, Message: fmt.Sprintf(
+			"session %s was purged, and its id is used by a later session: this %s was issued for the earlier one and acts no more", id, what)}
+	}
+	if session.CodeOf(err) != session.CodeNotFound {
+		return nil, err
+	}
+	if p, ok := r.store.(store.Purger); ok {
+		if t, terr := p.Tombstone(ctx, id); terr == nil {
+			return nil, &session.Error{Code: session.CodeGone, Message: fmt.Sprintf(
+				"session %s was purged at %s: this %s acts no more", id, t.PurgedAt.UTC().Format(time.RFC3339), what)}
+		}
+	}
+	return nil, err
 }
 
 // FollowActionLink is cairn.Runner.FollowActionLink (documented there).
@@ -225,7 +254,7 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	if err != nil {
 		return nil, err
 	}
-	sess, err := r.Session(ctx, link.SessionID)
+	sess, err := r.issuedFor(ctx, link.SessionID, link.Nonce, "link")
 	if err != nil {
 		return nil, err
 	}
