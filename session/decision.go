@@ -19,12 +19,18 @@ const (
 	ActionEdit Action = "edit"
 	// ActionComplete gives a waiting call (KindExternal, KindClient) its
 	// result, Decision.Output: a JSON value (a string is the text the model
-	// reads), checked against the interrupt's ResultSchema.
+	// reads), checked against the interrupt's ResultSchema. It also
+	// settles a call in doubt (Interrupt.InDoubt) whose work is known to
+	// have finished.
 	ActionComplete Action = "complete"
-	// ActionFail ends a waiting call (KindExternal, KindClient) with an
-	// error the model sees: Decision.Reason.
+	// ActionFail ends a waiting call (KindExternal, KindClient), or a call
+	// in doubt, with an error the model sees: Decision.Reason.
 	ActionFail Action = "fail"
 )
+
+// Completes reports whether a is a completion (complete or fail): the
+// result of work that was started, whoever sends it.
+func (a Action) Completes() bool { return a == ActionComplete || a == ActionFail }
 
 // RememberSession is the Decision.Remember value that applies an approval
 // or a rejection to the same tool of the same agent for the rest of the

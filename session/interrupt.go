@@ -87,8 +87,15 @@ func Kinds() string {
 func (k Kind) Decided() bool { return len(k.Actions()) > 0 }
 
 // Actions are the decisions a person may make on the interrupt; see
-// Kind.Actions.
-func (in Interrupt) Actions() []Action { return in.Kind.Actions() }
+// Kind.Actions. A call in doubt (InDoubt) also takes complete and fail:
+// whoever knows how its work ended settles it with its result, or its
+// error, instead of running it again.
+func (in Interrupt) Actions() []Action {
+	if in.InDoubt {
+		return []Action{ActionApprove, ActionReject, ActionComplete, ActionFail}
+	}
+	return in.Kind.Actions()
+}
 
 // Interrupt is why a session is paused: a tool call that waits for a
 // decision, a question, or an interactive agent waiting for the user.
@@ -127,7 +134,10 @@ type Interrupt struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// InDoubt marks a call that was running when the process stopped: it
 	// may or may not have taken effect. IdempotencyKey is then the key it
-	// ran with (see cairn.IdempotencyKey), to look it up downstream.
+	// ran with (see cairn.IdempotencyKey), to look it up downstream. It is
+	// decided by approve (run it again), reject, or complete / fail when
+	// its outcome is known: a result sent to the callback URL its run
+	// handed out settles it too. ResultSchema is then its tool's.
 	InDoubt        bool   `json:"in_doubt"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// ExpiresAt is when an approval counts as rejected without a decision,

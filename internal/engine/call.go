@@ -314,7 +314,7 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := idempotencyKey(s.st, f, c)
 	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
-	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits}
+	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits, Reruns: c.Reruns}
 }
 
 // isJSONObject reports whether raw is one valid JSON object, as decodeArgs
@@ -404,4 +404,7 @@ type Call struct {
 	// Waits counts the waits on a system this call ended by deadline (each
 	// retry starts a new one, with a new interrupt id).
 	Waits int `json:",omitempty"`
+	// Reruns counts the times a person approved running this call again
+	// after it was in doubt: each run waits under its own id too.
+	Reruns int `json:",omitempty"`
 }

@@ -75,6 +75,9 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 		return s.checkReview(i, d, f)
 	}
 	f, c := st.findInterrupt(d.InterruptID)
+	if c == nil && d.Action.Completes() {
+		f, c = st.findInDoubtWait(d.InterruptID)
+	}
 	if c == nil {
 		for _, m := range st.Interrupts() {
 			if m.ID == d.InterruptID && m.Kind == session.KindMessage {
@@ -99,7 +102,7 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 			return decided{}, err
 		}
 		p.content = content
-	case (d.Action == session.ActionComplete || d.Action == session.ActionFail) && (kind == session.KindExternal || kind == session.KindClient):
+	case d.Action.Completes() && (kind == session.KindExternal || kind == session.KindClient || c.Interrupt.InDoubt):
 		output, err := s.completion(i, d, f, c)
 		if err != nil {
 			return decided{}, err
@@ -310,8 +313,11 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 	switch p.Action {
 	case session.ActionApprove:
 		c.State = CallApproved
-		if inDoubt && c.Held { // the held work is gone: the call starts afresh
-			c.Answers, c.Held = nil, false
+		if inDoubt {
+			c.Reruns++  // the run in doubt may yet call back: this one waits under another id
+			if c.Held { // the held work is gone: the call starts afresh
+				c.Answers, c.Held = nil, false
+			}
 		}
 		if len(p.NewArgs) > 0 {
 			c.Args = string(p.NewArgs)

@@ -160,8 +160,11 @@ type ToolRun struct {
 	Answers []session.Answer
 	// Waits counts the times this call waited on a system before (each
 	// retry after a missed deadline adds one): with IdempotencyKey it names
-	// the wait this run may start (WaitID).
+	// the wait this run may start (WaitID), with Reruns.
 	Waits int `json:",omitempty"`
+	// Reruns counts the times a person had this call run again after it
+	// was in doubt.
+	Reruns int `json:",omitempty"`
 }
 
 func (CallModel) isEffect() {}

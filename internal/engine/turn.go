@@ -301,7 +301,7 @@ func (s *stepper) recover() error {
 					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
 				continue
 			}
-			s.inDoubt(f, c, fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete.", c.Tool, c.Args))
+			s.inDoubt(f, c, fmt.Sprintf("Cairn stopped while tool %s was running with arguments %s; it may or may not have taken effect. Approve to run it again; reject to tell the model it did not complete; or, if you know how it ended, complete it with its result (or fail it).", c.Tool, c.Args))
 		}
 	}
 	s.advance()
@@ -316,6 +316,9 @@ func (s *stepper) inDoubt(f *Frame, c *Call, message string) {
 		ID: derivedID(st.scope(), f.ID, c.Origin, c.ID, "in_doubt"), Kind: session.KindApproval, InDoubt: true,
 		Path: append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: idempotencyKey(st, f, c), Message: message,
+	}
+	if tool := s.tool(f, c); tool != nil {
+		in.ResultSchema = tool.ResultSchema // a completion settles it
 	}
 	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 }

@@ -13,12 +13,33 @@ import (
 )
 
 // WaitID is the id of the interrupt a call waits under when its run
-// (idempotency key, and the waits it ended before) says its work finishes
-// later: known before the tool runs, so the tool can be given a callback
-// URL for it.
-func WaitID(idempotencyKey string, waits int) string {
-	h := sha256.Sum256([]byte(idempotencyKey + "\x00external/" + strconv.Itoa(waits)))
+// (idempotency key, the waits it ended before, the times a person had it
+// run again after it was in doubt) says its work finishes later: known
+// before the tool runs, so the tool can be given a callback URL for it.
+// Each run has its own: a late result of a run a person gave up on never
+// completes the next one.
+func WaitID(idempotencyKey string, waits, reruns int) string {
+	s := idempotencyKey + "\x00external/" + strconv.Itoa(waits)
+	if reruns > 0 {
+		s += "/rerun/" + strconv.Itoa(reruns)
+	}
+	h := sha256.Sum256([]byte(s))
 	return "int_" + hex.EncodeToString(h[:10])
+}
+
+// findInDoubtWait returns the call in doubt (its process stopped while
+// it ran) whose run would have waited under wait id id: a result sent to
+// the callback URL that run handed out settles the call, since the URL
+// proves that its work started.
+func (s *State) findInDoubtWait(id string) (*Frame, *Call) {
+	for _, f := range s.Frames {
+		for _, c := range f.Calls {
+			if c.State == CallAwaiting && c.Interrupt != nil && c.Interrupt.InDoubt && WaitID(idempotencyKey(s, f, c), c.Waits, c.Reruns) == id {
+				return f, c
+			}
+		}
+	}
+	return nil, nil
 }
 
 // waitOnSystem records that call c started work that finishes later: it
@@ -26,7 +47,7 @@ func WaitID(idempotencyKey string, waits int) string {
 // tool has one.
 func (s *stepper) waitOnSystem(f *Frame, c *Call, p Pending) {
 	in := session.Interrupt{
-		ID: WaitID(idempotencyKey(s.st, f, c), c.Waits), Kind: session.KindExternal,
+		ID: WaitID(idempotencyKey(s.st, f, c), c.Waits, c.Reruns), Kind: session.KindExternal,
 		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
 		Tool: c.Tool, Arguments: json.RawMessage(c.Args), Handle: p.Handle, Message: p.Message,
 	}

@@ -63,7 +63,7 @@ func TestBatchOfClientGatedAndLongCallsCompletesEachOnce(t *testing.T) {
 				t.Fatalf("after the model: %s", got)
 			}
 			run := s.Effects[0].(RunTools)
-			wantID := WaitID(run.Calls[0].IdempotencyKey, 0)
+			wantID := WaitID(run.Calls[0].IdempotencyKey, 0, 0)
 			s = do(ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c3", Pending: &Pending{Handle: "run-7", Message: "pipeline 7 started"}}}})
 			if got := types(s.Events); got != "external_requested turn_paused" || st.Status != session.StatusPaused {
 				t.Fatalf("after the long call started: %s %s", got, st.Status)
@@ -202,7 +202,7 @@ func TestMissedDeadlineOutcomes(t *testing.T) {
 		}
 		*log = append(*log, step(t, m, st, ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c1", Pending: &Pending{}}}}).Events...)
 		second := st.Interrupts()[0].ID
-		if second == first || second != WaitID(run.Calls[0].IdempotencyKey, 1) {
+		if second == first || second != WaitID(run.Calls[0].IdempotencyKey, 1, 0) {
 			t.Fatalf("the retry waits under %s (first %s)", second, first)
 		}
 		// A completion of the first wait (its callback URL) no longer applies.
@@ -232,4 +232,109 @@ func TestMissedDeadlineOutcomes(t *testing.T) {
 			t.Fatalf("approved: %s", types(s.Events))
 		}
 	})
+}
+
+// A call whose process stopped while it ran, after it handed out its
+// callback URL, is in doubt after Recover; the result sent to that URL
+// (its run's wait id) settles it once, as does complete or fail on the
+// in-doubt interrupt itself. A person's approval to run it again gives the
+// new run another wait id: the first run's late result completes nothing.
+func TestCompletionSettlesACallInDoubt(t *testing.T) {
+	start := func(t *testing.T) (*Machine, *State, RunTools) {
+		m := waitMachine(session.OnTimeoutError)
+		st := &State{}
+		step(t, m, st, Start{SessionID: "s1", Nonce: "n1", Agent: "main", Text: "go"})
+		s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(model.ToolCall{ID: "c1", Name: "pipeline", Arguments: `{"ref":"main"}`})})
+		run := s.Effects[0].(RunTools)
+		step(t, m, st, Recover{}) // the process running it stopped
+		ins := st.Interrupts()
+		if len(ins) != 1 || !ins[0].InDoubt || !reflect.DeepEqual(ins[0].Actions(), []session.Action{session.ActionApprove, session.ActionReject, session.ActionComplete, session.ActionFail}) {
+			t.Fatalf("after recovery: %+v", ins)
+		}
+		return m, st, run
+	}
+	result := func(s Step) string { // the tool_result's content
+		for _, ev := range s.Events {
+			var r ToolResult
+			if ev.Type == session.EventToolResult && json.Unmarshal(ev.Data, &r) == nil {
+				return r.Content
+			}
+		}
+		return ""
+	}
+	t.Run("callback", func(t *testing.T) {
+		m, st, run := start(t)
+		wait := WaitID(run.Calls[0].IdempotencyKey, 0, 0)
+		d := session.Decision{InterruptID: wait, Action: session.ActionComplete, Output: json.RawMessage(`"passed"`)}
+		s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{d}})
+		if got := types(s.Events); got != "decision tool_result" || result(s) != "passed" || st.Status != session.StatusRunning {
+			t.Fatalf("the callback's result: %s, result %q", got, result(s))
+		}
+		if _, err := m.Step(st, Decide{Seq: st.Seq, Decisions: []session.Decision{d}}, t0); err == nil {
+			t.Fatal("a second result was taken")
+		}
+	})
+	t.Run("complete and fail by name", func(t *testing.T) {
+		for _, d := range []session.Decision{
+			{Action: session.ActionComplete, Output: json.RawMessage(`{"status":"passed"}`)},
+			{Action: session.ActionFail, Reason: "3 tests failed"},
+		} {
+			m, st, _ := start(t)
+			d.InterruptID = st.Interrupts()[0].ID
+			s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{d}})
+			want := `{"status":"passed"}`
+			if d.Action == session.ActionFail {
+				want = "the work tool pipeline started failed: 3 tests failed"
+			}
+			if got := types(s.Events); got != "decision tool_result" || result(s) != want {
+				t.Fatalf("%s: %s, result %q", d.Action, got, result(s))
+			}
+		}
+	})
+	t.Run("rerun", func(t *testing.T) {
+		m, st, run := start(t)
+		first := WaitID(run.Calls[0].IdempotencyKey, 0, 0)
+		s := step(t, m, st, Decide{Seq: st.Seq, Decisions: []session.Decision{{InterruptID: st.Interrupts()[0].ID, Action: session.ActionApprove}}})
+		again := s.Effects[0].(RunTools).Calls[0]
+		second := WaitID(again.IdempotencyKey, again.Waits, again.Reruns)
+		if again.IdempotencyKey != run.Calls[0].IdempotencyKey || second == first {
+			t.Fatalf("the second run: key %s, wait id %s (the first's: %s)", again.IdempotencyKey, second, first)
+		}
+		step(t, m, st, ToolsDone{Frame: "f1", Results: []ToolOutcome{{CallID: "c1", Pending: &Pending{Handle: "run-8"}}}})
+		late := session.Decision{InterruptID: first, Action: session.ActionComplete, Output: json.RawMessage(`"passed"`)}
+		if _, err := m.Step(st, Decide{Seq: st.Seq, Decisions: []session.Decision{late}}, t0); !errors.Is(err, session.ErrUnknownInterrupt) {
+			t.Fatalf("the first run's late result on the second's wait: %v", err)
+		}
+		if ins := st.Interrupts(); len(ins) != 1 || ins[0].ID != second {
+			t.Fatalf("the second run waits under %+v, want %s", ins, second)
+		}
+	})
+}
+
+// The nonce drawn at creation is in every id derived from the session: the
+// same session id with another nonce (a purged id used again) shares no
+// interrupt id, idempotency key or wait id; a log without one keeps the
+// ids it always had.
+func TestNonceSeparatesSessionsOfOneID(t *testing.T) {
+	type ids struct{ approval, key, wait string }
+	run := func(nonce string) ids {
+		m := waitMachine(session.OnTimeoutError)
+		st := &State{}
+		step(t, m, st, Start{SessionID: "chat-42", Nonce: nonce, Agent: "main", Text: "go"})
+		s := step(t, m, st, ModelDone{Frame: "f1", Response: assistant(
+			model.ToolCall{ID: "call_0", Name: "deploy", Arguments: `{"env":"prod"}`},
+			model.ToolCall{ID: "call_1", Name: "pipeline", Arguments: `{"ref":"main"}`})})
+		r := s.Effects[0].(RunTools).Calls[0]
+		return ids{st.Interrupts()[0].ID, r.IdempotencyKey, WaitID(r.IdempotencyKey, r.Waits, r.Reruns)}
+	}
+	a, b, none := run("n1"), run("n2"), run("")
+	if a.approval == b.approval || a.key == b.key || a.wait == b.wait {
+		t.Fatalf("two nonces, shared ids: %+v %+v", a, b)
+	}
+	if a != run("n1") {
+		t.Fatal("the ids of one nonce are not stable")
+	}
+	if none.approval != derivedID("chat-42", "f1", 3, "call_0", "") || none.key != "chat-42/f1/3/call_1" {
+		t.Fatalf("a session without a nonce: %+v", none)
+	}
 }

@@ -49,6 +49,17 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 	if err != nil {
 		return nil, err
 	}
+	return r.complete(ctx, sessionID, d, opts)
+}
+
+// complete takes completion d (complete or fail) of the call waiting
+// under d.InterruptID, or of a call in doubt: one whose process stopped
+// while it ran, which the completion settles (the engine tells which
+// completions settle it: its own interrupt's id, or the wait id of the
+// callback URL its run handed out). While the session runs it waits, up
+// to completionWait, for the session to wait on the call.
+func (r *Runner) complete(ctx context.Context, sessionID string, d session.Decision, opts *TurnOptions) (*session.Session, error) {
+	interruptID := d.InterruptID
 	waitCtx, cancel := context.WithTimeout(ctx, r.completionWait)
 	defer cancel()
 	checked := int64(0) // the log up to here holds no decision on the interrupt
@@ -57,10 +68,13 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 		if err != nil {
 			return nil, err
 		}
-		if sess.Status == session.StatusPaused && slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == interruptID }) {
-			out, err := r.Resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts)
+		if sess.Status == session.StatusPaused && slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == interruptID || in.InDoubt }) {
+			out, err := r.resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts)
 			if errors.Is(err, session.ErrAlreadyDecided) {
 				return nil, err // another completion won meanwhile: say which, even while its turn runs
+			}
+			if session.CodeOf(err) == session.CodeUnknownInterrupt {
+				return nil, r.completionRefused(ctx, sess, interruptID) // the calls in doubt are others
 			}
 			if errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrLeaseLost) && waitCtx.Err() == nil {
 				continue // the session moved on between the read and the decision: read it again

@@ -173,7 +173,7 @@ func (r *Runner) runTool(ctx context.Context, sessionID, nonce string, t *Tool, 
 		return outcome
 	}
 	ctx = &callContext{Context: ctx, call: Call{Key: call.IdempotencyKey, ask: askState{answers: call.Answers},
-		session: sessionID, nonce: nonce, waits: call.Waits, r: r}}
+		session: sessionID, nonce: nonce, waits: call.Waits, reruns: call.Reruns, r: r}}
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)

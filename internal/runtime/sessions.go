@@ -78,8 +78,22 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	return r.runTurn(ctx, st, step, opts.ID == "")
 }
 
-// Resume is cairn.Runner.Resume (documented there).
+// Resume is cairn.Runner.Resume (documented there). A lone completion
+// (complete or fail) refused for the session's state, not for the call's
+// (the session runs, is being taken over, or moved on since seq), is
+// taken as Complete takes one: completions are first-wins by call, and
+// a result is never refused as final while nothing decided the call.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
+	out, err := r.resume(ctx, sessionID, seq, decisions, opts)
+	if len(decisions) == 1 && decisions[0].Action.Completes() && session.CodeOf(err) == session.CodeConflict && !errors.Is(err, session.ErrLeaseLost) {
+		return r.complete(ctx, sessionID, decisions[0], opts)
+	}
+	return out, err
+}
+
+// resume applies decisions at seq, once: Resume without its second
+// chance for completions.
+func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
 	var out *session.Session
 	var err error

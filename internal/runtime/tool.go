@@ -55,7 +55,7 @@ type Call struct {
 	// The session, the runner and the waits of the call before this run:
 	// what signs the URL that completes the wait this run may start.
 	session, nonce string
-	waits          int
+	waits, reruns  int
 	r              *Runner
 }
 
@@ -65,7 +65,7 @@ func (c *Call) CallbackURL(ctx context.Context) (string, error) {
 	if c.r == nil {
 		return "", errors.New("cairn: this call has no callback URL")
 	}
-	return c.r.callbackURL(ctx, c.session, c.nonce, engine.WaitID(c.Key, c.waits))
+	return c.r.callbackURL(ctx, c.session, c.nonce, engine.WaitID(c.Key, c.waits, c.reruns))
 }
 
 // PendingError is what a tool returns when the work it started finishes
