@@ -58,7 +58,9 @@ var (
 	// answers 409 conflict), but a stale seq or another conflict is not
 	// ErrLeaseLost, so a caller can tell the two apart.
 	ErrLeaseLost = session.ErrLeaseLost
-	// ErrShuttingDown: the runner is draining (Shutdown) and takes no new turns.
+	// ErrShuttingDown: the runner is draining (Shutdown) and takes no new
+	// turns; nothing was recorded. The HTTP API answers 503 with
+	// Retry-After and error.code "stopping": send it to another server.
 	ErrShuttingDown = session.ErrShuttingDown
 	// ErrInDoubt is what a tool returns (wrapped or not) when it cannot tell
 	// whether its work took effect, such as a held MCP call lost in a

@@ -69,3 +69,40 @@ func TestCloseStreamsEndsReadersNotRequests(t *testing.T) {
 		t.Fatalf("a plain request after CloseStreams: %v %v", err, resp)
 	}
 }
+
+// A draining runner (Shutdown) takes no new work: creates, messages and
+// decisions that reach it answer 503 stopping with Retry-After, never a
+// 409 that tells the client to give up, and record nothing.
+func TestDrainingAnswers503(t *testing.T) {
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: scripted.New(scripted.Reply{Text: "hi"})}}, &cairn.RunnerOptions{Store: store.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hs := httptest.NewServer(server.New(r, nil))
+	defer hs.Close()
+	sess, err := r.Start(t.Context(), "main", "hello", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/sessions", `{"agent":"main","input":"hello"}`},
+		{"/v1/sessions/" + sess.ID + "/messages", `{"text":"again"}`},
+	} {
+		resp, err := http.Post(hs.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"stopping"`) {
+			t.Fatalf("POST %s while draining: %d %q %s", c.path, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+		}
+	}
+	if got, err := r.Session(t.Context(), sess.ID); err != nil || got.Seq != sess.Seq {
+		t.Fatalf("the session after the refused message: %+v %v", got, err)
+	}
+}

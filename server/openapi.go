@@ -97,6 +97,7 @@ var (
 	notFound     = reply{description: "no such session"}
 	tooLarge     = reply{description: "the body is larger than the server accepts"}
 	conflict     = reply{description: "the session is not in a state that accepts this, or seq is stale (another request won); nothing changed"}
+	stopping     = reply{description: "this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After"}
 )
 
 var pageQuery = []param{
@@ -110,7 +111,7 @@ func operations() []operation {
 			summary: "Start a session with the user's first message; answers after the first turn ends or pauses (or at once with wait: false).",
 			request: createRequest{}, responses: map[int]reply{
 				201: {"the session", &cairn.Session{}}, 400: {description: "the request is malformed, or names no configured agent"},
-				401: unauthorized, 413: tooLarge}},
+				401: unauthorized, 413: tooLarge, 503: stopping}},
 		{method: "GET", path: "/v1/sessions", id: "listSessions", summary: "List sessions, most recently updated first, a page at a time.",
 			query: append([]param{{"status", "running, paused, completed, failed or cancelled", "string"},
 				{"agent", "only the sessions of this agent", "string"}}, pageQuery...),
@@ -122,13 +123,14 @@ func operations() []operation {
 			request: messageRequest{}, responses: map[int]reply{
 				200: {"the session after the turn", &cairn.Session{}}, 400: badRequest, 401: unauthorized,
 				403: {description: "only the session's owner or an admin posts messages (an approver reads it)"},
-				404: notFound, 409: conflict, 413: tooLarge}},
+				404: notFound, 409: conflict, 413: tooLarge, 503: stopping}},
 		{method: "POST", path: "/v1/sessions/{id}/decisions", id: "postDecisions",
 			summary: "Answer the interrupts of a paused session and run the resumed turn.",
 			request: decisionsRequest{}, responses: map[int]reply{
 				200: {"the session after the resumed turn", &cairn.Session{}}, 400: badRequest, 401: unauthorized,
 				403: forbidden, 404: notFound, 409: conflict, 413: tooLarge,
-				410: {description: "an approval expired before the decision (it counts as rejected), or a wait passed its deadline"}}},
+				410: {description: "an approval expired before the decision (it counts as rejected), or a wait passed its deadline"},
+				503: {description: "this server is draining (stopping), or a lone completion (complete, fail) arrived while the session ran and it did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After"}}},
 		{method: "POST", path: "/v1/sessions/{id}/cancel", id: "postCancel",
 			summary: "Cancel the top interactive agent (top) or the whole turn (all).",
 			request: cancelRequest{}, responses: map[int]reply{
@@ -190,19 +192,19 @@ func operations() []operation {
 		{method: "GET", path: "/v1/actions/{token}", id: "actionPage", media: "text/html",
 			summary: "An action link from a webhook (data.actions): a page saying what it decides, with the button that POSTs it. No bearer token: the signed link is the credential. Error pages are HTML too. See docs/webhooks.md.",
 			responses: map[int]reply{200: {description: "the confirmation page"}, 403: {description: "the link was altered, or no server on this store signed it (invalid_link)"},
-				409: {description: "the link was used, or the interrupt was decided another way"}, 410: {description: "the link expired with its approval"}}},
+				409: {description: "the link was used, or the interrupt was decided another way"}, 410: {description: "the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id"}}},
 		{method: "POST", path: "/v1/actions/{token}", id: "followAction", media: "text/html, application/json",
 			summary: "Decide through an action link, once (form field reason, on reject, is shown to the model); answers a page, or the Session with Accept: application/json. See docs/webhooks.md.",
 			responses: map[int]reply{200: {description: "the decision was made; the session after the resumed turn"}, 400: badRequest,
 				403: {description: "the link was altered, or no server on this store signed it (invalid_link)"},
-				409: {description: "the link was used, or the interrupt was decided another way; nothing changed"}, 410: {description: "the link expired with its approval"}}},
+				409: {description: "the link was used, or the interrupt was decided another way; nothing changed"}, 410: {description: "the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id"}}},
 		{method: "POST", path: "/v1/callbacks/{token}", id: "callback",
 			summary: "Complete a call that waits on a system, once, through the callback URL its tool was given (cairn.CallbackURL, CAIRN_CALLBACK_URL): {\"output\": …} or {\"error\": \"…\"}. No bearer token: the signed URL is the credential. See docs/waits.md.",
 			request: callbackRequest{}, responses: map[int]reply{200: {"the call was completed; where the session went", callbackReply{}}, 400: badRequest,
 				403: {description: "the URL was altered, or no server on this store signed it (invalid_link)"},
 				409: {description: "the URL was used, or the call was completed another way; nothing changed"},
-				410: {description: "the wait passed its deadline; the late result is not recorded"},
-				503: {description: "the session ran and did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After"}}},
+				410: {description: "the wait passed its deadline, and the late result is not recorded (expired); or the session was purged (gone): the URL never acts again, not even on a later session given the same id"},
+				503: {description: "the session ran (or was being taken over) and did not come to wait on the call within 30 s (session_busy), or this server is draining (stopping); nothing was recorded: send it again after Retry-After"}}},
 		{method: "GET", path: "/metrics", id: "metrics", media: "text/plain",
 			summary:   "Prometheus metrics (cairn serve): turns, decisions, model and tool call durations, commit latency and group-commit batches, cache hits, takeovers, open streams; see docs/operations.md. With auth, an admin token.",
 			responses: map[int]reply{200: {description: "the Prometheus text format"}, 401: unauthorized, 403: forbidden}},

@@ -569,6 +569,25 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	// A draining server takes no new turns: 503 stopping, Retry-After.
+	if err := runner.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	busyID := busy["id"].(string)
+	for path, body := range map[string]string{
+		"/v1/sessions":                          `{"agent":"ops","input":"deploy"}`,
+		"/v1/sessions/" + busyID + "/messages":  `{"text":"again"}`,
+		"/v1/sessions/" + busyID + "/decisions": `{"seq":1,"decisions":[{"interrupt_id":"int_x","action":"approve"}]}`,
+	} {
+		token := uma
+		if strings.HasSuffix(path, "/decisions") {
+			token = approver
+		}
+		if v := do("POST", path, token, body, 503); v["error"].(map[string]any)["code"] != "stopping" {
+			t.Fatalf("POST %s while draining: %v", path, v)
+		}
+	}
+
 	// Every documented status was produced, and nothing undocumented.
 	mu.Lock()
 	defer mu.Unlock()

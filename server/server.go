@@ -644,7 +644,7 @@ func httpStatus(code string) int {
 		return http.StatusGone
 	case "too_large":
 		return http.StatusRequestEntityTooLarge
-	case "session_busy":
+	case "session_busy", "stopping":
 		return http.StatusServiceUnavailable
 	}
 	return 0

@@ -57,6 +57,10 @@ const (
 	// CodeSessionBusy: a completion arrived while its session ran and did
 	// not wait on the call in time; nothing was recorded: send it again.
 	CodeSessionBusy Code = "session_busy"
+	// CodeStopping: the process is draining (shutting down) and takes no
+	// new turns; nothing was recorded: send the request again, to another
+	// process.
+	CodeStopping Code = "stopping"
 	// CodeGone: a link or callback URL issued for a session that was
 	// purged (its id may since be used by a later session, which the link
 	// never acts on).
@@ -126,7 +130,7 @@ var (
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.
 	ErrLeaseLost    error = leaseLost{}
-	ErrShuttingDown       = errors.New("cairn: the runner is shutting down and takes no new turns; retry on another process")
+	ErrShuttingDown error = &Error{Code: CodeStopping, Message: "cairn: the runner is shutting down and takes no new turns; nothing was recorded: retry on another process"}
 	ErrInDoubt            = errors.New("cairn: the tool cannot tell whether its work took effect")
 )
 
