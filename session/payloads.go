@@ -151,6 +151,11 @@ type ToolStarted struct {
 	Arguments      json.RawMessage `json:"arguments"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Answers        []Answer        `json:"answers,omitempty"`
+	// WaitID, for a tool that finishes later (it has a wait), is the id of
+	// the interrupt the call waits under once it says it started, which its
+	// callback URL completes: a completion naming it is taken while the
+	// call still runs, and settles the call if it falls in doubt.
+	WaitID string `json:"wait_id,omitempty"`
 }
 
 // ToolResult is the result of one call, as the model will see it.

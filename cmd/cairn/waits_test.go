@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ models:
       flaky:
         - tool_calls: [{name: flaky_pipeline, arguments: {ref: main}}]
         - text: "CI: {{.LastResult}}"
+      slow:
+        - tool_calls: [{name: slow_pipeline, arguments: {ref: main}}]
+        - text: "CI: {{.LastResult}}"
 tools:
   run_pipeline:
     parameters: {type: object, properties: {ref: {type: string}}, required: [ref]}
@@ -44,9 +48,14 @@ tools:
     parameters: {type: object, properties: {ref: {type: string}}, required: [ref]}
     command: ["sh", "-c", "echo \"flaky_pipeline $CAIRN_CALLBACK_URL\" >> jobs.txt; echo pipeline started"]
     wait: {timeout: 2s, on_timeout: retry, retries: 1}
+  slow_pipeline:
+    parameters: {type: object, properties: {ref: {type: string}}, required: [ref]}
+    command: ["sh", "-c", "echo \"slow_pipeline $CAIRN_CALLBACK_URL\" >> jobs.txt; echo \"pgid $$\" >> jobs.txt; sleep 60; echo pipeline started"]
+    wait: {timeout: 1h}
 agents:
   ci: {model: demo, tools: [run_pipeline]}
   flaky: {model: demo, tools: [flaky_pipeline]}
+  slow: {model: demo, tools: [slow_pipeline]}
 `
 
 // waitsCluster starts three `cairn serve` sharing storeURL, with
@@ -298,5 +307,98 @@ func TestBrowserCompletesAClientTool(t *testing.T) {
 		chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
 	if done := waitSession(t, base, id, "completed"); done["output"] != `picked: {"path":"/data/a.csv"}` {
 		t.Fatalf("output %v", done["output"])
+	}
+}
+
+// A job hands its callback URL to the CI system and is still starting when
+// the node running it gets kill -9; the CI system posts the result at once
+// to another replica. The call is in doubt once the session is taken over,
+// and the result settles it, once: 200 after the takeover (or 503 and then
+// 200 on a retry), never a 409 that recorded nothing. The same through a
+// REST complete naming the call's wait id (its tool_started event's).
+func TestResultOfACallWhoseNodeDiedIsRecorded(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			c := waitsCluster(t, storeURL(t))
+			t.Cleanup(func() { // the killed nodes' sleeping jobs
+				for _, pgid := range jobs(t, c.dir, "pgid") {
+					var pid int
+					if _, err := fmt.Sscan(pgid, &pid); err == nil {
+						syscall.Kill(-pid, syscall.SIGKILL)
+					}
+				}
+			})
+			// settle sends a result until it is taken, and says how each
+			// try was answered.
+			settle := func(send func() (int, map[string]any)) []int {
+				var codes []int
+				for len(codes) < 10 {
+					code, body := send()
+					codes = append(codes, code)
+					if code == 200 {
+						return codes
+					}
+					if code != 503 {
+						t.Fatalf("answers %v: %v", codes, body)
+					}
+					time.Sleep(time.Second)
+				}
+				t.Fatalf("never taken: %v", codes)
+				return codes
+			}
+			started := func(node int) (id string, url string) {
+				t.Helper()
+				before := len(jobs(t, c.dir, "slow_pipeline"))
+				code, s := post(t, c.url(node)+"/v1/sessions", `{"agent":"slow","input":"build main","wait":false}`)
+				if code != 201 {
+					t.Fatalf("%d %v", code, s)
+				}
+				testwait.For(t, 10*time.Second, "the job to start", func() bool { return len(jobs(t, c.dir, "slow_pipeline")) > before })
+				return s["id"].(string), jobs(t, c.dir, "slow_pipeline")[before]
+			}
+			ended := func(id string, want string) {
+				t.Helper()
+				var final map[string]any
+				testwait.For(t, 20*time.Second, id+" to complete", func() bool {
+					_, final = getStatus(c.url(2) + "/v1/sessions/" + id)
+					return final["status"] == "completed"
+				})
+				evs := eventsOf(t, c.url(2), id)
+				if final["output"] != want || eventCount(evs, "decision") != 1 || eventCount(evs, "tool_result") != 1 || !inDoubtIn(evs) {
+					t.Fatalf("%s: %v; %d decisions, %d results, in doubt: %v", id, final["output"], eventCount(evs, "decision"), eventCount(evs, "tool_result"), inDoubtIn(evs))
+				}
+			}
+
+			// Through the callback URL.
+			id, url := started(0)
+			c.nodes[0].Process.Kill()
+			c.nodes[0].Wait()
+			codes := settle(func() (int, map[string]any) { return callbackTo(t, c.url(1), url, `{"output":"passed"}`) })
+			t.Logf("the callback after kill -9: %v", codes)
+			ended(id, "CI: passed")
+			if code, again := callbackTo(t, c.url(2), url, `{"output":"again"}`); code != 409 {
+				t.Fatalf("a second callback: %d %v", code, again)
+			}
+
+			// Through REST complete, naming the wait id.
+			id, _ = started(1)
+			var wait string
+			var seq any
+			for _, ev := range eventsOf(t, c.url(2), id) {
+				if ev["type"] == "tool_started" {
+					wait, _ = ev["data"].(map[string]any)["wait_id"].(string)
+					seq = ev["seq"]
+				}
+			}
+			if wait == "" {
+				t.Fatal("tool_started has no wait_id")
+			}
+			c.nodes[1].Process.Kill()
+			c.nodes[1].Wait()
+			body := fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"complete","output":"passed by REST"}]}`, seq, wait)
+			codes = settle(func() (int, map[string]any) { return post(t, c.url(2)+"/v1/sessions/"+id+"/decisions", body) })
+			t.Logf("REST complete after kill -9: %v", codes)
+			ended(id, "CI: passed by REST")
+		})
 	}
 }

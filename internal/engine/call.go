@@ -313,7 +313,11 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := idempotencyKey(s.st, f, c)
-	s.emit(session.EventToolStarted, f, &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers})
+	started := &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
+	if tool := s.tool(f, c); tool != nil && tool.Wait != nil {
+		started.WaitID = WaitID(key, c.Waits, c.Reruns)
+	}
+	s.emit(session.EventToolStarted, f, started)
 	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits, Reruns: c.Reruns}
 }
 
