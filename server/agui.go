@@ -123,8 +123,8 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		case replay: // every entry was applied before: answer as things are
 			out = sess
-		case len(ds) > 0 && !p.atLeast(RoleApprover):
-			st.fail("forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
+		case decisionRefused(p, sess, ds) != "":
+			st.fail("forbidden", decisionRefused(p, sess, ds))
 			return
 		case reply != nil && !canSpeak(p, sess):
 			st.fail("forbidden", notTheirs)
@@ -142,8 +142,8 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	case len(toolResults) > 0:
 		// The client ran frontend tools: their tool messages complete the calls.
 		ds := toolResults
-		if !p.atLeast(RoleApprover) && !canSpeak(p, sess) {
-			st.fail("forbidden", notTheirs)
+		if why := decisionRefused(p, sess, ds); why != "" {
+			st.fail("forbidden", why)
 			return
 		}
 		st.answering(ds)

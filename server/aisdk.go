@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn"
@@ -126,24 +125,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "unknown_interrupt", err.Error())
 		return
 	}
-	// A client tool's output and a question's answer come from the chat's
-	// own user; approvals and reviews need an approver.
-	approves := slices.ContainsFunc(decisions, func(d cairn.Decision) bool {
-		switch d.Action {
-		case cairn.ActionComplete, cairn.ActionFail, cairn.ActionAnswer:
-			return false
-		case cairn.ActionReject:
-			return !answersQuestion(sess, d.InterruptID)
-		case cairn.ActionApprove, cairn.ActionEdit:
-		}
-		return true
-	})
-	if len(decisions) > 0 && !approves && sess != nil && !canSpeak(p, sess) && !p.atLeast(RoleApprover) {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("only the owner of chat %s, an approver or an admin gives its client tools' outputs", req.ID))
-		return
-	}
-	if approves && !p.atLeast(RoleApprover) {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role))
+	if why := decisionRefused(p, sess, decisions); why != "" {
+		writeError(w, http.StatusForbidden, "forbidden", why)
 		return
 	}
 	text := lastUserText(req.Messages)
@@ -244,11 +227,6 @@ func chatDecisions(sess *cairn.Session, req *chatRequest) ([]cairn.Decision, err
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-// answersQuestion reports whether id is one of the session's questions.
-func answersQuestion(sess *cairn.Session, id string) bool {
-	return sess != nil && slices.ContainsFunc(sess.Interrupts, func(in cairn.Interrupt) bool { return in.ID == id && in.Kind == cairn.KindInput })
 }
 
 // toolOutputDecision is what a tool part's output decides: a client

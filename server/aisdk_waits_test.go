@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -135,5 +137,59 @@ func TestAISDKAnswersAQuestionWithAddToolOutput(t *testing.T) {
 				t.Fatalf("the session: %v %+v", err, s)
 			}
 		})
+	}
+}
+
+// AG-UI resume with payload.output follows the rule of the other doors:
+// the thread's own user gives its client tool's result (as an approver
+// could); another user may not.
+func TestAGUIResumeOutputByTheThreadsUser(t *testing.T) {
+	m := model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if l := req.Messages[len(req.Messages)-1]; l.Role == model.RoleTool {
+			return &model.Response{Message: model.Message{Content: "You are in " + l.Content}}, nil
+		}
+		return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "call_loc", Name: "get_location", Arguments: `{}`}}}}, nil
+	})
+	locate := cairn.ClientTool(&cairn.Tool{Name: "get_location", Description: "The user's location.",
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{locate}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, &server.Options{Tokens: []server.Token{
+		{Name: "uma", Secret: "user-token-uma-0123456789", Role: server.RoleUser},
+		{Name: "ulf", Secret: "user-token-ulf-0123456789", Role: server.RoleUser},
+	}}))
+	defer srv.Close()
+	post := func(token, body string) string {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/agents/main/ag-ui", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	post("user-token-uma-0123456789", `{"threadId":"loc-1","runId":"r1","messages":[{"id":"u1","role":"user","content":"where am I?"}]}`)
+	s, err := r.Session(t.Context(), "loc-1")
+	if err != nil || s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || s.Interrupts[0].Kind != cairn.KindClient {
+		t.Fatalf("the thread: %v %+v", err, s)
+	}
+	resume := `{"threadId":"loc-1","runId":"r2","messages":[],"resume":[{"interruptId":"` + s.Interrupts[0].ID + `","status":"resolved","payload":{"output":{"city":"Lyon"}}}]}`
+	if out := post("user-token-ulf-0123456789", resume); strings.Contains(out, "RUN_FINISHED") {
+		t.Fatalf("another user's output was taken:\n%s", out)
+	}
+	if s, err := r.Session(t.Context(), "loc-1"); err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("after another user's output: %v %+v", err, s)
+	}
+	if out := post("user-token-uma-0123456789", resume); !strings.Contains(out, "RUN_FINISHED") || strings.Contains(out, "RUN_ERROR") {
+		t.Fatalf("the thread's user's output:\n%s", out)
+	}
+	if s, err := r.Session(t.Context(), "loc-1"); err != nil || s.Status != cairn.StatusCompleted || s.Output != `You are in {"city":"Lyon"}` {
+		t.Fatalf("after the output: %v %+v", err, s)
 	}
 }

@@ -129,6 +129,48 @@ func canSpeak(p principal, sess *cairn.Session) bool {
 	return p.atLeast(RoleAdmin) || isOwner(p, sess)
 }
 
+// decisionRefused says why p may not make decisions on sess, "" when it
+// may: the session's own user runs its client tools (complete, fail) and
+// answers its questions (answer, reject), as an approver or an admin may;
+// every other decision (an approval, an edit, the result of work the
+// server started) needs an approver. The chat doors (AI SDK, AG-UI) ask
+// it; on REST every decision needs an approver.
+func decisionRefused(p principal, sess *cairn.Session, decisions []cairn.Decision) string {
+	if len(decisions) == 0 || p.atLeast(RoleApprover) {
+		return ""
+	}
+	for _, d := range decisions {
+		if !usersOwn(sess, d) {
+			return fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role)
+		}
+	}
+	if sess == nil || !canSpeak(p, sess) {
+		return "only the session's owner, an approver or an admin gives its client tools' outputs and answers its questions"
+	}
+	return ""
+}
+
+// usersOwn reports whether d is a decision the session's own user makes:
+// a client tool's result, or a question's answer or refusal.
+func usersOwn(sess *cairn.Session, d cairn.Decision) bool {
+	if sess == nil {
+		return false
+	}
+	for _, in := range sess.Interrupts {
+		if in.ID != d.InterruptID {
+			continue
+		}
+		switch in.Kind {
+		case cairn.KindClient:
+			return d.Action.Completes()
+		case cairn.KindInput:
+			return d.Action == cairn.ActionAnswer || d.Action == cairn.ActionReject
+		case cairn.KindApproval, cairn.KindExternal, cairn.KindMessage, cairn.KindReview:
+		}
+	}
+	return false
+}
+
 func isOwner(p principal, sess *cairn.Session) bool { return sess.Owner != "" && sess.Owner == p.name }
 
 // mayRead answers 404 unless the caller may read the session in the path.
