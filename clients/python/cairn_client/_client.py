@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import json
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -30,19 +32,33 @@ from ._types import (
 class CairnError(Exception):
     """Every failure of a call: an error answer of the server, or no answer.
 
-    ``status`` is the HTTP status (0 when the server could not be reached),
-    ``code`` the machine-readable code (``conflict``, ``already_decided``,
-    ``not_found``, ``invalid_arguments``, …; ``unreachable`` with status 0)
-    and ``message`` what went wrong and how to fix it. ``body`` is the whole
-    error answer: a spent continuation's 409 carries the earlier ``result``.
+    ``status`` is the HTTP status (0 when no answer came), ``code`` the
+    machine-readable code (``conflict``, ``already_decided``, ``not_found``,
+    ``invalid_arguments``, ``session_busy``, ``stopping``, ``gone``, …; with
+    status 0: ``unreachable`` when the server could not be reached,
+    ``timeout`` when it did not answer within the client's timeout,
+    ``connection`` when the connection broke mid-answer; ``invalid_response``
+    for an answer that is not the JSON the API sends, with its start in
+    ``message``) and ``message`` what went wrong and how to fix it. ``body``
+    is the whole error answer: a spent continuation's 409 carries the
+    earlier ``result``. ``retry_after`` is the server's Retry-After in
+    seconds (a 503: nothing was recorded, send it again), else None.
     """
 
-    def __init__(self, status: int, code: str, message: str, body: Optional[Dict[str, Any]] = None):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        body: Optional[Dict[str, Any]] = None,
+        retry_after: Optional[float] = None,
+    ):
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.body = body or {}
+        self.retry_after = retry_after
 
     @property
     def result(self) -> Optional[Result]:
@@ -57,13 +73,26 @@ class Client:
     ``base_url`` is where ``cairn serve`` listens (``http://localhost:8080``);
     ``token`` is a bearer token when the server has ``auth``. ``timeout`` (in
     seconds) bounds each request; a decision or a new session answers after
-    the turn it starts, so leave room for the model.
+    the turn it starts, so leave room for the model. ``retries`` (default 0)
+    sends a request again, up to that many times, when the server answers
+    503 (``session_busy``, ``stopping``: nothing was recorded), after its
+    Retry-After or an exponential backoff from ``backoff`` seconds, capped
+    at 30; any other failure is raised at once.
     """
 
-    def __init__(self, base_url: str = "http://localhost:8080", token: Optional[str] = None, timeout: float = 300.0):
+    def __init__(
+        self,
+        base_url: str = "http://localhost:8080",
+        token: Optional[str] = None,
+        timeout: float = 300.0,
+        retries: int = 0,
+        backoff: float = 0.5,
+    ):
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
 
     # Sessions
 
@@ -210,7 +239,7 @@ class Client:
                 with self._open("GET", self._path("/v1/sessions/{}/events", session_id), headers=headers) as resp:
                     failures = 0
                     for msg in read_messages(resp):
-                        ev = from_dict(Event, json.loads(msg.data))
+                        ev = from_dict(Event, _decode(msg.data, "an event"))
                         if msg.id is not None:
                             last = int(msg.id)
                         yield ev
@@ -220,7 +249,9 @@ class Client:
                 if isinstance(err, CairnError) and err.status != 0:
                     raise
                 if not reconnect or failures >= 5:
-                    raise
+                    if isinstance(err, CairnError):
+                        raise
+                    raise _no_answer("", "GET", self.base_url + self._path("/v1/sessions/{}/events", session_id), err) from err
                 failures += 1
                 time.sleep(0.1 * 2**failures)
                 continue
@@ -234,12 +265,15 @@ class Client:
         Open it first, then read the listings: no change falls between.
         The iterator ends when the server closes the stream.
         """
-        with self._open("GET", "/v1/events", headers={"Accept": "text/event-stream"}) as resp:
-            for msg in read_messages(resp):
-                if msg.event == "session":
-                    yield Change("session", from_dict(Session, json.loads(msg.data)))
-                else:
-                    yield Change(msg.event)
+        try:
+            with self._open("GET", "/v1/events", headers={"Accept": "text/event-stream"}) as resp:
+                for msg in read_messages(resp):
+                    if msg.event == "session":
+                        yield Change("session", from_dict(Session, _decode(msg.data, "a change")))
+                    else:
+                        yield Change(msg.event)
+        except (OSError, http.client.HTTPException) as err:
+            raise _no_answer("", "GET", self.base_url + "/v1/events", err) from err
 
     # Agents, stateless runs, callbacks
 
@@ -296,19 +330,45 @@ class Client:
             hdrs["Authorization"] = "Bearer " + self.token
         hdrs.update(headers or {})
         req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
-        try:
-            return urllib.request.urlopen(req, timeout=self.timeout)
-        except urllib.error.HTTPError as err:
-            raw = err.read()
-            err.close()
-            raise _error_from(err.code, raw) from None
-        except urllib.error.URLError as err:
-            raise CairnError(0, "unreachable", f"{method} {url}: {err.reason}") from err
+        attempt = 0
+        while True:
+            try:
+                return urllib.request.urlopen(req, timeout=self.timeout)
+            except urllib.error.HTTPError as err:
+                try:
+                    raw = err.read()
+                except (OSError, http.client.HTTPException):
+                    raw = b""
+                err.close()
+                failure = _error_from(err.code, raw, _retry_after(err.headers.get("Retry-After")))
+            except urllib.error.URLError as err:
+                if isinstance(err.reason, (TimeoutError, socket.timeout)):
+                    raise _no_answer("timeout", method, url, err.reason) from err
+                raise CairnError(0, "unreachable", f"{method} {url}: {err.reason}") from err
+            except (OSError, http.client.HTTPException) as err:
+                raise _no_answer("", method, url, err) from err
+            if failure.status != 503 or attempt >= self.retries:
+                raise failure from None
+            attempt += 1
+            time.sleep(min(failure.retry_after if failure.retry_after is not None else self.backoff * 2 ** (attempt - 1), 30.0))
 
     def _call(self, method: str, path: str, body: Any = None, auth: bool = True) -> Any:
-        with self._open(method, path, body, auth=auth) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else {}
+        resp = self._open(method, path, body, auth=auth)
+        try:
+            with resp:
+                raw = resp.read()
+        except (OSError, http.client.HTTPException) as err:
+            raise _no_answer("", method, resp.geturl(), err) from err
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise CairnError(
+                resp.status,
+                "invalid_response",
+                f"{method} {resp.geturl()}: the answer is not JSON: {_excerpt(raw)}",
+            ) from None
 
 
 def _query(**params: Any) -> str:
@@ -316,11 +376,47 @@ def _query(**params: Any) -> str:
     return "?" + urllib.parse.urlencode(kept) if kept else ""
 
 
-def _error_from(status: int, raw: bytes) -> CairnError:
+def _error_from(status: int, raw: bytes, retry_after: Optional[float] = None) -> CairnError:
     try:
         body = json.loads(raw)
         err = body["error"]
-        return CairnError(status, err.get("code", ""), err.get("message", ""), body)
+        return CairnError(status, err.get("code", ""), err.get("message", ""), body, retry_after)
     except (ValueError, KeyError, TypeError, AttributeError):
-        text = raw.decode("utf-8", "replace").strip()
-        return CairnError(status, "http_error", text or f"HTTP {status}")
+        return CairnError(status, "http_error", _excerpt(raw) or f"HTTP {status}", retry_after=retry_after)
+
+
+def _decode(data: str, what: str) -> Any:
+    """A stream message's JSON; CairnError invalid_response when it is not JSON."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise CairnError(0, "invalid_response", f"{what} in the stream is not JSON: {_excerpt(data.encode())}") from None
+
+
+def _no_answer(code: str, method: str, url: str, err: BaseException) -> CairnError:
+    """A CairnError for a request that got no (whole) answer: timed out, or the connection broke."""
+    if not code:
+        code = "timeout" if isinstance(err, (TimeoutError, socket.timeout)) else "connection"
+    what = {"timeout": "no answer in time", "connection": "the connection broke"}.get(code, code)
+    return CairnError(0, code, f"{method} {url}: {what}: {err}")
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (a number of seconds, or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _excerpt(raw: bytes, limit: int = 200) -> str:
+    """The start of an answer's body, as text, for an error message."""
+    text = raw.decode("utf-8", "replace").strip()
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -160,6 +160,7 @@ class Session:
     """
 
     id: str = ""
+    nonce: str = ""
     agent: str = ""
     status: str = ""
     seq: int = 0

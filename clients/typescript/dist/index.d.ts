@@ -68,17 +68,25 @@ export type Change = {
 };
 /**
  * Every failure of a call: an error answer of the server, or none.
- * `status` is the HTTP status (0 when the server could not be reached),
- * `code` the machine-readable code (`conflict`, `already_decided`,
- * `not_found`, `invalid_arguments`, …; `unreachable` with status 0) and
- * `message` what went wrong and how to fix it. `body` is the whole error
- * answer: a spent continuation's 409 carries the earlier `result`.
+ * `status` is the HTTP status (0 when no answer came), `code` the
+ * machine-readable code (`conflict`, `already_decided`, `not_found`,
+ * `invalid_arguments`, `session_busy`, `stopping`, `gone`, …; with status
+ * 0: `unreachable` when the server could not be reached, `timeout` when it
+ * did not answer within the client's `timeoutMs`, `connection` when the
+ * connection broke mid-answer; `invalid_response` for an answer that is not
+ * the JSON the API sends, its start in `message`) and `message` what went
+ * wrong and how to fix it. `body` is the whole error answer: a spent
+ * continuation's 409 carries the earlier `result`. `retryAfter` is the
+ * server's Retry-After in seconds (a 503: nothing was recorded, send it
+ * again). A request the caller aborts (its `signal`) rejects with the
+ * abort's reason, as `fetch` does.
  */
 export declare class CairnError extends Error {
     readonly status: number;
     readonly code: string;
     readonly body: unknown;
-    constructor(status: number, code: string, message: string, body?: unknown);
+    readonly retryAfter?: number;
+    constructor(status: number, code: string, message: string, body?: unknown, retryAfter?: number);
     /** The answer of the resume that spent a continuation (on its 409), if any. */
     get result(): Result | undefined;
 }
@@ -90,6 +98,20 @@ export interface ClientOptions {
     token?: string;
     /** The fetch to use; default the global one. */
     fetch?: typeof fetch;
+    /**
+     * Bounds each call (not the event streams) in milliseconds; default
+     * none. A decision or a new session answers after the turn it starts, so
+     * leave room for the model.
+     */
+    timeoutMs?: number;
+    /**
+     * Sends a call again, up to this many times, when the server answers 503
+     * (`session_busy`, `stopping`: nothing was recorded), after its
+     * Retry-After or an exponential backoff from `retryBackoffMs` (default
+     * 500), capped at 30 s. Default 0; any other failure rejects at once.
+     */
+    retries?: number;
+    retryBackoffMs?: number;
 }
 /** Options of a request that may be aborted. */
 export interface RequestOptions {
@@ -100,6 +122,9 @@ export declare class Client {
     readonly baseUrl: string;
     readonly token?: string;
     private readonly fetcher;
+    private readonly timeoutMs?;
+    private readonly retries;
+    private readonly retryBackoffMs;
     constructor(options?: ClientOptions);
     /**
      * Starts a session with the user's first message. Answers after the first

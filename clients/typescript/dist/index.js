@@ -2,22 +2,31 @@ import { readMessages } from "./sse.js";
 export { readMessages } from "./sse.js";
 /**
  * Every failure of a call: an error answer of the server, or none.
- * `status` is the HTTP status (0 when the server could not be reached),
- * `code` the machine-readable code (`conflict`, `already_decided`,
- * `not_found`, `invalid_arguments`, …; `unreachable` with status 0) and
- * `message` what went wrong and how to fix it. `body` is the whole error
- * answer: a spent continuation's 409 carries the earlier `result`.
+ * `status` is the HTTP status (0 when no answer came), `code` the
+ * machine-readable code (`conflict`, `already_decided`, `not_found`,
+ * `invalid_arguments`, `session_busy`, `stopping`, `gone`, …; with status
+ * 0: `unreachable` when the server could not be reached, `timeout` when it
+ * did not answer within the client's `timeoutMs`, `connection` when the
+ * connection broke mid-answer; `invalid_response` for an answer that is not
+ * the JSON the API sends, its start in `message`) and `message` what went
+ * wrong and how to fix it. `body` is the whole error answer: a spent
+ * continuation's 409 carries the earlier `result`. `retryAfter` is the
+ * server's Retry-After in seconds (a 503: nothing was recorded, send it
+ * again). A request the caller aborts (its `signal`) rejects with the
+ * abort's reason, as `fetch` does.
  */
 export class CairnError extends Error {
     status;
     code;
     body;
-    constructor(status, code, message, body) {
+    retryAfter;
+    constructor(status, code, message, body, retryAfter) {
         super(message);
         this.name = "CairnError";
         this.status = status;
         this.code = code;
         this.body = body;
+        this.retryAfter = retryAfter;
     }
     /** The answer of the resume that spent a continuation (on its 409), if any. */
     get result() {
@@ -30,10 +39,16 @@ export class Client {
     baseUrl;
     token;
     fetcher;
+    timeoutMs;
+    retries;
+    retryBackoffMs;
     constructor(options = {}) {
         this.baseUrl = (options.baseUrl ?? "http://localhost:8080").replace(/\/+$/, "");
         this.token = options.token;
         this.fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+        this.timeoutMs = options.timeoutMs;
+        this.retries = options.retries ?? 0;
+        this.retryBackoffMs = options.retryBackoffMs ?? 500;
     }
     // Sessions
     /**
@@ -160,7 +175,7 @@ export class Client {
                 const resp = await this.open("GET", `/v1/sessions/${enc(id)}/events`, undefined, headers, options.signal);
                 failures = 0;
                 for await (const msg of readMessages(resp.body)) {
-                    const ev = JSON.parse(msg.data);
+                    const ev = decode(msg.data, "an event");
                     if (msg.id !== undefined)
                         last = Number(msg.id);
                     yield ev;
@@ -172,8 +187,9 @@ export class Client {
                     throw err;
                 if (err instanceof CairnError && err.status !== 0)
                     throw err;
-                if (options.reconnect === false || failures >= 5)
-                    throw err;
+                if (options.reconnect === false || failures >= 5) {
+                    throw err instanceof CairnError ? err : noAnswer("GET", this.baseUrl + `/v1/sessions/${enc(id)}/events`, err, options.signal, "connection");
+                }
                 failures++;
                 await new Promise((r) => setTimeout(r, 100 * 2 ** failures));
                 continue;
@@ -190,11 +206,16 @@ export class Client {
      */
     async *changes(options = {}) {
         const resp = await this.open("GET", "/v1/events", undefined, { Accept: "text/event-stream" }, options.signal);
-        for await (const msg of readMessages(resp.body)) {
-            if (msg.event === "session")
-                yield { type: "session", session: withIds(JSON.parse(msg.data)) };
-            else if (msg.event === "resync")
-                yield { type: "resync" };
+        try {
+            for await (const msg of readMessages(resp.body)) {
+                if (msg.event === "session")
+                    yield { type: "session", session: withIds(decode(msg.data, "a change")) };
+                else if (msg.event === "resync")
+                    yield { type: "resync" };
+            }
+        }
+        catch (err) {
+            throw err instanceof CairnError ? err : noAnswer("GET", this.baseUrl + "/v1/events", err, options.signal, "connection");
         }
     }
     // Agents, stateless runs, callbacks
@@ -233,23 +254,46 @@ export class Client {
             h["Content-Type"] = "application/json";
         if (auth && this.token)
             h.Authorization = `Bearer ${this.token}`;
-        let resp;
-        try {
-            resp = await this.fetcher(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+        for (let attempt = 0;; attempt++) {
+            let resp;
+            try {
+                resp = await this.fetcher(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+            }
+            catch (err) {
+                throw noAnswer(method, url, err, signal, "unreachable");
+            }
+            if (resp.ok)
+                return resp;
+            const failure = await errorFrom(resp, method, url, signal);
+            if (failure.status !== 503 || attempt >= this.retries)
+                throw failure;
+            const wait = failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.retryBackoffMs * 2 ** attempt;
+            await sleep(Math.min(wait, 30_000), signal);
         }
-        catch (err) {
-            if (signal?.aborted)
-                throw err;
-            throw new CairnError(0, "unreachable", `${method} ${url}: ${err.cause ?? err.message}`);
-        }
-        if (!resp.ok)
-            throw await errorFrom(resp);
-        return resp;
     }
     async call(method, path, body, options, auth = true) {
-        const resp = await this.open(method, path, body, {}, options.signal, auth);
-        const text = await resp.text();
-        return (text ? JSON.parse(text) : {});
+        let signal = options.signal;
+        if (this.timeoutMs !== undefined) {
+            const timeout = AbortSignal.timeout(this.timeoutMs);
+            signal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+        }
+        const resp = await this.open(method, path, body, {}, signal, auth);
+        const url = resp.url || path;
+        let text;
+        try {
+            text = await resp.text();
+        }
+        catch (err) {
+            throw noAnswer(method, url, err, signal, "connection");
+        }
+        if (!text)
+            return {};
+        try {
+            return JSON.parse(text);
+        }
+        catch {
+            throw new CairnError(resp.status, "invalid_response", `${method} ${url}: the answer is not JSON: ${excerpt(text)}`);
+        }
     }
 }
 /** Fills in session_id and seq on a session's interrupts. */
@@ -261,18 +305,74 @@ function withIds(s) {
     }));
     return { ...s, interrupts: list };
 }
-async function errorFrom(resp) {
-    const text = await resp.text();
+async function errorFrom(resp, method, url, signal) {
+    const retryAfter = parseRetryAfter(resp.headers.get("Retry-After"));
+    let text;
+    try {
+        text = await resp.text();
+    }
+    catch (err) {
+        throw noAnswer(method, url, err, signal, "connection");
+    }
     try {
         const body = JSON.parse(text);
         if (body && typeof body.error === "object") {
-            return new CairnError(resp.status, String(body.error.code ?? ""), String(body.error.message ?? ""), body);
+            return new CairnError(resp.status, String(body.error.code ?? ""), String(body.error.message ?? ""), body, retryAfter);
         }
     }
     catch {
         // not JSON: below
     }
-    return new CairnError(resp.status, "http_error", text.trim() || `HTTP ${resp.status}`);
+    return new CairnError(resp.status, "http_error", excerpt(text) || `HTTP ${resp.status}`, undefined, retryAfter);
+}
+/**
+ * The error of a request that got no (whole) answer: the caller's own
+ * abort as it is; the client's timeout as `timeout`; otherwise `code`.
+ */
+function noAnswer(method, url, err, signal, code) {
+    const timedOut = (e) => e instanceof Error && e.name === "TimeoutError";
+    if (signal?.aborted) {
+        if (!timedOut(signal.reason))
+            return signal.reason ?? err;
+        return new CairnError(0, "timeout", `${method} ${url}: no answer in time`);
+    }
+    if (timedOut(err))
+        return new CairnError(0, "timeout", `${method} ${url}: no answer in time`);
+    const e = err;
+    return new CairnError(0, code, `${method} ${url}: ${e?.cause ?? e?.message ?? String(err)}`);
+}
+/** A stream message's JSON; `invalid_response` when it is not JSON. */
+function decode(data, what) {
+    try {
+        return JSON.parse(data);
+    }
+    catch {
+        throw new CairnError(0, "invalid_response", `${what} in the stream is not JSON: ${excerpt(data)}`);
+    }
+}
+/** Retry-After in seconds (seconds, or an HTTP date); undefined when absent. */
+function parseRetryAfter(value) {
+    if (!value)
+        return undefined;
+    const n = Number(value);
+    if (Number.isFinite(n))
+        return Math.max(0, n);
+    const at = Date.parse(value);
+    return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
+}
+/** The start of an answer's body, for an error message. */
+function excerpt(text, limit = 200) {
+    const t = text.trim();
+    return t.length <= limit ? t : t.slice(0, limit) + "…";
+}
+function sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, ms);
+        signal?.addEventListener("abort", () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+        }, { once: true });
+    });
 }
 function enc(part) {
     return encodeURIComponent(part);

@@ -608,6 +608,7 @@ export interface components {
         };
         Session: {
             id: string;
+            nonce?: string;
             agent: string;
             status: string;
             seq: number;
@@ -689,6 +690,7 @@ export interface components {
         SessionsPage: {
             sessions: null | (null | {
                 id: string;
+                nonce?: string;
                 agent: string;
                 status: string;
                 seq: number;
@@ -1076,7 +1078,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the link expired with its approval */
+            /** @description the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1135,7 +1137,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the link expired with its approval */
+            /** @description the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1462,7 +1464,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the wait passed its deadline; the late result is not recorded */
+            /** @description the wait passed its deadline, and the late result is not recorded (expired); or the session was purged (gone): the URL never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1471,7 +1473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the session ran and did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After */
+            /** @description the session ran (or was being taken over) and did not come to wait on the call within 30 s (session_busy), or this server is draining (stopping); nothing was recorded: send it again after Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1721,6 +1723,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getSession: {
@@ -1921,6 +1932,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description this server is draining (stopping), or a lone completion (complete, fail) arrived while the session ran and it did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getEvents: {
@@ -2056,6 +2076,15 @@ export interface operations {
             };
             /** @description the body is larger than the server accepts */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

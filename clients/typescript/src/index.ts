@@ -60,22 +60,31 @@ export type Change = { type: "session"; session: SessionSummary } | { type: "res
 
 /**
  * Every failure of a call: an error answer of the server, or none.
- * `status` is the HTTP status (0 when the server could not be reached),
- * `code` the machine-readable code (`conflict`, `already_decided`,
- * `not_found`, `invalid_arguments`, …; `unreachable` with status 0) and
- * `message` what went wrong and how to fix it. `body` is the whole error
- * answer: a spent continuation's 409 carries the earlier `result`.
+ * `status` is the HTTP status (0 when no answer came), `code` the
+ * machine-readable code (`conflict`, `already_decided`, `not_found`,
+ * `invalid_arguments`, `session_busy`, `stopping`, `gone`, …; with status
+ * 0: `unreachable` when the server could not be reached, `timeout` when it
+ * did not answer within the client's `timeoutMs`, `connection` when the
+ * connection broke mid-answer; `invalid_response` for an answer that is not
+ * the JSON the API sends, its start in `message`) and `message` what went
+ * wrong and how to fix it. `body` is the whole error answer: a spent
+ * continuation's 409 carries the earlier `result`. `retryAfter` is the
+ * server's Retry-After in seconds (a 503: nothing was recorded, send it
+ * again). A request the caller aborts (its `signal`) rejects with the
+ * abort's reason, as `fetch` does.
  */
 export class CairnError extends Error {
   readonly status: number;
   readonly code: string;
   readonly body: unknown;
-  constructor(status: number, code: string, message: string, body?: unknown) {
+  readonly retryAfter?: number;
+  constructor(status: number, code: string, message: string, body?: unknown, retryAfter?: number) {
     super(message);
     this.name = "CairnError";
     this.status = status;
     this.code = code;
     this.body = body;
+    this.retryAfter = retryAfter;
   }
   /** The answer of the resume that spent a continuation (on its 409), if any. */
   get result(): Result | undefined {
@@ -92,6 +101,20 @@ export interface ClientOptions {
   token?: string;
   /** The fetch to use; default the global one. */
   fetch?: typeof fetch;
+  /**
+   * Bounds each call (not the event streams) in milliseconds; default
+   * none. A decision or a new session answers after the turn it starts, so
+   * leave room for the model.
+   */
+  timeoutMs?: number;
+  /**
+   * Sends a call again, up to this many times, when the server answers 503
+   * (`session_busy`, `stopping`: nothing was recorded), after its
+   * Retry-After or an exponential backoff from `retryBackoffMs` (default
+   * 500), capped at 30 s. Default 0; any other failure rejects at once.
+   */
+  retries?: number;
+  retryBackoffMs?: number;
 }
 
 /** Options of a request that may be aborted. */
@@ -104,11 +127,17 @@ export class Client {
   readonly baseUrl: string;
   readonly token?: string;
   private readonly fetcher: typeof fetch;
+  private readonly timeoutMs?: number;
+  private readonly retries: number;
+  private readonly retryBackoffMs: number;
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? "http://localhost:8080").replace(/\/+$/, "");
     this.token = options.token;
     this.fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeoutMs = options.timeoutMs;
+    this.retries = options.retries ?? 0;
+    this.retryBackoffMs = options.retryBackoffMs ?? 500;
   }
 
   // Sessions
@@ -276,7 +305,7 @@ export class Client {
         const resp = await this.open("GET", `/v1/sessions/${enc(id)}/events`, undefined, headers, options.signal);
         failures = 0;
         for await (const msg of readMessages(resp.body!)) {
-          const ev = JSON.parse(msg.data) as Event;
+          const ev = decode(msg.data, "an event") as Event;
           if (msg.id !== undefined) last = Number(msg.id);
           yield ev;
         }
@@ -284,7 +313,9 @@ export class Client {
         // Reconnect only when the connection failed, never on an error answer.
         if (options.signal?.aborted) throw err;
         if (err instanceof CairnError && err.status !== 0) throw err;
-        if (options.reconnect === false || failures >= 5) throw err;
+        if (options.reconnect === false || failures >= 5) {
+          throw err instanceof CairnError ? err : noAnswer("GET", this.baseUrl + `/v1/sessions/${enc(id)}/events`, err, options.signal, "connection");
+        }
         failures++;
         await new Promise((r) => setTimeout(r, 100 * 2 ** failures));
         continue;
@@ -301,9 +332,13 @@ export class Client {
    */
   async *changes(options: RequestOptions = {}): AsyncGenerator<Change> {
     const resp = await this.open("GET", "/v1/events", undefined, { Accept: "text/event-stream" }, options.signal);
-    for await (const msg of readMessages(resp.body!)) {
-      if (msg.event === "session") yield { type: "session", session: withIds(JSON.parse(msg.data)) };
-      else if (msg.event === "resync") yield { type: "resync" };
+    try {
+      for await (const msg of readMessages(resp.body!)) {
+        if (msg.event === "session") yield { type: "session", session: withIds(decode(msg.data, "a change") as SessionSummary) };
+        else if (msg.event === "resync") yield { type: "resync" };
+      }
+    } catch (err) {
+      throw err instanceof CairnError ? err : noAnswer("GET", this.baseUrl + "/v1/events", err, options.signal, "connection");
     }
   }
 
@@ -359,21 +394,41 @@ export class Client {
     const h: Record<string, string> = { Accept: "application/json", ...headers };
     if (body !== undefined) h["Content-Type"] = "application/json";
     if (auth && this.token) h.Authorization = `Bearer ${this.token}`;
-    let resp: Response;
-    try {
-      resp = await this.fetcher(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
-    } catch (err) {
-      if (signal?.aborted) throw err;
-      throw new CairnError(0, "unreachable", `${method} ${url}: ${(err as Error).cause ?? (err as Error).message}`);
+    for (let attempt = 0; ; attempt++) {
+      let resp: Response;
+      try {
+        resp = await this.fetcher(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+      } catch (err) {
+        throw noAnswer(method, url, err, signal, "unreachable");
+      }
+      if (resp.ok) return resp;
+      const failure = await errorFrom(resp, method, url, signal);
+      if (failure.status !== 503 || attempt >= this.retries) throw failure;
+      const wait = failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.retryBackoffMs * 2 ** attempt;
+      await sleep(Math.min(wait, 30_000), signal);
     }
-    if (!resp.ok) throw await errorFrom(resp);
-    return resp;
   }
 
   private async call<T>(method: string, path: string, body: unknown, options: RequestOptions, auth = true): Promise<T> {
-    const resp = await this.open(method, path, body, {}, options.signal, auth);
-    const text = await resp.text();
-    return (text ? JSON.parse(text) : {}) as T;
+    let signal = options.signal;
+    if (this.timeoutMs !== undefined) {
+      const timeout = AbortSignal.timeout(this.timeoutMs);
+      signal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    }
+    const resp = await this.open(method, path, body, {}, signal, auth);
+    const url = resp.url || path;
+    let text: string;
+    try {
+      text = await resp.text();
+    } catch (err) {
+      throw noAnswer(method, url, err, signal, "connection");
+    }
+    if (!text) return {} as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CairnError(resp.status, "invalid_response", `${method} ${url}: the answer is not JSON: ${excerpt(text)}`);
+    }
   }
 }
 
@@ -387,17 +442,72 @@ function withIds<S extends { id: string; seq: number; interrupts?: unknown }>(s:
   return { ...s, interrupts: list };
 }
 
-async function errorFrom(resp: Response): Promise<CairnError> {
-  const text = await resp.text();
+async function errorFrom(resp: Response, method: string, url: string, signal?: AbortSignal): Promise<CairnError> {
+  const retryAfter = parseRetryAfter(resp.headers.get("Retry-After"));
+  let text: string;
+  try {
+    text = await resp.text();
+  } catch (err) {
+    throw noAnswer(method, url, err, signal, "connection");
+  }
   try {
     const body = JSON.parse(text);
     if (body && typeof body.error === "object") {
-      return new CairnError(resp.status, String(body.error.code ?? ""), String(body.error.message ?? ""), body);
+      return new CairnError(resp.status, String(body.error.code ?? ""), String(body.error.message ?? ""), body, retryAfter);
     }
   } catch {
     // not JSON: below
   }
-  return new CairnError(resp.status, "http_error", text.trim() || `HTTP ${resp.status}`);
+  return new CairnError(resp.status, "http_error", excerpt(text) || `HTTP ${resp.status}`, undefined, retryAfter);
+}
+
+/**
+ * The error of a request that got no (whole) answer: the caller's own
+ * abort as it is; the client's timeout as `timeout`; otherwise `code`.
+ */
+function noAnswer(method: string, url: string, err: unknown, signal: AbortSignal | undefined, code: string): unknown {
+  const timedOut = (e: unknown) => e instanceof Error && e.name === "TimeoutError";
+  if (signal?.aborted) {
+    if (!timedOut(signal.reason)) return signal.reason ?? err;
+    return new CairnError(0, "timeout", `${method} ${url}: no answer in time`);
+  }
+  if (timedOut(err)) return new CairnError(0, "timeout", `${method} ${url}: no answer in time`);
+  const e = err as Error;
+  return new CairnError(0, code, `${method} ${url}: ${e?.cause ?? e?.message ?? String(err)}`);
+}
+
+/** A stream message's JSON; `invalid_response` when it is not JSON. */
+function decode(data: string, what: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw new CairnError(0, "invalid_response", `${what} in the stream is not JSON: ${excerpt(data)}`);
+  }
+}
+
+/** Retry-After in seconds (seconds, or an HTTP date); undefined when absent. */
+function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const n = Number(value);
+  if (Number.isFinite(n)) return Math.max(0, n);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
+}
+
+/** The start of an answer's body, for an error message. */
+function excerpt(text: string, limit = 200): string {
+  const t = text.trim();
+  return t.length <= limit ? t : t.slice(0, limit) + "…";
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
 }
 
 function enc(part: string): string {

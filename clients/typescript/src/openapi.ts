@@ -609,6 +609,7 @@ export interface components {
         };
         Session: {
             id: string;
+            nonce?: string;
             agent: string;
             status: string;
             seq: number;
@@ -690,6 +691,7 @@ export interface components {
         SessionsPage: {
             sessions: null | (null | {
                 id: string;
+                nonce?: string;
                 agent: string;
                 status: string;
                 seq: number;
@@ -1077,7 +1079,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the link expired with its approval */
+            /** @description the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1136,7 +1138,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the link expired with its approval */
+            /** @description the link expired with its approval (expired), or its session was purged (gone): it never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1463,7 +1465,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the wait passed its deadline; the late result is not recorded */
+            /** @description the wait passed its deadline, and the late result is not recorded (expired); or the session was purged (gone): the URL never acts again, not even on a later session given the same id */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1472,7 +1474,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the session ran and did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After */
+            /** @description the session ran (or was being taken over) and did not come to wait on the call within 30 s (session_busy), or this server is draining (stopping); nothing was recorded: send it again after Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1722,6 +1724,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getSession: {
@@ -1922,6 +1933,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description this server is draining (stopping), or a lone completion (complete, fail) arrived while the session ran and it did not come to wait on the call within 30 s (session_busy); nothing was recorded: send it again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getEvents: {
@@ -2057,6 +2077,15 @@ export interface operations {
             };
             /** @description the body is larger than the server accepts */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
