@@ -403,7 +403,7 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"unknown provider", strings.Replace(valid, "provider: scripted", "provider: opneai", 1), `models.default.provider: unknown provider "opneai"; one of openai, openai-responses, anthropic, gemini, scripted; did you mean "openai"?`},
 		{"misspelt tool reference", strings.Replace(valid, "[deploy_code, broken]", "[deploy_cod, broken]", 1), `agents.main.tools: tools[0]: unknown tool "deploy_cod"; defined tools: broken, deploy_code; did you mean "deploy_code"?`},
 		{"per-agent script for an unknown agent", strings.Replace(valid, "script: [{text: hi}]", "scripts: {mian: [{text: hi}]}", 1), `models.default.scripts.mian: unknown agent "mian"; defined agents: main; did you mean "main"?`},
-		{"retention key typo", "retention: {complete: 30d}\n" + valid, `retention.complete: unknown key "complete" (known here: cancelled, completed, failed, sweep); did you mean "completed"?`},
+		{"retention key typo", "retention: {complete: 30d}\n" + valid, `retention.complete: unknown key "complete" (known here: cancelled, completed, failed, sweep, tombstones); did you mean "completed"?`},
 		{"retention without unit", "retention: {completed: 30}\n" + valid, `retention.completed: "30" is not a positive duration like 720h or 30d`},
 		{"retention of no days", "retention: {failed: 0d}\n" + valid, `retention.failed: "0d" is not a positive duration`},
 		{"origin with a path", "allowed_origins: [https://app.example.org/inbox]\n" + valid, `allowed_origins[0]: "https://app.example.org/inbox" is not a web origin: write scheme://host[:port]`},

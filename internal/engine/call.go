@@ -18,7 +18,7 @@ import (
 func idempotencyKey(st *State, f *Frame, c *Call) string {
 	id := st.SessionID
 	if st.Nonce != "" {
-		id += "." + st.Nonce
+		id += "/" + st.Nonce
 	}
 	return id + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
 }
