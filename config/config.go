@@ -77,6 +77,8 @@ type Config struct {
 	// tools and MCP servers, and the models' base URLs, by key path.
 	commands  []keyed[[]string]
 	endpoints []keyed[string]
+	// warnings are the loader's (see Preflight).
+	warnings []string
 }
 
 // keyed is a value of the file with its key path, for messages.
@@ -149,7 +151,7 @@ func LoadWithEnv(path string, env Env) (*Config, error) {
 func Parse(path string, data []byte, env Env) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &Error{File: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &Error{File: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ") + tabHint(data, err)}
 	}
 	var f File
 	l := &loader{path: path, dir: filepath.Dir(path), root: &root, env: env}
@@ -172,6 +174,26 @@ func Parse(path string, data []byte, env Env) (*Config, error) {
 	return l.load(&f)
 }
 
+// tabHint names the tab when the line a YAML error points at is indented
+// with one (the parser says only that a character "cannot start any
+// token"): YAML indents with spaces only.
+func tabHint(data []byte, err error) string {
+	var line int
+	if _, scanErr := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); scanErr != nil || line < 1 {
+		return ""
+	}
+	lines := strings.Split(string(data), "\n")
+	if line > len(lines) {
+		return ""
+	}
+	text := lines[line-1]
+	indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+	if !strings.Contains(indent, "\t") {
+		return ""
+	}
+	return fmt.Sprintf("; line %d is indented with a tab: YAML indents with spaces only, so replace the tab with spaces", line)
+}
+
 type loader struct {
 	path string
 	dir  string
@@ -183,6 +205,9 @@ type loader struct {
 	hub      *mcptools.Hub
 	mcpTools map[string]ToolConfig
 	servers  []mcptools.Server
+	// warnings are what the file says that will not work as written
+	// although it loads (Config.Preflight reports them).
+	warnings []string
 }
 
 func (l *loader) errf(keyPath, format string, args ...any) error {
@@ -270,6 +295,7 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		}
 		cfg.Agents, slots = append(cfg.Agents, agent), append(slots, s)
 	}
+	cfg.warnings = l.warnings
 	if len(l.servers) == 0 {
 		for i, a := range cfg.Agents {
 			if a.Tools, _, err = l.assemble(a.Name, slots[i], f); err != nil {

@@ -413,6 +413,9 @@ func TestConfigMistakesTeach(t *testing.T) {
 		{"size with an unknown unit", strings.Replace(valid, "{provider: scripted,", "{provider: scripted, max_reply_bytes: 8mb,", 1), `models.default.max_reply_bytes: "8mb" is not a size`},
 		{"idle timeout without unit", strings.Replace(valid, "{provider: scripted,", "{provider: scripted, idle_timeout: 60,", 1), `models.default.idle_timeout: "60" is not a positive duration`},
 		{"script reply typo", strings.Replace(valid, "script: [{text: hi}]", "script: [{txt: hi}]", 1), `models.default.script[0].txt: unknown key "txt" (known here: text, tool_calls); did you mean "text"?`},
+		{"required names no property", strings.Replace(valid, "required: [environment]", "required: [enviroment]", 1), `cairn.yaml:11: tools.deploy_code.parameters.required: required[0] "enviroment" is not one of the properties (environment): every call would be refused for it; name a property, or add it under properties; did you mean "environment"?`},
+		{"required in a nested schema", strings.Replace(valid, "{environment: {type: string, enum: [staging, production]}}", "{environment: {type: string}, target: {type: object, properties: {host: {type: string}}, required: [hots]}}", 1), `tools.deploy_code.parameters.properties.target.required: required[0] "hots" is not one of the properties (host)`},
+		{"indented with a tab", strings.Replace(valid, "  main:\n    model: default", "  main:\n\tmodel: default", 1), `is indented with a tab: YAML indents with spaces only, so replace the tab with spaces`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -572,5 +575,31 @@ func TestAgentOutputSchema(t *testing.T) {
 	bad := strings.Replace(valid, "agents:\n  main:", "agents:\n  main:\n    output_schema: {type: 5}", 1)
 	if _, err := config.Parse("/x/cairn.yaml", []byte(bad), noEnv); err == nil || !strings.Contains(err.Error(), "agents.main.output_schema: not a valid JSON Schema") {
 		t.Fatalf("a bad schema: %v", err)
+	}
+}
+
+// An approval rule that reads an argument the tool's parameters do not
+// have loads (the rule is valid CEL) with a warning naming it, and the
+// likely argument; one that reads only real arguments warns of nothing.
+func TestRuleOverAMissingArgumentWarns(t *testing.T) {
+	cfg, err := config.Parse("/etc/cairn/cairn.yaml", []byte(strings.Replace(valid, `approval: 'args.environment == "production"'`, `approval: 'args.enviroment == "production" || has(args.region) || args["env"] == "x"'`, 1)), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.Preflight(t.Context()), "\n")
+	for _, want := range []string{
+		`tools.deploy_code.approval: the rule reads args.enviroment, which the tool's parameters do not have (environment); did you mean "environment"?`,
+		`the rule reads args.region`, `the rule reads args.env,`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings:\n%s\nwant %q", got, want)
+		}
+	}
+	cfg, err = config.Parse("/etc/cairn/cairn.yaml", []byte(valid), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Preflight(t.Context()), "\n"); strings.Contains(got, "the rule reads") {
+		t.Fatalf("a rule over real arguments warned: %s", got)
 	}
 }

@@ -9,18 +9,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
 
 // Preflight checks, without side effects, what would certainly fail later
-// and returns a warning for each, naming its key path: a command tool's
+// and returns a warning for each, naming its key path: what the file says
+// that loads but will not work as written (an approval rule reading an
+// argument the tool's parameters do not have), a command tool's
 // or an MCP server's executable that does not exist or cannot be run, and
 // a model's base_url that nobody answers (a TCP connection, opened and
 // closed; no request is sent). A warning does not stop anything: the
 // executable may appear, the server may come up.
 func (c *Config) Preflight(ctx context.Context) []string {
-	var out []string
+	out := slices.Clone(c.warnings)
 	commands := c.commands
 	for _, s := range c.MCPServers {
 		if len(s.Command) > 0 {

@@ -55,6 +55,9 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if err := cairn.CheckSchema(b); err != nil {
 		return nil, l.errf(p+".parameters", "not a valid JSON Schema: %v", err)
 	}
+	if err := l.checkRequired(p+".parameters", params); err != nil {
+		return nil, err
+	}
 	t.Parameters = b
 	if tc.Timeout != "" {
 		d, err := time.ParseDuration(tc.Timeout)
@@ -78,6 +81,7 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if t.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
+	l.warnRule(p+".approval", tc.Approval, params)
 	if t.ResultSchema, err = l.resultSchema(p, tc.ResultSchema); err != nil {
 		return nil, err
 	}
@@ -126,6 +130,9 @@ func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if err := cairn.CheckSchema(b); err != nil {
 		return nil, l.errf(p+".parameters", "not a valid JSON Schema: %v", err)
 	}
+	if err := l.checkRequired(p+".parameters", params); err != nil {
+		return nil, err
+	}
 	spec := &cairn.Tool{Name: name, Description: tc.Description, Parameters: b, Confirmation: tc.Confirmation}
 	if spec.ResultSchema, err = l.resultSchema(p, tc.ResultSchema); err != nil {
 		return nil, err
@@ -133,7 +140,19 @@ func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if spec.Approval, err = approvalPolicy(tc.Approval); err != nil {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
+	l.warnRule(p+".approval", tc.Approval, params)
 	return cairn.ClientTool(spec), nil
+}
+
+// warnRule notes, for Preflight, what an approval rule at key path p
+// reads that the parameters do not have.
+func (l *loader) warnRule(p, rule string, params map[string]any) {
+	switch strings.TrimSpace(rule) {
+	case "", "never", "always":
+		return
+	}
+	props, _ := params["properties"].(map[string]any)
+	l.warnings = append(l.warnings, ruleReadsUnknownArgs(p, rule, props)...)
 }
 
 // resultSchema checks a tool's result_schema; nil when there is none.
@@ -147,6 +166,9 @@ func (l *loader) resultSchema(p string, doc map[string]any) (json.RawMessage, er
 	}
 	if err != nil {
 		return nil, l.errf(p+".result_schema", "not a valid JSON Schema: %v", err)
+	}
+	if err := l.checkRequired(p+".result_schema", doc); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
