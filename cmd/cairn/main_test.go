@@ -418,7 +418,7 @@ func TestSessionsCommands(t *testing.T) {
 		t.Fatalf("output after an approval with other arguments: %q", out)
 	}
 	out := run("show", id)
-	for _, want := range []string{"status completed", "approval_requested", "decision", "approve deploy_code by", "args sha256:", `{"environment":"staging"}`, "tool_started", "turn_completed"} {
+	for _, want := range []string{"status completed", "approval_requested", "decision", "approve deploy_code by", `with {"environment":"staging"} (the model asked for`, "tool_started", "turn_completed"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("show lacks %q:\n%s", want, out)
 		}

@@ -348,14 +348,25 @@ func describe(ev cairn.Event) string {
 		return fmt.Sprintf("%s %s", d.Interrupt.ID, oneLine(text, 80))
 	case *session.DecisionMade:
 		out := fmt.Sprintf("%s %s by %s", d.Action, d.Tool, actorOf(d.Actor))
-		if d.ArgsDigest != "" {
-			out += fmt.Sprintf(" args sha256:%.12s", d.ArgsDigest)
+		// What the person decided on, in full: the arguments approved (the
+		// ones they put instead, and those the model asked for), the
+		// answer, the result or the edited answer.
+		switch {
+		case len(d.NewArgs) > 0:
+			out += fmt.Sprintf(" with %s (the model asked for %s)", oneLine(compact(d.NewArgs), 200), oneLine(compact(d.Arguments), 200))
+		case len(d.Arguments) > 0 && d.Action == session.ActionApprove:
+			out += " with " + oneLine(compact(d.Arguments), 200)
+		case len(d.Arguments) > 0:
+			out += " of " + oneLine(compact(d.Arguments), 200)
 		}
 		if d.Text != "" {
 			out += fmt.Sprintf(" answer %q", d.Text)
 		}
-		if d.NewArgsDigest != "" {
-			out += fmt.Sprintf(" → %.12s %s", d.NewArgsDigest, compact(d.NewArgs))
+		if len(d.Content) > 0 {
+			out += " answer " + oneLine(compact(d.Content), 200)
+		}
+		if len(d.Output) > 0 {
+			out += " output " + oneLine(compact(d.Output), 200)
 		}
 		if d.Reason != "" {
 			out += ": " + d.Reason
