@@ -268,13 +268,15 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 		var s *cairn.Session
 		s, err = c.r.Resume(ctx, c.s.ID, c.s.Seq, ds, c.opts())
 		if errors.Is(err, cairn.ErrInvalidArguments) || errors.Is(err, cairn.ErrInvalidOutput) {
-			fmt.Fprintln(c.out, "refused:", err)
 			var e *cairn.Error
 			if errors.As(err, &e) && e.Interrupt != "" && errors.Is(err, cairn.ErrInvalidArguments) {
+				// Said once, where the arguments are asked for again (ask).
 				if c.refused == nil {
 					c.refused = map[string]string{}
 				}
 				c.refused[e.Interrupt] = e.Message
+			} else {
+				fmt.Fprintln(c.out, "refused:", err)
 			}
 			err = nil // the session is unchanged: ask again
 			continue
@@ -448,7 +450,7 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	}
 	fmt.Fprintf(c.out, "%s%s wants to run %s with %s\n", where, agent, it.Tool, clip(string(it.Arguments), 300))
 	for {
-		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, or a reason: ", where, clip(it.Message, 2000)))
+		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {
 			return nil, false
 		}

@@ -107,8 +107,8 @@ func TestTerminalRefusedEditAsksForTheJSONAgain(t *testing.T) {
 	term.expect("new arguments (JSON): ", 2)
 	term.typeLine(`{"environment":"staging"}`)
 	term.expect(`done: [A person approved this call with other arguments`, 1)
-	if s := term.screen(); !strings.Contains(s, `it ran with {"environment":"staging"}`) || strings.Contains(s, "rejected") {
-		t.Fatalf("the terminal:\n%s", s)
+	if s := term.screen(); !strings.Contains(s, `it ran with {"environment":"staging"}`) || strings.Contains(s, "rejected") || strings.Count(s, "refused") != 1 {
+		t.Fatalf("the terminal (the refusal said once):\n%s", s)
 	}
 }
 
@@ -121,7 +121,7 @@ func TestTerminalCommandsAtTheApprovalPrompt(t *testing.T) {
 	term.typeLine("/cancel")
 	term.expect("nothing to cancel: no session yet", 1)
 	term.typeLine("deploy it")
-	term.expect("approve? Deploy to production?", 1)
+	term.expect("approve? Deploy to production? [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", 1)
 	term.typeLine(`{"environment":"staging"}`)
 	term.expect("approve with these arguments instead? [y]es [n]o: ", 1)
 	term.typeLine("n")
