@@ -1,6 +1,7 @@
 package snippets
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +28,19 @@ func TestDocSnippetsCompile(t *testing.T) {
 		}
 		for _, b := range goBlocks(string(text)) {
 			blocks++
-			lines := normalize(b.code)
+			if strings.HasPrefix(strings.TrimSpace(b.code), "package ") {
+				continue // a whole program: TestLibraryFromACheckout builds it
+			}
+			imports, code := leadingImports(b.code)
+			for _, path := range imports {
+				if !strings.Contains(string(src), `"`+path+`"`) {
+					t.Errorf("%s:%d: %s is not imported by snippets.go", doc, b.line, path)
+				}
+			}
+			if filepath.Base(doc) == "library.md" {
+				checkImports(t, fmt.Sprintf("%s:%d", doc, b.line), imports, code, string(src))
+			}
+			lines := normalize(code)
 			if importsOnly(lines) {
 				for _, l := range lines {
 					if path := strings.Trim(strings.TrimPrefix(l, "import "), `"`); !strings.Contains(string(src), `"`+path+`"`) {
@@ -105,4 +118,71 @@ func find(all, lines []string) (at, bad int) {
 		best = max(best, n)
 	}
 	return -1, best
+}
+
+// leadingImports splits a snippet into the import paths it starts with
+// (import "p", or an import ( … ) group, aliases allowed) and the rest.
+func leadingImports(code string) (paths []string, rest string) {
+	lines := strings.Split(code, "\n")
+	i := 0
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++
+	}
+	if i == len(lines) || !strings.HasPrefix(lines[i], "import ") {
+		return nil, code
+	}
+	path := func(l string) string {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			return ""
+		}
+		return strings.Trim(f[len(f)-1], `"`)
+	}
+	if strings.TrimSpace(lines[i]) != "import (" {
+		return []string{path(strings.TrimPrefix(lines[i], "import "))}, strings.Join(lines[i+1:], "\n")
+	}
+	for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ")"; i++ {
+		if p := path(lines[i]); p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, strings.Join(lines[min(i+1, len(lines)):], "\n")
+}
+
+var (
+	importLine = regexp.MustCompile(`(?m)^\s*(?:(\w+)\s+)?"([^"]+)"$`)
+	qualifier  = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.[A-Za-z]`)
+	literals   = regexp.MustCompile("`[^`]*`|\"(?:\\\\.|[^\"\\\\])*\"|//[^\n]*")
+)
+
+// checkImports reports a snippet of library.md whose imports are not
+// exactly the packages its code names: each package snippets.go imports
+// (by its name there) that the code uses must be in the snippet's
+// imports, and each of those must be used.
+func checkImports(t *testing.T, where string, imports []string, code, src string) {
+	t.Helper()
+	byName := map[string]string{} // the packages snippets.go imports, by name
+	for _, m := range importLine.FindAllStringSubmatch(src[:strings.Index(src, "\n)\n")], -1) {
+		name := m[1]
+		if name == "" {
+			name = m[2][strings.LastIndex(m[2], "/")+1:]
+		}
+		byName[name] = m[2]
+	}
+	used := map[string]bool{}
+	for _, m := range qualifier.FindAllStringSubmatch(literals.ReplaceAllString(code, `""`), -1) {
+		if path, ok := byName[m[1]]; ok {
+			used[path] = true
+		}
+	}
+	for path := range used {
+		if !strings.Contains(strings.Join(imports, "\n")+"\n", path+"\n") {
+			t.Errorf("%s: the snippet uses %s but does not import it", where, path)
+		}
+	}
+	for _, path := range imports {
+		if !used[path] {
+			t.Errorf("%s: the snippet imports %s but does not use it", where, path)
+		}
+	}
 }
