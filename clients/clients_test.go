@@ -259,3 +259,18 @@ func TestDocsShowTheExamples(t *testing.T) {
 		t.Errorf("docs/clients.md shows code that no example holds, so CI does not run it:\n%s", b)
 	}
 }
+
+// docs/clients.md gives the offline way to use the Python client, the one
+// TestExamples runs the examples with (PYTHONPATH at the checkout), and
+// says why pip needs an index.
+func TestPythonOfflineWayIsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(dir(t), "..", "docs", "clients.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PYTHONPATH=clients/python", "pip install --no-build-isolation ./clients/python", "build isolation"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("docs/clients.md does not say %q", want)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Command cairn runs Cairn's HTTP server: agents that pause for a person's
 // approval and resume exactly once.
 //
-//	cairn serve --config cairn.yaml [--addr 127.0.0.1:8080]
+//	cairn serve --config cairn.yaml [--addr 127.0.0.1:8080]  (or CAIRN_ADDR)
 //	cairn mcp --config cairn.yaml   (the agents as MCP tools on stdio)
 //	cairn version
 package main
@@ -68,7 +68,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	serve.Flags().StringVar(&cfgPath, "config", "", "configuration file (YAML; see docs/config.md)")
-	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
+	serve.Flags().StringVar(&addr, "addr", cmp.Or(os.Getenv("CAIRN_ADDR"), "127.0.0.1:8080"), "address to listen on (HOST:PORT; default $CAIRN_ADDR, else 127.0.0.1:8080)")
 	serve.Flags().BoolVar(&withWorker, "with-worker", false, "with driver: temporal, also run a worker in this process (one-process setup); otherwise run `cairn worker`")
 	_ = serve.MarkFlagRequired("config")
 	// What people read passes a visibleWriter; MCP's stdout is a protocol.

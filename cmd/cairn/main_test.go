@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -602,5 +603,60 @@ func TestCLIClientCommands(t *testing.T) {
 	}
 	if out := run("sessions", "show", id2); strings.Contains(out, "<nil>") || !strings.Contains(out, "turn_cancelled") {
 		t.Fatalf("show:\n%s", out)
+	}
+}
+
+// The listen address comes from --addr, else CAIRN_ADDR; README.md,
+// docs/config.md and docs/operations.md say so, and README.md how to
+// watch the first build.
+func TestListenAddress(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	os.WriteFile(cfg, []byte("store: memory\nmodels: {demo: {provider: scripted, script: [{text: hi}]}}\nagents: {main: {model: demo}}\n"), 0o600)
+	listen := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, append([]string{"serve", "--config", cfg}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				return url
+			}
+		}
+		t.Fatalf("%v %v: never listened", env, args)
+		return ""
+	}
+	port := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	fromEnv := port()
+	if got := listen([]string{"CAIRN_ADDR=" + fromEnv}); got != "http://"+fromEnv {
+		t.Fatalf("with CAIRN_ADDR=%s: listening on %s", fromEnv, got)
+	}
+	fromFlag := port()
+	if got := listen([]string{"CAIRN_ADDR=" + fromEnv}, "--addr", fromFlag); got != "http://"+fromFlag {
+		t.Fatalf("--addr %s over CAIRN_ADDR: listening on %s", fromFlag, got)
+	}
+	for doc, wants := range map[string][]string{
+		"../../README.md":          {"--addr HOST:PORT", "CAIRN_ADDR", "go build -v ./cmd/cairn"},
+		"../../docs/config.md":     {"--addr HOST:PORT", "CAIRN_ADDR"},
+		"../../docs/operations.md": {"--addr HOST:PORT", "CAIRN_ADDR"},
+	} {
+		b := mustRead(t, doc)
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s does not say %q", doc, want)
+			}
+		}
 	}
 }
