@@ -325,3 +325,43 @@ func TestLosingCompletionIsToldWhoWonWhileTheTurnRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A lone completion through Resume (what REST, the AI SDK, AG-UI and MCP
+// doors call) that names the call's wait id while its tool still runs, with
+// the seq the caller read then, is taken as a callback is: it waits for
+// the session to wait on the call, then completes it once; 409 only after.
+func TestResumeWithACompletionWhileTheToolRuns(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	m := newBrain(func(req *model.Request) model.Message {
+		if l := last(req); l.Role == model.RoleTool {
+			return text("CI says: " + l.Content)
+		}
+		return call("c1", "run_pipeline", `{"ref":"main"}`)
+	})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{pipelineTool(func(string) { <-release }, &cairn.Wait{Timeout: time.Hour})}}},
+		&cairn.RunnerOptions{PublicURL: "https://cairn.example.org"})
+	s := check.NoErr(t)(r.Start(ctx, "ci", "ship main", &cairn.StartOptions{Detach: true}))
+	var wait string
+	var seq int64
+	testwait.For(t, 10*time.Second, "the tool to start", func() bool {
+		for _, ev := range check.Events(t)(r.Events(ctx, s.ID, 0)) {
+			var p struct {
+				WaitID string `json:"wait_id"`
+			}
+			if ev.Type == "tool_started" && json.Unmarshal(ev.Data, &p) == nil {
+				wait, seq = p.WaitID, ev.Seq
+			}
+		}
+		return wait != ""
+	})
+	go func() { time.Sleep(300 * time.Millisecond); close(release) }()
+	d := cairn.Decision{InterruptID: wait, Action: cairn.ActionComplete, Output: json.RawMessage(`{"status":"passed"}`)}
+	done, err := r.Resume(ctx, s.ID, seq, []cairn.Decision{d}, nil)
+	if err != nil || done.Status != cairn.StatusCompleted || done.Output != `CI says: {"status":"passed"}` {
+		t.Fatalf("the completion while the tool ran: %v %+v", err, done)
+	}
+	if _, err := r.Resume(ctx, s.ID, done.Seq, []cairn.Decision{d}, nil); !errors.Is(err, cairn.ErrAlreadyDecided) {
+		t.Fatalf("a second completion: %v", err)
+	}
+}

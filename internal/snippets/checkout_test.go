@@ -73,3 +73,16 @@ func fenced(md, lang string) string {
 	}
 	return ""
 }
+
+// docs/comparison.md describes Cairn's API as it is: options structs and
+// a tool built from a struct and a function (an earlier text said tools
+// took functional options, which they never did).
+func TestComparisonDescribesTheAPI(t *testing.T) {
+	b, err := os.ReadFile("../../docs/comparison.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := string(b); strings.Contains(text, "tools take functional options") || !strings.Contains(text, "cairn.NewTool(&cairn.Tool{") {
+		t.Fatal("docs/comparison.md misdescribes how a tool is built: it is cairn.NewTool(&cairn.Tool{…}, fn), an options struct")
+	}
+}
