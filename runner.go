@@ -45,7 +45,11 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // Resume applies decisions to a paused session and runs the resumed turn
 // until it ends or pauses again. seq must be the session's current Seq: of
 // two resumes of the same pause exactly one wins, the other gets ErrConflict
-// and changes nothing. opts.Actor is recorded as who decided; opts may be nil.
+// and changes nothing. A lone completion (ActionComplete or ActionFail) is
+// the exception: like Complete, it needs no current seq and, while the
+// session runs or is being taken over, waits for it to wait on the call;
+// ErrConflict then means the call was decided. opts.Actor is recorded as
+// who decided; opts may be nil.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision, opts *TurnOptions) (*Session, error) {
 	return r.rt.Resume(ctx, sessionID, seq, decisions, opts.rt())
 }
@@ -191,8 +195,9 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 
 // ReadActionLink checks an action link's token (the part after
 // webhook.ActionLinkPath): ErrInvalidLink unless a runner on this store signed it,
-// ErrExpired past its deadline. Whether the interrupt still waits is the
-// session's to say.
+// ErrExpired past its deadline, ErrGone when the session it was issued for
+// was purged (even if a later session has its id). Whether the interrupt
+// still waits is the session's to say.
 func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink, error) {
 	return r.rt.ReadActionLink(ctx, token)
 }
@@ -200,7 +205,7 @@ func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink,
 // FollowActionLink decides the interrupt an action link names, once, and
 // runs the session on like Resume. reason, on reject, is shown to the
 // model. ErrConflict when the interrupt no longer waits (the link was used,
-// or someone decided another way); ErrExpired, ErrInvalidLink as
+// or someone decided another way); ErrExpired, ErrInvalidLink, ErrGone as
 // ReadActionLink. opts may be nil; its Actor is replaced by the link's.
 func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*Session, error) {
 	return r.rt.FollowActionLink(ctx, token, reason, opts.rt())

@@ -93,11 +93,13 @@ type Completion struct {
 // a later one gets ErrConflict naming the first, or ErrExpired once the
 // wait's deadline passed. The output is checked against the tool's result
 // schema first (ErrInvalidOutput). A completion that arrives while the
-// session runs (its batch's other calls are still running, or the call
-// has not yet said it waits) waits up to RunnerOptions.CompletionWait (30
-// seconds) for the session to wait on it, then gets ErrSessionBusy with
-// nothing recorded. opts.Actor
-// is recorded as who completed it; opts may be nil.
+// session runs (its batch's other calls are still running, the call has
+// not yet said it waits, or its process died and the session is being
+// taken over) waits up to RunnerOptions.CompletionWait (30 seconds) for
+// the session to wait on it, then gets ErrSessionBusy with nothing
+// recorded. A call in doubt (its process died while it ran) is settled by
+// a completion naming its wait id, the interrupt its callback URL
+// completes. opts.Actor is recorded as who completed it; opts may be nil.
 func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c Completion, opts *TurnOptions) (*Session, error) {
 	return r.rt.Complete(ctx, sessionID, interruptID, runtime.Completion(c), opts.rt())
 }
@@ -105,7 +107,9 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 // Callback completes the call a callback URL names (the token is what
 // follows /v1/callbacks/), as Complete does, recorded as done by
 // {"name": "callback", "role": "callback"}. ErrInvalidLink when no runner
-// on this store signed the token, or it was altered.
+// on this store signed the token, or it was altered; ErrGone when the
+// session it was issued for was purged (even if a later session has its
+// id).
 func (r *Runner) Callback(ctx context.Context, token string, c Completion) (*Session, error) {
 	return r.rt.Callback(ctx, token, runtime.Completion(c))
 }
