@@ -8,14 +8,14 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/model"
 )
 
 // DefaultMaxIterations is an agent's limit of model calls per turn when
 // Agent.MaxIterations is 0.
-const DefaultMaxIterations = runtime.DefaultMaxIterations
+const DefaultMaxIterations = local.DefaultMaxIterations
 
 // Agent is pure configuration: a name, instructions, a model and tools.
 type Agent struct {
@@ -86,15 +86,15 @@ type Toolset interface {
 
 // compile is the agent as the runtime takes it: its tools compiled when
 // the runtime asks (at NewRunner, and again each time a toolset changes).
-func (a *Agent) compile() (*runtime.Agent, error) {
-	ra := &runtime.Agent{Name: a.Name, Instructions: a.Instructions, Model: a.Model, MaxIterations: a.MaxIterations,
+func (a *Agent) compile() (*local.Agent, error) {
+	ra := &local.Agent{Name: a.Name, Instructions: a.Instructions, Model: a.Model, MaxIterations: a.MaxIterations,
 		OutputSchema: a.OutputSchema, OutputRetries: a.OutputRetries,
-		Tools: func() ([]*runtime.Tool, error) {
+		Tools: func() ([]*local.Tool, error) {
 			all := a.Tools
 			for _, ts := range a.Toolsets {
 				all = append(all[:len(all):len(all)], ts.Tools()...)
 			}
-			out := make([]*runtime.Tool, 0, len(all))
+			out := make([]*local.Tool, 0, len(all))
 			for _, t := range all {
 				ct, err := t.compile()
 				if err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 )
 
 // Ask asks the user a question from inside a tool handler and returns the
@@ -48,18 +48,18 @@ type Question struct {
 // runs again after the answer, it returns the Answer. A declined Answer
 // (Answer.Declined) reaches only tools whose Question is Held.
 func AskFor(ctx context.Context, q Question) (Answer, error) {
-	c := runtime.CallFrom(ctx)
+	c := local.CallFrom(ctx)
 	if c == nil {
 		return Answer{}, errors.New("cairn.AskFor: called outside a tool run by a cairn.Runner")
 	}
-	return c.Ask(runtime.Question(q))
+	return c.Ask(local.Question(q))
 }
 
 // Answers returns the answers the user gave to the questions this tool call
 // asked so far, in order: what a tool holding work in flight (Question.Held)
 // needs to hand over the latest one.
 func Answers(ctx context.Context) []Answer {
-	c := runtime.CallFrom(ctx)
+	c := local.CallFrom(ctx)
 	if c == nil {
 		return nil
 	}

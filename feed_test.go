@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
 

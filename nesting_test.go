@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"

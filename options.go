@@ -7,17 +7,17 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
 )
 
 // DefaultLease is how long a runner owns a running turn without renewing
 // it, when RunnerOptions.Lease is 0.
-const DefaultLease = runtime.DefaultLease
+const DefaultLease = local.DefaultLease
 
 // DefaultCacheBytes is RunnerOptions.CacheBytes when 0.
-const DefaultCacheBytes = runtime.DefaultCacheBytes
+const DefaultCacheBytes = local.DefaultCacheBytes
 
 // RunnerOptions are the optional settings of a Runner; nil or the zero
 // value means the defaults of each field.
@@ -120,7 +120,7 @@ type RunnerOptions struct {
 
 // DefaultTombstoneRetention is how long a purged session's tombstone is
 // kept unless RunnerOptions.TombstoneRetention says otherwise.
-const DefaultTombstoneRetention = runtime.DefaultTombstoneRetention
+const DefaultTombstoneRetention = local.DefaultTombstoneRetention
 
 // StartOptions are optional settings of Start.
 type StartOptions struct {
@@ -146,7 +146,7 @@ type StartOptions struct {
 
 // runtime is o as the runtime takes it: the same fields, so that the
 // compiler keeps the two in step.
-func (o *RunnerOptions) runtime() *runtime.Options { return (*runtime.Options)(o) }
+func (o *RunnerOptions) runtime() *local.Options { return (*local.Options)(o) }
 
 // TurnOptions are the optional settings of a call that runs a turn:
 // Resume, Send, Cancel, Invoke and Continue. Nil means none.
@@ -162,4 +162,4 @@ type TurnOptions struct {
 }
 
 // rt is o as the runtime takes it.
-func (o *TurnOptions) rt() *runtime.TurnOptions { return (*runtime.TurnOptions)(o) }
+func (o *TurnOptions) rt() *local.TurnOptions { return (*local.TurnOptions)(o) }

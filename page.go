@@ -1,11 +1,11 @@
 package cairn
 
-import "github.com/cairnhq/cairn/internal/runtime"
+import "github.com/cairnhq/cairn/internal/local"
 
 // Page sizes of listings.
 const (
-	DefaultPageSize = runtime.DefaultPageSize
-	MaxPageSize     = runtime.MaxPageSize
+	DefaultPageSize = local.DefaultPageSize
+	MaxPageSize     = local.MaxPageSize
 )
 
 // Page asks for one page of a listing.

@@ -188,3 +188,25 @@ func internalTypes(typ types.Type, seen map[types.Type]bool) []string {
 	}
 	return nil
 }
+
+// Test support lives under internal/testkit and nothing but tests imports
+// it: no package of the build (commands, examples, benchmarks included)
+// depends on a fake provider or a test helper.
+func TestTestkitOnlyInTests(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const testkit = "github.com/cairnhq/cairn/internal/testkit"
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], testkit) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, testkit) {
+				t.Errorf("%s imports %s outside its tests: test support is for tests only", f[0], imp)
+			}
+		}
+	}
+}

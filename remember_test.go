@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 

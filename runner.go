@@ -5,7 +5,7 @@ import (
 	"iter"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -14,13 +14,13 @@ import (
 // and appends each step's events to the Store in one commit. A Runner is
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
-	rt *runtime.Runner
+	rt *local.Runner
 }
 
 // NewRunner checks and compiles the agents and their tools once. opts may
 // be nil.
 func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
-	compiled := make([]*runtime.Agent, len(agents))
+	compiled := make([]*local.Agent, len(agents))
 	for i, a := range agents {
 		if a != nil {
 			var err error
@@ -29,7 +29,7 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 			}
 		}
 	}
-	rt, err := runtime.New(compiled, opts.runtime())
+	rt, err := local.New(compiled, opts.runtime())
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 // Start opens a session on the named agent with the user's first message and
 // runs the first turn until it ends or pauses.
 func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*Session, error) {
-	return r.rt.Start(ctx, agent, input, (*runtime.StartOptions)(opts))
+	return r.rt.Start(ctx, agent, input, (*local.StartOptions)(opts))
 }
 
 // Resume applies decisions to a paused session and runs the resumed turn
@@ -128,7 +128,7 @@ func (r *Runner) Sessions(ctx context.Context, status Status) ([]*Session, error
 // after the last. A session updated between two pages moves to the front of
 // the order, so a walk may miss or repeat it.
 func (r *Runner) SessionsPage(ctx context.Context, status Status, page Page) (sessions []*Session, next string, err error) {
-	return r.rt.SessionsPage(ctx, status, runtime.Page(page))
+	return r.rt.SessionsPage(ctx, status, local.Page(page))
 }
 
 // PendingInterrupts is the whole approval inbox: every interrupt of every
@@ -141,7 +141,7 @@ func (r *Runner) PendingInterrupts(ctx context.Context) ([]PendingInterrupt, err
 // interrupts of paused sessions, most recently paused first; next is the
 // cursor of the following page, empty after the last.
 func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []PendingInterrupt, next string, err error) {
-	return r.rt.InterruptsPage(ctx, runtime.Page(page))
+	return r.rt.InterruptsPage(ctx, local.Page(page))
 }
 
 // Changes follows every session sharing the store, whichever process

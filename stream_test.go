@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 )

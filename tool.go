@@ -12,7 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
@@ -231,7 +231,7 @@ func addEnums(s *jsonschema.Schema, t reflect.Type) {
 // the call within its session and the same if the call is ever run again.
 // Pass it to downstream systems that deduplicate (payment APIs, for one).
 func IdempotencyKey(ctx context.Context) string {
-	if c := runtime.CallFrom(ctx); c != nil {
+	if c := local.CallFrom(ctx); c != nil {
 		return c.Key
 	}
 	return ""
@@ -239,7 +239,7 @@ func IdempotencyKey(ctx context.Context) string {
 
 // compile checks t and prepares it once, for the runtime: its schema and
 // confirmation template compiled, its description for GET /v1/agents.
-func (t *Tool) compile() (*runtime.Tool, error) {
+func (t *Tool) compile() (*local.Tool, error) {
 	if t == nil || t.Name == "" {
 		return nil, fmt.Errorf("a tool has no name")
 	}
@@ -298,7 +298,7 @@ func (t *Tool) compile() (*runtime.Tool, error) {
 			return strings.ReplaceAll(b.String(), "<no value>", ""), nil
 		}
 	}
-	return &runtime.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params)}, nil
+	return &local.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params)}, nil
 }
 
 // info describes the tool for clients (GET /v1/agents).

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 )
 
 func TestSpansFollowGenAIConventions(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 )
 
 // Pending is what a tool returns when the work it started finishes later,
@@ -26,7 +26,7 @@ import (
 // or Runner.Complete. The first completion wins; the tool is not run
 // again. Tool.Wait sets a deadline.
 func Pending(handle, message string) error {
-	return &runtime.PendingError{Handle: handle, Message: message}
+	return &local.PendingError{Handle: handle, Message: message}
 }
 
 // CallbackURL returns the signed one-time URL that completes the running
@@ -37,7 +37,7 @@ func Pending(handle, message string) error {
 // keeps secrets (every store of this module does); the key is kept there,
 // so any runner on the store takes the URL.
 func CallbackURL(ctx context.Context) (string, error) {
-	c := runtime.CallFrom(ctx)
+	c := local.CallFrom(ctx)
 	if c == nil {
 		return "", errors.New("cairn.CallbackURL: called outside a tool run by a cairn.Runner")
 	}
@@ -47,7 +47,7 @@ func CallbackURL(ctx context.Context) (string, error) {
 // CallbackPath is where callback URLs (CallbackURL) point, under
 // RunnerOptions.PublicURL; the token follows. The HTTP server (package
 // server) serves it: POST /v1/callbacks/{token}.
-const CallbackPath = runtime.CallbackPath
+const CallbackPath = local.CallbackPath
 
 // Wait is the deadline of a tool whose work finishes later (Pending), and
 // what happens when it passes with no result.
@@ -101,7 +101,7 @@ type Completion struct {
 // a completion naming its wait id, the interrupt its callback URL
 // completes. opts.Actor is recorded as who completed it; opts may be nil.
 func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c Completion, opts *TurnOptions) (*Session, error) {
-	return r.rt.Complete(ctx, sessionID, interruptID, runtime.Completion(c), opts.rt())
+	return r.rt.Complete(ctx, sessionID, interruptID, local.Completion(c), opts.rt())
 }
 
 // Callback completes the call a callback URL names (the token is what
@@ -111,5 +111,5 @@ func (r *Runner) Complete(ctx context.Context, sessionID, interruptID string, c 
 // session it was issued for was purged (even if a later session has its
 // id).
 func (r *Runner) Callback(ctx context.Context, token string, c Completion) (*Session, error) {
-	return r.rt.Callback(ctx, token, runtime.Completion(c))
+	return r.rt.Callback(ctx, token, local.Completion(c))
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn/config"
-	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testkit/mcptest"
 )
 
 // MCP tools in the config: server.* takes every tool, server.tool one; a

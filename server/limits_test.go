@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/server"
 )
 

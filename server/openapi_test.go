@@ -25,8 +25,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/hooktest"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/hooktest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/webhook"
 )

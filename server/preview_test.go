@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/session"

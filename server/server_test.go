@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fakeopenai"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"

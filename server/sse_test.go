@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 // Rolling SIGTERM restarts of three nodes under a steady load of new

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/fakeopenai"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 var binary string

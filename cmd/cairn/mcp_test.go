@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testkit/mcptest"
 )
 
 const mcpConfig = `

@@ -14,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnhq/cairn/internal/mcptest"
+	"github.com/cairnhq/cairn/internal/testkit/mcptest"
 )
 
 // servedConfig: lead delegates to ops, whose deploy_code needs approval (a

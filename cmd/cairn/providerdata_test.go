@@ -9,10 +9,10 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/cairnhq/cairn/internal/fakeanthropic"
-	"github.com/cairnhq/cairn/internal/fakegemini"
-	"github.com/cairnhq/cairn/internal/fakeresponses"
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testkit/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/testkit/fakegemini"
+	"github.com/cairnhq/cairn/internal/testkit/fakeresponses"
+	"github.com/cairnhq/cairn/internal/testkit/providertest"
 )
 
 const providerConfig = `

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/jackc/pgx/v5"
 )
 

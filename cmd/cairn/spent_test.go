@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/hooktest"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/hooktest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/webhook"
 )
 

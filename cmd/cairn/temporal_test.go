@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/temporaltest"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 var temporalFull = flag.Bool("temporal.full", false, "run the full Temporal fault counts (kill -9 of a worker mid-tool ×10)")

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 // waitsConfig: run_pipeline starts a "pipeline" (it hands its callback URL

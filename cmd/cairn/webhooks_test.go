@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/hooktest"
+	"github.com/cairnhq/cairn/internal/testkit/hooktest"
 	"github.com/cairnhq/cairn/webhook"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store"
 )
@@ -66,7 +66,7 @@ type toolsArgs struct {
 // activities perform a session's effects with a Runner's core: its
 // agents' models and tools, its store and webhooks.
 type activities struct {
-	core      runtime.Core
+	core      local.Core
 	heartbeat time.Duration
 }
 

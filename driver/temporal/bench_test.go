@@ -16,8 +16,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
-	"github.com/cairnhq/cairn/internal/check"
-	"github.com/cairnhq/cairn/internal/temporaltest"
+	"github.com/cairnhq/cairn/internal/testkit/check"
+	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/store/postgres"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
-	"github.com/cairnhq/cairn/internal/temporaltest"
+	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
 )

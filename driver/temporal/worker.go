@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/runtime"
+	"github.com/cairnhq/cairn/internal/local"
 )
 
 // Options tune the workflows and activities of a worker. The zero value
@@ -51,7 +51,7 @@ func (o *Options) defaults() {
 // Its configuration (agents, tools, approval rules) must be the same on
 // every worker: a workflow replays its history against it.
 type workflows struct {
-	core runtime.Core
+	core local.Core
 	opts Options
 }
 
@@ -60,7 +60,7 @@ type workflows struct {
 func Register(w worker.Registry, runner *cairn.Runner, opts *Options) {
 	RegisterWorkflow(w, runner, opts)
 	o := withDefaults(opts)
-	acts := &activities{core: runner.DriverCore().(runtime.Core), heartbeat: o.Heartbeat}
+	acts := &activities{core: runner.DriverCore().(local.Core), heartbeat: o.Heartbeat}
 	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
 	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
 	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
@@ -75,7 +75,7 @@ type WorkflowRegistry interface {
 // RegisterWorkflow registers the session workflow alone, with runner's
 // engine (agents, tools, approval rules).
 func RegisterWorkflow(w WorkflowRegistry, runner *cairn.Runner, opts *Options) {
-	wf := &workflows{core: runner.DriverCore().(runtime.Core), opts: withDefaults(opts)}
+	wf := &workflows{core: runner.DriverCore().(local.Core), opts: withDefaults(opts)}
 	w.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: WorkflowName})
 }
 

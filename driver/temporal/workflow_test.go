@@ -16,9 +16,9 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
-	"github.com/cairnhq/cairn/internal/fakeanthropic"
-	"github.com/cairnhq/cairn/internal/fakegemini"
-	"github.com/cairnhq/cairn/internal/fakeresponses"
+	"github.com/cairnhq/cairn/internal/testkit/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/testkit/fakegemini"
+	"github.com/cairnhq/cairn/internal/testkit/fakeresponses"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/model/gemini"

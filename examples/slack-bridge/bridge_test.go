@@ -16,8 +16,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/check"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"

@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
+	"github.com/cairnhq/cairn/internal/testkit/check"
 	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/model/scripted"
 )

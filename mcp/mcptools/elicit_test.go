@@ -16,9 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
-	"github.com/cairnhq/cairn/internal/mcptest"
-	"github.com/cairnhq/cairn/internal/testwait"
+	"github.com/cairnhq/cairn/internal/testkit/check"
+	"github.com/cairnhq/cairn/internal/testkit/mcptest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"

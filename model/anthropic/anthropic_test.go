@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/check"
-	"github.com/cairnhq/cairn/internal/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/testkit/check"
+	"github.com/cairnhq/cairn/internal/testkit/fakeanthropic"
 	"github.com/cairnhq/cairn/model/anthropic"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fakeanthropic"
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testkit/fakeanthropic"
+	"github.com/cairnhq/cairn/internal/testkit/providertest"
 	"github.com/cairnhq/cairn/model/anthropic"
 	"github.com/cairnhq/cairn/store/sqlite"
 )

@@ -12,8 +12,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fakegemini"
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testkit/fakegemini"
+	"github.com/cairnhq/cairn/internal/testkit/providertest"
 	"github.com/cairnhq/cairn/model/gemini"
 	"github.com/cairnhq/cairn/store/sqlite"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/cairn/internal/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/openai"
 )

@@ -13,8 +13,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/fakeresponses"
-	"github.com/cairnhq/cairn/internal/providertest"
+	"github.com/cairnhq/cairn/internal/testkit/fakeresponses"
+	"github.com/cairnhq/cairn/internal/testkit/providertest"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/store/sqlite"
 )

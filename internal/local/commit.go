@@ -1,0 +1,79 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/store"
+)
+
+// commit appends the events of one step in one durable write.
+func (r *Runner) commit(ctx context.Context, st *engine.State, step engine.Step) error {
+	return r.commitTo(ctx, r.store, st, nil, step)
+}
+
+// commitTo appends step's events to store to; t is the turn writing them
+// (nil: none), whose unwritten first step, if any, goes in the same commit.
+func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, t *turn, step engine.Step) error {
+	mine := to == r.store // not a stateless session's scratch store
+	fresh := step.Events  // observed below; unwritten ones were at once
+	if t != nil && len(t.unwritten.Events) > 0 {
+		first := t.unwritten
+		t.unwritten = engine.Step{}
+		step.Events = append(first.Events, step.Events...)
+		// Payloads are valid until the state's next Step, which the
+		// first step's have seen: theirs are left out (decoded if needed).
+		step.Payloads = append(make([]any, len(first.Events), len(step.Events)), step.Payloads...)
+	}
+	events := step.Events
+	if len(events) == 0 {
+		return nil
+	}
+	policy := noSnapshots
+	if mine {
+		policy = r.snapshots
+	}
+	head, log, err := headFor(st, step, r.lease(st, events, st.UpdatedAt), policy)
+	if err != nil {
+		return err
+	}
+	if mine {
+		err = r.appendStep(ctx, head, st.Nonce, step)
+	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {
+		err = storeError(err, st.SessionID)
+	}
+	if err != nil {
+		return err
+	}
+	st.Log = log
+	for _, ev := range fresh {
+		observe(ctx, ev)
+	}
+	return nil
+}
+
+// appendStep writes a step to the runner's store in one commit, with its
+// webhook messages, and tells subscribers, the deliverer and the metrics.
+// step.Payloads may be nil (a mirrored step): they are decoded if needed.
+// nonce is the session's, which the messages' ids and links carry.
+func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, step engine.Step) error {
+	events := step.Events
+	if r.hooks != nil {
+		var err error
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, nonce, head.Agent, head.Seq, step); err != nil {
+			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
+		}
+	}
+	began := time.Now()
+	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
+		return storeError(err, head.ID)
+	}
+	r.metrics.committed(ctx, step, time.Since(began))
+	r.hub.published(head.ID, events)
+	if len(head.Outbox) > 0 {
+		r.hooks.deliverer.Wake()
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+)
+
+// apply loads a session, applies one input and drives the session until it
+// needs a person or the turn ends. The state goes back to the cache only
+// when everything it holds is recorded.
+func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*session.Session, error) {
+	if r.isDraining() {
+		return nil, session.ErrShuttingDown
+	}
+	st, err := r.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	step, err := r.compiled.Load().machine.Step(st, in, r.now())
+	if err != nil {
+		if session.CodeOf(err) != session.CodeInternal {
+			r.cache.put(st) // a refused input leaves the state as it was
+		}
+		return nil, err
+	}
+	return r.runTurn(ctx, st, step, false)
+}
+
+// runTurn drives a step inside the turn's span and, once everything is
+// recorded, returns the session and caches its state. unseen: the session
+// is new and its id known to no one yet (see driveIn).
+func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step, unseen bool) (sess *session.Session, err error) {
+	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
+	defer func() { endTurnSpan(span, sess, err) }()
+	if err := r.driveIn(ctx, r.store, st, step, unseen); err != nil {
+		if errors.Is(err, errHalted) {
+			// Released for another process, which goes on with the turn.
+			return r.sessionOf(st), nil
+		}
+		return nil, err
+	}
+	sess = r.sessionOf(st) // before the state is shared again
+	r.cache.put(st)
+	return sess, nil
+}
+
+// sessionOf is the Session of a state this runner just recorded.
+func (r *Runner) sessionOf(st *engine.State) *session.Session {
+	s := st.View()
+	if s.Status == session.StatusRunning && !r.halt.Load() {
+		until := r.now().Add(r.leaseFor)
+		s.LeaseOwner, s.LeaseExpiresAt = r.node, &until
+	}
+	return s
+}
+
+// drive commits a step and performs its effects until the session needs a
+// person or the turn ends.
+func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
+	return r.driveIn(ctx, r.store, st, step, false)
+}
+
+// errHalted: the runner stopped the turn at a step boundary (Close, or
+// Shutdown past its grace) and released the session for another process.
+var errHalted = errors.New("cairn: the turn was handed over: this runner is stopping")
+
+// driveIn is drive with the events going to store to (the stateless mode
+// keeps a session in a scratch store and hands it out as a token). On the
+// runner's store the turn holds a lease: it is renewed while effects run, a
+// cancel request stops the turn at its next step, and a turn stopped early
+// (ctx cancelled, Close) records turn_interrupted and releases the session.
+//
+// With unseen (a new session whose id no one knows yet), a first step
+// followed by a model call is not written before the call but with the
+// step that records its answer: a model call is safe to repeat, and nobody
+// can observe the session in between. A crash in that call leaves no
+// session, and the caller, who got no answer, no id to miss.
+func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step, unseen bool) error {
+	owned := to == r.store
+	var t *turn
+	if owned {
+		t = r.active.begin(st.SessionID)
+		defer r.active.end(st.SessionID, t)
+		defer t.end()
+	}
+	for {
+		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
+			t.unwritten = step
+			for _, ev := range step.Events {
+				observe(ctx, ev) // in order, before the model's deltas
+			}
+		} else if err := r.commitTo(ctx, to, st, t, step); err != nil {
+			return err
+		}
+		if len(step.Effects) == 0 {
+			return nil
+		}
+		var in engine.Input
+		switch {
+		case owned && t.cancelRequested.Load():
+			in = r.cancelInput(ctx, st.SessionID, t)
+		case ctx.Err() != nil:
+			return r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
+		case owned && r.halt.Load():
+			return r.interrupt(ctx, to, st, t, "the runner stopped (shutdown); another process continues the turn", errHalted)
+		default:
+			var err error
+			if in, err = r.perform(ctx, to, st, t, step.Effects[0]); err != nil {
+				return err
+			}
+		}
+		var err error
+		if step, err = r.compiled.Load().machine.Step(st, in, r.now()); err != nil {
+			return err
+		}
+	}
+}
+
+// firstEffect is a step's first effect, or nil.
+func firstEffect(step engine.Step) engine.Effect {
+	if len(step.Effects) == 0 {
+		return nil
+	}
+	return step.Effects[0]
+}
+
+// perform runs one effect and returns the input that reports it. t is nil
+// for a turn outside the runner's store (stateless mode).
+func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
+	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
+		if t == nil || len(t.unwritten.Events) > 0 { // no lease to renew: nothing is stored yet
+			fn(ctx)
+			return
+		}
+		r.renewWhile(ctx, t, isModel, fn)
+	}
+	var in engine.Input
+	switch eff := eff.(type) {
+	case engine.CallModel:
+		var resp *model.Response
+		var err error
+		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, st.Seq, eff) })
+		in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
+		if err != nil && t != nil && (t.cancelRequested.Load() || r.halt.Load()) {
+			in = nil // dropped on purpose: the caller decides again
+		}
+	case engine.RunTools:
+		var results []engine.ToolOutcome
+		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff) })
+		in = engine.ToolsDone{Frame: eff.Frame, Results: results}
+	default:
+		return nil, fmt.Errorf("cairn: unknown effect %T", eff)
+	}
+	switch {
+	case t != nil && t.lost.Load():
+		return nil, fmt.Errorf("session %s: %w", st.SessionID, session.ErrLeaseLost)
+	case ctx.Err() != nil:
+		// Nothing of this effect is recorded: a started tool stays in doubt.
+		return nil, r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
+	case in == nil && t.cancelRequested.Load():
+		return r.cancelInput(ctx, st.SessionID, t), nil
+	case in == nil:
+		return nil, r.interrupt(ctx, to, st, t, "the runner stopped (shutdown) during a model call; another process continues the turn", errHalted)
+	}
+	return in, nil
+}
+
+// interrupt records that the turn stopped early and releases the session.
+func (r *Runner) interrupt(ctx context.Context, to store.Store, st *engine.State, t *turn, reason string, cause error) error {
+	step, err := r.compiled.Load().machine.Step(st, engine.Interrupted{Reason: reason}, r.now())
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.commitTo(wctx, to, st, t, step); err != nil {
+		return errors.Join(cause, err)
+	}
+	if errors.Is(cause, errHalted) {
+		return cause
+	}
+	return fmt.Errorf("session %s: turn interrupted (recorded; another runner takes it over): %w", st.SessionID, cause)
+}

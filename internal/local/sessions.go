@@ -1,0 +1,161 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
+)
+
+// StartOptions are cairn.StartOptions (documented there), which convert to
+// them.
+type StartOptions struct {
+	Metadata map[string]any
+	Detach   bool
+	Owner    string
+	Actor    session.Actor
+	Observe  func(session.Event)
+	ID       string
+}
+
+// firstActor is who sends the first message: Actor, or else Owner.
+func (o *StartOptions) firstActor() session.Actor {
+	if o.Actor == (session.Actor{}) {
+		return session.Actor{Name: o.Owner}
+	}
+	return o.Actor
+}
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// Start is cairn.Runner.Start (documented there).
+func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOptions) (*session.Session, error) {
+	if r.isDraining() {
+		return nil, session.ErrShuttingDown
+	}
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	ctx = withObserver(ctx, opts.Observe)
+	id := opts.ID
+	if id == "" {
+		id = r.newID()
+	} else if !sessionIDPattern.MatchString(id) {
+		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("session id %q: use 1–128 letters, digits and . _ - :", id)}
+	}
+	if r.driver != nil {
+		return r.startWith(ctx, id, agent, input, opts)
+	}
+	st := &engine.State{}
+	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor()}
+	step, err := r.compiled.Load().machine.Step(st, in, r.now())
+	if err != nil {
+		return nil, err
+	}
+	if opts.Detach {
+		if err := r.commit(ctx, st, step); err != nil {
+			return nil, err
+		}
+		sess := r.sessionOf(st)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.drive(r.background, st, engine.Step{Effects: step.Effects}); err != nil {
+				r.log.Error("detached turn stopped", "session", st.SessionID, "err", err)
+				return
+			}
+			r.cache.put(st)
+		}()
+		return sess, nil
+	}
+	// With an id of its own making, nobody can read, follow or cancel the
+	// session before this call answers, so its first step (session start,
+	// user message) guards nothing and is written with the model's answer:
+	// one commit fewer per session. A client-chosen id is written at once.
+	return r.runTurn(ctx, st, step, opts.ID == "")
+}
+
+// Resume is cairn.Runner.Resume (documented there). A lone completion
+// (complete or fail) refused for the session's state, not for the call's
+// (the session runs, is being taken over, or moved on since seq), is
+// taken as Complete takes one: completions are first-wins by call, and
+// a result is never refused as final while nothing decided the call.
+func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
+	out, err := r.resume(ctx, sessionID, seq, decisions, opts)
+	if len(decisions) == 1 && decisions[0].Action.Completes() && session.CodeOf(err) == session.CodeConflict && !errors.Is(err, session.ErrLeaseLost) {
+		return r.complete(ctx, sessionID, decisions[0], opts)
+	}
+	return out, err
+}
+
+// resume applies decisions at seq, once: Resume without its second
+// chance for completions.
+func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
+	ctx, actor := opts.apply(ctx)
+	var out *session.Session
+	var err error
+	if r.driver != nil {
+		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+	} else {
+		out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
+	}
+	if code := session.CodeOf(err); (code == session.CodeConflict || code == session.CodeUnknownInterrupt) && !errors.Is(err, session.ErrLeaseLost) {
+		if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
+			return nil, decided
+		}
+	}
+	return out, err
+}
+
+// Send is cairn.Runner.Send (documented there).
+func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*session.Session, error) {
+	ctx, actor := opts.apply(ctx)
+	if r.driver != nil {
+		after := seq
+		if after == 0 {
+			h, err := r.store.Head(ctx, sessionID)
+			if err != nil {
+				return nil, storeError(err, sessionID)
+			}
+			after = h.Seq
+		}
+		return r.observed(ctx, sessionID, after, func() (*session.Session, error) { return r.driver.Send(ctx, sessionID, text, seq, actor) })
+	}
+	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq, Actor: actor})
+}
+
+// Session is cairn.Runner.Session (documented there).
+func (r *Runner) Session(ctx context.Context, id string) (*session.Session, error) {
+	h, err := r.store.Head(ctx, id)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	return sessionFromHead(h)
+}
+
+// Sessions is cairn.Runner.Sessions (documented there).
+func (r *Runner) Sessions(ctx context.Context, status session.Status) ([]*session.Session, error) {
+	return all(func(p Page) ([]*session.Session, string, error) { return r.SessionsPage(ctx, status, p) })
+}
+
+// PendingInterrupts is cairn.Runner.PendingInterrupts (documented there).
+func (r *Runner) PendingInterrupts(ctx context.Context) ([]session.PendingInterrupt, error) {
+	return all(func(p Page) ([]session.PendingInterrupt, string, error) { return r.InterruptsPage(ctx, p) })
+}
+
+// Events is cairn.Runner.Events (documented there).
+func (r *Runner) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
+	evs, err := r.store.Events(ctx, id, after)
+	if err != nil {
+		return nil, storeError(err, id)
+	}
+	return evs, nil
+}
+
+// Subscribe is cairn.Runner.Subscribe (documented there).
+func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan session.Event, cancel func()) {
+	return r.hub.subscribe(sessionID, after)
+}

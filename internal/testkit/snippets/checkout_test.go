@@ -1,0 +1,88 @@
+package snippets
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// docs/library.md's first steps work as written: a module of its own with
+// the go.mod the page shows (its replace pointed at this checkout) builds
+// and runs the page's whole first program, which prints what its comments
+// say.
+func TestLibraryFromACheckout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module of its own")
+	}
+	text, err := os.ReadFile("../../../docs/library.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := fenced(string(text), "go.mod")
+	var program string
+	for _, b := range goBlocks(string(text)) {
+		if strings.HasPrefix(strings.TrimSpace(b.code), "package main") {
+			program = b.code
+			break
+		}
+	}
+	if gomod == "" || program == "" || !strings.Contains(gomod, "=> ../cairn") {
+		t.Fatalf("docs/library.md has no go.mod block with a replace => ../cairn (%q), or no whole program", gomod)
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte(strings.Replace(gomod, "=> ../cairn", "=> "+root, 1)), 0o600)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o600)
+	// go mod tidy takes the go.sum entries from this checkout's module
+	// cache (or the proxy), as the page says.
+	for _, args := range [][]string{{"mod", "tidy"}, {"run", "."}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if args[0] == "run" {
+			for _, want := range []string{"paused deploy\n", "completed Done: deployed to production\n"} {
+				if !strings.Contains(string(out), want) {
+					t.Fatalf("the program printed:\n%s\nwant %q (as its comments say)", out, want)
+				}
+			}
+		}
+	}
+}
+
+// fenced is the first block fenced as ```lang in md.
+func fenced(md, lang string) string {
+	lines := strings.Split(md, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "```"+lang {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if strings.TrimSpace(lines[j]) == "```" {
+				return strings.Join(lines[i+1:j], "\n") + "\n"
+			}
+		}
+	}
+	return ""
+}
+
+// docs/comparison.md describes Cairn's API as it is: options structs and
+// a tool built from a struct and a function (an earlier text said tools
+// took functional options, which they never did).
+func TestComparisonDescribesTheAPI(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/comparison.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := string(b); strings.Contains(text, "tools take functional options") || !strings.Contains(text, "cairn.NewTool(&cairn.Tool{") {
+		t.Fatal("docs/comparison.md misdescribes how a tool is built: it is cairn.NewTool(&cairn.Tool{…}, fn), an options struct")
+	}
+}
