@@ -191,7 +191,9 @@ func internalTypes(typ types.Type, seen map[types.Type]bool) []string {
 
 // Test support lives under internal/testkit and nothing but tests imports
 // it: no package of the build (commands, examples, benchmarks included)
-// depends on a fake provider or a test helper.
+// depends on a fake provider or a test helper. And no package under
+// internal/ but test support imports the root: the facade stands on top of
+// what it delegates to.
 func TestTestkitOnlyInTests(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
@@ -206,6 +208,9 @@ func TestTestkitOnlyInTests(t *testing.T) {
 		for _, imp := range f[1:] {
 			if strings.HasPrefix(imp, testkit) {
 				t.Errorf("%s imports %s outside its tests: test support is for tests only", f[0], imp)
+			}
+			if imp == "github.com/cairnhq/cairn" && strings.HasPrefix(f[0], "github.com/cairnhq/cairn/internal/") {
+				t.Errorf("%s imports the root package: what the facade delegates to stands below it, never imports it", f[0])
 			}
 		}
 	}

@@ -7,13 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -32,9 +33,19 @@ func Tool(name string, argv []string, dir string, later bool) func(context.Conte
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Stdin = bytes.NewReader(args)
-		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+cairn.IdempotencyKey(ctx), "CAIRN_TOOL="+name)
+		// The call the runner runs (local.CallFrom): this package stays
+		// below the root package, which serves it to config only.
+		call := local.CallFrom(ctx)
+		key := ""
+		if call != nil {
+			key = call.Key
+		}
+		cmd.Env = append(os.Environ(), "CAIRN_IDEMPOTENCY_KEY="+key, "CAIRN_TOOL="+name)
 		if later {
-			url, err := cairn.CallbackURL(ctx)
+			if call == nil {
+				return "", errors.New("command tool " + name + " finishes later, and needs the callback URL of a call a cairn.Runner runs")
+			}
+			url, err := call.CallbackURL(ctx)
 			if err != nil {
 				return "", err
 			}
@@ -59,7 +70,7 @@ func Tool(name string, argv []string, dir string, later bool) func(context.Conte
 		out := strings.TrimRight(stdout.String(), "\n")
 		if later {
 			msg, _ := session.Fold(strings.TrimSpace(out), maxStartedMessage)
-			return "", cairn.Pending("", msg)
+			return "", &local.PendingError{Message: msg} // cairn.Pending
 		}
 		return out, nil
 	}
