@@ -34,4 +34,10 @@
 //   - errors.go: a store's refusals worded as the runner's.
 //   - driver.go: Core, what a durable driver (driver/temporal) runs.
 //   - metrics.go, tracing.go: OpenTelemetry.
+//
+// Its tests are beside it: white-box ones in package local, and the
+// Runner's behaviour through the public API (package cairn) in package
+// local_test, a file per concept (durability_test.go for crashes and
+// takeovers, replicas_test.go for several runners on one store,
+// wait_test.go for calls that finish later, and so on).
 package local

@@ -1,4 +1,4 @@
-package cairn_test
+package local_test
 
 import (
 	"context"
