@@ -1,9 +1,11 @@
 package snippets
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,4 +87,47 @@ func TestComparisonDescribesTheAPI(t *testing.T) {
 	if text := string(b); strings.Contains(text, "tools take functional options") || !strings.Contains(text, "cairn.NewTool(&cairn.Tool{") {
 		t.Fatal("docs/comparison.md misdescribes how a tool is built: it is cairn.NewTool(&cairn.Tool{…}, fn), an options struct")
 	}
+}
+
+// docs/architecture.md's tree lists every package `go list ./...` lists,
+// and nothing else: a package added, moved or removed fails until the
+// page says so.
+func TestArchitectureTreeIsTheTree(t *testing.T) {
+	text, err := os.ReadFile("../../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for _, line := range strings.Split(fenced(string(text), "tree"), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			documented = append(documented, f[0])
+		}
+	}
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = "../../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var listed []string
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "github.com/cairnhq/cairn"), "/")
+		listed = append(listed, cmp.Or(rel, "."))
+	}
+	slices.Sort(documented)
+	slices.Sort(listed)
+	if !slices.Equal(documented, listed) {
+		t.Fatalf("docs/architecture.md's tree and go list ./... differ:\n  only in the page: %v\n  only in go list: %v", minus(documented, listed), minus(listed, documented))
+	}
+}
+
+// minus is a without b's elements.
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
