@@ -131,3 +131,48 @@ func minus(a, b []string) []string {
 	}
 	return out
 }
+
+// A doc.go that lists its package's files (internal/local's does, by
+// concept) names every one of them: a file added without a line fails.
+func TestDocFilesNameEveryFile(t *testing.T) {
+	var docs []string
+	err := filepath.WalkDir("../../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.Name() == "doc.go" {
+			docs = append(docs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(text), ".go:") && !strings.Contains(string(text), ".go,") {
+			continue // it lists no files
+		}
+		checked++
+		files, _ := filepath.Glob(filepath.Join(filepath.Dir(doc), "*.go"))
+		for _, f := range files {
+			name := filepath.Base(f)
+			if strings.HasSuffix(name, "_test.go") || name == "doc.go" {
+				continue
+			}
+			if !strings.Contains(string(text), name) {
+				t.Errorf("%s lists its package's files but not %s: add a line for it", doc, name)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no doc.go lists its files; internal/local/doc.go should")
+	}
+}
