@@ -54,9 +54,9 @@ var (
 	// ErrLeaseLost: another process took the session over while this one
 	// ran its turn (this process stalled past its lease). Nothing more was
 	// recorded by this process; the new owner goes on. It wraps ErrConflict
-	// one way: errors.Is(err, ErrConflict) holds for it (and the HTTP API
-	// answers 409 conflict), but a stale seq or another conflict is not
-	// ErrLeaseLost, so a caller can tell the two apart.
+	// one way: errors.Is(err, ErrConflict) holds for it, but a stale seq or
+	// another conflict is not ErrLeaseLost, so a caller can tell the two
+	// apart; the HTTP API answers 409 with error.code "lease_lost".
 	ErrLeaseLost = session.ErrLeaseLost
 	// ErrShuttingDown: the runner is draining (Shutdown) and takes no new
 	// turns; nothing was recorded. The HTTP API answers 503 with

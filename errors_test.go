@@ -21,7 +21,7 @@ func TestLeaseLostIsAConflictNotTheOtherWayRound(t *testing.T) {
 		t.Fatal("a stale seq counts as a lost lease")
 	case !errors.Is(stale, cairn.ErrConflict):
 		t.Fatal("a stale seq is not ErrConflict")
-	case cairn.ErrorCode(lost) != "conflict":
-		t.Fatalf("ErrorCode(lost lease) = %q, want conflict (HTTP 409)", cairn.ErrorCode(lost))
+	case cairn.ErrorCode(lost) != "lease_lost" || cairn.ErrorCode(stale) != "conflict":
+		t.Fatalf("ErrorCode(lost lease) = %q, ErrorCode(stale seq) = %q; want lease_lost and conflict (both HTTP 409)", cairn.ErrorCode(lost), cairn.ErrorCode(stale))
 	}
 }

@@ -634,7 +634,7 @@ func httpStatus(code string) int {
 	switch code {
 	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_output", "invalid_continuation":
 		return http.StatusBadRequest
-	case "conflict", "already_decided":
+	case "conflict", "already_decided", "lease_lost":
 		return http.StatusConflict
 	case "invalid_link":
 		return http.StatusForbidden

@@ -57,6 +57,10 @@ const (
 	// CodeSessionBusy: a completion arrived while its session ran and did
 	// not wait on the call in time; nothing was recorded: send it again.
 	CodeSessionBusy Code = "session_busy"
+	// CodeLeaseLost: another process took the session over while this
+	// one ran its turn; it is a conflict (errors.Is ErrConflict holds),
+	// told apart from a stale seq.
+	CodeLeaseLost Code = "lease_lost"
 	// CodeStopping: the process is draining (shutting down) and takes no
 	// new turns; nothing was recorded: send the request again, to another
 	// process.
@@ -129,12 +133,7 @@ var (
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.
-	ErrLeaseLost    error = leaseLost{}
+	ErrLeaseLost    error = &Error{Code: CodeLeaseLost, Message: "lease lost: another process took over the session", Err: ErrConflict}
 	ErrShuttingDown error = &Error{Code: CodeStopping, Message: "cairn: the runner is shutting down and takes no new turns; nothing was recorded: retry on another process"}
 	ErrInDoubt            = errors.New("cairn: the tool cannot tell whether its work took effect")
 )
-
-type leaseLost struct{}
-
-func (leaseLost) Error() string { return "lease lost: another process took over the session" }
-func (leaseLost) Unwrap() error { return ErrConflict }
