@@ -117,14 +117,15 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ds, reply, replay, err := aguiDecisions(sess, st.decided, in.Resume)
+		refused := decisionRefused(p, sess, ds)
 		switch {
 		case err != nil:
 			st.fail(cairn.ErrorCode(err), err.Error())
 			return
 		case replay: // every entry was applied before: answer as things are
 			out = sess
-		case decisionRefused(p, sess, ds) != "":
-			st.fail("forbidden", decisionRefused(p, sess, ds))
+		case refused != "":
+			st.fail("forbidden", refused)
 			return
 		case reply != nil && !canSpeak(p, sess):
 			st.fail("forbidden", notTheirs)

@@ -205,21 +205,29 @@ func (h *webhooks) actions(ctx context.Context, sessionID, nonce string, in *ses
 
 // ReadActionLink is cairn.Runner.ReadActionLink (documented there).
 func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.ActionLink, error) {
+	link, _, err := r.readActionLink(ctx, token)
+	return link, err
+}
+
+// readActionLink checks an action link and returns it with the session it
+// was issued for, read once.
+func (r *Runner) readActionLink(ctx context.Context, token string) (*webhook.ActionLink, *session.Session, error) {
 	if r.hooks == nil {
-		return nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", session.ErrInvalidLink)
+		return nil, nil, fmt.Errorf("%w: this server sends no webhooks, so it signed no action link", session.ErrInvalidLink)
 	}
 	link, err := r.hooks.links.verify(ctx, token)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if link.ExpiresAt != nil && !r.now().Before(*link.ExpiresAt) {
-		return nil, &session.Error{Code: session.CodeExpired, Interrupt: link.InterruptID,
+		return nil, nil, &session.Error{Code: session.CodeExpired, Interrupt: link.InterruptID,
 			Message: fmt.Sprintf("this link expired at %s, with the approval it decides", link.ExpiresAt.UTC().Format(time.RFC3339))}
 	}
-	if _, err := r.issuedFor(ctx, link.SessionID, link.Nonce, "link"); err != nil {
-		return nil, err
+	sess, err := r.issuedFor(ctx, link.SessionID, link.Nonce, "link")
+	if err != nil {
+		return nil, nil, err
 	}
-	return link, nil
+	return link, sess, nil
 }
 
 // issuedFor returns the session a link or callback URL (what) was issued
@@ -250,11 +258,7 @@ func (r *Runner) issuedFor(ctx context.Context, id, nonce, what string) (*sessio
 
 // FollowActionLink is cairn.Runner.FollowActionLink (documented there).
 func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*session.Session, error) {
-	link, err := r.ReadActionLink(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	sess, err := r.issuedFor(ctx, link.SessionID, link.Nonce, "link")
+	link, sess, err := r.readActionLink(ctx, token)
 	if err != nil {
 		return nil, err
 	}
