@@ -475,7 +475,7 @@ func TestBrowserSessionPageInPeoplesWords(t *testing.T) {
 
 	_, s = apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"ops","input":"ship it"}`)
 	ops := s["id"].(string)
-	run("a pending approval", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible(item(ops), chromedp.ByQuery),
+	run("a pending approval", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible("#pending "+item(ops), chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById('send').disabled && document.getElementById('message').disabled`, &disabled),
 		chromedp.Text("#send-note", &text, chromedp.ByQuery))
 	if !disabled || text != "Decide what waits above first; then you can write again." {
@@ -499,8 +499,8 @@ func TestBrowserSessionPageInPeoplesWords(t *testing.T) {
 		t.Fatalf("the folded request: %q; after more: %q", before, after)
 	}
 
-	run("approve it here", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible(item(ops), chromedp.ByQuery),
-		chromedp.Click(item(ops)+" button.approve", chromedp.ByQuery),
+	run("approve it here", chromedp.Navigate(base+"/#/sessions/"+ops), chromedp.WaitVisible("#pending "+item(ops), chromedp.ByQuery),
+		chromedp.Click("#pending "+item(ops)+" button.approve", chromedp.ByQuery),
 		chromedp.WaitVisible(`#session-status.status-completed`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById('send').disabled`, &disabled))
 	if disabled {
