@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Roles, from least to most trusted.
@@ -151,7 +152,8 @@ func decisionRefused(p principal, sess *cairn.Session, decisions []cairn.Decisio
 }
 
 // usersOwn reports whether d is a decision the session's own user makes:
-// a client tool's result, or a question's answer or refusal.
+// one its interrupt offers, on a kind its owner decides (session.Ask's
+// Decider: a client tool's result, a question's answer or refusal).
 func usersOwn(sess *cairn.Session, d cairn.Decision) bool {
 	if sess == nil {
 		return false
@@ -160,13 +162,9 @@ func usersOwn(sess *cairn.Session, d cairn.Decision) bool {
 		if in.ID != d.InterruptID {
 			continue
 		}
-		switch in.Kind {
-		case cairn.KindClient:
-			return d.Action.Completes()
-		case cairn.KindInput:
-			return d.Action == cairn.ActionAnswer || d.Action == cairn.ActionReject
-		case cairn.KindApproval, cairn.KindExternal, cairn.KindMessage, cairn.KindReview:
-		}
+		ask := in.Ask()
+		_, offered := ask.Choice(d.Action)
+		return ask.Decider == session.DeciderOwner && offered
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"strings"
@@ -315,10 +316,33 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // wireSchemas are the types whose JSON is not what their Go type suggests.
 func wireSchemas() map[reflect.Type]*jsonschema.Schema {
-	return map[reflect.Type]*jsonschema.Schema{
+	plain := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 	}
+	// Interrupt.MarshalJSON adds its Ask; PendingInterrupt's adds it too.
+	type interrupt struct {
+		session.Interrupt
+		Ask session.Ask `json:"ask" jsonschema:"how a person is asked about it: render any kind from this"`
+	}
+	type pending struct {
+		interrupt
+		SessionID string    `json:"session_id"`
+		Seq       int64     `json:"seq" jsonschema:"the seq a decision on this interrupt must name"`
+		PausedAt  time.Time `json:"paused_at"`
+	}
+	out := maps.Clone(plain)
+	for t, wire := range map[reflect.Type]reflect.Type{
+		reflect.TypeFor[session.Interrupt]():        reflect.TypeFor[interrupt](),
+		reflect.TypeFor[session.PendingInterrupt](): reflect.TypeFor[pending](),
+	} {
+		s, err := jsonschema.ForType(wire, &jsonschema.ForOptions{TypeSchemas: plain})
+		if err != nil {
+			panic(fmt.Sprintf("the schema of %s: %v", t, err)) // a programming error the OpenAPI tests catch
+		}
+		out[t] = s
+	}
+	return out
 }
 
 // schemaName is a type's name in components.schemas: Session, Result, …

@@ -2,8 +2,11 @@ package session
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Kind is what an interrupt waits for. A new kind is added here, and the
@@ -38,48 +41,24 @@ const (
 // Actions are the decisions a person may make on an interrupt of kind k:
 // approve or reject an approval, answer or reject a question. A message
 // interrupt takes none: it is answered by the user's next message
-// (Runner.Send), so front ends offer a reply instead.
-func (k Kind) Actions() []Action {
-	switch k {
-	case KindApproval:
-		return []Action{ActionApprove, ActionReject}
-	case KindInput:
-		return []Action{ActionAnswer, ActionReject}
-	case KindMessage:
-		return nil
-	case KindReview:
-		return []Action{ActionApprove, ActionEdit, ActionReject}
-	case KindExternal, KindClient:
-		return []Action{ActionComplete, ActionFail}
-	}
-	return nil
-}
+// (Runner.Send), so front ends offer a reply instead. See Kind.Spec.
+func (k Kind) Actions() []Action { return k.Spec().Actions }
 
 // ForPerson reports whether an interrupt of kind k is a task for a person
 // (approve, answer, reply, review) rather than a wait on a system or on the
 // caller's own code (external, client).
-func (k Kind) ForPerson() bool {
-	switch k {
-	case KindApproval, KindInput, KindMessage, KindReview:
-		return true
-	case KindExternal, KindClient:
-		return false
-	}
-	return true
-}
+func (k Kind) ForPerson() bool { return k.Spec().ForPerson }
 
 // Known reports whether k is one of the kinds of this version.
-func (k Kind) Known() bool {
-	switch k {
-	case KindApproval, KindInput, KindMessage, KindReview, KindExternal, KindClient:
-		return true
-	}
-	return false
-}
+func (k Kind) Known() bool { return slices.Contains(AllKinds(), k) }
 
 // Kinds lists the interrupt kinds, for messages that name them.
 func Kinds() string {
-	return strings.Join([]string{string(KindApproval), string(KindInput), string(KindMessage), string(KindReview), string(KindExternal), string(KindClient)}, ", ")
+	var names []string
+	for _, k := range AllKinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Decided reports whether an interrupt of kind k is answered by a decision
@@ -149,6 +128,16 @@ type Interrupt struct {
 	Truncated []string `json:"truncated,omitempty"`
 }
 
+// MarshalJSON writes the interrupt with its Ask ("ask"), so a front end in
+// any language renders any kind; reading an interrupt back ignores it.
+func (in Interrupt) MarshalJSON() ([]byte, error) {
+	type plain Interrupt
+	return segjson.Marshal(struct {
+		plain
+		Ask Ask `json:"ask"`
+	}{plain(in), in.Ask()})
+}
+
 // PathStep is one hop from the root frame towards a tool call: the agent,
 // and its call (tool and call id) that created the next frame.
 type PathStep struct {
@@ -165,6 +154,20 @@ type PendingInterrupt struct {
 	Seq int64 `json:"seq"`
 	// PausedAt is when the session paused (its last update).
 	PausedAt time.Time `json:"paused_at"`
+}
+
+// MarshalJSON writes the pending interrupt: its Interrupt, with its Ask,
+// and where it waits (the embedded Interrupt's MarshalJSON would drop
+// those).
+func (p PendingInterrupt) MarshalJSON() ([]byte, error) {
+	type plain Interrupt
+	return segjson.Marshal(struct {
+		plain
+		Ask       Ask       `json:"ask"`
+		SessionID string    `json:"session_id"`
+		Seq       int64     `json:"seq"`
+		PausedAt  time.Time `json:"paused_at"`
+	}{plain(p.Interrupt), p.Interrupt.Ask(), p.SessionID, p.Seq, p.PausedAt})
 }
 
 // OnTimeout is what happens when an external call's deadline passes with

@@ -12,18 +12,16 @@ import (
 // (one partial index per kind in SQLite and PostgreSQL).
 type Kinds uint32
 
-// kindOrder gives each kind its bit, 1 << its place. Stores keep the
-// bits, so a kind keeps its place; a new kind goes at the end.
-func kindOrder() [6]session.Kind {
-	return [...]session.Kind{session.KindApproval, session.KindInput, session.KindMessage,
-		session.KindReview, session.KindExternal, session.KindClient}
+// kindOrder gives each kind its bit, 1 << its place in session.AllKinds.
+// Stores keep the bits, so a kind keeps its place (AllKinds only grows at
+// its end), and the 32 bits of Kinds bound the kinds a store indexes.
+func kindOrder() []session.Kind {
+	all := session.AllKinds()
+	return all[:min(len(all), 32)]
 }
 
 // IndexedKinds are the kinds Kinds knows, in the order of their bits.
-func IndexedKinds() []session.Kind {
-	order := kindOrder()
-	return order[:]
-}
+func IndexedKinds() []session.Kind { return kindOrder() }
 
 // KindBit is kind's bit, or 0 for a kind Kinds does not know.
 func KindBit(kind session.Kind) Kinds {

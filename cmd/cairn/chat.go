@@ -299,8 +299,9 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 		fmt.Fprintf(c.out, "(%s is still running elsewhere; /session gives its id)\n", c.s.ID)
 	case c.s.Status == cairn.StatusPaused && waitsOnSystems(c.s):
 		for _, in := range c.s.Interrupts {
-			if in.Kind == cairn.KindExternal {
-				fmt.Fprintf(c.out, "(%s waits on another system: %s; its callback URL completes it, and `cairn sessions complete %s` can too)\n", in.Tool, cmp.Or(in.Message, "started"), c.s.ID)
+			if notAskedHere(in) {
+				ask := in.Ask()
+				fmt.Fprintf(c.out, "(%s %s: %s; `cairn sessions %s %s` decides it from elsewhere)\n", ask.Subject, ask.Label, ask.Text, ask.Choices[0].Action, c.s.ID)
 			}
 		}
 	case c.streamed.Len() > 0 && c.streamed.String() == c.s.Output:
@@ -312,9 +313,14 @@ func (c *chatter) settle(ctx context.Context, err error) bool {
 }
 
 // waitsOnSystems reports whether the paused session waits on another
-// system.
-func waitsOnSystems(s *cairn.Session) bool {
-	return slices.ContainsFunc(s.Interrupts, func(in cairn.Interrupt) bool { return in.Kind == cairn.KindExternal })
+// system, which this chat does not ask about.
+func waitsOnSystems(s *cairn.Session) bool { return slices.ContainsFunc(s.Interrupts, notAskedHere) }
+
+// notAskedHere reports whether in is not for the person at this chat: a
+// wait on a system, decided by its callback or an approver elsewhere.
+func notAskedHere(in cairn.Interrupt) bool {
+	ask := in.Ask()
+	return !ask.Reply && !in.Kind.ForPerson() && ask.Decider != session.DeciderOwner && len(ask.Choices) > 0
 }
 
 // clientResult asks the person to run a client tool and type its result:
@@ -374,6 +380,66 @@ func (c *chatter) review(where string, it cairn.Interrupt) (*cairn.Decision, boo
 	}
 }
 
+// choose asks for an interrupt whose shape this chat has no prompt of its
+// own for, from its Ask: the text, then one of its choices as
+// "/ACTION [value]".
+func (c *chatter) choose(where string, it cairn.Interrupt, ask session.Ask) (*cairn.Decision, bool) {
+	fmt.Fprintf(c.out, "%s%s (%s): %s\n", where, ask.Subject, ask.Label, clip(ask.Text, 2000))
+	if ask.Warning != "" {
+		fmt.Fprintf(c.out, "%swarning: %s\n", where, ask.Warning)
+	}
+	var opts []string
+	for _, ch := range ask.Choices {
+		opt := "/" + string(ch.Action)
+		if ch.Field != "" {
+			opt += " " + string(ch.Field)
+			if ch.Field.JSON() {
+				opt += " (JSON)"
+			}
+		}
+		opts = append(opts, opt)
+	}
+	for {
+		ans, ok := c.read(fmt.Sprintf("%s%s: ", where, strings.Join(opts, ", ")))
+		if !ok {
+			return nil, false
+		}
+		d, err := chosen(it, ans)
+		if d != nil {
+			return d, true
+		}
+		if err != nil {
+			fmt.Fprintln(c.out, err)
+			continue
+		}
+		if c.command(ans) {
+			if c.cancel != "" {
+				return nil, true
+			}
+			continue
+		}
+		fmt.Fprintf(c.out, "type one of %s\n", strings.Join(opts, ", "))
+	}
+}
+
+// chosen reads "/ACTION [value]" as a choice the interrupt offers: the
+// decision, or why the value does not fit; neither when the line names no
+// choice of it (a chat command, or an answer).
+func chosen(it cairn.Interrupt, line string) (*cairn.Decision, error) {
+	name, value, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+	if !strings.HasPrefix(line, "/") {
+		return nil, nil
+	}
+	if _, ok := it.Ask().Choice(cairn.Action(name)); !ok {
+		return nil, nil
+	}
+	d, err := it.Choose(cairn.Action(name), value)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 	where := ""
 	if len(it.Path) > 1 {
@@ -383,41 +449,45 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		}
 		where = "[" + strings.Join(parts, " › ") + "] "
 	}
-	switch it.Kind {
-	case cairn.KindInput:
-		switch {
-		case len(it.Schema) > 0:
-			return c.form(where, it)
-		case it.URL != "":
-			fmt.Fprintf(c.out, "%s%s asks: %s\n  open %s\n", where, it.Tool, it.Question, it.URL)
-			ans, ok := c.read("press Enter when done, or n to decline: ")
-			if !ok {
-				return nil, false
-			}
-			if strings.EqualFold(ans, "n") || strings.EqualFold(ans, "no") {
-				return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: "declined"}, true
-			}
-			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer}, true
+	// The prompt follows the interrupt's first choice (see session.Ask):
+	// each shape of answer has its own prompt, and a shape this chat
+	// does not know is asked for from the Ask alone.
+	ask := it.Ask()
+	if ask.Reply || notAskedHere(it) || len(ask.Choices) == 0 {
+		return nil, true // the next line answers it, or the system it waits on does
+	}
+	first := ask.Choices[0]
+	_, reviews := ask.Choice(cairn.ActionEdit)
+	switch {
+	case first.Action == cairn.ActionAnswer && first.Field == session.FieldContent:
+		return c.form(where, it)
+	case first.Action == cairn.ActionAnswer && ask.Link != "":
+		fmt.Fprintf(c.out, "%s%s asks: %s\n  open %s\n", where, it.Tool, ask.Text, ask.Link)
+		ans, ok := c.read("press Enter when done, or n to decline: ")
+		if !ok {
+			return nil, false
 		}
-		ans, ok := c.read(fmt.Sprintf("%s%s asks: %s > ", where, it.Tool, it.Question))
+		if strings.EqualFold(ans, "n") || strings.EqualFold(ans, "no") {
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: "declined"}, true
+		}
+		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer}, true
+	case first.Action == cairn.ActionAnswer && first.Field == session.FieldText:
+		ans, ok := c.read(fmt.Sprintf("%s%s asks: %s > ", where, it.Tool, ask.Text))
 		if !ok {
 			return nil, false
 		}
 		return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionAnswer, Text: ans}, true
-	case cairn.KindApproval:
-	case cairn.KindMessage: // the next line answers it
-		return nil, true
-	case cairn.KindReview:
+	case first.Action == cairn.ActionApprove && reviews:
 		return c.review(where, it)
-	case cairn.KindClient:
+	case first.Action == cairn.ActionComplete:
 		return c.clientResult(where, it)
-	case cairn.KindExternal: // its callback completes it
-		return nil, true
+	case first.Action == cairn.ActionApprove && first.Field == session.FieldArguments:
+		// below: yes, no, always, edit
 	default:
-		return nil, true
+		return c.choose(where, it, ask)
 	}
 	if it.InDoubt {
-		fmt.Fprintf(c.out, "%swarning: %s was running when Cairn stopped and may already have taken effect (idempotency key %s)\n", where, it.Tool, it.IdempotencyKey)
+		fmt.Fprintf(c.out, "%swarning: %s was running when Cairn stopped and may already have taken effect (idempotency key %s); if you know how it ended, /complete RESULT or /fail WHY settles it without running it again\n", where, it.Tool, it.IdempotencyKey)
 	}
 	if why, ok := c.refused[it.ID]; ok {
 		// The edit was refused: ask for the JSON again, not for a decision.
@@ -453,6 +523,12 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {
 			return nil, false
+		}
+		if d, err := chosen(it, ans); d != nil && d.Action.Completes() {
+			return d, true // a call in doubt, settled
+		} else if err != nil {
+			fmt.Fprintln(c.out, err)
+			continue
 		}
 		if c.command(ans) {
 			if c.cancel != "" {
@@ -616,7 +692,7 @@ func approvalAnswer(id, ans string) cairn.Decision {
 // another system (its callback completes it).
 func hasDecisions(s *cairn.Session) bool {
 	for _, in := range s.Interrupts {
-		if in.Kind != cairn.KindMessage && in.Kind != cairn.KindExternal {
+		if !in.Ask().Reply && !notAskedHere(in) {
 			return true
 		}
 	}

@@ -409,7 +409,7 @@ func TestSessionsCommands(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := run("list", "--status", "paused"); !strings.Contains(out, id) || !strings.Contains(out, "approve deploy_code? Deploy to production?") {
+	if out := run("list", "--status", "paused"); !strings.Contains(out, id) || !strings.Contains(out, "approval: deploy_code: Deploy to production?") || !strings.Contains(out, "approve [--args]") {
 		t.Fatalf("list:\n%s", out)
 	}
 	if out := run("approve", id, "--args", `{"environment":"staging"}`); !strings.Contains(out, id+": completed") {

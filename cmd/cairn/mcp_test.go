@@ -155,7 +155,7 @@ func TestMCPMemoryAndEverythingThroughChatAndServe(t *testing.T) {
 	_, s = post(t, base+"/v1/sessions", `{"agent":"asker","input":"ask me"}`)
 	id := s["id"].(string)
 	show, _ := exec.Command(binary, "sessions", "--server", base, "show", id).CombinedOutput()
-	if !strings.Contains(string(show), "answer with --content") {
+	if !strings.Contains(string(show), "answer --content") {
 		t.Fatalf("show:\n%s", show)
 	}
 	if out, err := exec.Command(binary, "sessions", "--server", base, "answer", id).CombinedOutput(); err == nil || !strings.Contains(string(out), "--content") {

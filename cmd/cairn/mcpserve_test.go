@@ -119,7 +119,7 @@ auth:
 	var asked []string
 	approve := func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		asked = append(asked, req.Params.Message)
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}, nil
 	}
 	res := call("approver-token-0123456789", approve)
 	if text := res.Content[0].(*sdk.TextContent).Text; text != "lead: ops: deployed" || len(asked) != 1 || !strings.Contains(asked[0], "lead › ops › Deploy to production?") || !strings.Contains(asked[0], base+"/#/sessions/ses_") {

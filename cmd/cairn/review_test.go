@@ -94,7 +94,7 @@ func TestCLIReviewsAStructuredAnswer(t *testing.T) {
 	}
 	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"triage","input":"disk alert"}`)
 	id := s["id"].(string)
-	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `review the answer {"priority":"low"`) {
+	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `review the answer: The answer waits for your review. {"priority":"low"`) || !strings.Contains(out, "edit --output") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	if out, err := cli("reject", id, "--reason", "it keeps rising"); err != nil || !strings.Contains(out, "disk rising") {

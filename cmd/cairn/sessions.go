@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,7 +207,7 @@ func pickInterrupt(s *cairn.Session, args []string) (string, error) {
 	}
 	var ids []string
 	for _, in := range s.Interrupts {
-		if in.Kind != cairn.KindMessage {
+		if !in.Ask().Reply {
 			ids = append(ids, in.ID)
 		}
 	}
@@ -221,6 +220,48 @@ func pickInterrupt(s *cairn.Session, args []string) (string, error) {
 	return "", fmt.Errorf("session %s has %d pending interrupts; name one: %s", s.ID, len(ids), strings.Join(ids, ", "))
 }
 
+// askLine is one line on an interrupt, from its Ask: what it is, what to
+// read, and the commands that decide it ("approve [--arguments]").
+func askLine(in cairn.Interrupt) string {
+	ask := in.Ask()
+	line := ask.Label + ": "
+	if ask.Subject != "" && !strings.Contains(ask.Text, ask.Subject) {
+		line += ask.Subject + ": "
+	}
+	line += ask.Text
+	if ask.Link != "" {
+		line += " (open " + ask.Link + ")"
+	}
+	if len(in.Output) > 0 {
+		line += " " + string(in.Output)
+	}
+	if ask.Warning != "" {
+		line += " — " + ask.Warning
+	}
+	if ask.Reply {
+		return line + " (reply with cairn sessions send)"
+	}
+	var cmds []string
+	for _, c := range ask.Choices {
+		cmd := string(c.Action)
+		if c.Field != "" {
+			flag := "--" + string(c.Field)
+			if c.Field == session.FieldArguments {
+				flag = "--args"
+			}
+			if c.Optional {
+				flag = "[" + flag + "]"
+			}
+			cmd += " " + flag
+		}
+		cmds = append(cmds, cmd)
+	}
+	if len(cmds) > 0 {
+		line += " (" + strings.Join(cmds, ", ") + ")"
+	}
+	return line
+}
+
 // brief is one line on what a session waits for, or what it said.
 func brief(s *cairn.Session) string {
 	if len(s.Interrupts) > 0 {
@@ -229,28 +270,7 @@ func brief(s *cairn.Session) string {
 		if len(s.Interrupts) > 1 {
 			more = fmt.Sprintf(" (+%d more)", len(s.Interrupts)-1)
 		}
-		switch in.Kind {
-		case cairn.KindApproval:
-			return fmt.Sprintf("approve %s? %s%s", in.Tool, in.Message, more)
-		case cairn.KindInput:
-			switch {
-			case in.URL != "":
-				return fmt.Sprintf("question: %s (open %s, then answer)%s", in.Question, in.URL, more)
-			case len(in.Schema) > 0:
-				return fmt.Sprintf("question: %s (answer with --content, a JSON object under %s)%s", in.Question, in.Schema, more)
-			}
-			return fmt.Sprintf("question: %s%s", in.Question, more)
-		case cairn.KindMessage:
-			return fmt.Sprintf("%s says: %s%s", lastAgent(in.Path), in.Text, more)
-		case cairn.KindReview:
-			return fmt.Sprintf("review the answer %s (approve, edit --output, or reject --reason)%s", in.Output, more)
-		case cairn.KindExternal:
-			return fmt.Sprintf("waits on another system: %s %s%s", in.Tool, cmp.Or(in.Message, "started"), more)
-		case cairn.KindClient:
-			return fmt.Sprintf("the caller runs %s with %s%s", in.Tool, in.Arguments, more)
-		default:
-			return fmt.Sprintf("%s: %s%s", in.Kind, in.Text, more)
-		}
+		return askLine(in) + more
 	}
 	if s.Error != nil {
 		return "error: " + s.Error.Message

@@ -234,7 +234,7 @@ func TestCLICompletesAClientTool(t *testing.T) {
 	}
 	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"files","input":"import my data"}`)
 	id := s["id"].(string)
-	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `the caller runs pick_file with {"accept":".csv"}`) {
+	if out, err := cli("list", "--status", "paused"); err != nil || !strings.Contains(out, `Run tool pick_file with {"accept":".csv"} yourself`) || !strings.Contains(out, "complete --output") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	if out, err := cli("complete", id, "--output", `{"file":"a.csv"}`); err == nil || !strings.Contains(out, "path") {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/suggest"
@@ -89,32 +91,30 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 			Message: fmt.Sprintf("decisions[%d]: no pending interrupt %q in session %s", i, d.InterruptID, st.SessionID)}
 	}
 	p := decided{d: d, f: f, c: c}
-	switch kind := c.Interrupt.Kind; {
-	case d.Action == session.ActionApprove && kind == session.KindApproval:
+	// What each kind takes is session's one description of it.
+	if takes := c.Interrupt.Actions(); !slices.Contains(takes, d.Action) {
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not a decision on %s %s; use %s%s", i, d.Action, c.Interrupt.Kind.Spec().Label, d.InterruptID, orList(takes), suggest.Hint(string(d.Action), actionNames(takes)))
+	}
+	switch d.Action {
+	case session.ActionApprove:
 		newArgs, err := s.replacementArgs(i, d, f, c)
 		if err != nil {
 			return decided{}, err
 		}
 		p.newArgs = newArgs
-	case d.Action == session.ActionAnswer && kind == session.KindInput:
+	case session.ActionAnswer:
 		content, err := s.answerContent(i, d, c.Interrupt)
 		if err != nil {
 			return decided{}, err
 		}
 		p.content = content
-	case d.Action.Completes() && (kind == session.KindExternal || kind == session.KindClient || c.Interrupt.InDoubt):
+	case session.ActionComplete, session.ActionFail:
 		output, err := s.completion(i, d, f, c)
 		if err != nil {
 			return decided{}, err
 		}
 		p.output = output
-	case kind == session.KindExternal || kind == session.KindClient:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not end a %s call; use complete (with output) or fail (with a reason)%s", i, d.Action, kind, suggest.Hint(string(d.Action), actionNames(kind)))
-	case d.Action == session.ActionReject:
-	case kind == session.KindInput:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q does not answer a question; use answer (with text) or reject%s", i, d.Action, suggest.Hint(string(d.Action), actionNames(kind)))
-	default:
-		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not one of approve, reject%s", i, d.Action, suggest.Hint(string(d.Action), actionNames(kind)))
+	case session.ActionReject, session.ActionEdit:
 	}
 	return p, checkRemember(i, d)
 }
@@ -200,13 +200,25 @@ func (s *stepper) replacementArgs(i int, d session.Decision, f *Frame, c *Call) 
 	return compactJSON(d.Arguments), nil
 }
 
-// actionNames are the actions an interrupt of kind k takes, as words.
-func actionNames(k session.Kind) []string {
+// actionNames are actions as words.
+func actionNames(actions []session.Action) []string {
 	var out []string
-	for _, a := range k.Actions() {
+	for _, a := range actions {
 		out = append(out, string(a))
 	}
 	return out
+}
+
+// orList names actions for a message: "complete or fail".
+func orList(actions []session.Action) string {
+	names := actionNames(actions)
+	switch len(names) {
+	case 0:
+		return "no decision"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func checkRemember(i int, d session.Decision) error {

@@ -135,7 +135,7 @@ func TestCompletionsAreCheckedFirst(t *testing.T) {
 	}{
 		{session.Decision{InterruptID: in.ID, Action: session.ActionComplete, Output: json.RawMessage(`{"town":"Lyon"}`)}, session.CodeInvalidOutput, `"city"`},
 		{session.Decision{InterruptID: in.ID, Action: session.ActionComplete}, session.CodeInvalidRequest, "output is required"},
-		{session.Decision{InterruptID: in.ID, Action: session.ActionApprove}, session.CodeInvalidRequest, "use complete"},
+		{session.Decision{InterruptID: in.ID, Action: session.ActionApprove}, session.CodeInvalidRequest, "use complete or fail"},
 		{session.Decision{InterruptID: in.ID, Action: session.ActionFail, Output: json.RawMessage(`1`)}, session.CodeInvalidRequest, "no output"},
 	} {
 		seq := st.Seq

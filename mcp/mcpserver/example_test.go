@@ -30,7 +30,7 @@ func ExampleNew() {
 	client := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			fmt.Println("asked:", req.Params.Message)
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}, nil
 		}})
 	cs, _ := client.Connect(ctx, clientEnd, nil)
 	defer cs.Close()

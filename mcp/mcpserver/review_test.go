@@ -31,9 +31,9 @@ func TestServedReviewByElicitation(t *testing.T) {
 	cs := connectTo(t, r, func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		asked = append(asked, req.Params.Message)
 		if len(asked) == 1 {
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false, "reason": "a disk at 95% is high"}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "reject", "reason": "a disk at 95% is high"}}, nil
 		}
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "answer": `{"priority":"high"}`}}, nil
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "edit", "output": `{"priority":"high"}`}}, nil
 	})
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "triage", Arguments: map[string]any{"input": "disk at 95%"}})
 	if err != nil || res.IsError {
@@ -42,7 +42,7 @@ func TestServedReviewByElicitation(t *testing.T) {
 	if got := text(res); got != `{"priority":"high"}` {
 		t.Fatalf("result %q", got)
 	}
-	if len(asked) != 2 || !strings.Contains(asked[0], `Review the answer: {"priority":"low"}`) || len(seen) != 2 || !strings.Contains(seen[1], "a disk at 95% is high") {
+	if len(asked) != 2 || !strings.Contains(asked[0], "review.\n"+`{"priority":"low"}`) || len(seen) != 2 || !strings.Contains(seen[1], "a disk at 95% is high") {
 		t.Fatalf("asked %q; the model saw %q", asked, seen)
 	}
 }

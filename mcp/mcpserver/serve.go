@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Caller is who calls a tool of Cairn's MCP server.
@@ -194,7 +195,7 @@ func (s *server) answered(ctx context.Context, req *sdk.CallToolRequest, c Calle
 	var ds []cairn.Decision
 	var reply *string
 	for _, in := range sess.Interrupts {
-		if in.Kind != cairn.KindMessage && !c.MayDecide {
+		if !in.Ask().Reply && !c.MayDecide {
 			// Forged answers from a caller who may not decide change nothing.
 			return nil, fmt.Errorf("deciding needs the approver role; %s has %s", c.Name, c.Role)
 		}
@@ -202,7 +203,7 @@ func (s *server) answered(ctx context.Context, req *sdk.CallToolRequest, c Calle
 		if res == nil || res.Action == "cancel" {
 			return s.outcome(sess), nil // dismissed: the run stays paused
 		}
-		if in.Kind == cairn.KindMessage {
+		if in.Ask().Reply {
 			if reply = messageReply(res); reply == nil {
 				return s.outcome(sess), nil
 			}
@@ -332,7 +333,7 @@ func (s *server) ask(ctx context.Context, req *sdk.CallToolRequest, sess *cairn.
 			}
 			return nil, nil, false
 		}
-		if in.Kind == cairn.KindMessage {
+		if in.Ask().Reply {
 			reply := messageReply(res)
 			return nil, reply, reply != nil
 		}
@@ -341,10 +342,12 @@ func (s *server) ask(ctx context.Context, req *sdk.CallToolRequest, sess *cairn.
 	return ds, nil, true
 }
 
-// elicitation is the form for one interrupt: an approval as approve,
-// reason and editable arguments; a question as a text field, the
-// question's own form, or its URL; a waiting agent's message as a reply.
+// elicitation is the form for one interrupt, drawn from its Ask: a reply
+// box for an agent waiting for the user, a question's own form or its URL,
+// and otherwise a choice of action with a field for each value a choice
+// takes (a reason, edited arguments or an answer as JSON).
 func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused string) *sdk.ElicitParams {
+	ask := in.Ask()
 	var b strings.Builder
 	if refused != "" {
 		fmt.Fprintf(&b, "That answer was refused: %s\n\n", refused)
@@ -352,49 +355,49 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 	for _, p := range in.Path {
 		fmt.Fprintf(&b, "%s › ", p.Agent)
 	}
+	b.WriteString(ask.Text)
+	if len(in.Output) > 0 {
+		fmt.Fprintf(&b, "\n%s", in.Output) // what a review is about; arguments are in the text and the form
+	}
+	if ask.Warning != "" {
+		fmt.Fprintf(&b, "\n\n%s", ask.Warning)
+	}
 	str := func(title, desc string) map[string]any {
 		return map[string]any{"type": "string", "title": title, "description": desc}
 	}
 	p := &sdk.ElicitParams{}
-	switch in.Kind {
-	case cairn.KindApproval:
-		msg := in.Message
-		if msg == "" {
-			msg = fmt.Sprintf("Run tool %s with %s?", in.Tool, in.Arguments)
-		}
-		b.WriteString(msg)
-		args := str("Arguments (JSON)", "Edit to run the tool with other arguments; they must match the tool's schema")
-		args["default"] = string(in.Arguments)
-		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"approve"}, "properties": map[string]any{
-			"approve":   map[string]any{"type": "boolean", "title": "Approve", "description": "Run " + in.Tool},
-			"reason":    str("Reason", "Told to the model when you reject"),
-			"arguments": args,
-		}}
-	case cairn.KindInput:
-		b.WriteString(in.Question)
-		switch {
-		case in.URL != "":
-			p.Mode, p.URL, p.ElicitationID = "url", in.URL, in.ID
-		case len(in.Schema) > 0:
-			p.RequestedSchema = in.Schema
-		default:
-			p.RequestedSchema = map[string]any{"type": "object", "required": []string{"answer"},
-				"properties": map[string]any{"answer": str("Answer", in.Question)}}
-		}
-	case cairn.KindMessage:
-		b.WriteString(in.Text)
+	first, _ := ask.Choice(firstAction(ask))
+	switch {
+	case ask.Reply:
 		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"reply"},
-			"properties": map[string]any{"reply": str("Reply", "Your reply to "+in.Tool)}}
-	case cairn.KindReview:
-		fmt.Fprintf(&b, "Review the answer: %s", in.Output)
-		answer := str("Answer (JSON)", "Edit to send another answer; it must match the output schema")
-		answer["default"] = string(in.Output)
-		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"approve"}, "properties": map[string]any{
-			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Let the answer go (as edited below)"},
-			"reason":  str("Reason", "Told to the model when you send the answer back"),
-			"answer":  answer,
-		}}
-	case cairn.KindExternal, cairn.KindClient: // not elicited (asksPerson): listed in the result
+			"properties": map[string]any{"reply": str("Reply", "Your reply to "+ask.Subject)}}
+	case ask.Link != "" && first.Field == "":
+		// Accept says it is done; decline refuses.
+		p.Mode, p.URL, p.ElicitationID = "url", ask.Link, in.ID
+	case first.Field == session.FieldContent && len(first.Schema) > 0:
+		// The question's own form; decline refuses.
+		p.RequestedSchema = first.Schema
+	default:
+		var actions []any
+		props := map[string]any{}
+		for _, c := range ask.Choices {
+			actions = append(actions, map[string]any{"const": string(c.Action), "title": c.Label})
+			if c.Field == "" || props[string(c.Field)] != nil {
+				continue
+			}
+			title, desc := fieldTitle(c.Field), "For "+c.Label
+			if c.Field.JSON() {
+				title += " (JSON)"
+				desc += "; it must match its schema"
+			}
+			field := str(title, desc)
+			if len(c.Default) > 0 {
+				field["default"] = string(c.Default)
+			}
+			props[string(c.Field)] = field
+		}
+		props["action"] = map[string]any{"type": "string", "title": "Decision", "oneOf": actions, "default": string(firstAction(ask))}
+		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"action"}, "properties": props}
 	}
 	if link := s.inbox(sess.ID); link != "" {
 		fmt.Fprintf(&b, "\n\n(session %s; also in the inbox: %s)", sess.ID, link)
@@ -403,42 +406,55 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 	return p
 }
 
-// decision is the client's answer to one interrupt's elicitation.
-func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
-	d := cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: "declined in the MCP client"}
-	if res.Action != "accept" {
-		return d
+// firstAction is the usual decision on the interrupt: its first choice.
+func firstAction(ask session.Ask) cairn.Action {
+	if len(ask.Choices) == 0 {
+		return ""
 	}
-	reason, _ := res.Content["reason"].(string)
-	switch in.Kind {
-	case cairn.KindApproval:
-		if approve, _ := res.Content["approve"].(bool); !approve {
-			d.Reason = reason
-			return d
+	return ask.Choices[0].Action
+}
+
+// fieldTitle is a form field's title.
+func fieldTitle(f session.Field) string {
+	return strings.ToUpper(string(f[:1])) + string(f[1:])
+}
+
+// decision is the client's answer to one interrupt's elicitation: the
+// action it chose, with the value of that action's field. A declined form
+// rejects (or fails) with the reason "declined in the MCP client"; a value
+// the choice cannot take rejects with why, so the model hears it.
+func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
+	ask := in.Ask()
+	declined := cairn.Decision{InterruptID: in.ID, Action: cairn.ActionReject, Reason: "declined in the MCP client"}
+	if _, ok := ask.Choice(cairn.ActionReject); !ok {
+		declined.Action = cairn.ActionFail
+	}
+	if res.Action != "accept" {
+		return declined
+	}
+	first, _ := ask.Choice(firstAction(ask))
+	action, value := first.Action, ""
+	switch {
+	case ask.Link != "" && first.Field == "":
+	case first.Field == session.FieldContent && len(first.Schema) > 0:
+		b, _ := json.Marshal(res.Content)
+		value = string(b)
+	default:
+		if a, _ := res.Content["action"].(string); a != "" {
+			action = cairn.Action(a)
 		}
-		d.Action, d.Reason = cairn.ActionApprove, ""
-		if args, _ := res.Content["arguments"].(string); args != "" && !sameJSON(args, string(in.Arguments)) {
-			d.Arguments = json.RawMessage(args)
+		c, _ := ask.Choice(action)
+		if c.Field != "" {
+			value, _ = res.Content[string(c.Field)].(string)
+			if c.Optional && len(c.Default) > 0 && sameJSON(value, string(c.Default)) {
+				value = "" // left as offered
+			}
 		}
-	case cairn.KindInput:
-		d.Action, d.Reason = cairn.ActionAnswer, ""
-		switch {
-		case len(in.Schema) > 0:
-			d.Content, _ = json.Marshal(res.Content)
-		case in.URL == "":
-			d.Text, _ = res.Content["answer"].(string)
-		}
-	case cairn.KindMessage: // answered by a message, never elicited as a decision
-	case cairn.KindReview:
-		if approve, _ := res.Content["approve"].(bool); !approve {
-			d.Reason = reason
-			return d
-		}
-		d.Action, d.Reason = cairn.ActionApprove, ""
-		if answer, _ := res.Content["answer"].(string); answer != "" && !sameJSON(answer, string(in.Output)) {
-			d.Action, d.Output = cairn.ActionEdit, json.RawMessage(answer)
-		}
-	case cairn.KindExternal, cairn.KindClient: // not elicited: completed with cairn_resume
+	}
+	d, err := in.Choose(action, value)
+	if err != nil {
+		declined.Reason = "the MCP client's answer was refused: " + err.Error()
+		return declined
 	}
 	return d
 }
@@ -469,20 +485,13 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 		var b strings.Builder
 		fmt.Fprintf(&b, "The run is paused: session %s waits.", sess.ID)
 		for _, in := range sess.Interrupts {
-			fmt.Fprintf(&b, "\n- %s %s", in.Kind, in.ID)
-			switch in.Kind {
-			case cairn.KindApproval:
-				fmt.Fprintf(&b, ": tool %s with %s", in.Tool, in.Arguments)
-			case cairn.KindInput:
-				fmt.Fprintf(&b, ": %s", in.Question)
-			case cairn.KindMessage:
-				fmt.Fprintf(&b, ": %s says %q", in.Tool, in.Text)
-			case cairn.KindReview:
-				fmt.Fprintf(&b, ": the answer %s waits for review", in.Output)
-			case cairn.KindExternal:
-				fmt.Fprintf(&b, ": tool %s waits on another system (%s)", in.Tool, in.Message)
-			case cairn.KindClient:
-				fmt.Fprintf(&b, ": run tool %s with %s yourself, then call %s with action complete and its output (or fail and a reason)", in.Tool, in.Arguments, ResumeTool)
+			ask := in.Ask()
+			fmt.Fprintf(&b, "\n- %s %s: %s: %s", in.Kind, in.ID, ask.Subject, ask.Text)
+			if len(in.Output) > 0 {
+				fmt.Fprintf(&b, " %s", in.Output)
+			}
+			if !ask.Reply {
+				fmt.Fprintf(&b, " (%s)", choiceList(ask))
 			}
 		}
 		if link := s.inbox(sess.ID); link != "" {
@@ -504,4 +513,21 @@ func (s *server) outcome(sess *cairn.Session) *sdk.CallToolResult {
 
 func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// choiceList names what an interrupt takes, for a result the model reads:
+// "approve [arguments] | reject [reason]".
+func choiceList(ask session.Ask) string {
+	var parts []string
+	for _, c := range ask.Choices {
+		part := string(c.Action)
+		switch {
+		case c.Field != "" && c.Optional:
+			part += " [" + string(c.Field) + "]"
+		case c.Field != "":
+			part += " with " + string(c.Field)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " | ")
 }

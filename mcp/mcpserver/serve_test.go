@@ -90,9 +90,9 @@ func TestServedAgentAsksByElicitation(t *testing.T) {
 	cs := connectTo(t, r, func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		asked = append(asked, req.Params.Message)
 		if len(asked) == 1 {
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "arguments": `{"service":7}`}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve", "arguments": `{"service":7}`}}, nil
 		}
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "arguments": `{"service":"api"}`}}, nil
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve", "arguments": `{"service":"api"}`}}, nil
 	})
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(tools.Tools) != 3 {
@@ -140,7 +140,7 @@ func TestServedAgentWithoutElicitation(t *testing.T) {
 	}
 
 	declining := connectTo(t, r, func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false, "reason": "freeze week"}}, nil
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "reject", "reason": "freeze week"}}, nil
 	})
 	res, err = declining.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}})
 	if err != nil || !strings.Contains(text(res), "The user rejected this tool call: freeze week") || deployed.Load() != 1 {
@@ -188,7 +188,7 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 	r := servedRunner(t, &deployed)
 	user := func(*sdk.RequestExtra) mcpserver.Caller { return mcpserver.Caller{Name: "uma", Role: "user"} }
 	approve := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}, nil
 	}
 	cs := connectAs(t, r, user, approve)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}})
@@ -204,7 +204,7 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 	json.Unmarshal(b, &paused)
 	state, _ := json.Marshal(map[string]any{"session": paused.SessionID, "seq": paused.Seq})
 	forged, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}, RequestState: string(state),
-		InputResponses: sdk.InputResponseMap{paused.Interrupts[0].ID: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}})
+		InputResponses: sdk.InputResponseMap{paused.Interrupts[0].ID: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}}})
 	if (err == nil && !forged.IsError) || deployed.Load() != 0 {
 		t.Fatalf("forged answers: %v %+v, deployed %d", err, forged, deployed.Load())
 	}

@@ -41,7 +41,7 @@ func TestServedClientToolCompletedWithResume(t *testing.T) {
 	}
 	sc, _ := res.StructuredContent.(map[string]any)
 	ins, _ := sc["interrupts"].([]any)
-	if len(ins) != 1 || !strings.Contains(text(res), "run tool get_location") {
+	if len(ins) != 1 || !strings.Contains(text(res), "Run tool get_location with {} yourself") {
 		t.Fatalf("the paused result: %s %v", text(res), sc)
 	}
 	in := ins[0].(map[string]any)

@@ -222,7 +222,7 @@ function toolOf(agent, name) {
 // agent that spoke (its path ends at the call that started it; it is the
 // top of the stack).
 function interruptAgent(s, it) {
-  if (it.kind === 'message') return s.stack && s.stack.length ? s.stack[s.stack.length - 1].agent : s.agent;
+  if (it.ask && it.ask.reply) return s.stack && s.stack.length ? s.stack[s.stack.length - 1].agent : s.agent;
   return it.path && it.path.length ? it.path[it.path.length - 1].agent : s.agent;
 }
 
@@ -324,7 +324,7 @@ function updateInboxList() {
   if (state.view !== 'inbox' || !list) return;
   const f = state.filters;
   const all = inboxItems();
-  fillSelect('filter-kind', ['approval', 'input', 'message']);
+  fillSelect('filter-kind', all.map((x) => x.it.kind));
   fillSelect('filter-agent', all.map((x) => x.agent));
   fillSelect('filter-tool', all.map((x) => x.it.tool));
   const shown = all.filter(({ it, agent }) => (!f.kind || it.kind === f.kind) && (!f.agent || agent === f.agent) && (!f.tool || it.tool === f.tool));
@@ -372,25 +372,21 @@ function interruptCard(s, it, agent) {
   const key = s.id + '/' + it.id;
   const error = el('div', { class: 'error', role: 'alert' });
   const card = el('article', { class: 'item', tabindex: 0, dataset: { key, kind: it.kind, session: s.id } });
-  const title = { approval: 'approval', input: 'question', message: 'waits for you', review: 'review the answer',
-    external: 'waits on a system', client: 'run this tool' }[it.kind] || it.kind;
+  // Drawn from the interrupt's ask (one description per kind, made by the
+  // server): any kind renders here without code of its own.
+  const ask = it.ask || { label: it.kind, text: '', choices: [] };
   const tool = it.tool ? toolOf(agent, it.tool) : null;
+  const runs = (ask.choices || []).some((c) => c.field === 'arguments');
   card.append(...[
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
-    el('h3', {}, el('span', { class: 'kind' }, title), it.kind === 'message' || it.kind === 'review' ? agent : it.tool),
+    el('h3', {}, el('span', { class: 'kind' }, ask.label), it.tool || agent),
     s.request && el('blockquote', { class: 'request' }, el('span', { class: 'label' }, 'The request: '), requestText(s)),
     tool && tool.description && el('p', { class: 'about' }, el('span', { class: 'label' }, it.tool + ': '), tool.description),
-    it.kind === 'approval' && el('p', { class: 'runs' }, el('span', { class: 'label' }, 'Approving runs '), whatRuns(tool, it.tool)),
-    it.kind === 'approval' && el('p', { class: 'msg' }, cardValue(s, it, 'message')),
-    it.kind === 'input' && el('p', { class: 'msg' }, cardValue(s, it, 'question')),
-    it.kind === 'message' && el('p', { class: 'msg' }, cardValue(s, it, 'text')),
-    it.kind === 'external' && el('p', { class: 'msg' }, it.message ? cardValue(s, it, 'message') : 'Started; its result arrives by its callback URL.',
-      it.handle ? el('span', { class: 'muted handle' }, ' (' + it.handle + ')') : ''),
-    it.kind === 'client' && el('p', { class: 'msg' }, 'The caller runs this tool; you can send its result here.'),
-    it.kind === 'review' && it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
-    it.arguments !== undefined && it.kind !== 'message' && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
-    it.in_doubt && el('div', { class: 'warning' }, 'This call was running when Cairn stopped: it may already have taken effect. Check before approving it again' +
-      (it.idempotency_key ? ' (idempotency key ' + it.idempotency_key + ').' : '.')),
+    runs && el('p', { class: 'runs' }, el('span', { class: 'label' }, 'Approving runs '), whatRuns(tool, it.tool)),
+    ask.text && el('p', { class: 'msg' }, askText(s, it)),
+    it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
+    it.arguments !== undefined && !ask.reply && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
+    ask.warning && el('div', { class: 'warning' }, ask.warning),
     el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
       it.expires_at ? ' · ' : '', it.expires_at ? el('span', { class: 'expiry', dataset: { at: it.expires_at } }, countdown(it.expires_at)) : ''),
     actions(s, it, agent, card, error),
@@ -437,6 +433,20 @@ function cardValue(s, it, field) {
   return box;
 }
 
+// askText is what the card says (ask.text). A listing cuts a long
+// message, question or text: the card shows the start, and "expand"
+// loads the whole text from the session.
+function askText(s, it) {
+  if (!(it.truncated || []).some((f) => f === 'message' || f === 'question' || f === 'text')) return it.ask.text;
+  const box = el('span', { class: 'folded' });
+  const expand = el('button', { class: 'expand', type: 'button', title: 'load and show the whole text' }, 'expand (the whole text)');
+  expand.addEventListener('click', async () => {
+    try { box.replaceChildren(marked((await wholeInterrupt(s, it)).ask.text)); } catch (e) { expand.textContent = e.message; }
+  });
+  box.append(marked(it.ask.text.replace(/…$/, '').slice(0, FOLD_CHARS)), '… ', expand);
+  return box;
+}
+
 // wholeInterrupt is it as the session has it, with no value cut.
 async function wholeInterrupt(s, it) {
   const whole = (await api('GET', '/v1/sessions/' + encodeURIComponent(s.id))).interrupts.find((x) => x.id === it.id);
@@ -444,13 +454,18 @@ async function wholeInterrupt(s, it) {
   return whole;
 }
 
+// actions are the card's choices, from it.ask: a button per choice, with
+// the value its field takes (a reason, a text answer, a form from the
+// choice's schema, edited arguments). A reply box for an agent waiting
+// for the user.
 function actions(s, it, agent, card, error) {
   const box = el('div', { class: 'actions' });
-  if (it.kind === 'message' && !canSpeak(s)) {
+  const ask = it.ask || { choices: [] };
+  if (ask.reply && !canSpeak(s)) {
     box.append(el('span', { class: 'muted' }, 'The session\'s owner replies.'));
     return box;
   }
-  if (it.kind === 'message') {
+  if (ask.reply) {
     const text = el('input', { type: 'text', class: 'reply', placeholder: 'your reply', size: 40 });
     box.append(text, el('button', { class: 'primary', onclick: () => reply(s, text.value, error) }, 'Reply'));
     return box;
@@ -459,54 +474,50 @@ function actions(s, it, agent, card, error) {
     box.append(el('span', { class: 'muted' }, 'An approver decides this.'));
     return box;
   }
+  if (ask.link) box.append(el('a', { class: 'url', href: ask.link, target: '_blank', rel: 'noopener noreferrer' }, 'Open ' + ask.link));
   const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason (the model sees it)', size: 28 });
-  const remember = el('input', { type: 'checkbox', class: 'remember' });
-  const rejectBtn = el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value, remember: remember.checked ? 'session' : undefined }, error) }, 'Reject');
-  if (it.kind === 'review') {
-    // Let the answer go, edit it in a form from the agent's output schema
-    // (a 400 shows at its field), or send it back with a reason.
-    box.append(
-      el('button', { class: 'primary approve', onclick: () => decide(s, { interrupt_id: it.id, action: 'approve' }, error) }, 'Approve'),
-      el('button', { class: 'edit', onclick: () => schemaForm(card, it.output_schema || {}, typeof it.output === 'object' && it.output ? it.output : {}, false, 'Send edited answer',
-        (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'edit', output: value }, error, fieldErrors)) }, 'Edit answer'),
-      reason, el('button', { class: 'danger reject', onclick: () => decide(s, { interrupt_id: it.id, action: 'reject', reason: reason.value }, error) }, 'Send back'));
-    return box;
-  }
-  if (it.kind === 'external' || it.kind === 'client') {
-    // The result, in a form from the tool's result schema (a 400 shows at
-    // its field), or a failure with a reason the model sees. A wait on a
-    // system is usually completed by its callback; a person may stand in.
-    const fail = el('button', { class: 'danger fail', onclick: () => decide(s, { interrupt_id: it.id, action: 'fail', reason: reason.value }, error) }, 'Fail');
-    box.append(el('button', { class: 'primary complete', onclick: () => {
-      const old = card.querySelector('form.edit');
-      if (old) { old.remove(); return; }
-      schemaForm(card, it.result_schema || {}, {}, true, 'Send result',
-        (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'complete', output: value }, error, fieldErrors));
-    } }, 'Complete'), reason, fail);
-    return box;
-  }
-  if (it.kind === 'input' && it.schema) {
-    // The question's own form (an MCP server's elicitation).
-    box.append(reason, rejectBtn);
-    queueMicrotask(() => schemaForm(card, it.schema, {}, true, 'Answer',
-      (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'answer', content: value }, error, fieldErrors)));
-    return box;
-  }
-  if (it.kind === 'input' && it.url) {
-    box.append(el('a', { class: 'url', href: it.url, target: '_blank', rel: 'noopener noreferrer' }, 'Open ' + it.url),
-      el('button', { class: 'primary', onclick: () => decide(s, { interrupt_id: it.id, action: 'answer' }, error) }, 'Done'), reason, rejectBtn);
-    return box;
-  }
-  if (it.kind === 'input') {
-    const answer = el('input', { type: 'text', class: 'answer', placeholder: 'your answer', size: 30 });
-    box.append(answer, el('button', { class: 'primary', onclick: () => decide(s, { interrupt_id: it.id, action: 'answer', text: answer.value }, error) }, 'Answer'), reason, rejectBtn);
-    return box;
-  }
-  box.append(
-    el('button', { class: 'primary approve', onclick: () => decide(s, { interrupt_id: it.id, action: 'approve', remember: remember.checked ? 'session' : undefined }, error) }, 'Approve'),
-    el('button', { class: 'edit', onclick: () => openEditor(s, it, agent, card, error, remember) }, 'Edit arguments'),
-    reason, rejectBtn,
-    el('label', { class: 'muted' }, remember, ' remember for this session'));
+  // Remember applies to the approval of a tool call (it takes arguments).
+  const remember = (ask.choices || []).some((c) => c.field === 'arguments') ? el('input', { type: 'checkbox', class: 'remember' }) : null;
+  const remembered = () => remember && remember.checked ? 'session' : undefined;
+  let reasonShown = false;
+  (ask.choices || []).forEach((c, i) => {
+    const cls = [i === 0 ? 'primary' : '', c.action === 'reject' || c.action === 'fail' ? 'danger' : '', c.action].filter(Boolean).join(' ');
+    const send = (extra, fieldErrors) => decide(s, Object.assign({ interrupt_id: it.id, action: c.action }, extra), error, fieldErrors);
+    switch (c.field) {
+      case 'reason':
+        if (!reasonShown) { box.append(reason); reasonShown = true; }
+        box.append(el('button', { class: cls, onclick: () => send({ reason: reason.value, remember: c.action === 'reject' ? remembered() : undefined }) }, c.label));
+        break;
+      case 'text': {
+        const answer = el('input', { type: 'text', class: 'answer', placeholder: 'your answer', size: 30 });
+        box.append(answer, el('button', { class: cls, onclick: () => send({ text: answer.value }) }, c.label));
+        break;
+      }
+      case 'arguments':
+        // As asked, or with arguments edited in a form from the tool's schema.
+        box.append(el('button', { class: cls, onclick: () => send({ remember: remembered() }) }, c.label),
+          el('button', { class: 'edit', onclick: () => openEditor(s, it, agent, card, error, c, (args, fieldErrors) => send({ arguments: args, remember: remembered() }, fieldErrors)) }, 'Edit arguments'));
+        break;
+      case 'content':
+      case 'output': {
+        // A form from the choice's schema (a 400 shows at its field). The
+        // only way to answer (a question's own form) opens at once.
+        const start = c.default !== undefined && typeof c.default === 'object' && c.default ? c.default : {};
+        const open = () => {
+          const old = card.querySelector('form.edit');
+          if (old) { old.remove(); return; }
+          schemaForm(card, c.schema || {}, start, c.default === undefined, c.label,
+            (value, fieldErrors) => send({ [c.field]: value }, fieldErrors));
+        };
+        if (i === 0 && c.field === 'content') queueMicrotask(open);
+        else box.append(el('button', { class: cls, onclick: open }, c.label));
+        break;
+      }
+      default:
+        box.append(el('button', { class: cls, onclick: () => send({}) }, c.label));
+    }
+  });
+  if (remember) box.append(el('label', { class: 'muted' }, remember, ' remember for this session'));
   return box;
 }
 
@@ -542,7 +553,7 @@ async function reply(s, text, error) {
 
 // ---------- the arguments editor, generated from the tool's JSON Schema ----------
 
-async function openEditor(s, it, agent, card, error, remember) {
+async function openEditor(s, it, agent, card, error, choice, submit) {
   const old = card.querySelector('form.edit');
   if (old) { old.remove(); return; }
   if ((it.truncated || []).includes('arguments')) {
@@ -550,8 +561,7 @@ async function openEditor(s, it, agent, card, error, remember) {
     try { it = await wholeInterrupt(s, it); } catch (e) { error.textContent = e.message; return; }
   }
   const tool = toolOf(agent, it.tool);
-  schemaForm(card, (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments',
-    (value, fieldErrors) => decide(s, { interrupt_id: it.id, action: 'approve', arguments: value, remember: remember.checked ? 'session' : undefined }, error, fieldErrors));
+  schemaForm(card, choice.schema || (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments', submit);
 }
 
 // schemaForm adds to card a form generated from a JSON Schema, filled with
@@ -786,8 +796,8 @@ async function renderSession(id, signal) {
     }) : []));
     cards = keep;
     // The next message waits for the decisions: say so, instead of a 409.
-    const deciding = s.status === 'paused' && s.interrupts.some((it) => it.kind !== 'message');
-    const replying = s.status === 'paused' && s.interrupts.some((it) => it.kind === 'message');
+    const deciding = s.status === 'paused' && s.interrupts.some((it) => !(it.ask && it.ask.reply));
+    const replying = s.status === 'paused' && s.interrupts.some((it) => it.ask && it.ask.reply);
     text.disabled = sendBtn.disabled = deciding || s.status === 'running' || !canSpeak(s);
     text.placeholder = replying ? 'your reply to ' + s.stack[s.stack.length - 1].agent : 'your next message';
     note.textContent = !canSpeak(s) ? 'Only the session\'s owner writes here.'

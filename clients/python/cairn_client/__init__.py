@@ -14,8 +14,10 @@ from ._client import CairnError, Client
 from ._types import (
     Agent,
     AgentTool,
+    Ask,
     CallbackReply,
     Change,
+    Choice,
     Decision,
     Event,
     Interrupt,
@@ -36,9 +38,11 @@ from ._types import (
 __all__ = [
     "Agent",
     "AgentTool",
+    "Ask",
     "CairnError",
     "CallbackReply",
     "Change",
+    "Choice",
     "Client",
     "Decision",
     "Event",

@@ -184,6 +184,31 @@ class Client:
         """Fails an ``external`` or ``client`` call; the model sees ``reason``."""
         return self._decide_one(interrupt, Decision.fail(interrupt.id, reason))
 
+    def choose(self, interrupt: Interrupt, action: str, value: Any = None) -> Session:
+        """Makes one of the interrupt's choices (``interrupt.ask.choices``), whatever its kind.
+
+        ``value`` is what the choice's field takes (a reason, a text answer,
+        edited arguments, an answer object, an output); leave it out for a
+        choice that takes nothing. A choice the interrupt does not offer
+        raises ``ValueError`` naming those it does, and sends nothing.
+        """
+        offered = interrupt.ask.choices if interrupt.ask else []
+        choice = next((ch for ch in offered if ch.action == action), None)
+        if choice is None:
+            names = ", ".join(ch.action for ch in offered) or "no decision (reply with send_message)"
+            raise ValueError(f"{interrupt.kind} {interrupt.id} takes {names}, not {action!r}")
+        body: Dict[str, Any] = {"interrupt_id": interrupt.id, "action": action}
+        if value is not None:
+            if not choice.field:
+                raise ValueError(f"{action} takes nothing more; leave value out")
+            body[choice.field] = value
+        elif choice.field and not choice.optional:
+            raise ValueError(f"{action} needs its {choice.field}")
+        if not interrupt.session_id:
+            raise ValueError("the interrupt names no session: decide it with decide(session_id, seq, [...])")
+        return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/decisions", interrupt.session_id),
+                                             {"seq": interrupt.seq, "decisions": [body]}))
+
     def _decide_one(self, interrupt: Interrupt, decision: Decision) -> Session:
         if not interrupt.session_id:
             raise ValueError("the interrupt names no session: decide it with decide(session_id, seq, [...])")

@@ -70,6 +70,44 @@ class PathStep:
 
 
 @dataclass
+class Choice:
+    """One decision a person may make on an interrupt (see ``Ask``).
+
+    ``field`` names the decision's field the choice takes (``reason``,
+    ``text``, ``content``, ``arguments``, ``output``), if any; ``schema``
+    is what that value must match, ``default`` where to start editing.
+    """
+
+    action: str = ""
+    label: str = ""
+    field: str = ""
+    optional: bool = False
+    schema: Any = None
+    default: Any = None
+
+
+@dataclass
+class Ask:
+    """How a person is asked about an interrupt, the same for every kind.
+
+    Render any interrupt from it: ``label`` and ``subject`` for a heading,
+    ``text`` to read (with the interrupt's ``arguments`` or ``output``),
+    ``link`` to open, ``warning`` to check first, and a button per
+    ``choices``; ``reply`` means the next message answers it. Decide with
+    ``Client.choose``.
+    """
+
+    label: str = ""
+    subject: str = ""
+    text: str = ""
+    link: str = ""
+    decider: str = ""
+    reply: bool = False
+    warning: str = ""
+    choices: List[Choice] = field(default_factory=list)
+
+
+@dataclass
 class Interrupt:
     """Something a person (or a system) must decide before the session goes on.
 
@@ -97,6 +135,7 @@ class Interrupt:
     idempotency_key: str = ""
     expires_at: Optional[datetime.datetime] = None
     truncated: Optional[List[str]] = None
+    ask: Optional[Ask] = None
     session_id: str = ""
     seq: int = 0
     paused_at: Optional[datetime.datetime] = None

@@ -98,6 +98,24 @@ class Approvals(unittest.TestCase):
         done = self.cairn.edit(second, {"priority": "high", "summary": "disk full by 6pm"})
         self.assertEqual(done.output, {"priority": "high", "summary": "disk full by 6pm"})
 
+    def test_any_kind_from_its_ask(self) -> None:
+        # One loop decides every kind from interrupt.ask, with no code per kind.
+        for agent, action, value, want in [
+            ("ops", "approve", {"environment": "staging"}, "staging"),
+            ("planner", "answer", "staging", "Planned for staging."),
+            ("locator", "complete", {"city": "Lyon"}, '{"city":"Lyon"}'),
+            ("triage", "edit", {"priority": "high", "summary": "full"}, "full"),
+        ]:
+            _, i = self.paused(agent)
+            self.assertTrue(i.ask.label and i.ask.text and i.ask.decider, i.ask)
+            self.assertIn(action, [ch.action for ch in i.ask.choices])
+            with self.assertRaises(ValueError) as refused:
+                self.cairn.choose(i, "teleport")
+            self.assertIn("not 'teleport'", str(refused.exception))
+            done = self.cairn.choose(i, action, value)
+            self.assertEqual(done.status, "completed", done)
+            self.assertIn(want, str(done.output))
+
     def test_a_second_decision_is_a_conflict(self) -> None:
         s, i = self.paused("ops")
         self.cairn.approve(i)

@@ -40,6 +40,8 @@ PAIRS = [
     (c.Interrupt, prop(SCHEMAS["InterruptsPage"], "interrupts")),
     (c.InterruptsPage, SCHEMAS["InterruptsPage"]),
     (c.PathStep, prop(SCHEMAS["Session"], "interrupts", "path")),
+    (c.Ask, prop(SCHEMAS["Session"], "interrupts", "ask")),
+    (c.Choice, prop(SCHEMAS["Session"], "interrupts", "ask", "choices")),
     (c.SessionError, prop(SCHEMAS["Session"], "error")),
     (c.ProviderError, prop(SCHEMAS["Session"], "error", "provider")),
     (c.StackFrame, prop(SCHEMAS["Session"], "stack")),

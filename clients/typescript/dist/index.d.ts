@@ -16,6 +16,15 @@ type Item<T> = NonNullable<T> extends (infer U)[] ? U : never;
 /** An interrupt as a session carries it. */
 export type SessionInterrupt = Item<Schemas["Session"]["interrupts"]>;
 /**
+ * How a person is asked about an interrupt, the same for every kind: render
+ * any interrupt from it (label, subject, text, link, warning, a button per
+ * choice; `reply` means the next message answers it) and decide with
+ * `Cairn.choose`.
+ */
+export type Ask = SessionInterrupt["ask"];
+/** One decision a person may make on an interrupt; `field` is the decision's field it takes. */
+export type Choice = Item<Ask["choices"]>;
+/**
  * Something a person (or a system) must decide before the session goes on.
  * `kind` says which field holds its text: `message` (approval, external),
  * `question` (input), `text` (message, review). This client fills in
@@ -177,6 +186,14 @@ export declare class Client {
     complete(interrupt: Interrupt, output: unknown, options?: RequestOptions): Promise<Session>;
     /** Fails an `external` or `client` call; the model sees `reason`. */
     fail(interrupt: Interrupt, reason: string, options?: RequestOptions): Promise<Session>;
+    /**
+     * Makes one of the interrupt's choices (`interrupt.ask.choices`), whatever
+     * its kind: `value` is what the choice's `field` takes (a reason, a text
+     * answer, edited arguments, an answer object, an output); leave it out
+     * for a choice that takes nothing. A choice the interrupt does not offer
+     * throws a TypeError naming those it does, and sends nothing.
+     */
+    choose(interrupt: Interrupt, action: Choice["action"], value?: unknown, options?: RequestOptions): Promise<Session>;
     private decideOne;
     /** One page of pending interrupts across sessions; `kind` keeps those kinds only. */
     listInterrupts(query?: {

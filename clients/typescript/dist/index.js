@@ -127,6 +127,31 @@ export class Client {
     fail(interrupt, reason, options = {}) {
         return this.decideOne(interrupt, { action: "fail", reason }, options);
     }
+    /**
+     * Makes one of the interrupt's choices (`interrupt.ask.choices`), whatever
+     * its kind: `value` is what the choice's `field` takes (a reason, a text
+     * answer, edited arguments, an answer object, an output); leave it out
+     * for a choice that takes nothing. A choice the interrupt does not offer
+     * throws a TypeError naming those it does, and sends nothing.
+     */
+    choose(interrupt, action, value, options = {}) {
+        const offered = interrupt.ask?.choices ?? [];
+        const choice = offered.find((c) => c.action === action);
+        if (!choice) {
+            const names = offered.map((c) => c.action).join(", ") || "no decision (reply with sendMessage)";
+            throw new TypeError(`${interrupt.kind} ${interrupt.id} takes ${names}, not ${JSON.stringify(action)}`);
+        }
+        const d = { action };
+        if (value !== undefined) {
+            if (!choice.field)
+                throw new TypeError(`${action} takes nothing more; leave value out`);
+            d[choice.field] = value;
+        }
+        else if (choice.field && !choice.optional) {
+            throw new TypeError(`${action} needs its ${choice.field}`);
+        }
+        return this.decideOne(interrupt, d, options);
+    }
     decideOne(interrupt, d, options) {
         if (!interrupt.session_id) {
             throw new TypeError("the interrupt names no session: decide it with decide(sessionId, seq, [...])");

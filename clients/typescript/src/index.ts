@@ -20,6 +20,15 @@ type Item<T> = NonNullable<T> extends (infer U)[] ? U : never;
 /** An interrupt as a session carries it. */
 export type SessionInterrupt = Item<Schemas["Session"]["interrupts"]>;
 /**
+ * How a person is asked about an interrupt, the same for every kind: render
+ * any interrupt from it (label, subject, text, link, warning, a button per
+ * choice; `reply` means the next message answers it) and decide with
+ * `Cairn.choose`.
+ */
+export type Ask = SessionInterrupt["ask"];
+/** One decision a person may make on an interrupt; `field` is the decision's field it takes. */
+export type Choice = Item<Ask["choices"]>;
+/**
  * Something a person (or a system) must decide before the session goes on.
  * `kind` says which field holds its text: `message` (approval, external),
  * `question` (input), `text` (message, review). This client fills in
@@ -234,6 +243,30 @@ export class Client {
   /** Fails an `external` or `client` call; the model sees `reason`. */
   fail(interrupt: Interrupt, reason: string, options: RequestOptions = {}) {
     return this.decideOne(interrupt, { action: "fail", reason }, options);
+  }
+
+  /**
+   * Makes one of the interrupt's choices (`interrupt.ask.choices`), whatever
+   * its kind: `value` is what the choice's `field` takes (a reason, a text
+   * answer, edited arguments, an answer object, an output); leave it out
+   * for a choice that takes nothing. A choice the interrupt does not offer
+   * throws a TypeError naming those it does, and sends nothing.
+   */
+  choose(interrupt: Interrupt, action: Choice["action"], value?: unknown, options: RequestOptions = {}) {
+    const offered = interrupt.ask?.choices ?? [];
+    const choice = offered.find((c) => c.action === action);
+    if (!choice) {
+      const names = offered.map((c) => c.action).join(", ") || "no decision (reply with sendMessage)";
+      throw new TypeError(`${interrupt.kind} ${interrupt.id} takes ${names}, not ${JSON.stringify(action)}`);
+    }
+    const d: Record<string, unknown> = { action };
+    if (value !== undefined) {
+      if (!choice.field) throw new TypeError(`${action} takes nothing more; leave value out`);
+      d[choice.field] = value;
+    } else if (choice.field && !choice.optional) {
+      throw new TypeError(`${action} needs its ${choice.field}`);
+    }
+    return this.decideOne(interrupt, d as Omit<Decision, "interrupt_id">, options);
   }
 
   private decideOne(interrupt: Interrupt, d: Omit<Decision, "interrupt_id">, options: RequestOptions) {

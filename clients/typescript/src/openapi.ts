@@ -524,7 +524,28 @@ export interface components {
                 /** Format: date-time */
                 expires_at: null | string;
                 truncated?: null | string[];
+                /** @description how a person is asked about it: render any kind from this */
+                ask: {
+                    label: string;
+                    subject?: string;
+                    text: string;
+                    link?: string;
+                    decider: string;
+                    reply?: boolean;
+                    warning?: string;
+                    choices?: null | {
+                        action: string;
+                        label: string;
+                        field?: string;
+                        optional?: boolean;
+                        /** @description any JSON value */
+                        schema?: unknown;
+                        /** @description any JSON value */
+                        default?: unknown;
+                    }[];
+                };
                 session_id: string;
+                /** @description the seq a decision on this interrupt must name */
                 seq: number;
                 /** Format: date-time */
                 paused_at: string;
@@ -591,6 +612,26 @@ export interface components {
                 /** Format: date-time */
                 expires_at: null | string;
                 truncated?: null | string[];
+                /** @description how a person is asked about it: render any kind from this */
+                ask: {
+                    label: string;
+                    subject?: string;
+                    text: string;
+                    link?: string;
+                    decider: string;
+                    reply?: boolean;
+                    warning?: string;
+                    choices?: null | {
+                        action: string;
+                        label: string;
+                        field?: string;
+                        optional?: boolean;
+                        /** @description any JSON value */
+                        schema?: unknown;
+                        /** @description any JSON value */
+                        default?: unknown;
+                    }[];
+                };
             }[];
             error?: null | {
                 code: string;
@@ -658,6 +699,26 @@ export interface components {
                 /** Format: date-time */
                 expires_at: null | string;
                 truncated?: null | string[];
+                /** @description how a person is asked about it: render any kind from this */
+                ask: {
+                    label: string;
+                    subject?: string;
+                    text: string;
+                    link?: string;
+                    decider: string;
+                    reply?: boolean;
+                    warning?: string;
+                    choices?: null | {
+                        action: string;
+                        label: string;
+                        field?: string;
+                        optional?: boolean;
+                        /** @description any JSON value */
+                        schema?: unknown;
+                        /** @description any JSON value */
+                        default?: unknown;
+                    }[];
+                };
             }[];
             stack: null | {
                 agent: string;
@@ -739,6 +800,26 @@ export interface components {
                     /** Format: date-time */
                     expires_at: null | string;
                     truncated?: null | string[];
+                    /** @description how a person is asked about it: render any kind from this */
+                    ask: {
+                        label: string;
+                        subject?: string;
+                        text: string;
+                        link?: string;
+                        decider: string;
+                        reply?: boolean;
+                        warning?: string;
+                        choices?: null | {
+                            action: string;
+                            label: string;
+                            field?: string;
+                            optional?: boolean;
+                            /** @description any JSON value */
+                            schema?: unknown;
+                            /** @description any JSON value */
+                            default?: unknown;
+                        }[];
+                    };
                 }[];
                 stack: null | {
                     agent: string;
@@ -808,6 +889,26 @@ export interface components {
                     /** Format: date-time */
                     expires_at: null | string;
                     truncated?: null | string[];
+                    /** @description how a person is asked about it: render any kind from this */
+                    ask: {
+                        label: string;
+                        subject?: string;
+                        text: string;
+                        link?: string;
+                        decider: string;
+                        reply?: boolean;
+                        warning?: string;
+                        choices?: null | {
+                            action: string;
+                            label: string;
+                            field?: string;
+                            optional?: boolean;
+                            /** @description any JSON value */
+                            schema?: unknown;
+                            /** @description any JSON value */
+                            default?: unknown;
+                        }[];
+                    };
                 }[];
                 error?: null | {
                     code: string;

@@ -91,6 +91,24 @@ describe("decisions", () => {
     assert.deepEqual(done.output, { priority: "high", summary: "disk full by 6pm" });
   });
 
+  test("any kind from its ask, with no code per kind", async () => {
+    for (const [agent, action, value, want] of [
+      ["ops", "approve", { environment: "staging" }, "staging"],
+      ["planner", "answer", "staging", "Planned for staging."],
+      ["locator", "complete", { city: "Lyon" }, '{"city":"Lyon"}'],
+      ["triage", "edit", { priority: "high", summary: "full" }, "full"],
+    ]) {
+      const [, i] = await paused(agent);
+      assert.ok(i.ask.label && i.ask.text && i.ask.decider, JSON.stringify(i.ask));
+      assert.ok(i.ask.choices.some((c) => c.action === action), JSON.stringify(i.ask));
+      assert.throws(() => cairn.choose(i, "teleport"), /not "teleport"/);
+      const done = await cairn.choose(i, action, value);
+      assert.equal(done.status, "completed");
+      const out = typeof done.output === "string" ? done.output : JSON.stringify(done.output);
+      assert.ok(out.includes(want), out);
+    }
+  });
+
   test("a second decision is a 409 naming the first", async () => {
     const [s, i] = await paused("ops");
     await cairn.approve(i);

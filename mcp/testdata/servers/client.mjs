@@ -11,7 +11,7 @@ const client = new Client({ name: "cairn-ts-test", version: "1" }, { capabilitie
 const asked = [];
 client.setRequestHandler(ElicitRequestSchema, async (req) => {
   asked.push({ message: req.params.message, schema: req.params.requestedSchema });
-  return { action: "accept", content: { approve: true, reason: "" } };
+  return { action: "accept", content: { action: "approve" } };
 });
 const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
 await client.connect(transport);

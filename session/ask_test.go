@@ -1,0 +1,100 @@
+package session_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// Every kind has one description, and what its Ask offers is exactly what
+// the engine accepts (Interrupt.Actions): a door that draws its buttons
+// from the Ask never offers a decision that is refused.
+func TestEveryKindIsDescribedOnce(t *testing.T) {
+	for _, k := range session.AllKinds() {
+		for _, inDoubt := range []bool{false, true} {
+			in := session.Interrupt{ID: "int_1", Kind: k, Tool: "deploy", Question: "Which env?", Text: "Hello", InDoubt: inDoubt && k == session.KindApproval}
+			spec, ask := k.Spec(), in.Ask()
+			if spec.Label == "" || ask.Label != spec.Label || ask.Text == "" || ask.Decider == "" || ask.Reply != spec.Reply {
+				t.Errorf("%s: spec %+v, ask %+v", k, spec, ask)
+			}
+			var offered []session.Action
+			for _, c := range ask.Choices {
+				offered = append(offered, c.Action)
+				if c.Label == "" {
+					t.Errorf("%s: choice %s has no label", k, c.Action)
+				}
+			}
+			if !slices.Equal(offered, in.Actions()) {
+				t.Errorf("%s (in doubt %v): the ask offers %v, the engine takes %v", k, in.InDoubt, offered, in.Actions())
+			}
+		}
+	}
+	if session.Kind("from a newer server").Known() || session.Kinds() != "approval, input, message, review, external, client" {
+		t.Fatalf("kinds: %s", session.Kinds())
+	}
+}
+
+// Choose turns a person's choice into the decision, refusing what the
+// interrupt does not offer with a message that names what it does.
+func TestChooseBuildsTheDecision(t *testing.T) {
+	approval := session.Interrupt{ID: "a", Kind: session.KindApproval, Tool: "deploy", Arguments: json.RawMessage(`{"env":"prod"}`)}
+	question := session.Interrupt{ID: "q", Kind: session.KindInput, Question: "Which env?", Schema: json.RawMessage(`{"type":"object"}`)}
+	wait := session.Interrupt{ID: "w", Kind: session.KindExternal, Tool: "ci"}
+	for _, c := range []struct {
+		in     session.Interrupt
+		action session.Action
+		value  string
+		want   string // the decision's JSON, or the error's start
+	}{
+		{approval, session.ActionApprove, "", `{"interrupt_id":"a","action":"approve"}`},
+		{approval, session.ActionApprove, `{"env":"staging"}`, `{"interrupt_id":"a","action":"approve","arguments":{"env":"staging"}}`},
+		{approval, session.ActionApprove, `staging`, `approve: the arguments must be JSON`},
+		{approval, session.ActionReject, "freeze week", `{"interrupt_id":"a","action":"reject","reason":"freeze week"}`},
+		{approval, session.ActionAnswer, "", `approval a takes approve, reject, not "answer"`},
+		{question, session.ActionAnswer, `{"env":"prod"}`, `{"interrupt_id":"q","action":"answer","content":{"env":"prod"}}`},
+		{question, session.ActionAnswer, "", `answer needs its content`},
+		{wait, session.ActionComplete, `done`, `{"interrupt_id":"w","action":"complete","output":"done"}`},
+		{wait, session.ActionComplete, `{"ok":true}`, `{"interrupt_id":"w","action":"complete","output":{"ok":true}}`},
+		{wait, session.ActionFail, "", `{"interrupt_id":"w","action":"fail"}`},
+	} {
+		d, err := c.in.Choose(c.action, c.value)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			b, _ := json.Marshal(d)
+			got = string(b)
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s %s %q: got %s, want %s", c.in.Kind, c.action, c.value, got, c.want)
+		}
+	}
+}
+
+// The JSON of an interrupt carries its Ask, so a page or a client in any
+// language renders a kind it has no code for; a pending interrupt keeps
+// where it waits.
+func TestInterruptJSONCarriesItsAsk(t *testing.T) {
+	p := session.PendingInterrupt{Interrupt: session.Interrupt{ID: "a", Kind: session.KindApproval, Tool: "deploy", Message: "Deploy?"}, SessionID: "ses_1", Seq: 7}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		SessionID string      `json:"session_id"`
+		Seq       int64       `json:"seq"`
+		Kind      string      `json:"kind"`
+		Ask       session.Ask `json:"ask"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.SessionID != "ses_1" || got.Seq != 7 || got.Kind != "approval" ||
+		got.Ask.Text != "Deploy?" || len(got.Ask.Choices) != 2 || got.Ask.Choices[0].Label != "Approve" {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var back session.Interrupt
+	if err := json.Unmarshal(b, &back); err != nil || back.ID != "a" || back.Message != "Deploy?" {
+		t.Fatalf("read back: %v %+v", err, back)
+	}
+}
