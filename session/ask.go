@@ -239,10 +239,11 @@ func (in Interrupt) Choose(action Action, value string) (Decision, error) {
 		return Decision{}, fmt.Errorf("%s needs its %s", action, c.Field)
 	case value == "":
 	case c.Field.JSON() && !json.Valid([]byte(value)):
-		if c.Field != FieldOutput {
+		if c.Field != FieldOutput || strings.ContainsAny(value[:1], "{[\"") {
 			return Decision{}, fmt.Errorf("%s: the %s must be JSON, got %q", action, c.Field, value)
 		}
-		// An output may be plain text: it is the text the model reads.
+		// An output may be plain text (the text the model reads), unless
+		// it starts as JSON does.
 		b, _ := json.Marshal(value)
 		d.Output = b
 	default:

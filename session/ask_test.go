@@ -98,3 +98,12 @@ func TestInterruptJSONCarriesItsAsk(t *testing.T) {
 		t.Fatalf("read back: %v %+v", err, back)
 	}
 }
+
+// An output that starts as JSON does must be JSON: a cut-off object is
+// refused, not sent as text.
+func TestChooseRefusesBrokenJSONOutput(t *testing.T) {
+	wait := session.Interrupt{ID: "w", Kind: session.KindExternal, Tool: "ci"}
+	if _, err := wait.Choose(session.ActionComplete, `{"status":`); err == nil || !strings.Contains(err.Error(), "must be JSON") {
+		t.Fatalf("a cut-off object: %v", err)
+	}
+}
