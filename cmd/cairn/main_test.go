@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chromedp/chromedp"
 	"io"
 	"net"
 	"net/http"
@@ -253,6 +254,26 @@ func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 		t.Fatalf("the tool started %d times", n)
 	}
 	in := ins[0].(map[string]any)
+	// Every door draws the call in doubt from its ask: a warning, and the
+	// choice to settle it (complete, fail) beside approve and reject; the
+	// page shows them without code for it.
+	ask, _ := in["ask"].(map[string]any)
+	var offered []string
+	for _, c := range ask["choices"].([]any) {
+		offered = append(offered, c.(map[string]any)["action"].(string))
+	}
+	if !strings.Contains(fmt.Sprint(ask["warning"]), "may already have taken effect") || strings.Join(offered, ",") != "approve,reject,complete,fail" {
+		t.Fatalf("the ask of a call in doubt: %v", ask)
+	}
+	run := stepper(t, browser(t))
+	var warning string
+	run("the page offers to settle it", chromedp.Navigate(base+"/#/sessions/"+id),
+		chromedp.WaitVisible("#pending "+item(id)+" button.complete", chromedp.ByQuery),
+		chromedp.WaitVisible("#pending "+item(id)+" button.fail", chromedp.ByQuery),
+		chromedp.Text("#pending "+item(id)+" .warning", &warning, chromedp.ByQuery))
+	if !strings.Contains(warning, "idempotency key "+key) {
+		t.Fatalf("the page's warning: %q", warning)
+	}
 	code, done := post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"checked by hand: not paid"}]}`, got["seq"], in["id"]))
 	if code != 200 || done["status"] != "completed" || !strings.Contains(done["output"].(string), "checked by hand: not paid") {
 		t.Fatalf("reject: %d %v", code, done)
