@@ -319,6 +319,16 @@ func wireSchemas() map[reflect.Type]*jsonschema.Schema {
 	plain := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+		// Every enum that reaches JSON, from its Go list.
+		reflect.TypeFor[session.Kind]():        enum(session.AllKinds()),
+		reflect.TypeFor[session.Status]():      enum(session.AllStatuses()),
+		reflect.TypeFor[session.Action]():      enum(session.AllActions()),
+		reflect.TypeFor[session.Mode]():        enum(session.AllModes()),
+		reflect.TypeFor[session.CancelScope](): enum(session.AllCancelScopes()),
+		reflect.TypeFor[session.OnTimeout]():   enum(session.AllOnTimeouts()),
+		reflect.TypeFor[session.Decider]():     enum(session.AllDeciders()),
+		reflect.TypeFor[session.Field]():       enum(session.AllFields()),
+		reflect.TypeFor[session.EventType]():   enum(session.AllEventTypes()),
 	}
 	// Interrupt.MarshalJSON adds its Ask; PendingInterrupt's adds it too.
 	type interrupt struct {
@@ -341,6 +351,15 @@ func wireSchemas() map[reflect.Type]*jsonschema.Schema {
 			panic(fmt.Sprintf("the schema of %s: %v", t, err)) // a programming error the OpenAPI tests catch
 		}
 		out[t] = s
+	}
+	return out
+}
+
+// enum is the schema of a string enum: its values, from the Go list.
+func enum[S ~string](values []S) *jsonschema.Schema {
+	out := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		out.Enum = append(out.Enum, string(v))
 	}
 	return out
 }

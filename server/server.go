@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/suggest"
+	"github.com/cairnhq/cairn/session"
 )
 
 // Server serves the HTTP API. It is an http.Handler.
@@ -380,7 +381,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 }
 
 type cancelRequest struct {
-	Scope string `json:"scope"`
+	Scope session.CancelScope `json:"scope"`
 }
 
 func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
@@ -388,14 +389,14 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.Scope != "top" && req.Scope != "all" {
+	if !slices.Contains(session.AllCancelScopes(), req.Scope) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`"scope" must be "top" or "all", got %q`, req.Scope))
 		return
 	}
 	if !s.maySpeak(w, r, "cancels") {
 		return
 	}
-	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), cairn.CancelScope(req.Scope), decidedBy(callerOf(r)))
+	sess, err := s.runner.Cancel(turnContext(r), r.PathValue("id"), req.Scope, decidedBy(callerOf(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -422,7 +422,8 @@ export interface components {
         };
         CallbackReply: {
             session_id: string;
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
         };
         CallbackRequest: {
             /** @description any JSON value */
@@ -430,7 +431,8 @@ export interface components {
             error?: string;
         };
         CancelRequest: {
-            scope: string;
+            /** @enum {string} */
+            scope: "top" | "all";
         };
         ChatDoc: {
             /** @description the chat's id: the session's id (1–128 letters, digits, . _ - :) */
@@ -458,7 +460,8 @@ export interface components {
             seq: null | number;
             decisions: null | {
                 interrupt_id: string;
-                action: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 /** @description any JSON value */
                 arguments?: unknown;
                 reason?: string;
@@ -481,7 +484,8 @@ export interface components {
         EventsBody: {
             events: null | {
                 seq: number;
-                type: string;
+                /** @enum {string} */
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -496,7 +500,8 @@ export interface components {
         InterruptsPage: {
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -529,13 +534,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -557,7 +565,8 @@ export interface components {
             continuation: string;
             decisions: null | {
                 interrupt_id: string;
-                action: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 /** @description any JSON value */
                 arguments?: unknown;
                 reason?: string;
@@ -580,11 +589,13 @@ export interface components {
             seq: number;
         };
         Result: {
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
             output: string;
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -617,13 +628,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -651,7 +665,8 @@ export interface components {
             id: string;
             nonce?: string;
             agent: string;
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
             seq: number;
             /** @description the final answer: its text, or, for an agent with an output_schema, the JSON value (its text is then output_text) */
             output: unknown;
@@ -671,7 +686,8 @@ export interface components {
             request?: string;
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -704,13 +720,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -721,12 +740,14 @@ export interface components {
             }[];
             stack: null | {
                 agent: string;
-                mode: string;
+                /** @enum {string} */
+                mode: "main" | "tool" | "interactive";
             }[];
             remembered: null | {
                 agent: string;
                 tool: string;
-                action?: string;
+                /** @enum {string} */
+                action?: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 reason?: string;
             }[];
             metadata?: {
@@ -753,7 +774,8 @@ export interface components {
                 id: string;
                 nonce?: string;
                 agent: string;
-                status: string;
+                /** @enum {string} */
+                status: "running" | "paused" | "completed" | "failed" | "cancelled";
                 seq: number;
                 output: string;
                 error: null | {
@@ -772,7 +794,8 @@ export interface components {
                 request?: string;
                 interrupts: null | {
                     id: string;
-                    kind: string;
+                    /** @enum {string} */
+                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
                     path: null | {
                         agent: string;
                         tool: string;
@@ -805,13 +828,16 @@ export interface components {
                         subject?: string;
                         text: string;
                         link?: string;
-                        decider: string;
+                        /** @enum {string} */
+                        decider: "approver" | "owner";
                         reply?: boolean;
                         warning?: string;
                         choices?: null | {
-                            action: string;
+                            /** @enum {string} */
+                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                             label: string;
-                            field?: string;
+                            /** @enum {string} */
+                            field?: "reason" | "text" | "content" | "arguments" | "output";
                             optional?: boolean;
                             /** @description any JSON value */
                             schema?: unknown;
@@ -822,12 +848,14 @@ export interface components {
                 }[];
                 stack: null | {
                     agent: string;
-                    mode: string;
+                    /** @enum {string} */
+                    mode: "main" | "tool" | "interactive";
                 }[];
                 remembered: null | {
                     agent: string;
                     tool: string;
-                    action?: string;
+                    /** @enum {string} */
+                    action?: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                     reason?: string;
                 }[];
                 metadata?: {
@@ -857,11 +885,13 @@ export interface components {
             };
             /** @description the answer of the resume that spent the token, once it has answered */
             result?: null | {
-                status: string;
+                /** @enum {string} */
+                status: "running" | "paused" | "completed" | "failed" | "cancelled";
                 output: string;
                 interrupts: null | {
                     id: string;
-                    kind: string;
+                    /** @enum {string} */
+                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
                     path: null | {
                         agent: string;
                         tool: string;
@@ -894,13 +924,16 @@ export interface components {
                         subject?: string;
                         text: string;
                         link?: string;
-                        decider: string;
+                        /** @enum {string} */
+                        decider: "approver" | "owner";
                         reply?: boolean;
                         warning?: string;
                         choices?: null | {
-                            action: string;
+                            /** @enum {string} */
+                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                             label: string;
-                            field?: string;
+                            /** @enum {string} */
+                            field?: "reason" | "text" | "content" | "arguments" | "output";
                             optional?: boolean;
                             /** @description any JSON value */
                             schema?: unknown;

@@ -423,7 +423,8 @@ export interface components {
         };
         CallbackReply: {
             session_id: string;
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
         };
         CallbackRequest: {
             /** @description any JSON value */
@@ -431,7 +432,8 @@ export interface components {
             error?: string;
         };
         CancelRequest: {
-            scope: string;
+            /** @enum {string} */
+            scope: "top" | "all";
         };
         ChatDoc: {
             /** @description the chat's id: the session's id (1–128 letters, digits, . _ - :) */
@@ -459,7 +461,8 @@ export interface components {
             seq: null | number;
             decisions: null | {
                 interrupt_id: string;
-                action: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 /** @description any JSON value */
                 arguments?: unknown;
                 reason?: string;
@@ -482,7 +485,8 @@ export interface components {
         EventsBody: {
             events: null | {
                 seq: number;
-                type: string;
+                /** @enum {string} */
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -497,7 +501,8 @@ export interface components {
         InterruptsPage: {
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -530,13 +535,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -558,7 +566,8 @@ export interface components {
             continuation: string;
             decisions: null | {
                 interrupt_id: string;
-                action: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 /** @description any JSON value */
                 arguments?: unknown;
                 reason?: string;
@@ -581,11 +590,13 @@ export interface components {
             seq: number;
         };
         Result: {
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
             output: string;
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -618,13 +629,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -652,7 +666,8 @@ export interface components {
             id: string;
             nonce?: string;
             agent: string;
-            status: string;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "failed" | "cancelled";
             seq: number;
             /** @description the final answer: its text, or, for an agent with an output_schema, the JSON value (its text is then output_text) */
             output: unknown;
@@ -672,7 +687,8 @@ export interface components {
             request?: string;
             interrupts: null | {
                 id: string;
-                kind: string;
+                /** @enum {string} */
+                kind: "approval" | "input" | "message" | "review" | "external" | "client";
                 path: null | {
                     agent: string;
                     tool: string;
@@ -705,13 +721,16 @@ export interface components {
                     subject?: string;
                     text: string;
                     link?: string;
-                    decider: string;
+                    /** @enum {string} */
+                    decider: "approver" | "owner";
                     reply?: boolean;
                     warning?: string;
                     choices?: null | {
-                        action: string;
+                        /** @enum {string} */
+                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                         label: string;
-                        field?: string;
+                        /** @enum {string} */
+                        field?: "reason" | "text" | "content" | "arguments" | "output";
                         optional?: boolean;
                         /** @description any JSON value */
                         schema?: unknown;
@@ -722,12 +741,14 @@ export interface components {
             }[];
             stack: null | {
                 agent: string;
-                mode: string;
+                /** @enum {string} */
+                mode: "main" | "tool" | "interactive";
             }[];
             remembered: null | {
                 agent: string;
                 tool: string;
-                action?: string;
+                /** @enum {string} */
+                action?: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                 reason?: string;
             }[];
             metadata?: {
@@ -754,7 +775,8 @@ export interface components {
                 id: string;
                 nonce?: string;
                 agent: string;
-                status: string;
+                /** @enum {string} */
+                status: "running" | "paused" | "completed" | "failed" | "cancelled";
                 seq: number;
                 output: string;
                 error: null | {
@@ -773,7 +795,8 @@ export interface components {
                 request?: string;
                 interrupts: null | {
                     id: string;
-                    kind: string;
+                    /** @enum {string} */
+                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
                     path: null | {
                         agent: string;
                         tool: string;
@@ -806,13 +829,16 @@ export interface components {
                         subject?: string;
                         text: string;
                         link?: string;
-                        decider: string;
+                        /** @enum {string} */
+                        decider: "approver" | "owner";
                         reply?: boolean;
                         warning?: string;
                         choices?: null | {
-                            action: string;
+                            /** @enum {string} */
+                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                             label: string;
-                            field?: string;
+                            /** @enum {string} */
+                            field?: "reason" | "text" | "content" | "arguments" | "output";
                             optional?: boolean;
                             /** @description any JSON value */
                             schema?: unknown;
@@ -823,12 +849,14 @@ export interface components {
                 }[];
                 stack: null | {
                     agent: string;
-                    mode: string;
+                    /** @enum {string} */
+                    mode: "main" | "tool" | "interactive";
                 }[];
                 remembered: null | {
                     agent: string;
                     tool: string;
-                    action?: string;
+                    /** @enum {string} */
+                    action?: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                     reason?: string;
                 }[];
                 metadata?: {
@@ -858,11 +886,13 @@ export interface components {
             };
             /** @description the answer of the resume that spent the token, once it has answered */
             result?: null | {
-                status: string;
+                /** @enum {string} */
+                status: "running" | "paused" | "completed" | "failed" | "cancelled";
                 output: string;
                 interrupts: null | {
                     id: string;
-                    kind: string;
+                    /** @enum {string} */
+                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
                     path: null | {
                         agent: string;
                         tool: string;
@@ -895,13 +925,16 @@ export interface components {
                         subject?: string;
                         text: string;
                         link?: string;
-                        decider: string;
+                        /** @enum {string} */
+                        decider: "approver" | "owner";
                         reply?: boolean;
                         warning?: string;
                         choices?: null | {
-                            action: string;
+                            /** @enum {string} */
+                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
                             label: string;
-                            field?: string;
+                            /** @enum {string} */
+                            field?: "reason" | "text" | "content" | "arguments" | "output";
                             optional?: boolean;
                             /** @description any JSON value */
                             schema?: unknown;
