@@ -278,13 +278,6 @@ func brief(s *cairn.Session) string {
 	return oneLine(s.Output, 80)
 }
 
-func lastAgent(path []cairn.PathStep) string {
-	if len(path) == 0 {
-		return "agent"
-	}
-	return path[len(path)-1].Tool
-}
-
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
