@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -164,7 +165,8 @@ func (in Interrupt) Ask() Ask {
 	case KindMessage:
 		a.Text = in.Text
 	case KindReview:
-		a.Text = "The answer waits for your review."
+		// A review policy that failed says so in the message.
+		a.Text = cmp.Or(in.Message, "The answer waits for your review.")
 		reason.Label = "Send back"
 		a.Choices = []Choice{{Action: ActionApprove, Label: "Approve"},
 			{Action: ActionEdit, Label: "Edit answer", Field: FieldOutput, Schema: in.OutputSchema, Default: in.Output}, reason}

@@ -107,3 +107,14 @@ func TestChooseRefusesBrokenJSONOutput(t *testing.T) {
 		t.Fatalf("a cut-off object: %v", err)
 	}
 }
+
+// A review whose policy failed says why a person reviews it.
+func TestReviewAskSaysWhyAPersonReviews(t *testing.T) {
+	in := session.Interrupt{ID: "r", Kind: session.KindReview, Message: "the review policy failed, so a person reviews this answer: boom"}
+	if got := in.Ask().Text; got != in.Message {
+		t.Fatalf("ask text %q", got)
+	}
+	if got := (session.Interrupt{ID: "r", Kind: session.KindReview}).Ask().Text; got != "The answer waits for your review." {
+		t.Fatalf("ask text %q", got)
+	}
+}
