@@ -174,6 +174,8 @@ var exampleOutput = map[string][]string{
 	"python/examples/approve.py":         {"paused", "deploy_code {'environment': 'production'} Deploy to production?", "completed Deployed build 1042 to production."},
 	"python/examples/answer.py":          {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
 	"python/examples/follow.py":          {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
+	"python/examples/choose.py":          {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
+	"typescript/examples/choose.mjs":     {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
 	"typescript/examples/approve.mjs":    {"paused", "deploy_code { environment: 'production' } Deploy to production?", "completed Deployed build 1042 to production."},
 	"typescript/examples/answer.mjs":     {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
 	"typescript/examples/follow.mjs":     {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
