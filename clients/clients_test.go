@@ -92,6 +92,20 @@ func TestPythonClient(t *testing.T) {
 		python, "-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v")
 }
 
+// The Python client's types hold under pyright in strict mode
+// (clients/python/pyrightconfig.json): Literal enums, no unknown types.
+func TestPythonClientTypes(t *testing.T) {
+	py := filepath.Join(dir(t), "python")
+	pyright := filepath.Join(py, "typecheck", "node_modules", ".bin", "pyright")
+	if _, err := os.Stat(pyright); err != nil {
+		t.Skip("pyright is not installed: (cd clients/python/typecheck && npm ci); .ci/run does it")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed (.ci/run installs it)")
+	}
+	run(t, py, nil, pyright)
+}
+
 // The TypeScript client (clients/typescript) with `node --test`, after
 // checking that src/openapi.ts is what openapi-typescript makes of
 // api/openapi.json and building dist/ with tsc (strict: the type check).

@@ -10,12 +10,15 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import typing
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 from ._sse import read_messages
 from ._types import (
+    Action,
     Agent,
     CallbackReply,
+    CancelScope,
     Change,
     Decision,
     Event,
@@ -63,8 +66,8 @@ class CairnError(Exception):
     @property
     def result(self) -> Optional[Result]:
         """The answer of the resume that spent a continuation (on its 409), if any."""
-        r = self.body.get("result")
-        return from_dict(Result, r) if isinstance(r, dict) else None
+        r: Any = self.body.get("result")
+        return from_dict(Result, typing.cast(Dict[str, Any], r)) if isinstance(r, dict) else None
 
 
 class Client:
@@ -144,7 +147,7 @@ class Client:
             body["seq"] = seq
         return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/messages", session_id), body))
 
-    def cancel(self, session_id: str, scope: str = "all") -> Session:
+    def cancel(self, session_id: str, scope: CancelScope = "all") -> Session:
         """Cancels the turn (``all``) or pops the top interactive agent (``top``)."""
         return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/cancel", session_id), {"scope": scope}))
 
@@ -184,7 +187,7 @@ class Client:
         """Fails an ``external`` or ``client`` call; the model sees ``reason``."""
         return self._decide_one(interrupt, Decision.fail(interrupt.id, reason))
 
-    def choose(self, interrupt: Interrupt, action: str, value: Any = None) -> Session:
+    def choose(self, interrupt: Interrupt, action: Action, value: Any = None) -> Session:
         """Makes one of the interrupt's choices (``interrupt.ask.choices``), whatever its kind.
 
         ``value`` is what the choice's field takes (a reason, a text answer,
@@ -195,7 +198,7 @@ class Client:
         offered = interrupt.ask.choices if interrupt.ask else []
         choice = next((ch for ch in offered if ch.action == action), None)
         if choice is None:
-            names = ", ".join(ch.action for ch in offered) or "no decision (reply with send_message)"
+            names = ", ".join(str(ch.action) for ch in offered) or "no decision (reply with send_message)"
             raise ValueError(f"{interrupt.kind} {interrupt.id} takes {names}, not {action!r}")
         body: Dict[str, Any] = {"interrupt_id": interrupt.id, "action": action}
         if value is not None:
@@ -243,7 +246,8 @@ class Client:
     def events(self, session_id: str, after: int = 0) -> List[Event]:
         """The session's stored events with a seq greater than ``after``."""
         path = self._path("/v1/sessions/{}/events", session_id) + _query(after=after or None)
-        return [from_dict(Event, e) for e in self._call("GET", path)["events"] or []]
+        events: List[Dict[str, Any]] = self._call("GET", path)["events"] or []
+        return [from_dict(Event, e) for e in events]
 
     def follow(self, session_id: str, after: int = 0, reconnect: bool = True) -> Iterator[Event]:
         """Follows the session's events live: the stored ones after ``after``, then each as it is recorded.
@@ -304,7 +308,8 @@ class Client:
 
     def agents(self) -> List[Agent]:
         """The configured agents and their tools."""
-        return [from_dict(Agent, a) for a in self._call("GET", "/v1/agents")["agents"] or []]
+        agents: List[Dict[str, Any]] = self._call("GET", "/v1/agents")["agents"] or []
+        return [from_dict(Agent, a) for a in agents]
 
     def invoke(
         self,

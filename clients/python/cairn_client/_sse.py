@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, Iterator, Optional
+from typing import IO, Iterator, List, Optional
 
 
 @dataclass
@@ -22,7 +22,8 @@ def read_messages(stream: IO[bytes]) -> Iterator[Message]:
     dispatched; ``id`` is the last id the stream set, as a reconnect sends
     it back in ``Last-Event-ID``.
     """
-    event, data, last_id = "", [], None
+    event, last_id = "", None
+    data: List[str] = []
     saw_id = False
     while True:
         raw = stream.readline()
@@ -32,7 +33,7 @@ def read_messages(stream: IO[bytes]) -> Iterator[Message]:
         if line == "":
             if data:
                 yield Message(event or "message", "\n".join(data), last_id if saw_id else None)
-            event, data, saw_id = "", [], False
+            event, data, saw_id = "", [], False  # a new message
             continue
         if line.startswith(":"):
             continue

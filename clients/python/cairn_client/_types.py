@@ -12,7 +12,28 @@ import datetime
 import re
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
+
+# The API's enums, as its OpenAPI document lists them (tests/test_schema.py
+# fails when they differ). A newer server may send a value not listed here.
+Kind = Literal["approval", "input", "message", "review", "external", "client"]
+Status = Literal["running", "paused", "completed", "failed", "cancelled"]
+Action = Literal["approve", "reject", "answer", "edit", "complete", "fail"]
+Mode = Literal["main", "tool", "interactive"]
+CancelScope = Literal["top", "all"]
+Decider = Literal["approver", "owner"]
+Field = Literal["reason", "text", "content", "arguments", "output"]
+EventType = Literal[
+    "session_started", "user_message", "model_response", "approval_requested", "input_requested",
+    "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
+    "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
+    "output_rejected", "turn_paused", "turn_completed", "turn_failed", "turn_cancelled",
+    "turn_interrupted", "model_delta", "model_deltas_skipped",
+]
+
+
+def _empty() -> List[Any]:
+    return []
 
 
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -43,7 +64,7 @@ def _convert(tp: Any, value: Any) -> Any:
     if tp is datetime.datetime:
         return parse_time(value)
     if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value)
+        return from_dict(typing.cast(Any, tp), value)
     return value
 
 
@@ -78,9 +99,9 @@ class Choice:
     is what that value must match, ``default`` where to start editing.
     """
 
-    action: str = ""
+    action: Optional[Action] = None
     label: str = ""
-    field: str = ""
+    field: Optional[Field] = None
     optional: bool = False
     schema: Any = None
     default: Any = None
@@ -101,10 +122,10 @@ class Ask:
     subject: str = ""
     text: str = ""
     link: str = ""
-    decider: str = ""
+    decider: Optional[Decider] = None
     reply: bool = False
     warning: str = ""
-    choices: List[Choice] = field(default_factory=list)
+    choices: List[Choice] = field(default_factory=_empty)
 
 
 @dataclass
@@ -118,8 +139,8 @@ class Interrupt:
     """
 
     id: str = ""
-    kind: str = ""
-    path: List[PathStep] = field(default_factory=list)
+    kind: Optional[Kind] = None
+    path: List[PathStep] = field(default_factory=_empty)
     tool: str = ""
     arguments: Any = None
     message: str = ""
@@ -168,7 +189,7 @@ class StackFrame:
     """An agent on the session's stack (the root first)."""
 
     agent: str = ""
-    mode: str = ""
+    mode: Optional[Mode] = None
 
 
 @dataclass
@@ -177,7 +198,7 @@ class Remembered:
 
     agent: str = ""
     tool: str = ""
-    action: str = ""
+    action: Optional[Action] = None
     reason: str = ""
 
 
@@ -201,14 +222,14 @@ class Session:
     id: str = ""
     nonce: str = ""
     agent: str = ""
-    status: str = ""
+    status: Optional[Status] = None
     seq: int = 0
     output: Any = None
     error: Optional[SessionError] = None
     request: str = ""
-    interrupts: List[Interrupt] = field(default_factory=list)
-    stack: List[StackFrame] = field(default_factory=list)
-    remembered: List[Remembered] = field(default_factory=list)
+    interrupts: List[Interrupt] = field(default_factory=_empty)
+    stack: List[StackFrame] = field(default_factory=_empty)
+    remembered: List[Remembered] = field(default_factory=_empty)
     metadata: Optional[Dict[str, Any]] = None
     owner: str = ""
     lease_owner: str = ""
@@ -229,7 +250,7 @@ class Session:
 class SessionsPage:
     """A page of sessions, most recently updated first."""
 
-    sessions: List[Session] = field(default_factory=list)
+    sessions: List[Session] = field(default_factory=_empty)
     next_cursor: Optional[str] = None
 
 
@@ -237,7 +258,7 @@ class SessionsPage:
 class InterruptsPage:
     """A page of the approval inbox, most recently paused first."""
 
-    interrupts: List[Interrupt] = field(default_factory=list)
+    interrupts: List[Interrupt] = field(default_factory=_empty)
     next_cursor: Optional[str] = None
 
 
@@ -250,7 +271,7 @@ class Event:
     """
 
     seq: int = 0
-    type: str = ""
+    type: Optional[EventType] = None
     time: Optional[datetime.datetime] = None
     frame: str = ""
     agent: str = ""
@@ -281,7 +302,7 @@ class Agent:
     """A configured agent and its tools."""
 
     name: str = ""
-    tools: List[AgentTool] = field(default_factory=list)
+    tools: List[AgentTool] = field(default_factory=_empty)
 
 
 @dataclass
@@ -291,9 +312,9 @@ class Result:
     ``continuation`` is the token to resume with while it is paused.
     """
 
-    status: str = ""
+    status: Optional[Status] = None
     output: str = ""
-    interrupts: List[Interrupt] = field(default_factory=list)
+    interrupts: List[Interrupt] = field(default_factory=_empty)
     error: Optional[SessionError] = None
     continuation: str = ""
 
@@ -312,7 +333,7 @@ class CallbackReply:
     """Where a session went after a callback completed its call."""
 
     session_id: str = ""
-    status: str = ""
+    status: Optional[Status] = None
 
 
 @dataclass
@@ -332,7 +353,7 @@ class Decision:
     """A decision on one interrupt. Build it with the class methods."""
 
     interrupt_id: str = ""
-    action: str = ""
+    action: Optional[Action] = None
     arguments: Any = None
     reason: str = ""
     text: str = ""

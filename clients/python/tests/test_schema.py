@@ -76,6 +76,9 @@ def compatible(tp: typing.Any, schema: dict) -> bool:
     if not types:  # any JSON value
         return False
     (t,) = types
+    if typing.get_origin(tp) is typing.Literal:
+        # An enum: exactly the values the document lists (from the Go lists).
+        return t == "string" and list(typing.get_args(tp)) == schema.get("enum")
     if typing.get_origin(tp) is list:
         return t == "array" and compatible(args[0], schema["items"])
     if schema.get("format") == "date-time":
