@@ -446,7 +446,7 @@ func TestWebhooksConfig(t *testing.T) {
 	}
 	w := cfg.Webhooks
 	if cfg.PublicURL != "https://cairn.example.org" || len(w) != 1 || w[0].Name != "slack" || w[0].Secret != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" ||
-		w[0].Timeout != 3*time.Second || strings.Join(w[0].Events, ",") != "interrupt.created,session.completed" {
+		w[0].Timeout != 3*time.Second || fmt.Sprint(w[0].Events) != "[interrupt.created session.completed]" {
 		t.Fatalf("public_url %q, webhooks %+v", cfg.PublicURL, w)
 	}
 	for _, tc := range []struct{ name, yaml, want string }{

@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // File is the configuration file as written.
@@ -97,7 +99,7 @@ type WebhookConfig struct {
 	// (whsec_ followed by base64).
 	SecretEnv string `yaml:"secret_env"`
 	// Events it hears (default: all).
-	Events []string `yaml:"events"`
+	Events []webhook.EventType `yaml:"events"`
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout string `yaml:"timeout"`
 }

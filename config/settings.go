@@ -153,7 +153,7 @@ func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
 		}
 		for j, ev := range w.Events {
 			if !slices.Contains(webhook.EventTypes(), ev) {
-				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, strings.Join(webhook.EventTypes(), ", "), suggest.Hint(ev, webhook.EventTypes()))
+				return nil, l.errf("webhooks", "%s.events[%d]: %q is not one of %s%s", key, j, ev, webhook.EventTypeNames(), suggest.Hint(string(ev), strings.Split(webhook.EventTypeNames(), ", ")))
 			}
 		}
 		timeout, err := l.duration(key+".timeout", w.Timeout, 10*time.Second)

@@ -22,7 +22,7 @@ type Subscriber struct {
 	// Secret signs them: "whsec_" followed by base64.
 	Secret string
 	// Events are the event types it hears; empty means all of them.
-	Events []string
+	Events []EventType
 	// Timeout bounds one delivery attempt; 0 means 10 s. A runner that
 	// stops mid-delivery leaves the message to another (or to itself,
 	// restarted) about 10 s after the timeout.
@@ -30,6 +30,6 @@ type Subscriber struct {
 }
 
 // Wants reports whether s hears events of type typ.
-func (s *Subscriber) Wants(typ string) bool {
+func (s *Subscriber) Wants(typ EventType) bool {
 	return len(s.Events) == 0 || slices.Contains(s.Events, typ)
 }

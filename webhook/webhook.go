@@ -10,42 +10,55 @@
 package webhook
 
 import (
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
 )
 
-// Event types: the "type" of a payload, and what an endpoint subscribes to.
+// EventType is the "type" of a payload, and what an endpoint subscribes to.
+type EventType string
+
+// Event types.
 const (
 	// InterruptCreated: a session paused on an interrupt no earlier pause
 	// listed (an approval, a question, an interactive agent's message).
 	// Approvals carry approve and reject action links, questions a reject link.
-	InterruptCreated = "interrupt.created"
+	InterruptCreated EventType = "interrupt.created"
 	// InterruptDecided: a person (or a remembered decision) decided an interrupt.
-	InterruptDecided = "interrupt.decided"
+	InterruptDecided EventType = "interrupt.decided"
 	// InterruptExpired: an approval passed its deadline and counts as
 	// rejected, or a wait on a system passed its deadline (Data.Wait says
 	// what happens next).
-	InterruptExpired = "interrupt.expired"
+	InterruptExpired EventType = "interrupt.expired"
 	// InterruptCompleted: a call that waited on a system or on the caller
 	// was completed or failed (by its callback URL, a decision or
 	// Runner.Complete).
-	InterruptCompleted = "interrupt.completed"
+	InterruptCompleted EventType = "interrupt.completed"
 	// SessionCompleted: a turn ended with the root agent's answer.
-	SessionCompleted = "session.completed"
+	SessionCompleted EventType = "session.completed"
 	// SessionFailed: a turn failed.
-	SessionFailed = "session.failed"
+	SessionFailed EventType = "session.failed"
 )
 
 // EventTypes lists every event type, in the order of the constants.
-func EventTypes() []string {
-	return []string{InterruptCreated, InterruptDecided, InterruptExpired, InterruptCompleted, SessionCompleted, SessionFailed}
+func EventTypes() []EventType {
+	return []EventType{InterruptCreated, InterruptDecided, InterruptExpired, InterruptCompleted, SessionCompleted, SessionFailed}
+}
+
+// EventTypeNames lists the event types, for messages that name them.
+func EventTypeNames() string {
+	names := make([]string, 0, len(EventTypes()))
+	for _, t := range EventTypes() {
+		names = append(names, string(t))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Payload is the body of a delivery, in the envelope Standard Webhooks
 // recommends.
 type Payload struct {
-	Type      string    `json:"type"`
+	Type      EventType `json:"type"`
 	Timestamp time.Time `json:"timestamp"`
 	Data      Data      `json:"data"`
 }

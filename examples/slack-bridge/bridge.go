@@ -129,6 +129,9 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 		_, _, _, err := b.Slack.UpdateMessageContext(ctx, b.Channel, ts, slack.MsgOptionText(text, false),
 			slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)))
 		return err
+	case webhook.InterruptCompleted:
+		// A wait on a system or on the caller settled: it had no action
+		// links, so this bridge posted nothing for it.
 	case webhook.SessionCompleted:
 		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(session.Visible(fmt.Sprintf("Session %s completed: %s", d.SessionID, d.Output)), false))
 		return err

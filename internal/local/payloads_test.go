@@ -26,7 +26,7 @@ func TestCommitNotesReadPayloads(t *testing.T) {
 			&engine.TurnCompleted{Output: "done"},
 		},
 	}
-	want := []string{webhook.InterruptDecided, webhook.InterruptCreated, webhook.SessionCompleted}
+	want := []webhook.EventType{webhook.InterruptDecided, webhook.InterruptCreated, webhook.SessionCompleted}
 	for i := range step.Events {
 		ns, err := notes(step, i)
 		if err != nil || len(ns) != 1 || ns[0].typ != want[i] {

@@ -57,7 +57,7 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 		}
 		for _, ev := range w.Events {
 			if !slices.Contains(webhook.EventTypes(), ev) {
-				return fmt.Errorf("cairn: webhooks[%d] (%s): unknown event %q; the events are %s", i, w.Name, ev, strings.Join(webhook.EventTypes(), ", "))
+				return fmt.Errorf("cairn: webhooks[%d] (%s): unknown event %q; the events are %s", i, w.Name, ev, webhook.EventTypeNames())
 			}
 		}
 		endpoints[w.Name] = webhook.Endpoint{URL: w.URL, Secret: w.Secret, Timeout: w.Timeout}
@@ -115,7 +115,7 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent st
 
 // note is one webhook event an event makes, before it is addressed.
 type note struct {
-	typ    string
+	typ    webhook.EventType
 	about  string // the interrupt, if any: one event may create several
 	data   webhook.Data
 	linked *session.Interrupt // gets action links
@@ -173,11 +173,11 @@ var expiryActor = session.Actor{Name: "cairn", Role: "expiry"}
 // messageID is a delivery's id: the same for every retry, distinct for
 // every event, interrupt and endpoint, and (with the session's nonce)
 // never an id a receiver saw for a purged session of the same id.
-func messageID(sessionID, nonce string, seq int64, typ, about, endpoint string) string {
+func messageID(sessionID, nonce string, seq int64, typ webhook.EventType, about, endpoint string) string {
 	if nonce != "" {
 		sessionID += "\x00" + nonce
 	}
-	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + typ + "\x00" + about + "\x00" + endpoint))
+	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + string(typ) + "\x00" + about + "\x00" + endpoint))
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 

@@ -110,7 +110,7 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 	)
 	r := hookedRunner(t, m, &cairn.RunnerOptions{Webhooks: []cairn.Webhook{
 		{URL: allURL, Secret: hookSecret},
-		{Name: "ends", URL: endsURL, Secret: hookSecret, Events: []string{webhook.SessionCompleted}},
+		{Name: "ends", URL: endsURL, Secret: hookSecret, Events: []webhook.EventType{webhook.SessionCompleted}},
 	}}, deleteTool(&rec))
 	if _, err := r.Start(ctx, "main", "delete two", nil); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestWebhookOptionsAreChecked(t *testing.T) {
 		want string
 	}{
 		{cairn.RunnerOptions{Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret}}}, "PublicURL"},
-		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret, Events: []string{"interrupt.made"}}}}, `unknown event "interrupt.made"`},
+		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret, Events: []webhook.EventType{"interrupt.made"}}}}, `unknown event "interrupt.made"`},
 		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: "nope!"}}}, "not whsec_"},
 	} {
 		_, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript()}}, &tc.opts)

@@ -86,7 +86,7 @@ func (rc *Receiver) Hold() <-chan string {
 }
 
 // Payloads are the payloads of type typ, once per id, in arrival order.
-func (rc *Receiver) Payloads(typ string) []webhook.Payload {
+func (rc *Receiver) Payloads(typ webhook.EventType) []webhook.Payload {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var out []webhook.Payload
@@ -99,7 +99,7 @@ func (rc *Receiver) Payloads(typ string) []webhook.Payload {
 }
 
 // Deliveries are the ids of type typ and how many times each was delivered.
-func (rc *Receiver) Deliveries(typ string) map[string]int {
+func (rc *Receiver) Deliveries(typ webhook.EventType) map[string]int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := map[string]int{}
@@ -127,10 +127,10 @@ func (rc *Receiver) Payload(id string) webhook.Payload {
 
 // WaitForSession waits up to within for a payload of type typ about
 // session id and returns the first, or fails the test.
-func (rc *Receiver) WaitForSession(typ, id string, within time.Duration) webhook.Payload {
+func (rc *Receiver) WaitForSession(typ webhook.EventType, id string, within time.Duration) webhook.Payload {
 	rc.t.Helper()
 	var found webhook.Payload
-	testwait.For(rc.t, within, typ+" for session "+id, func() bool {
+	testwait.For(rc.t, within, string(typ)+" for session "+id, func() bool {
 		for _, p := range rc.Payloads(typ) {
 			if p.Data.SessionID == id {
 				found = p
@@ -144,8 +144,8 @@ func (rc *Receiver) WaitForSession(typ, id string, within time.Duration) webhook
 
 // WaitFor waits up to within for n payloads of type typ and returns them
 // (in arrival order), or fails the test.
-func (rc *Receiver) WaitFor(typ string, n int, within time.Duration) []webhook.Payload {
+func (rc *Receiver) WaitFor(typ webhook.EventType, n int, within time.Duration) []webhook.Payload {
 	rc.t.Helper()
-	testwait.For(rc.t, within, "webhooks of type "+typ, func() bool { return len(rc.Payloads(typ)) >= n })
+	testwait.For(rc.t, within, "webhooks of type "+string(typ), func() bool { return len(rc.Payloads(typ)) >= n })
 	return rc.Payloads(typ)
 }
