@@ -438,6 +438,8 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 
 // turnEnded reports whether an event of this type ends a turn.
 func turnEnded(typ session.EventType) bool {
+	// A filter of event types: only the events that end a turn.
+	//exhaustive:ignore
 	switch typ {
 	case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled:
 		return true

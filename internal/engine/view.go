@@ -80,6 +80,8 @@ func lastUserText(msgs []model.Message) string {
 // the events' (Step.Payloads); without them a decision is decoded.
 func ViewChanged(events []session.Event, payloads []any) bool {
 	for i, ev := range events {
+		// A filter of event types: only the events that change the view.
+		//exhaustive:ignore
 		switch ev.Type {
 		case session.EventToolStarted, session.EventToolResult, session.EventApprovalRequested, session.EventInputRequested:
 		case session.EventDecision:

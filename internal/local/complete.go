@@ -136,6 +136,8 @@ func (r *Runner) decidedBefore(ctx context.Context, sessionID string, after int6
 	}
 	for _, d := range decisions {
 		for _, ev := range slices.Backward(evs) {
+			// A filter of event types: only the events that settle a wait.
+			//exhaustive:ignore
 			switch ev.Type {
 			case session.EventWaitExpired:
 				var p session.WaitExpired

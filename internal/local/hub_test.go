@@ -353,6 +353,8 @@ func FuzzHubPlacesEveryDelta(f *testing.F) {
 		marked := map[int]bool{} // replies with a marker after their last received delta
 		reply := -1              // the reply whose slot the stream is in
 		for _, ev := range got {
+			// A filter of event types.
+			//exhaustive:ignore
 			switch ev.Type {
 			case session.EventModelDelta:
 				var d struct{ Reply, N int }

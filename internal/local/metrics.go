@@ -79,6 +79,8 @@ func (m *metrics) committed(ctx context.Context, step engine.Step, took time.Dur
 	}
 	m.commit.Record(ctx, took.Seconds())
 	for i, ev := range step.Events {
+		// A filter of event types: only the events a metric counts.
+		//exhaustive:ignore
 		switch ev.Type {
 		case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled, session.EventTurnInterrupted:
 			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(ev.Type[len("turn_"):]))))

@@ -143,6 +143,8 @@ func TestNestedContinuation(t *testing.T) {
 	evs := check.Events(t)(r.Events(ctx, s.ID, 0))
 	var pushed, popped bool
 	for _, ev := range evs {
+		// A filter of event types.
+		//exhaustive:ignore
 		switch ev.Type {
 		case "frame_pushed":
 			pushed = ev.Agent == "parent" && strings.Contains(string(ev.Data), `"agent":"analyst"`) && strings.Contains(string(ev.Data), `"mode":"tool"`)

@@ -125,6 +125,8 @@ type note struct {
 // from its payload (decoded only for a step that came without payloads).
 func notes(step engine.Step, i int) ([]note, error) {
 	ev := step.Events[i]
+	// A filter of event types: only the events a webhook announces.
+	//exhaustive:ignore
 	switch ev.Type {
 	case session.EventTurnPaused, session.EventDecision, session.EventWaitExpired, session.EventTurnCompleted, session.EventTurnFailed:
 	default:
