@@ -66,7 +66,7 @@
 // # Events
 //
 // Every transition is an [Event] appended to the session's log.
-// [Runner.Events] reads it, [Runner.Subscribe] follows it live across
+// [Runner.Events] reads it, [Runner.Follow] follows it live across
 // processes, and [Stream] (or the Observe option of a call) sees a turn's
 // events and its model's text deltas as they happen.
 //

@@ -37,7 +37,7 @@ func Example_webhooks() {
 	)
 	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "files", Model: model, Tools: []*cairn.Tool{deleteFile}}}, &cairn.RunnerOptions{
 		PublicURL: "https://cairn.example.org",
-		Webhooks:  []cairn.Webhook{{Name: "ops-mail", URL: receiver.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+		Webhooks:  []webhook.Subscription{{Name: "ops-mail", URL: receiver.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 	})
 	if err != nil {
 		fmt.Println(err)

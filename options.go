@@ -74,7 +74,7 @@ type RunnerOptions struct {
 	// from the store's outbox (see Webhook and package webhook); the store
 	// must implement store.Outbox and store.Secrets (this module's do).
 	// Every runner on the store delivers, whichever runner committed.
-	Webhooks []Webhook
+	Webhooks []webhook.Subscription
 	// PublicURL is the absolute URL people reach the HTTP server at
 	// (https://cairn.example.org): webhook action links are built from it.
 	// Required with Webhooks.

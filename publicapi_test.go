@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/importer"
+	"go/parser"
 	gotoken "go/token"
 	"go/types"
 	"io"
@@ -13,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // TestNoExportedSignatureNamesAnInternalType type-checks every public
@@ -214,4 +218,49 @@ func TestTestkitOnlyInTests(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The root re-exports every event-type constant of package session, or
+// none: a program that switches on event types finds them all in one
+// place.
+func TestRootHasEveryEventType(t *testing.T) {
+	consts := rootConstants(t)
+	for _, typ := range session.AllEventTypes() {
+		name := "Event"
+		for _, part := range strings.Split(string(typ), "_") {
+			name += strings.ToUpper(part[:1]) + part[1:]
+		}
+		if !consts[name] {
+			t.Errorf("the root does not re-export %s (%q)", name, typ)
+		}
+	}
+}
+
+// rootConstants are the names of the root package's constants.
+func rootConstants(t *testing.T) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(gotoken.NewFileSet(), e.Name(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == gotoken.CONST {
+				for _, spec := range g.Specs {
+					for _, n := range spec.(*ast.ValueSpec).Names {
+						out[n.Name] = true
+					}
+				}
+			}
+		}
+	}
+	return out
 }

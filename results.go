@@ -11,9 +11,6 @@ import (
 // of each concept and re-exported here so that a program needs only
 // package cairn.
 type (
-	// SessionChange is one entry of the cross-session feed
-	// (Runner.WatchSessions).
-	SessionChange = session.Change
 	// AgentInfo describes an agent for clients (GET /v1/agents): its tools
 	// and when each waits for a person.
 	AgentInfo = session.AgentInfo
@@ -29,17 +26,9 @@ type (
 	Continuation = continuation.Continuation
 	// Codec signs and verifies continuation tokens.
 	Codec = continuation.Codec
-	// SpentContinuationError answers a continuation token that was already
-	// resumed; it wraps ErrConflict.
-	SpentContinuationError = continuation.SpentError
 	// Driver runs a Runner's turns outside its process
 	// (RunnerOptions.Driver; package driver/temporal).
 	Driver = driver.Driver
-	// DriverStart is a new session as a Driver gets it.
-	DriverStart = driver.Start
-	// Webhook is an endpoint told about sessions (RunnerOptions.Webhooks):
-	// interrupts created, decided and expired, turns completed and failed.
-	Webhook = webhook.Subscriber
 )
 
 // ActionLinkPath is where action links point, under RunnerOptions.PublicURL;

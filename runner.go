@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/local"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -109,14 +110,6 @@ func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter
 	return r.rt.Follow(ctx, sessionID, after)
 }
 
-// Subscribe is Follow as a channel, until cancel is called.
-//
-// Deprecated: use Follow, the one subscription style of package cairn
-// (as Stream and Changes).
-func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan Event, cancel func()) {
-	return r.rt.Subscribe(sessionID, after)
-}
-
 // Sessions lists every session, most recently updated first; status ""
 // means all. SessionsPage reads them a page at a time.
 func (r *Runner) Sessions(ctx context.Context, status Status) ([]*Session, error) {
@@ -154,17 +147,8 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []Pe
 // Changes subscribes when called; range over the sequence once. It ends
 // when ctx ends or the loop breaks, and yields ErrShuttingDown if the
 // runner closes first.
-func (r *Runner) Changes(ctx context.Context) iter.Seq2[SessionChange, error] {
+func (r *Runner) Changes(ctx context.Context) iter.Seq2[session.Change, error] {
 	return r.rt.Changes(ctx)
-}
-
-// WatchSessions is Changes as a channel, closed when ctx ends or the
-// runner closes.
-//
-// Deprecated: use Changes, the one subscription style of package cairn
-// (as Stream and Follow).
-func (r *Runner) WatchSessions(ctx context.Context) <-chan SessionChange {
-	return r.rt.WatchSessions(ctx)
 }
 
 // Invoke runs agent statelessly: nothing is kept on the server. If the turn

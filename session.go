@@ -80,8 +80,29 @@ const (
 	CancelTop = session.CancelTop
 	CancelAll = session.CancelAll
 
-	EventOutputRejected     = session.EventOutputRejected
+	// Event types (every one of session.AllEventTypes).
+	EventSessionStarted     = session.EventSessionStarted
+	EventUserMessage        = session.EventUserMessage
+	EventModelResponse      = session.EventModelResponse
+	EventApprovalRequested  = session.EventApprovalRequested
+	EventInputRequested     = session.EventInputRequested
 	EventReviewRequested    = session.EventReviewRequested
+	EventExternalRequested  = session.EventExternalRequested
+	EventClientRequested    = session.EventClientRequested
+	EventWaitExpired        = session.EventWaitExpired
+	EventDecision           = session.EventDecision
+	EventToolStarted        = session.EventToolStarted
+	EventToolResult         = session.EventToolResult
+	EventFramePushed        = session.EventFramePushed
+	EventFramePopped        = session.EventFramePopped
+	EventHandoff            = session.EventHandoff
+	EventAgentMessage       = session.EventAgentMessage
+	EventOutputRejected     = session.EventOutputRejected
+	EventTurnPaused         = session.EventTurnPaused
+	EventTurnCompleted      = session.EventTurnCompleted
+	EventTurnFailed         = session.EventTurnFailed
+	EventTurnCancelled      = session.EventTurnCancelled
+	EventTurnInterrupted    = session.EventTurnInterrupted
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

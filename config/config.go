@@ -24,6 +24,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // Config is a loaded, checked configuration, ready to run.
@@ -69,7 +70,7 @@ type Config struct {
 	AllowedHosts, AllowedOrigins []string
 	// Webhooks are the webhooks section, secrets read (see
 	// cairn.RunnerOptions.Webhooks); they need PublicURL.
-	Webhooks []cairn.Webhook
+	Webhooks []webhook.Subscription
 	// Temporal is set with driver: temporal (defaults filled in, relative
 	// TLS paths made absolute, the API key read); nil with the local driver.
 	Temporal *Temporal

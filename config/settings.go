@@ -130,11 +130,11 @@ func (l *loader) temporal(f *File) (*Temporal, error) {
 }
 
 // webhooks reads the webhooks section; secrets come from the environment.
-func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
+func (l *loader) webhooks(f *File) ([]webhook.Subscription, error) {
 	if len(f.Webhooks) > 0 && f.PublicURL == "" {
 		return nil, l.errf("webhooks", "webhooks need public_url, the address people reach this server at: their action links are built from it (public_url: https://cairn.example.org)")
 	}
-	var out []cairn.Webhook
+	var out []webhook.Subscription
 	names := map[string]bool{}
 	for i, w := range f.Webhooks {
 		key := fmt.Sprintf("webhooks[%d]", i)
@@ -165,7 +165,7 @@ func (l *loader) webhooks(f *File) ([]cairn.Webhook, error) {
 			return nil, l.errf("webhooks", "%s: the name %q is used twice; give each endpoint its own name", key, name)
 		}
 		names[name] = true
-		out = append(out, cairn.Webhook{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout})
+		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout})
 	}
 	return out, nil
 }

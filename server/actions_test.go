@@ -43,7 +43,7 @@ func TestActionPageShowsHiddenCharactersAndFoldsLongArguments(t *testing.T) {
 	args = []byte(strings.ReplaceAll(string(args), `\u202e`, "\u202e")) // as a model writes it: the character itself
 	model := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "send_file", Arguments: string(args)}}}, scripted.Reply{Text: "done"})
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "files", Model: model, Tools: []*cairn.Tool{send}}}, &cairn.RunnerOptions{
-		PublicURL: base, Webhooks: []cairn.Webhook{{Name: "mail", URL: receiver.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
+		PublicURL: base, Webhooks: []webhook.Subscription{{Name: "mail", URL: receiver.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // streamChanges is the cross-session live feed (SSE): an event "session"
@@ -22,11 +22,11 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	p := callerOf(r)
 	pump(ctx, s, w, flush, 0, s.runner.Changes,
-		func(c cairn.SessionChange) []byte { return changeMessage(p, c) }, ": following every session\n\n")
+		func(c session.Change) []byte { return changeMessage(p, c) }, ": following every session\n\n")
 }
 
 // changeMessage is the SSE message of c for p, or nil when p may not see it.
-func changeMessage(p principal, c cairn.SessionChange) []byte {
+func changeMessage(p principal, c session.Change) []byte {
 	if c.Resync {
 		return []byte("event: resync\ndata: {}\n\n")
 	}

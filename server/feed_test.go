@@ -91,6 +91,8 @@ func sessionEvents(resp *http.Response) <-chan map[string]any {
 				var s map[string]any
 				json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s)
 				out <- s
+			case strings.HasPrefix(line, "data: ") && event == "resync":
+				out <- map[string]any{"resync": true} // changes were missed: read again
 			}
 		}
 	}()
@@ -108,11 +110,19 @@ func TestCrossSessionFeed(t *testing.T) {
 
 	ulfs := authPost(t, base+"/v1/sessions", "user-token-ulf-0123456789", `{"agent":"main","input":"deploy"}`)
 	umas := authPost(t, base+"/v1/sessions", "user-token-uma-0123456789", `{"agent":"main","input":"deploy"}`)
-	waitFor := func(feed <-chan map[string]any, id string) map[string]any {
+	waitFor := func(feed <-chan map[string]any, id, token string) map[string]any {
 		t.Helper()
 		for {
 			select {
 			case s := <-feed:
+				if s["resync"] == true {
+					// The feed fell behind (a loaded machine): what it
+					// missed is read back, as a client does.
+					resp := authGet(t, ctx, base+"/v1/sessions/"+id, token)
+					s = nil
+					json.NewDecoder(resp.Body).Decode(&s)
+					resp.Body.Close()
+				}
 				if s["id"] == id && s["status"] == "paused" {
 					return s
 				}
@@ -124,12 +134,12 @@ func TestCrossSessionFeed(t *testing.T) {
 			}
 		}
 	}
-	s := waitFor(approverFeed, ulfs["id"].(string))
+	s := waitFor(approverFeed, ulfs["id"].(string), "approver-token-0123456789")
 	if in := s["interrupts"].([]any)[0].(map[string]any); in["message"] != "Deploy to production?" {
 		t.Fatalf("interrupt: %v", in)
 	}
-	waitFor(approverFeed, umas["id"].(string))
-	waitFor(umaFeed, umas["id"].(string))
+	waitFor(approverFeed, umas["id"].(string), "approver-token-0123456789")
+	waitFor(umaFeed, umas["id"].(string), "user-token-uma-0123456789")
 }
 
 // GET /v1/agents describes tools: schema, kind, and when they ask.

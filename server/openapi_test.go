@@ -159,7 +159,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
 		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
 	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, CompletionWait: 200 * time.Millisecond, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
-		PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{URL: hooks.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []webhook.EventType{webhook.InterruptCreated}}}})
+		PublicURL: "https://cairn.example.org", Webhooks: []webhook.Subscription{{URL: hooks.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []webhook.EventType{webhook.InterruptCreated}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
 )
@@ -368,7 +369,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", `send either {"input": …} or {"continuation": …, "decisions": […]}`)
 		return
 	}
-	if spent := (*cairn.SpentContinuationError)(nil); errors.As(err, &spent) && spent.Result != nil {
+	if spent := (*continuation.SpentError)(nil); errors.As(err, &spent) && spent.Result != nil {
 		// The answer of the resume that spent the token, for a client that lost it.
 		writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]string{"code": "conflict", "message": spent.Error()}, "result": spent.Result})
 		return

@@ -1,6 +1,6 @@
 package session
 
-// Change is one entry of the cross-session feed (cairn.Runner.WatchSessions).
+// Change is one entry of the cross-session feed (cairn.Runner.Changes).
 type Change struct {
 	// Session is the session as recorded after the change: its status, its
 	// pending interrupts. Nil when Resync is set.

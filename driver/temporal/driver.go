@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/session"
 )
@@ -32,7 +33,7 @@ func NewDriver(c client.Client, taskQueue string) *Driver {
 
 // Start implements cairn.Driver: update-with-start, one round trip that
 // starts the workflow (the session id is its workflow id) and waits.
-func (d *Driver) Start(ctx context.Context, in cairn.DriverStart, detach bool) (*cairn.Session, error) {
+func (d *Driver) Start(ctx context.Context, in driver.Start, detach bool) (*cairn.Session, error) {
 	start := d.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: in.ID, TaskQueue: d.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -46,7 +47,7 @@ func replayAgents() []*cairn.Agent {
 var histories = map[string]func(t *testing.T, d *ctemporal.Driver){
 	"batch-reject-approve-message": func(t *testing.T, d *ctemporal.Driver) {
 		ctx := context.Background()
-		s, err := d.Start(ctx, cairn.DriverStart{ID: "batch-reject-approve-message", Agent: "ops", Input: "ship both"}, false)
+		s, err := d.Start(ctx, driver.Start{ID: "batch-reject-approve-message", Agent: "ops", Input: "ship both"}, false)
 		if err != nil || len(s.Interrupts) != 2 {
 			t.Fatalf("start: %v %+v", err, s)
 		}
@@ -62,7 +63,7 @@ var histories = map[string]func(t *testing.T, d *ctemporal.Driver){
 	},
 	"expiry": func(t *testing.T, d *ctemporal.Driver) {
 		ctx := context.Background()
-		s, err := d.Start(ctx, cairn.DriverStart{ID: "expiry", Agent: "hasty", Input: "hurry"}, false)
+		s, err := d.Start(ctx, driver.Start{ID: "expiry", Agent: "hasty", Input: "hurry"}, false)
 		if err != nil || s.Status != cairn.StatusPaused {
 			t.Fatalf("start: %v %+v", err, s)
 		}

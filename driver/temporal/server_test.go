@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/driver"
 	ctemporal "github.com/cairnhq/cairn/driver/temporal"
 	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 	"github.com/cairnhq/cairn/model/scripted"
@@ -48,7 +49,7 @@ func TestLargePayloadsGoToTheStore(t *testing.T) {
 		startWorker(t, c, queue, newRunner(t, agents(), &cairn.RunnerOptions{Store: st}))
 		wctx, cancel := context.WithTimeout(ctx, 20e9)
 		defer cancel()
-		return ctemporal.NewDriver(c, queue).Start(wctx, cairn.DriverStart{ID: id, Agent: "ops", Input: "read the log"}, false)
+		return ctemporal.NewDriver(c, queue).Start(wctx, driver.Start{ID: id, Agent: "ops", Input: "read the log"}, false)
 	}
 	s, err := run("blobs", "big-1", true)
 	if err != nil || s.Status != cairn.StatusCompleted || s.Output != "read it" {

@@ -62,7 +62,7 @@ func TestBridgeApprovesFromSlack(t *testing.T) {
 	defer st.Close()
 	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{
 		Store: st, PublicURL: cairnURL,
-		Webhooks: []cairn.Webhook{{Name: "slack", URL: "http://" + bridgeSrv.Listener.Addr().String() + "/cairn/webhook", Secret: secret}}})
+		Webhooks: []webhook.Subscription{{Name: "slack", URL: "http://" + bridgeSrv.Listener.Addr().String() + "/cairn/webhook", Secret: secret}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -84,7 +85,7 @@ func TestContinuationTokens(t *testing.T) {
 		t.Fatalf("continue: %+v, runs %v", done, rec.runs())
 	}
 	_, err = r.Continue(ctx, "main", tok, approve, nil)
-	var spent *cairn.SpentContinuationError
+	var spent *continuation.SpentError
 	if !errors.Is(err, cairn.ErrConflict) || !errors.As(err, &spent) {
 		t.Fatalf("replay: %v, want a SpentContinuationError (ErrConflict)", err)
 	}

@@ -9,12 +9,7 @@ import (
 	"github.com/cairnhq/cairn/store"
 )
 
-// WatchSessions is cairn.Runner.WatchSessions (documented there).
-func (r *Runner) WatchSessions(ctx context.Context) <-chan session.Change {
-	return r.feed.subscribe(ctx)
-}
-
-// sessionFeed fans the store's change feed out to WatchSessions callers,
+// sessionFeed fans the store's change feed out to Changes callers,
 // reading each changed session's head once whatever the number of watchers.
 type sessionFeed struct {
 	out     *fanout.Fanout[session.Change]

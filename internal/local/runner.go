@@ -46,7 +46,7 @@ type Options struct {
 	Takeover         time.Duration
 	Node             string
 	TracerProvider   trace.TracerProvider
-	Webhooks         []webhook.Subscriber
+	Webhooks         []webhook.Subscription
 	PublicURL        string
 	WebhookDelivery  *webhook.Options
 	MeterProvider    metric.MeterProvider

@@ -155,7 +155,8 @@ func (r *Runner) Events(ctx context.Context, id string, after int64) ([]session.
 	return evs, nil
 }
 
-// Subscribe is cairn.Runner.Subscribe (documented there).
+// Subscribe follows a session's events from after, as a channel (the
+// driver's wait for a turn's end); cairn.Runner.Follow is the public form.
 func (r *Runner) Subscribe(sessionID string, after int64) (events <-chan session.Event, cancel func()) {
 	return r.hub.subscribe(sessionID, after)
 }

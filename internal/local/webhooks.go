@@ -21,7 +21,7 @@ import (
 
 // webhooks is a runner's webhook configuration and its deliverer.
 type webhooks struct {
-	endpoints []webhook.Subscriber
+	endpoints []webhook.Subscription
 	publicURL string
 	deliverer *webhook.Deliverer
 	links     *linkSigner

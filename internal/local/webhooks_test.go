@@ -49,7 +49,7 @@ func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 	rc := hooktest.New(t, hookSecret)
 	url := rc.URL
 	var rec counter
-	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []cairn.Webhook{{Name: "ops", URL: url, Secret: hookSecret}}}, deleteTool(&rec))
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []webhook.Subscription{{Name: "ops", URL: url, Secret: hookSecret}}}, deleteTool(&rec))
 	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
 	if err != nil || s.Status != cairn.StatusPaused {
 		t.Fatalf("%v %+v", err, s)
@@ -108,7 +108,7 @@ func TestWebhooksAnnounceEachInterruptOnce(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{{Name: "delete_file", Arguments: `{"filename":"a.txt"}`}, {Name: "delete_file", Arguments: `{"filename":"b.txt"}`}}},
 		scripted.Reply{Text: "done"},
 	)
-	r := hookedRunner(t, m, &cairn.RunnerOptions{Webhooks: []cairn.Webhook{
+	r := hookedRunner(t, m, &cairn.RunnerOptions{Webhooks: []webhook.Subscription{
 		{URL: allURL, Secret: hookSecret},
 		{Name: "ends", URL: endsURL, Secret: hookSecret, Events: []webhook.EventType{webhook.SessionCompleted}},
 	}}, deleteTool(&rec))
@@ -154,7 +154,7 @@ func TestWebhooksAnnounceExpiry(t *testing.T) {
 	tool := deleteTool(&rec)
 	tool.ApprovalTTL = time.Minute
 	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1,
-		Webhooks: []cairn.Webhook{{URL: url, Secret: hookSecret}}, WebhookDelivery: &webhook.Options{Poll: 20 * time.Millisecond}}, tool)
+		Webhooks: []webhook.Subscription{{URL: url, Secret: hookSecret}}, WebhookDelivery: &webhook.Options{Poll: 20 * time.Millisecond}}, tool)
 	if _, err := r.Start(ctx, "main", "Delete test.txt", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +177,9 @@ func TestWebhookOptionsAreChecked(t *testing.T) {
 		opts cairn.RunnerOptions
 		want string
 	}{
-		{cairn.RunnerOptions{Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret}}}, "PublicURL"},
-		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: hookSecret, Events: []webhook.EventType{"interrupt.made"}}}}, `unknown event "interrupt.made"`},
-		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []cairn.Webhook{{URL: "https://h.example/x", Secret: "nope!"}}}, "not whsec_"},
+		{cairn.RunnerOptions{Webhooks: []webhook.Subscription{{URL: "https://h.example/x", Secret: hookSecret}}}, "PublicURL"},
+		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []webhook.Subscription{{URL: "https://h.example/x", Secret: hookSecret, Events: []webhook.EventType{"interrupt.made"}}}}, `unknown event "interrupt.made"`},
+		{cairn.RunnerOptions{PublicURL: "https://c.example", Webhooks: []webhook.Subscription{{URL: "https://h.example/x", Secret: "nope!"}}}, "not whsec_"},
 	} {
 		_, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: deleteScript()}}, &tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -207,7 +207,7 @@ func TestWebhooksAnnounceAReview(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	r := runnerFor(t, []*cairn.Agent{{Name: "triage", Model: m, Review: cairn.Always(),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"priority":{"enum":["low","high"]}}}`)}},
-		&cairn.RunnerOptions{Store: st, PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
+		&cairn.RunnerOptions{Store: st, PublicURL: "https://cairn.example.org", Webhooks: []webhook.Subscription{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
 	s := check.NoErr(t)(r.Start(ctx, "triage", "disk alert", nil))
 	d := rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data
 	if d.SessionID != s.ID || d.Interrupt == nil || d.Interrupt.Kind != cairn.KindReview || string(d.Interrupt.Output) != `{"priority":"low"}` || d.Actions == nil || d.Actions.Reject == "" {
@@ -246,7 +246,7 @@ func TestWebhooksAnnounceWaitsOnSystems(t *testing.T) {
 		return call("c1", "run_pipeline", `{"ref":"main"}`)
 	})
 	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{pipelineTool(func(u string) { urls <- u }, &cairn.Wait{Timeout: time.Hour})}}},
-		&cairn.RunnerOptions{Store: st, Now: clock, ExpirySweep: -1, PublicURL: "https://cairn.example.org", Webhooks: []cairn.Webhook{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
+		&cairn.RunnerOptions{Store: st, Now: clock, ExpirySweep: -1, PublicURL: "https://cairn.example.org", Webhooks: []webhook.Subscription{{Name: "ops", URL: rc.URL, Secret: hookSecret}}})
 
 	first := check.NoErr(t)(r.Start(ctx, "ci", "ship main", nil))
 	created := rc.WaitForSession(webhook.InterruptCreated, first.ID, 10*time.Second).Data

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // An MCP server may ask the user something in the middle of a tool call
@@ -237,7 +238,7 @@ func (h *Hub) Follow(ctx context.Context, r *cairn.Runner) {
 	go h.follow(r.Changes(ctx))
 }
 
-func (h *Hub) follow(changes iter.Seq2[cairn.SessionChange, error]) {
+func (h *Hub) follow(changes iter.Seq2[session.Change, error]) {
 	for ch, err := range changes {
 		if err != nil {
 			return // the runner closed

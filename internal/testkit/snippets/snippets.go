@@ -29,6 +29,7 @@ import (
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store/postgres"
 	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/webhook"
 )
 
 // README is README.md's library example.
@@ -197,7 +198,7 @@ func Webhooks(ctx context.Context, agents []*cairn.Agent, st *sqlite.Store, secr
 	runner, err := cairn.NewRunner(agents, &cairn.RunnerOptions{
 		Store:     st,                          // needs store.Outbox and store.Secrets (this module's stores have both)
 		PublicURL: "https://cairn.example.org", // action links are built from it
-		Webhooks:  []cairn.Webhook{{Name: "slack", URL: "https://bridge.example.org/cairn/webhook", Secret: secret}},
+		Webhooks:  []webhook.Subscription{{Name: "slack", URL: "https://bridge.example.org/cairn/webhook", Secret: secret}},
 	})
 	// Someone clicked the link's button; the HTTP server does this at /v1/actions/{token}:
 	sess, err := runner.FollowActionLink(ctx, token, "", nil) // once; then ErrConflict (ErrExpired, ErrInvalidLink)

@@ -5,14 +5,13 @@ import (
 	"time"
 )
 
-// Subscriber is an endpoint told about sessions (cairn.Webhook, in
-// cairn.RunnerOptions.Webhooks): interrupts created, decided
-// and expired, turns completed and failed (EventTypes lists them; Payload is
+// Subscription is an endpoint told about sessions (in
+// cairn.RunnerOptions.Webhooks): interrupts created, decided and expired, turns completed and failed (EventTypes lists them; Payload is
 // what each POST carries). Deliveries are Standard Webhooks POSTs, signed
 // with Secret, sent at least once from the store's outbox by whichever
 // runner on the store claims them, retried with exponential backoff.
 // Sessions of stateless invocations (Invoke, Continue) send none.
-type Subscriber struct {
+type Subscription struct {
 	// Name identifies the endpoint in the outbox and in the audit trail of
 	// decisions made through its action links; empty means URL. Renaming
 	// an endpoint gives up its undelivered messages.
@@ -30,6 +29,6 @@ type Subscriber struct {
 }
 
 // Wants reports whether s hears events of type typ.
-func (s *Subscriber) Wants(typ EventType) bool {
+func (s *Subscription) Wants(typ EventType) bool {
 	return len(s.Events) == 0 || slices.Contains(s.Events, typ)
 }
