@@ -22,7 +22,10 @@ func Example_webhooks() {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A real receiver verifies the Standard Webhooks signature first.
 		var p webhook.Payload
-		json.NewDecoder(r.Body).Decode(&p)
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		if p.Type == webhook.InterruptCreated {
 			created <- p
 		}
@@ -45,7 +48,9 @@ func Example_webhooks() {
 	}
 	defer runner.Close()
 
-	runner.Start(ctx, "files", "Delete test.txt", nil)
+	if _, err := runner.Start(ctx, "files", "Delete test.txt", nil); err != nil {
+		panic(err)
+	}
 	p := <-created
 	fmt.Println(p.Data.Interrupt.Tool, string(p.Data.Interrupt.Arguments))
 	// The HTTP server answers these links at /v1/actions/; here the runner follows one.

@@ -170,7 +170,9 @@ func serveDemo(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(work, name), b, 0o755)
+		if err := os.WriteFile(filepath.Join(work, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(bin, "serve", "--config", "cairn.yaml", "--addr", "127.0.0.1:0")
 	cmd.Dir = work
@@ -182,7 +184,7 @@ func serveDemo(t *testing.T) string {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			go io.Copy(io.Discard, stderr)
+			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
 			return url
 		}
 	}

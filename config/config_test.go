@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/config"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model"
 )
 
@@ -71,7 +72,9 @@ func TestValidConfig(t *testing.T) {
 func TestCommandTools(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(path, []byte(valid), 0o600)
+	if err := os.WriteFile(path, []byte(valid), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +332,9 @@ func TestCommandToolKilledWithItsGroup(t *testing.T) {
 	dir := t.TempDir()
 	y := strings.Replace(valid, `command: ["sh", "-c", "echo oops >&2; exit 3"]`, `command: ["sh", "-c", "sleep 30 & echo $$ > pgid; sleep 30"]`, 1)
 	path := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(path, []byte(y), 0o600)
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -344,27 +349,19 @@ func TestCommandToolKilledWithItsGroup(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := broken(ctx, json.RawMessage(`{}`)); done <- err }()
 	var pgid int
-	for pgid == 0 {
+	testwait.For(t, 10*time.Second, "the tool to write its process group", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "pgid"))
-		fmt.Sscan(string(b), &pgid)
-	}
+		_, err := fmt.Sscan(string(b), &pgid) // fails until the tool has written it
+		return err == nil && pgid != 0
+	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	// Killed members may linger as zombies until reaped; wait for them to go.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		if time.Now().After(deadline) || zombiesOnly(pgid) {
-			if zombiesOnly(pgid) {
-				break
-			}
-			t.Fatalf("process group %d still alive after cancel: %v", pgid, err)
-		}
-	}
+	testwait.For(t, 10*time.Second, fmt.Sprintf("process group %d to end after cancel", pgid), func() bool {
+		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) || zombiesOnly(pgid)
+	})
 }
 
 // zombiesOnly reports whether every process of group pgid has exited (state Z).

@@ -62,7 +62,7 @@ func TestTrickleKeepsAnAttemptAlive(t *testing.T) {
 		for range 10 {
 			io.WriteString(w, "x")
 			w.(http.Flusher).Flush()
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // elapsed time: a server that trickles its reply
 		}
 	}))
 	defer srv.Close()

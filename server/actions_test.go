@@ -29,7 +29,9 @@ func TestActionPageShowsHiddenCharactersAndFoldsLongArguments(t *testing.T) {
 	created := make(chan webhook.Payload, 1)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p webhook.Payload
-		json.NewDecoder(r.Body).Decode(&p)
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Fatal(err)
+		}
 		if p.Type == webhook.InterruptCreated {
 			created <- p
 		}

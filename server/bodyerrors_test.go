@@ -42,7 +42,9 @@ func TestNumberAndSurrogateErrors(t *testing.T) {
 		var req decisionsRequest
 		decoded := decodeBody(w, r, &req)
 		var answer struct{ Error struct{ Message string } }
-		json.Unmarshal(w.Body.Bytes(), &answer)
+		if err := json.Unmarshal(w.Body.Bytes(), &answer); err != nil {
+			t.Fatal(err)
+		}
 		if decoded || w.Code != 400 || !strings.Contains(answer.Error.Message, c.want) {
 			t.Errorf("%.60s: %d %s\nwant %q", c.body, w.Code, w.Body, c.want)
 		}

@@ -38,7 +38,7 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }() // ends with the test
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/v1/sessions/"+sess.ID+"/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -76,6 +76,6 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 type slowModel struct{}
 
 func (slowModel) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // elapsed time: a model slower than the write timeout
 	return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
 }

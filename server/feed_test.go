@@ -70,7 +70,9 @@ func authPost(t *testing.T, url, token, body string) map[string]any {
 	}
 	defer resp.Body.Close()
 	var v map[string]any
-	json.NewDecoder(resp.Body).Decode(&v)
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
 	return v
 }
 
@@ -89,7 +91,9 @@ func sessionEvents(resp *http.Response) <-chan map[string]any {
 				event = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: ") && event == "session":
 				var s map[string]any
-				json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s)
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s); err != nil {
+					s = map[string]any{"unreadable": line} // the test waiting on it fails, naming it
+				}
 				out <- s
 			case strings.HasPrefix(line, "data: ") && event == "resync":
 				out <- map[string]any{"resync": true} // changes were missed: read again
@@ -120,7 +124,9 @@ func TestCrossSessionFeed(t *testing.T) {
 					// missed is read back, as a client does.
 					resp := authGet(t, ctx, base+"/v1/sessions/"+id, token)
 					s = nil
-					json.NewDecoder(resp.Body).Decode(&s)
+					if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+						t.Fatal(err)
+					}
 					resp.Body.Close()
 				}
 				if s["id"] == id && s["status"] == "paused" {

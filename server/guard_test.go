@@ -32,7 +32,9 @@ func rawRequest(t *testing.T, method, url, body string, headers map[string]strin
 	var out struct {
 		Error struct{ Code, Message string }
 	}
-	json.Unmarshal(b, &out)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
 	if out.Error.Code != "" && !strings.Contains(out.Error.Message, " ") {
 		t.Errorf("%s %s: error %q has no explanation", method, url, out.Error.Code)
 	}

@@ -201,7 +201,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("GET /v1/openapi.json: %d %v", resp.StatusCode, err)
 	}
 	var generic map[string]any
-	json.Unmarshal(raw, &generic)
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
 	if generic["openapi"] != "3.1.0" {
 		t.Fatalf("openapi = %v", generic["openapi"])
 	}
@@ -468,7 +470,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("stream of a chat with no turn running: %d", resp.StatusCode)
 	}
 	running := do("POST", "/v1/sessions", admin, `{"agent":"slow","input":"go","wait":false}`, 201)
-	go func() { time.Sleep(200 * time.Millisecond); close(release) }()
+	go func() { time.Sleep(200 * time.Millisecond); close(release) }() // elapsed time: the turn still runs when the stream attaches
 	if resp, body := rawCall("GET", "/v1/agents/slow/chat/"+running["id"].(string)+"/stream", admin, ""); resp.StatusCode != 200 || !strings.Contains(body, `"output":"released"`) {
 		t.Fatalf("stream of a running chat: %d\n%s", resp.StatusCode, body)
 	}
@@ -608,7 +610,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		}
 	}
 	if os.Getenv("CAIRN_WRITE_OPENAPI") != "" {
-		os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644)
+		if err := os.WriteFile(os.Getenv("CAIRN_WRITE_OPENAPI"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

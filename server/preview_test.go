@@ -53,7 +53,9 @@ func TestListingsInlinePreviews(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		json.Unmarshal(b, v)
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
 		return len(b)
 	}
 	var list struct{ Sessions []cairn.Session }
@@ -81,7 +83,7 @@ func TestListingsInlinePreviews(t *testing.T) {
 	var whole cairn.Session
 	get("/v1/sessions/"+paused.ID, &whole)
 	var args noteArgs
-	if json.Unmarshal(whole.Interrupts[0].Arguments, &args); args.Note != long || whole.Interrupts[0].Truncated != nil {
+	if err := json.Unmarshal(whole.Interrupts[0].Arguments, &args); err != nil || args.Note != long || whole.Interrupts[0].Truncated != nil {
 		t.Fatalf("the session lost its arguments: %d bytes", len(args.Note))
 	}
 	get("/v1/sessions/"+done.ID, &whole)
@@ -116,7 +118,9 @@ func TestSessionsCarryTheStartOfTheRequest(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var list struct{ Sessions []cairn.Session }
-	json.NewDecoder(resp.Body).Decode(&list)
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
 	if got := list.Sessions[0]; got.Request != s.Request || got.Truncated != nil {
 		t.Fatalf("the listing's request: %d bytes, truncated %v", len(got.Request), got.Truncated)
 	}
@@ -154,7 +158,9 @@ func TestListOneAgentsSessions(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var v map[string]any
-		json.NewDecoder(resp.Body).Decode(&v)
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
 		return resp.StatusCode, v
 	}
 	seen := map[string]bool{}

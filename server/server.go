@@ -685,8 +685,9 @@ func writeListing(w http.ResponseWriter, r *http.Request, v any) {
 	}
 	w.Header().Set("Content-Encoding", "gzip")
 	zw := gzip.NewWriter(w)
-	zw.Write(body)
-	zw.Close()
+	// A write that fails means the client is gone: nothing to tell it.
+	_, _ = zw.Write(body)
+	_ = zw.Close()
 }
 
 // gzipAbove is the size from which a listing is compressed.

@@ -374,9 +374,13 @@ func TestEventsListAndSSE(t *testing.T) {
 				t.Fatalf("delta has an id: %s", id)
 			}
 			var ev cairn.Event
-			json.Unmarshal(data, &ev)
+			if err := json.Unmarshal(data, &ev); err != nil {
+				t.Fatal(err)
+			}
 			var d struct{ Text string }
-			json.Unmarshal(ev.Data, &d)
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
 			text.WriteString(d.Text)
 		}
 		if typ == "turn_completed" {
@@ -474,7 +478,7 @@ func TestApprovalTTLOverHTTP(t *testing.T) {
 			t.Fatalf("no expires_at: %v", in)
 		}
 		if sweep < 0 {
-			time.Sleep(1100 * time.Millisecond)
+			time.Sleep(1100 * time.Millisecond) // elapsed time: past the 1 s TTL, with no sweeper
 			code, body := e.do("POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seqOf(s), in["id"]))
 			if code != 410 || errCode(body) != "expired" {
 				t.Fatalf("late approval: %d %v", code, body)
@@ -529,7 +533,9 @@ func TestAuthAndRoles(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
 		return resp.StatusCode, out
 	}
 	if code, body := as("", "GET", "/v1/sessions", ""); code != 401 || errCode(body) != "unauthorized" {

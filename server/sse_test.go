@@ -102,7 +102,7 @@ func (c *flushCounter) Write(b []byte) (int, error) {
 	c.body.Write(b)
 	c.mu.Unlock()
 	if first {
-		time.Sleep(c.slowFirstFrame)
+		time.Sleep(c.slowFirstFrame) // elapsed time: a client slow to take the first frame
 	}
 	return len(b), nil
 }

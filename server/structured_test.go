@@ -39,7 +39,9 @@ func TestStructuredOutputOverREST(t *testing.T) {
 		Output     map[string]any `json:"output"`
 		OutputText string         `json:"output_text"`
 	}
-	json.NewDecoder(resp.Body).Decode(&created)
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if created.Status != "completed" || created.Output["priority"] != "high" || created.OutputText != `{"priority": "high"}` {
 		t.Fatalf("POST: %+v", created)
@@ -49,7 +51,9 @@ func TestStructuredOutputOverREST(t *testing.T) {
 		t.Fatal(err)
 	}
 	var read map[string]any
-	json.NewDecoder(resp.Body).Decode(&read)
+	if err := json.NewDecoder(resp.Body).Decode(&read); err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if out, _ := read["output"].(map[string]any); out["priority"] != "high" || read["output_text"] != `{"priority": "high"}` {
 		t.Fatalf("GET: %v", read)
@@ -93,7 +97,9 @@ func TestReviewedStructuredAnswer(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
 		return resp.StatusCode, out
 	}
 	review := func(s map[string]any) (id string, output map[string]any) {

@@ -265,7 +265,7 @@ func (d *Deliverer) send(ctx context.Context, e endpoint, m store.Message) error
 		return err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // drained so the connection is reused; the status decides
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("%s answered %s", e.url, resp.Status)
 	}

@@ -299,7 +299,7 @@ func storeFor(name, dir string) (url string, files []string, drop func(), err er
 		}
 		drop := func() {
 			if c, err := pgx.Connect(ctx, admin); err == nil {
-				c.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+				_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") // best effort: the run is over
 				c.Close(ctx)
 			}
 		}
@@ -323,7 +323,7 @@ func serve(binary, cfg string) (*exec.Cmd, string, error) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
+			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
 			return cmd, m[1], nil
 		}
 	}

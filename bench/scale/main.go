@@ -577,7 +577,7 @@ func database(server string) (string, func(), error) {
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
-		conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+		_, _ = conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)") // best effort: the run is over
 		conn.Close(ctx)
 	}, nil
 }

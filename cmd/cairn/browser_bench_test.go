@@ -23,7 +23,9 @@ func BenchmarkInboxFirstRender(b *testing.B) {
 		b.Skip("headless Chromium is not installed: apt-get install chromium")
 	}
 	dir := b.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	b.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	b.Setenv("CAIRN_TEST_USER", userToken)
 	_, base := serve(b, filepath.Join(dir, "cairn.yaml"))
@@ -84,7 +86,9 @@ func BenchmarkInboxFirstRender(b *testing.B) {
 		complete += time.Since(start)
 	}
 	var phases map[string]float64
-	chromedp.Run(ctx, chromedp.Evaluate(`(() => { const n = performance.getEntriesByType('navigation')[0]; const r = performance.getEntriesByType('resource').filter(e => e.name.includes('/v1/sessions?status=paused')).pop(); return {dom: n.domContentLoadedEventEnd, dataStart: r ? r.startTime : -1, dataEnd: r ? r.responseEnd : -1, now: performance.now()}; })()`, &phases))
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`(() => { const n = performance.getEntriesByType('navigation')[0]; const r = performance.getEntriesByType('resource').filter(e => e.name.includes('/v1/sessions?status=paused')).pop(); return {dom: n.domContentLoadedEventEnd, dataStart: r ? r.startTime : -1, dataEnd: r ? r.responseEnd : -1, now: performance.now()}; })()`, &phases)); err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("page clock (ms): %v", phases)
 	b.ReportMetric(float64(usable.Milliseconds())/float64(b.N), "ms/usable-inbox")
 	b.ReportMetric(float64(complete.Milliseconds())/float64(b.N), "ms/all-cards")

@@ -120,7 +120,9 @@ func apiCall(t *testing.T, method, url, token, body string) (int, map[string]any
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var v map[string]any
-	json.Unmarshal(b, &v)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
 	return resp.StatusCode, v
 }
 
@@ -139,7 +141,9 @@ func waitSession(t *testing.T, base, id, status string) map[string]any {
 func browserServer(t *testing.T) (dir, base string) {
 	t.Helper()
 	dir = t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(browserConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	t.Setenv("CAIRN_TEST_USER", userToken)
 	_, base = serve(t, filepath.Join(dir, "cairn.yaml"))
@@ -199,7 +203,7 @@ func TestBrowserInbox(t *testing.T) {
 			var html string
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			chromedp.Run(dctx, chromedp.OuterHTML("main", &html))
+			_ = chromedp.Run(dctx, chromedp.OuterHTML("main", &html)) // for the failure message only
 			t.Fatalf("%s: %v\npage: %s", what, err, html)
 		}
 	}
@@ -484,7 +488,9 @@ func TestBrowserSessionPageInPeoplesWords(t *testing.T) {
 	if shots != "" {
 		var b []byte
 		run("shot", chromedp.Evaluate(`document.activeElement.blur(); window.scrollTo(0, 0)`, nil), chromedp.FullScreenshot(&b, 100))
-		os.WriteFile(filepath.Join(shots, "session-paused.png"), b, 0o644)
+		if err := os.WriteFile(filepath.Join(shots, "session-paused.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A long request is folded on the card, and "more" shows the rest.
 	long := strings.Repeat("Ship the release with the notes attached. ", 12) + "END"

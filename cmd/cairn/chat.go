@@ -604,7 +604,10 @@ func runEditor(editor string, current json.RawMessage) (string, error) {
 		pretty.Write(current)
 	}
 	pretty.WriteByte('\n')
-	f.Write(pretty.Bytes())
+	if _, err := f.Write(pretty.Bytes()); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write the arguments for the editor: %w", err)
+	}
 	f.Close()
 	fields := strings.Fields(editor)
 	cmd := exec.Command(fields[0], append(fields[1:], f.Name())...)

@@ -18,9 +18,13 @@ import (
 // 30 s shutdown_grace.
 func TestSIGTERMDoesNotWaitOnReaders(t *testing.T) {
 	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "state"), 0o755)
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte("shutdown_grace: 30s\n"+crashConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte("shutdown_grace: 30s\n"+crashConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd, base := serve(t, cfg)
 	var ids []string
 	for range 2 {

@@ -46,7 +46,9 @@ func testRollingRestartsUnderLoad(t *testing.T, storeURL string) {
 		}
 		defer resp.Body.Close()
 		var v map[string]any
-		json.NewDecoder(resp.Body).Decode(&v)
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
 		count(what, resp.StatusCode)
 		if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s: 503 without Retry-After: %v", what, v)
@@ -89,19 +91,19 @@ func testRollingRestartsUnderLoad(t *testing.T, storeURL string) {
 						t.Errorf("decide %s: %d %v", id, code, v)
 						return
 					}
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond) // elapsed time: a client's backoff after a 503
 				}
 			}
 		})
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // elapsed time: load before the first restart
 	for i := range 3 {
 		c.nodes[i].Process.Signal(syscall.SIGTERM)
 		if err := c.nodes[i].Wait(); err != nil {
 			t.Fatalf("node %d exit: %v", i, err)
 		}
 		c.start(i)
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // elapsed time: load between restarts
 	}
 	close(stop)
 	wg.Wait()

@@ -50,7 +50,9 @@ func TestBoundedUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
 	conf := strings.ReplaceAll(fmt.Sprintf(replicaConfig, "sqlite:./cairn.db"), "runs.txt", filepath.Join(dir, "runs.txt"))
-	os.WriteFile(cfg, []byte(conf), 0o600)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd, url := serve(t, cfg)
 	pid := cmd.Process.Pid
 	base := rssBytes(pid)
@@ -81,7 +83,9 @@ func TestBoundedUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		slow = append(slow, c)
-		c.Write([]byte("POST /v1/sessions HTTP/1.1\r\nHost: x\r\n"))
+		if _, err := c.Write([]byte("POST /v1/sessions HTTP/1.1\r\nHost: x\r\n")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	slowStart := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,9 +93,9 @@ func TestBoundedUnderLoad(t *testing.T) {
 	go func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			for _, c := range slow {
-				c.Write([]byte("X"))
+				_, _ = c.Write([]byte("X")) // the server may have closed it: that is what is tested
 			}
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // elapsed time: slowloris: a byte a second
 		}
 	}()
 
@@ -112,8 +116,12 @@ func TestBoundedUnderLoad(t *testing.T) {
 					continue
 				}
 				var s map[string]any
-				json.NewDecoder(resp.Body).Decode(&s)
+				err = json.NewDecoder(resp.Body).Decode(&s)
 				resp.Body.Close()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
 				if resp.StatusCode != 201 || s["status"] != "paused" {
 					failed.Add(1)
 					continue
@@ -153,7 +161,7 @@ func TestBoundedUnderLoad(t *testing.T) {
 			defer resp.Body.Close()
 			if resp.StatusCode == 200 {
 				open.Add(1)
-				bufio.NewReader(resp.Body).ReadByte() // blocks: the stream is idle
+				_, _ = bufio.NewReader(resp.Body).ReadByte() // blocks: the stream is idle; how it ends is checked below
 			}
 		}()
 	}
@@ -180,10 +188,10 @@ func TestBoundedUnderLoad(t *testing.T) {
 	}
 
 	// The slowloris connections are cut off once the header timeout passes.
-	time.Sleep(time.Until(slowStart.Add(12 * time.Second)))
+	time.Sleep(time.Until(slowStart.Add(12 * time.Second))) // elapsed time: past the header timeout
 	closed := 0
 	for _, c := range slow {
-		c.SetReadDeadline(time.Now().Add(time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(time.Second)) // a read past it fails, which the test checks
 		buf := make([]byte, 512)
 		if _, err := c.Read(buf); err != nil && !isTimeout(err) {
 			closed++

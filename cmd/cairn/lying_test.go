@@ -61,7 +61,9 @@ agents:
 func TestBrowserPageCannotBeMadeToLie(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(lyingConfig()), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(lyingConfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	status, liar := post(t, base+"/v1/sessions", `{"agent":"liar","input":"send the photo"}`)
 	if status != 201 || liar["status"] != "paused" {
@@ -139,7 +141,9 @@ func TestBrowserPageCannotBeMadeToLie(t *testing.T) {
 func TestTerminalShowsHiddenCharacters(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(lyingConfig()), 0o600)
+	if err := os.WriteFile(cfg, []byte(lyingConfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	chat := exec.Command(binary, "chat", "--config", cfg, "--agent", "liar")
 	chat.Dir = dir
 	chat.Stdin = strings.NewReader("send the photo\nn\nnot that file\n")

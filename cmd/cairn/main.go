@@ -103,10 +103,10 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	defer prom.Shutdown(context.Background())
+	defer func() { _ = prom.Shutdown(context.Background()) }() // the process ends: nothing to flush to
 	var ledgerNote string
 	closeLedger := func() error { return nil }
-	defer func() { closeLedger() }()
+	defer func() { _ = closeLedger() }() // closing at exit; its writes were synced
 	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, ContinuationKeys: cfg.ContinuationKeys, Lease: cfg.Lease, MeterProvider: prom.provider,
 		Retention: cfg.Retention, RetentionSweep: cfg.RetentionSweep, TombstoneRetention: cfg.TombstoneRetention}, log,
 		func(st store.Store, opts *cairn.RunnerOptions) (err error) {
@@ -179,7 +179,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(grace) }()
-	runner.Shutdown(grace)
+	if err := runner.Shutdown(grace); err != nil {
+		log.Warn("the grace period ended before every turn finished; the rest are handed over", "err", err)
+	}
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -69,7 +69,7 @@ func serve(t testing.TB, cfg string) (*exec.Cmd, string) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
+			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
 			return cmd, m[1]
 		}
 	}
@@ -85,15 +85,21 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 	}
 	defer resp.Body.Close()
 	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
 	return resp.StatusCode, out
 }
 
 func TestPausedSessionSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "state"), 0o755)
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(crashConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(crashConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	cmd, base := serve(t, cfg)
 	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy to production."}`)
@@ -111,7 +117,9 @@ func TestPausedSessionSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again map[string]any
-	json.NewDecoder(resp.Body).Decode(&again)
+	if err := json.NewDecoder(resp.Body).Decode(&again); err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if again["status"] != "paused" || again["seq"] != s["seq"] {
 		t.Fatalf("after restart: %v", again)
@@ -134,7 +142,9 @@ func TestVersionAndBadConfig(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(crashConfig, "approval: always", "approval: 'args.environment ==='", 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(crashConfig, "approval: always", "approval: 'args.environment ==='", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(binary, "serve", "--config", cfg)
 	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "bad.yaml:13: tools.deploy_code.approval") {
@@ -148,9 +158,13 @@ func TestVersionAndBadConfig(t *testing.T) {
 
 func TestShutdownOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "state"), 0o755)
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(crashConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(crashConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd, _ := serve(t, cfg)
 	stop(t, cmd, os.Interrupt, 20*time.Second)
 }
@@ -199,7 +213,9 @@ func getJSON(t *testing.T, url string) map[string]any {
 	}
 	defer resp.Body.Close()
 	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
@@ -209,7 +225,9 @@ func getJSON(t *testing.T, url string) map[string]any {
 func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(inDoubtConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(inDoubtConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	runsFile := filepath.Join(dir, "runs.txt")
 	started := func() bool {
 		b, _ := os.ReadFile(runsFile)
@@ -223,8 +241,10 @@ func TestKill9WhileToolRunsLeavesCallInDoubt(t *testing.T) {
 	}
 	approval := s["interrupts"].([]any)[0].(map[string]any)["id"]
 	// Approve; the request hangs while the tool runs, and dies with the server.
-	go http.Post(base+"/v1/sessions/"+id+"/decisions", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], approval)))
+	go func() {
+		_, _ = http.Post(base+"/v1/sessions/"+id+"/decisions", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], approval)))
+	}() // it dies with the server
 	testwait.For(t, 20*time.Second, "the tool to start", started)
 	b, _ := os.ReadFile(runsFile)
 	var pid int
@@ -298,7 +318,9 @@ func TestDemoQuickStart(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
 		b := mustRead(t, filepath.Join("..", "..", "examples", "demo", name))
-		os.WriteFile(filepath.Join(dir, name), b, 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy the latest build to production."}`)
@@ -376,7 +398,9 @@ func TestDepth3StackSurvivesKill9(t *testing.T) {
 	fake := fakeopenai.Start(t, stackModel)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(stackConfig, "BASE_URL", fake.BaseURL(), 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(stackConfig, "BASE_URL", fake.BaseURL(), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	cmd, base := serve(t, cfg)
 	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"write a post"}`)
@@ -417,7 +441,9 @@ func TestDepth3StackSurvivesKill9(t *testing.T) {
 func TestSessionsCommands(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	_, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"Deploy the latest build to production."}`)
@@ -462,7 +488,9 @@ func TestSessionsCommands(t *testing.T) {
 func TestChat(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	chat := func(input string, args ...string) string {
 		cmd := exec.Command(binary, append([]string{"chat", "--config", filepath.Join(dir, "cairn.yaml")}, args...)...)
@@ -500,7 +528,9 @@ func TestChat(t *testing.T) {
 func TestDemoNestingAndHandoff(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(binary, "chat", "--config", filepath.Join(dir, "cairn.yaml"), "--agent", "concierge")
 	cmd.Stdin = strings.NewReader("Please write the release notes.\nFor customers.\nAlso, I was charged twice.\nYes please.\ny\n")
@@ -533,7 +563,9 @@ func TestDemoNestingAndHandoff(t *testing.T) {
 func TestChatContinuesASession(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	chat := func(input string, args ...string) (string, error) {
 		cmd := exec.Command(binary, append([]string{"chat", "--config", filepath.Join(dir, "cairn.yaml")}, args...)...)
@@ -564,7 +596,9 @@ func TestChatContinuesASession(t *testing.T) {
 func TestCLIClientCommands(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	run := func(args ...string) string {
@@ -633,7 +667,9 @@ func TestCLIClientCommands(t *testing.T) {
 func TestListenAddress(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte("store: memory\nmodels: {demo: {provider: scripted, script: [{text: hi}]}}\nagents: {main: {model: demo}}\n"), 0o600)
+	if err := os.WriteFile(cfg, []byte("store: memory\nmodels: {demo: {provider: scripted, script: [{text: hi}]}}\nagents: {main: {model: demo}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	listen := func(env []string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(binary, append([]string{"serve", "--config", cfg}, args...)...)

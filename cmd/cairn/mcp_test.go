@@ -37,11 +37,17 @@ func TestMCPFilesystemThroughChatAndServe(t *testing.T) {
 	bin := mcptest.Server(t, "mcp-server-filesystem")
 	dir := t.TempDir()
 	sandbox := filepath.Join(dir, "sandbox")
-	os.Mkdir(sandbox, 0o755)
+	if err := os.Mkdir(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	in, out := filepath.Join(sandbox, "in.txt"), filepath.Join(sandbox, "out.txt")
-	os.WriteFile(in, []byte("hello"), 0o644)
+	if err := os.WriteFile(in, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(mcpConfig, bin, sandbox, in, out)), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(mcpConfig, bin, sandbox, in, out)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	cmd := exec.Command(binary, "chat", "--config", cfg)
 	cmd.Stdin = strings.NewReader("copy it\ny\n")
@@ -107,7 +113,9 @@ func TestMCPMemoryAndEverythingThroughChatAndServe(t *testing.T) {
 	memory, everything := mcptest.Server(t, "mcp-server-memory"), mcptest.Server(t, "mcp-server-everything")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(twoServersConfig, memory, filepath.Join(dir, "memory.jsonl"), everything)), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(twoServersConfig, memory, filepath.Join(dir, "memory.jsonl"), everything)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	chat := func(agent, input string) string {
 		t.Helper()
@@ -175,7 +183,7 @@ func TestBrowserAnswersAnMCPForm(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 store: sqlite:./cairn.db
 auth:
   tokens:
@@ -190,7 +198,9 @@ models:
       - text: "{{.LastResult}}"
 agents:
   asker: {model: demo, tools: [everything.*]}
-`, everything)), 0o600)
+`, everything)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	_, base := serve(t, cfg)
 	_, s := apiCall(t, "POST", base+"/v1/sessions", approverToken, `{"agent":"asker","input":"ask me"}`)

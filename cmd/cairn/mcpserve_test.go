@@ -53,7 +53,9 @@ func TestMCPStdioWithTypeScriptClient(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(servedConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(servedConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, file, _, _ := runtime.Caller(0)
 	client := filepath.Join(filepath.Dir(file), "..", "..", "mcp", "testdata", "servers", "client.mjs")
 	out, err := exec.Command(node, client, "lead", "ship it", binary, "mcp", "--config", cfg).Output()
@@ -93,12 +95,14 @@ func TestMCPOverHTTPOnServe(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(servedConfig+`
+	if err := os.WriteFile(cfg, []byte(servedConfig+`
 auth:
   tokens:
     - {name: ana, token_env: CAIRN_TEST_APPROVER, role: approver}
     - {name: uma, token_env: CAIRN_TEST_USER, role: user}
-`), 0o600)
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", "approver-token-0123456789")
 	t.Setenv("CAIRN_TEST_USER", "user-token-uma-0123456789")
 	_, base := serve(t, cfg)

@@ -30,7 +30,9 @@ agents:
 func TestMetricsEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(metricsConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(metricsConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, url := serve(t, cfg)
 	for range 3 {
 		_, s := post(t, url+"/v1/sessions", `{"agent":"main","input":"go"}`)

@@ -31,7 +31,10 @@ func (p *hostileProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Content any `json:"content"`
 		} `json:"messages"`
 	}
-	json.NewDecoder(r.Body).Decode(&req)
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "not a chat request", http.StatusBadRequest)
+		return
+	}
 	input, _ := req.Messages[len(req.Messages)-1].Content.(string)
 	p.mu.Lock()
 	p.calls[input]++
@@ -108,7 +111,9 @@ func startHostile(t *testing.T) (p *hostileProvider, base, dir string, pid int) 
 	t.Cleanup(func() { close(p.stop) })
 	dir = t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(hostileConfig, fake.URL+"/v1")), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(hostileConfig, fake.URL+"/v1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd, base := serve(t, cfg)
 	return p, base, dir, cmd.Process.Pid
 }

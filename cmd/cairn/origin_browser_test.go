@@ -77,7 +77,9 @@ func TestBrowserOtherOriginsCannotDriveTheLocalMode(t *testing.T) {
 	ctx := browserWith(t, chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"))
 	dir := t.TempDir()
 	local := browserConfig[:strings.Index(browserConfig, "auth:")] + browserConfig[strings.Index(browserConfig, "models:"):]
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(local), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	runs := func() string { b, _ := os.ReadFile(filepath.Join(dir, "runs.log")); return string(b) }
 

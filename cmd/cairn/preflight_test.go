@@ -15,7 +15,9 @@ import (
 // nobody answers — and serves anyway (issue 30).
 func TestServeWarnsAtStartAboutWhatWillFail(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "deploy.sh"), []byte("#!/bin/sh\necho ok\n"), 0o644) // not executable
+	if err := os.WriteFile(filepath.Join(dir, "deploy.sh"), []byte("#!/bin/sh\necho ok\n"), 0o644); err != nil { // not executable
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +25,7 @@ func TestServeWarnsAtStartAboutWhatWillFail(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close() // nothing answers there now
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(`
+	if err := os.WriteFile(cfg, []byte(`
 store: memory
 models:
   demo: {provider: scripted, script: [{text: hi}]}
@@ -35,7 +37,9 @@ tools:
 agents:
   main: {model: demo, tools: [deploy, lookup, fine]}
   other: {model: local}
-`), 0o600)
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

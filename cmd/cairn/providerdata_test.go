@@ -85,7 +85,9 @@ func TestProviderDataAcrossKill9AndAnotherReplica(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/stripped=%v", c.agentModel, strip), func(t *testing.T) {
 				dir := t.TempDir()
 				cfg := filepath.Join(dir, "cairn.yaml")
-				os.WriteFile(cfg, []byte(fmt.Sprintf(providerConfig, anthropicFake.URL, responsesFake.URL, geminiFake.URL, c.agentModel)), 0o600)
+				if err := os.WriteFile(cfg, []byte(fmt.Sprintf(providerConfig, anthropicFake.URL, responsesFake.URL, geminiFake.URL, c.agentModel)), 0o600); err != nil {
+					t.Fatal(err)
+				}
 
 				a, baseA := serve(t, cfg)
 				_, baseB := serve(t, cfg)

@@ -30,7 +30,9 @@ func TestReadmeQuickStartAsWritten(t *testing.T) {
 
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	host := strings.TrimPrefix(base, "http://")

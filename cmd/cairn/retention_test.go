@@ -72,7 +72,9 @@ func startMany(t *testing.T, base, agent string, n int) []string {
 func TestServeRetention(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(retentionConfig, "RETAIN", "2s", 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(retentionConfig, "RETAIN", "2s", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, base := serve(t, cfg)
 	code, paused := post(t, base+"/v1/sessions", `{"agent":"ops","input":"deploy"}`)
 	if code != 201 || paused["status"] != "paused" {
@@ -87,7 +89,9 @@ func TestServeRetention(t *testing.T) {
 			return false
 		}
 		defer resp.Body.Close()
-		json.NewDecoder(resp.Body).Decode(&page)
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+			t.Fatal(err)
+		}
 		return len(page.Sessions) == 0
 	})
 	if code, done, err := decide(base, paused); code != 200 || err != nil || done["status"] != "completed" {
@@ -118,7 +122,9 @@ func TestServeRetention(t *testing.T) {
 func TestSessionsPurgeCommand(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(strings.Replace(retentionConfig, "RETAIN", "1000h", 1), "sweep: 100ms", "sweep: 1h", 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(strings.Replace(retentionConfig, "RETAIN", "1000h", 1), "sweep: 100ms", "sweep: 1h", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, base := serve(t, cfg)
 	_, paused := post(t, base+"/v1/sessions", `{"agent":"ops","input":"deploy"}`)
 	ids := startMany(t, base, "quick", 5)
@@ -165,6 +171,8 @@ func getStatus(url string) (int, map[string]any) {
 	}
 	defer resp.Body.Close()
 	var v map[string]any
-	json.NewDecoder(resp.Body).Decode(&v)
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return resp.StatusCode, nil // not JSON: the callers check the status and the body
+	}
 	return resp.StatusCode, v
 }

@@ -41,7 +41,9 @@ agents:
 func TestBrowserReviewsAStructuredAnswer(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	run := stepper(t, ctx)
@@ -85,7 +87,9 @@ func TestBrowserReviewsAStructuredAnswer(t *testing.T) {
 // that fits completes the session.
 func TestCLIReviewsAStructuredAnswer(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(reviewConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	cli := func(args ...string) (string, error) {
@@ -118,7 +122,9 @@ func TestCLIReviewsAStructuredAnswer(t *testing.T) {
 func TestChatReviewsAStructuredAnswer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(reviewConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(reviewConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	chat := exec.Command(binary, "chat", "--config", cfg, "--agent", "triage")
 	chat.Dir = dir

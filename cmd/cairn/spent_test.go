@@ -69,7 +69,9 @@ func testSpentLinksStaySpentAfterPurge(t *testing.T, storeURL string) {
 	defer front.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(spentConfig, storeURL, front.URL, rc.URL)), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(spentConfig, storeURL, front.URL, rc.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, base := serve(t, cfg)
 	lb.to(base)
 
@@ -116,7 +118,9 @@ func testSpentLinksStaySpentAfterPurge(t *testing.T, storeURL string) {
 		}
 		defer resp.Body.Close()
 		var v map[string]any
-		json.NewDecoder(resp.Body).Decode(&v)
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
 		return resp.StatusCode, v
 	}
 	purged := func(id string) {

@@ -35,7 +35,7 @@ func startWorker(t *testing.T, cfg string) *exec.Cmd {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "worker ready") {
-			go io.Copy(io.Discard, stderr)
+			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
 			return cmd
 		}
 	}
@@ -81,7 +81,9 @@ func newTemporalSetup(t *testing.T, storeURL string) *temporalSetup {
 	addr := temporaltest.Server(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(temporalConfig, storeURL, addr, "q"+fmt.Sprint(time.Now().UnixNano()))), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(temporalConfig, storeURL, addr, "q"+fmt.Sprint(time.Now().UnixNano()))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return &temporalSetup{dir: dir, cfg: cfg}
 }
 
@@ -180,11 +182,15 @@ func TestTemporalNestingAndHandoff(t *testing.T) {
 	addr := temporaltest.Server(t)
 	dir := t.TempDir()
 	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
-		os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := filepath.Join(dir, "cairn.yaml")
 	demo := string(mustRead(t, cfg))
-	os.WriteFile(cfg, []byte(fmt.Sprintf("driver: temporal\ntemporal: {host_port: %q, task_queue: demo}\n", addr)+demo), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("driver: temporal\ntemporal: {host_port: %q, task_queue: demo}\n", addr)+demo), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	startWorker(t, cfg)
 	cmd := exec.Command(binary, "chat", "--config", cfg, "--agent", "concierge")
 	cmd.Stdin = strings.NewReader("Please write the release notes.\nFor customers.\nAlso, I was charged twice.\nYes please.\ny\n")
@@ -220,7 +226,9 @@ func TestTemporalWorkerKill9MidTool(t *testing.T) {
 		rounds = 10
 	}
 	starts := regexp.MustCompile(`(?m)^start (\S+)`)
-	os.WriteFile(filepath.Join(ts.dir, "runs.txt"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(ts.dir, "runs.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for round := range rounds {
 		before := len(starts.FindAllString(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), -1))
 		var ids []string
@@ -234,7 +242,7 @@ func TestTemporalWorkerKill9MidTool(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				decide(url, s) // answers once the turn pauses again (in doubt) or ends
+				_, _, _ = decide(url, s) // answers once the turn pauses again (in doubt) or ends; the session is checked below
 			}()
 		}
 		testwait.For(t, 20*time.Second, fmt.Sprintf("round %d's tools to start", round), func() bool {
@@ -299,7 +307,7 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 		}
 		decided <- answer{code, out}
 	}()
-	time.Sleep(3 * time.Second) // past the 2 s deadline, with no worker
+	time.Sleep(3 * time.Second) // elapsed time: past the 2 s deadline, with no worker
 	if got := getJSON(t, url+"/v1/sessions/"+hasty["id"].(string)); got["status"] != "paused" {
 		t.Fatalf("with no worker, the expired approval's session is %v", got["status"])
 	}

@@ -45,7 +45,9 @@ type terminal struct {
 func startTerminal(t *testing.T) *terminal {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(terminalConfig), 0o600)
+	if err := os.WriteFile(cfg, []byte(terminalConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(binary, "chat", "--config", cfg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "EDITOR=", "VISUAL=")

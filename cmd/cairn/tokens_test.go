@@ -80,7 +80,9 @@ func TestTokenLedgerSurvivesRestartWithMemoryStore(t *testing.T) {
 	cfg := filepath.Join(dir, "cairn.yaml")
 	conf := strings.Replace(fmt.Sprintf(replicaConfig, "memory"), "lease: 3s", "lease: 3s\nsecret_env: CAIRN_TEST_TOKEN_KEY\ntoken_ledger: tokens.db", 1)
 	conf = strings.ReplaceAll(conf, "runs.txt", filepath.Join(dir, "runs.txt"))
-	os.WriteFile(cfg, []byte(conf), 0o600)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd, url := serve(t, cfg)
 	_, res := post(t, url+"/v1/agents/main/invoke", `{"input":"Deploy to production."}`)
 	body := invokeBody(res)

@@ -63,7 +63,9 @@ agents:
 func waitsCluster(t *testing.T, storeURL string) *cluster {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(waitsConfig, storeURL)), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(waitsConfig, storeURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := &cluster{t: t, dir: dir, cfg: cfg, nodes: make([]*exec.Cmd, 3), urls: make([]string, 3)}
 	for i := range 3 {
 		c.start(i)
@@ -130,7 +132,7 @@ func TestCallbackCompletesAcrossReplicasAfterKill9(t *testing.T) {
 			}
 			done := make(chan reply, 1)
 			go func() {
-				time.Sleep(5 * time.Second)
+				time.Sleep(5 * time.Second) // elapsed time: the callback comes late, during the restarts
 				code, body := callbackTo(t, c.url(1), urls[0], `{"output":{"status":"passed"}}`)
 				done <- reply{code, body}
 			}()
@@ -152,7 +154,9 @@ func TestCallbackCompletesAcrossReplicasAfterKill9(t *testing.T) {
 				t.Fatal(err)
 			}
 			var final map[string]any
-			json.NewDecoder(resp.Body).Decode(&final)
+			if err := json.NewDecoder(resp.Body).Decode(&final); err != nil {
+				t.Fatal(err)
+			}
 			resp.Body.Close()
 			evs := eventsOf(t, c.url(1), s["id"].(string))
 			if final["status"] != "completed" || final["output"] != `CI: {"status":"passed"}` || eventCount(evs, "tool_result") != 1 || eventCount(evs, "decision") != 1 {
@@ -183,10 +187,12 @@ func TestMissedDeadlineOnceAcrossReplicas(t *testing.T) {
 				}
 				defer resp.Body.Close()
 				final = nil
-				json.NewDecoder(resp.Body).Decode(&final)
+				if err := json.NewDecoder(resp.Body).Decode(&final); err != nil {
+					t.Fatal(err)
+				}
 				return final["status"] == "completed"
 			})
-			time.Sleep(1 * time.Second) // any late sweeper would have acted by now
+			time.Sleep(1 * time.Second) // elapsed time: any late sweeper would have acted by now
 			evs := eventsOf(t, c.url(2), id)
 			urls := jobs(t, dir, "flaky_pipeline")
 			if len(urls) != 2 || urls[0] == urls[1] || eventCount(evs, "wait_expired") != 2 || eventCount(evs, "tool_result") != 1 ||
@@ -225,7 +231,9 @@ agents:
 // schema at the field, and completes it; fail gives the model the reason.
 func TestCLICompletesAClientTool(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	cli := func(args ...string) (string, error) {
@@ -258,7 +266,9 @@ func TestCLICompletesAClientTool(t *testing.T) {
 func TestChatCompletesAClientTool(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(strings.Replace(clientToolConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(clientToolConfig, "store: sqlite:./cairn.db", "store: memory", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	chat := exec.Command(binary, "chat", "--config", cfg, "--agent", "files")
 	chat.Dir = dir
@@ -278,7 +288,9 @@ func TestChatCompletesAClientTool(t *testing.T) {
 func TestBrowserCompletesAClientTool(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(clientToolConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CAIRN_TEST_APPROVER", approverToken)
 	_, base := serve(t, filepath.Join(dir, "cairn.yaml"))
 	run := stepper(t, ctx)
@@ -341,7 +353,7 @@ func TestResultOfACallWhoseNodeDiedIsRecorded(t *testing.T) {
 					if code != 503 {
 						t.Fatalf("answers %v: %v", codes, body)
 					}
-					time.Sleep(time.Second)
+					time.Sleep(time.Second) // elapsed time: the 503's Retry-After
 				}
 				t.Fatalf("never taken: %v", codes)
 				return codes

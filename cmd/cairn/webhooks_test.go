@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/testkit/hooktest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -83,7 +84,9 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(webhookConfig, storeURL, front.URL, rc.URL)), 0o600)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(webhookConfig, storeURL, front.URL, rc.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	a, aURL := serve(t, cfg)
 	lb.to(aURL)
 
@@ -111,11 +114,11 @@ func testWebhooksSurviveKill9(t *testing.T, storeURL string) {
 	lb.to(bURL)
 
 	rc.WaitFor(webhook.InterruptCreated, n, 30*time.Second)
-	created := rc.Deliveries(webhook.InterruptCreated)
-	for created[heldID] < 2 && time.Since(killedAt) < 40*time.Second {
-		time.Sleep(50 * time.Millisecond)
+	var created map[string]int
+	testwait.For(t, 40*time.Second-time.Since(killedAt), "the delivery cut off by kill -9 to arrive again", func() bool {
 		created = rc.Deliveries(webhook.InterruptCreated)
-	}
+		return created[heldID] >= 2
+	})
 	if created[heldID] < 2 {
 		t.Fatalf("the delivery in flight at the kill (%s) arrived %d time(s); the second node never sent it again", heldID, created[heldID])
 	}

@@ -67,7 +67,7 @@ var histories = map[string]func(t *testing.T, d *ctemporal.Driver){
 		if err != nil || s.Status != cairn.StatusPaused {
 			t.Fatalf("start: %v %+v", err, s)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // elapsed time: the approval's TTL runs out in the recorded history
 	},
 }
 
@@ -90,7 +90,9 @@ func TestRecordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.MkdirAll(filepath.Join("testdata", "histories"), 0o755)
+		if err := os.MkdirAll(filepath.Join("testdata", "histories"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join("testdata", "histories", name+".json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -169,9 +169,11 @@ func (r *sessionRun) idleFor(ctx workflow.Context) (bool, error) {
 // the turn it starts to end or pause.
 func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 	wait := func(ctx workflow.Context, a WaitArgs) (*cairn.Session, error) {
-		workflow.Await(ctx, func() bool {
+		if err := workflow.Await(ctx, func() bool {
 			return (a.Started && r.mirrored > 0) || (r.turns > 0 && r.pending == nil && !r.driving)
-		})
+		}); err != nil {
+			return nil, err
+		}
 		return r.st.View(), nil
 	}
 	if err := workflow.SetUpdateHandler(ctx, UpdateWait, wait); err != nil {
@@ -187,7 +189,9 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		}
 		r.pending = &step
 		before := r.turns
-		workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving })
+		if err := workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving }); err != nil {
+			return nil, err
+		}
 		return r.st.View(), nil
 	}
 	validate := func(ctx workflow.Context, in engine.Input) error {
@@ -230,7 +234,9 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 				r.stopTurn()
 			}
 			before := r.turns
-			workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving })
+			if err := workflow.Await(ctx, func() bool { return r.turns > before && r.pending == nil && !r.driving }); err != nil {
+				return nil, err
+			}
 			return r.st.View(), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a CancelArgs) error {

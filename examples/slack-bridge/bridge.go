@@ -193,8 +193,9 @@ func (b *Bridge) slackInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 	sv, err := slack.NewSecretsVerifier(r.Header, b.SigningSecret)
 	if err == nil {
-		sv.Write(body)
-		err = sv.Ensure()
+		if _, err = sv.Write(body); err == nil {
+			err = sv.Ensure()
+		}
 	}
 	if err != nil {
 		http.Error(w, "slack signature: "+err.Error(), http.StatusUnauthorized)

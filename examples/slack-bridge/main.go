@@ -57,7 +57,11 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		go http.Serve(fln, fs.Handler())
+		go func() {
+			if err := http.Serve(fln, fs.Handler()); err != nil {
+				log.Error("the fake Slack stopped", "err", err)
+			}
+		}()
 		apiURL = "http://" + fln.Addr().String() + "/api/"
 		fmt.Fprintf(os.Stderr, "FAKE Slack (not slack.com): open http://%s/ to see #approvals and click\n", fln.Addr())
 	}
@@ -71,7 +75,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	srv := &http.Server{Handler: b.Handler()}
-	go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
+	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }() // Serve below reports the end
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

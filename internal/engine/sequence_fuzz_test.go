@@ -341,7 +341,9 @@ func TestPanickingCallbacksFailClosed(t *testing.T) {
 		t.Fatalf("message %q", in.Message)
 	}
 	var res ToolResult
-	json.Unmarshal(s.Events[2].Data, &res)
+	if err := json.Unmarshal(s.Events[2].Data, &res); err != nil {
+		t.Fatal(err)
+	}
 	if !res.IsError || res.Content != `the arguments of tool "picky" do not match its schema: the validator panicked: validator bug` {
 		t.Fatalf("result %+v", res)
 	}

@@ -30,7 +30,7 @@ func TestAwait(t *testing.T) {
 	}
 	finished := make(chan struct{})
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // elapsed time: the first write holds while the late one queues
 		close(finished)
 		late.Finish()
 	}()

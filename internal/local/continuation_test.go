@@ -230,7 +230,9 @@ func FuzzPageCursor(f *testing.F) {
 	defer r.Close()
 	ctx := context.Background()
 	for range 3 {
-		r.Start(ctx, "main", "Delete test.txt", nil)
+		if _, err := r.Start(ctx, "main", "Delete test.txt", nil); err != nil {
+			f.Fatal(err)
+		}
 	}
 	_, next, _ := r.SessionsPage(ctx, "", cairn.Page{Limit: 1})
 	f.Add(next, 1)
@@ -331,7 +333,9 @@ func deflate(t *testing.T, payload string) string {
 	t.Helper()
 	var b bytes.Buffer
 	w, _ := flate.NewWriter(&b, flate.BestSpeed)
-	w.Write([]byte(payload))
+	if _, err := w.Write([]byte(payload)); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

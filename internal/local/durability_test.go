@@ -131,7 +131,9 @@ func TestDecisionEventsAreAnAuditTrail(t *testing.T) {
 			continue
 		}
 		var d map[string]any
-		json.Unmarshal(ev.Data, &d)
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
 		actor := d["actor"].(map[string]any)
 		if actor["name"] != "ops-lead" || actor["role"] != "approver" || d["action"] != "approve" || ev.Time.IsZero() ||
 			len(d["arguments_sha256"].(string)) != 64 || len(d["new_arguments_sha256"].(string)) != 64 || d["arguments_sha256"] == d["new_arguments_sha256"] {

@@ -106,7 +106,9 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 	a := node(t, path, 3*time.Second, slow.tool())
 	b := node(t, path, 3*time.Second, slow.tool())
 	s := check.NoErr(t)(a.Start(ctx, "main", "deploy", nil))
-	go a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	go func() { // a's answer does not matter: the session is read from b below
+		_, _ = a.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil)
+	}()
 	<-slow.started
 	running, err := b.Session(ctx, s.ID)
 	if err != nil || running.Status != cairn.StatusRunning || running.LeaseOwner != a.Node() || running.LeaseExpiresAt == nil {

@@ -271,6 +271,8 @@ func TestParallelCallsPartialDecisions(t *testing.T) {
 func TestAutoApprovedCallsRunConcurrently(t *testing.T) {
 	ctx := context.Background()
 	var inFlight, maxInFlight atomic.Int32
+	var arrived sync.WaitGroup // all three calls in flight at once: the barrier they wait at
+	arrived.Add(3)
 	slow := cairn.NewTool(&cairn.Tool{Name: "slow", Description: "Slow."}, func(ctx context.Context, a struct {
 		N int `json:"n"`
 	}) (int, error) {
@@ -281,10 +283,15 @@ func TestAutoApprovedCallsRunConcurrently(t *testing.T) {
 				break
 			}
 		}
-		// Wait until all three are in flight, proving they overlap.
-		deadline := time.Now().Add(5 * time.Second)
-		for maxInFlight.Load() < 3 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+		// Wait until all three are in flight, proving they overlap (calls
+		// that ran one by one would never all arrive: bounded, and then
+		// the max below says so).
+		arrived.Done()
+		all := make(chan struct{})
+		go func() { arrived.Wait(); close(all) }()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
 		}
 		inFlight.Add(-1)
 		return a.N * 10, nil

@@ -32,7 +32,9 @@ func TestStreamDeliversDeltasBeforeTheResponseEnds(t *testing.T) {
 		types = append(types, string(ev.Type))
 		if ev.Type == cairn.EventModelDelta {
 			var d struct{ Text string }
-			json.Unmarshal(ev.Data, &d)
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
 			text.WriteString(d.Text)
 			if !released {
 				// The server is still holding the rest of its answer.

@@ -18,7 +18,9 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: deleteScript(), Tools: []*cairn.Tool{deleteTool(&runs)}}}, &cairn.RunnerOptions{TracerProvider: tp})
 	ctx := context.Background()
 	s := check.NoErr(t)(r.Start(ctx, "main", "Delete test.txt", nil))
-	r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil)
+	if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: "approve"}}, nil); err != nil {
+		t.Fatal(err)
+	}
 
 	byName := map[string][]sdktrace.ReadOnlySpan{}
 	for _, sp := range rec.Ended() {

@@ -137,7 +137,7 @@ func TestCompletionWhileTheBatchRunsWaitsForThePause(t *testing.T) {
 		}
 		completed <- s
 	}()
-	time.Sleep(50 * time.Millisecond) // the callback is waiting now (or soon): let the batch end
+	time.Sleep(50 * time.Millisecond) // elapsed time: a window in which the waiting completion must not return
 	select {
 	case s := <-completed:
 		t.Fatalf("the completion returned while its session ran, instead of waiting: %+v", s)
@@ -355,7 +355,7 @@ func TestResumeWithACompletionWhileTheToolRuns(t *testing.T) {
 		}
 		return wait != ""
 	})
-	go func() { time.Sleep(300 * time.Millisecond); close(release) }()
+	go func() { time.Sleep(300 * time.Millisecond); close(release) }() // elapsed time: the resume below waits on the running turn
 	d := cairn.Decision{InterruptID: wait, Action: cairn.ActionComplete, Output: json.RawMessage(`{"status":"passed"}`)}
 	done, err := r.Resume(ctx, s.ID, seq, []cairn.Decision{d}, nil)
 	if err != nil || done.Status != cairn.StatusCompleted || done.Output != `CI says: {"status":"passed"}` {

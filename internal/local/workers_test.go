@@ -47,7 +47,7 @@ func TestToolWorkers(t *testing.T) {
 	if got := <-done; got != 3 {
 		t.Fatalf("got %d", got)
 	}
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // elapsed time: a window in which a worker must not go idle
 	if idle() != 0 {
 		t.Fatalf("a worker went idle after close")
 	}

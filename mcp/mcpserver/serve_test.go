@@ -128,7 +128,9 @@ func TestServedAgentWithoutElicitation(t *testing.T) {
 		Inbox      string            `json:"inbox"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(b, &paused)
+	if err := json.Unmarshal(b, &paused); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(text(res), "The run is paused") || !strings.Contains(text(res), "cairn_resume") || paused.SessionID == "" ||
 		len(paused.Interrupts) != 1 || !strings.HasSuffix(paused.Inbox, paused.SessionID) || deployed.Load() != 0 {
 		t.Fatalf("paused result: %s %+v", text(res), paused)
@@ -201,7 +203,9 @@ func TestServedForgedAnswersAreRefused(t *testing.T) {
 		Interrupts []cairn.Interrupt `json:"interrupts"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(b, &paused)
+	if err := json.Unmarshal(b, &paused); err != nil {
+		t.Fatal(err)
+	}
 	state, _ := json.Marshal(map[string]any{"session": paused.SessionID, "seq": paused.Seq})
 	forged, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "lead", Arguments: map[string]any{"input": "ship it"}, RequestState: string(state),
 		InputResponses: sdk.InputResponseMap{paused.Interrupts[0].ID: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}}})

@@ -86,7 +86,9 @@ func TestFilesystemServerApprovals(t *testing.T) {
 		t.Fatal("written after a rejection")
 	}
 
-	os.WriteFile(target, []byte("already here"), 0o644)
+	if err := os.WriteFile(target, []byte("already here"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	reader := &scripted.Model{Replies: []scripted.Reply{
 		{ToolCalls: []scripted.Call{{Name: "fs__read_file", Arguments: `{"path":"` + target + `"}`}}},
 		{Text: "{{.LastResult}}"},
@@ -136,7 +138,7 @@ func TestKilledServerRestarts(t *testing.T) {
 		defer close(done)
 		result, callErr = slow.Handler(ctx, []byte(`{"duration":20,"steps":20}`))
 	}()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // elapsed time: the 20-step operation is under way when its server dies
 	pid := h.Pid("everything")
 	if pid == 0 {
 		t.Fatal("no server process")

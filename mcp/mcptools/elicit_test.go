@@ -217,7 +217,7 @@ func TestToolListChanged(t *testing.T) {
 	if err != nil || s.Output != "second ran" {
 		t.Fatalf("%v %+v", err, s)
 	}
-	time.Sleep(200 * time.Millisecond) // the removal's list_changed
+	time.Sleep(200 * time.Millisecond) // elapsed time: a window for the removal's list_changed, which must not drop the tool
 	if names := h.ToolNames("grower"); len(names) != 2 {
 		t.Fatalf("a tool the server stopped listing was dropped: %v", names)
 	}
@@ -294,7 +294,7 @@ func TestHungServerTimesOutAndRestarts(t *testing.T) {
 	if err != nil || s.Output != `tool "sleepy__echo" timed out after 300ms` {
 		t.Fatalf("a hung server: %v %+v", err, s)
 	}
-	time.Sleep(6 * time.Second) // the ping's 5 s run out: the server counts as down
+	time.Sleep(6 * time.Second) // elapsed time: the ping's 5 s run out: the server counts as down
 	hung.Store(false)
 	close(wake)
 	s, err = r.Start(ctx, "main", "go", nil)

@@ -77,7 +77,9 @@ func TestApproveAndRejectThroughTheMessagesAPI(t *testing.T) {
 				Name        string
 				InputSchema map[string]any `json:"input_schema"`
 			}
-			json.Unmarshal(first.Tools[0], &tool0)
+			if err := json.Unmarshal(first.Tools[0], &tool0); err != nil {
+				t.Fatal(err)
+			}
 			if tool0.Name != "delete_file" || tool0.InputSchema["type"] != "object" || tool0.InputSchema["properties"] == nil {
 				t.Fatalf("tool = %s", first.Tools[0])
 			}

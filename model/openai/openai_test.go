@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/model/openai"
 )
@@ -150,9 +151,7 @@ func TestCancelStopsRetrying(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := m.Generate(ctx, hi); done <- err }()
-	for n.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the request to reach the server", func() bool { return n.Load() > 0 })
 	cancel()
 	select {
 	case err := <-done:

@@ -150,7 +150,9 @@ func TestResponsesRequestShape(t *testing.T) {
 		Type, Name string
 		Strict     *bool
 	}
-	json.Unmarshal(got.Tools[0], &tool)
+	if err := json.Unmarshal(got.Tools[0], &tool); err != nil {
+		t.Fatal(err)
+	}
 	if got.Instructions != "Be brief." || tool.Type != "function" || tool.Name != "deploy" || tool.Strict == nil || *tool.Strict {
 		t.Fatalf("instructions %q, tool %+v", got.Instructions, tool)
 	}

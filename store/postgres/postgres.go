@@ -423,7 +423,9 @@ func (s *Store) WatchSome(ctx context.Context, want func(store.Change) bool) (<-
 func (s *Store) listen() {
 	backoff := 100 * time.Millisecond
 	for s.stopped.Err() == nil {
-		s.listenConn() // returns when the connection fails: reconnect, then resync
+		// listenConn returns when the connection fails; why does not
+		// matter here: reconnect, then resync (subscribers reload).
+		_ = s.listenConn()
 		if s.stopped.Err() != nil {
 			return
 		}

@@ -46,7 +46,7 @@ func freshDatabase(t *testing.T, url string) string {
 	t.Cleanup(func() {
 		c, err := pgx.Connect(ctx, url)
 		if err == nil {
-			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") // best effort, at cleanup
 			c.Close(ctx)
 		}
 	})

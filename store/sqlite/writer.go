@@ -160,7 +160,7 @@ func (w *writer) commit(batch []*job) {
 		}
 	}
 	tx := w.conn
-	rollback := func() { w.exec(ctx, `ROLLBACK`) }
+	rollback := func() { _, _ = w.exec(ctx, `ROLLBACK`) } // after a failure, which is what is reported
 	if _, err := w.exec(ctx, `BEGIN IMMEDIATE`); err != nil {
 		finish(fmt.Errorf("sqlite: begin: %w", err))
 		return
@@ -230,7 +230,11 @@ func (w *writer) restart(ctx context.Context, wait time.Duration) bool {
 	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, wait.Milliseconds())); err != nil {
 		return false
 	}
-	defer w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout))
+	defer func() {
+		// Restoring the usual timeout fails only with the connection, which
+		// the next commit then reports.
+		_, _ = w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout))
+	}()
 	var busy, frames, done int
 	err := w.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &done)
 	return err == nil && busy == 0

@@ -45,7 +45,9 @@ func (it Item) Text() string {
 		return s
 	}
 	var parts []struct{ Text string }
-	json.Unmarshal(it.Content, &parts)
+	if json.Unmarshal(it.Content, &parts) != nil {
+		return string(it.Content) // neither text nor parts: as sent
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(p.Text)
@@ -56,7 +58,9 @@ func (it Item) Text() string {
 // OutputText returns a function_call_output's output as text.
 func (it Item) OutputText() string {
 	var s string
-	json.Unmarshal(it.Output, &s)
+	if json.Unmarshal(it.Output, &s) != nil {
+		return string(it.Output) // not a JSON string: as sent
+	}
 	return s
 }
 

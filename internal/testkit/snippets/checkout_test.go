@@ -38,8 +38,12 @@ func TestLibraryFromACheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte(strings.Replace(gomod, "=> ../cairn", "=> "+root, 1)), 0o600)
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(strings.Replace(gomod, "=> ../cairn", "=> "+root, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// go mod tidy takes the go.sum entries from this checkout's module
 	// cache (or the proxy), as the page says.
 	for _, args := range [][]string{{"mod", "tidy"}, {"run", "."}} {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"net/http"
 	"os"
 	"time"
@@ -174,7 +175,7 @@ func Payloads(ev cairn.Event) error {
 // Serving is docs/library.md, 10. Serving it over HTTP.
 func Serving(runner *cairn.Runner, s string) {
 	srv := server.New(runner, &server.Options{Tokens: []server.Token{{Name: "ana", Secret: s, Role: server.RoleApprover}}})
-	http.ListenAndServe("127.0.0.1:8080", srv)
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", srv))
 }
 
 // MCP is docs/library.md, 11. MCP both ways.
@@ -187,8 +188,8 @@ func MCP(ctx context.Context, runner *cairn.Runner, m model.Model) error {
 	agent := &cairn.Agent{Name: "main", Model: m, Toolsets: []cairn.Toolset{hub.Toolset("fs", nil)}}
 	hub.Follow(ctx, runner) // a cancelled session's held question hears "cancel"
 
-	srv := mcpserver.New(runner, nil)      // the agents as MCP tools
-	srv.Run(ctx, &sdkmcp.StdioTransport{}) // or sdkmcp.NewStreamableHTTPHandler
+	srv := mcpserver.New(runner, nil)            // the agents as MCP tools
+	err = srv.Run(ctx, &sdkmcp.StdioTransport{}) // or sdkmcp.NewStreamableHTTPHandler
 	_ = agent
 	return err
 }

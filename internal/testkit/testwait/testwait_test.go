@@ -14,7 +14,7 @@ func TestForWaitsUntilTheConditionHolds(t *testing.T) {
 	var n atomic.Int32
 	go func() {
 		for range 3 {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // elapsed time: the condition comes true later
 			n.Add(1)
 		}
 	}()
