@@ -16,10 +16,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testkit/fakeserver"
 )
 
 // Block is a content block on the wire.
@@ -105,9 +105,7 @@ type Call struct{ ID, Name, Input string }
 
 // Server is a running fake.
 type Server struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []Request
+	fakeserver.Server[Request]
 }
 
 // Start starts a fake answering from reply; it stops when the test ends.
@@ -134,10 +132,7 @@ func New(reply func(Request) Reply) *Server {
 			return
 		}
 		req.Header = r.Header.Clone()
-		s.mu.Lock()
-		s.requests = append(s.requests, req)
-		n := len(s.requests)
-		s.mu.Unlock()
+		n := s.Record(req)
 		rep := reply(req)
 		id := fmt.Sprintf("msg_%03d", n)
 		w.Header().Set("request-id", "req_"+id)
@@ -152,7 +147,7 @@ func New(reply func(Request) Reply) *Server {
 			"usage": map[string]any{"input_tokens": 12, "output_tokens": 6},
 		})
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Listen(mux)
 	return s
 }
 
@@ -239,13 +234,6 @@ func redactedValid(data string) bool {
 	return hmac.Equal(m.Sum(nil), b[16:])
 }
 
-// Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
 func blocks(rep Reply) []any {
 	var out []any
 	if rep.Thinking != "" {
@@ -271,15 +259,10 @@ func stopReason(rep Reply) string {
 }
 
 func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	flusher, _ := w.(http.Flusher)
+	sse := fakeserver.NewSSE(w)
 	send := func(typ string, data map[string]any) {
 		data["type"] = typ
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
-		if flusher != nil {
-			flusher.Flush()
-		}
+		sse.Send(typ, data)
 	}
 	send("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})

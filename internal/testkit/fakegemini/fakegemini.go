@@ -17,11 +17,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testkit/fakeserver"
 )
 
 // Part is a part on the wire.
@@ -97,9 +96,7 @@ type Call struct {
 
 // Server is a running fake.
 type Server struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []Request
+	fakeserver.Server[Request]
 }
 
 // Start starts a fake answering from reply; it stops when the test ends.
@@ -107,13 +104,6 @@ func Start(t testing.TB, reply func(Request) Reply) *Server {
 	s := New(reply)
 	t.Cleanup(s.Close)
 	return s
-}
-
-// Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
 }
 
 // New starts a fake answering from reply; Close stops it.
@@ -132,10 +122,7 @@ func New(reply func(Request) Reply) *Server {
 			refuse(w, msg)
 			return
 		}
-		s.mu.Lock()
-		s.requests = append(s.requests, req)
-		n := len(s.requests)
-		s.mu.Unlock()
+		n := s.Record(req)
 		rep := reply(req)
 		parts := parts(rep)
 		usage := map[string]any{"promptTokenCount": 15, "candidatesTokenCount": 7, "thoughtsTokenCount": 4, "totalTokenCount": 26}
@@ -145,14 +132,10 @@ func New(reply func(Request) Reply) *Server {
 			json.NewEncoder(w).Encode(chunk(parts, "STOP", usage, name, id))
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		flusher, _ := w.(http.Flusher)
+		sse := fakeserver.NewSSE(w)
 		send := func(c map[string]any) {
 			b, _ := json.Marshal(c)
-			fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-			if flusher != nil {
-				flusher.Flush()
-			}
+			sse.Raw(fmt.Sprintf("data: %s\r\n\r\n", b)) // Google's stream ends its events with CRLF
 		}
 		for i, p := range parts {
 			if i == len(parts)-1 {
@@ -162,7 +145,7 @@ func New(reply func(Request) Reply) *Server {
 			send(chunk([]Part{p}, "", nil, name, id))
 		}
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Listen(mux)
 	return s
 }
 

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testkit/fakeserver"
 )
 
 // Message is a chat message as sent on the wire.
@@ -67,9 +67,7 @@ type Call struct{ ID, Name, Arguments string }
 
 // Server is a running fake.
 type Server struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []Request
+	fakeserver.Server[Request]
 }
 
 // Start starts a fake whose answers come from reply, and stops it when the test ends.
@@ -90,10 +88,7 @@ func New(reply func(Request) Reply) *Server {
 			return
 		}
 		req.Header = r.Header.Clone()
-		s.mu.Lock()
-		s.requests = append(s.requests, req)
-		n := len(s.requests)
-		s.mu.Unlock()
+		n := s.Record(req)
 		rep := reply(req)
 		id := fmt.Sprintf("chatcmpl-%d", n)
 		if req.Stream {
@@ -102,19 +97,12 @@ func New(reply func(Request) Reply) *Server {
 		}
 		writeJSON(w, id, req.Model, rep)
 	})
-	s.Server = httptest.NewServer(mux) // binds 127.0.0.1
+	s.Listen(mux)
 	return s
 }
 
 // BaseURL is the base URL to configure clients with.
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
-
-// Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
 
 func wireCalls(rep Reply) []map[string]any {
 	var out []map[string]any
@@ -151,19 +139,14 @@ func writeJSON(w http.ResponseWriter, id, model string, rep Reply) {
 }
 
 func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("x-request-id", "req_"+id)
-	flusher, _ := w.(http.Flusher)
+	sse := fakeserver.NewSSE(w)
 	send := func(choices []any, usage any) {
 		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1763800000, "model": model, "choices": choices}
 		if usage != nil {
 			chunk["usage"] = usage
 		}
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
+		sse.Send("", chunk)
 	}
 	delta := func(d map[string]any, fin any) []any {
 		return []any{map[string]any{"index": 0, "delta": d, "logprobs": nil, "finish_reason": fin}}
@@ -189,8 +172,5 @@ func writeStream(w http.ResponseWriter, id, model string, rep Reply) {
 	}
 	send(delta(map[string]any{}, finish(rep)), nil)
 	send([]any{}, map[string]any{"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+	sse.Raw("data: [DONE]\n\n")
 }

@@ -17,11 +17,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cairnhq/cairn/internal/testkit/fakeserver"
 )
 
 // Item is an input item on the wire. A message sent in the easy form has
@@ -99,9 +99,7 @@ type Call struct{ CallID, Name, Arguments string }
 
 // Server is a running fake.
 type Server struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []Request
+	fakeserver.Server[Request]
 }
 
 // Start starts a fake answering from reply; it stops when the test ends.
@@ -113,13 +111,6 @@ func Start(t testing.TB, reply func(Request) Reply) *Server {
 
 // BaseURL is the URL to give the SDK: the server's with /v1.
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
-
-// Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
 
 // New starts a fake answering from reply; Close stops it.
 func New(reply func(Request) Reply) *Server {
@@ -135,10 +126,7 @@ func New(reply func(Request) Reply) *Server {
 			refuse(w, status, msg)
 			return
 		}
-		s.mu.Lock()
-		s.requests = append(s.requests, req)
-		n := len(s.requests)
-		s.mu.Unlock()
+		n := s.Record(req)
 		rep := reply(req)
 		id := fmt.Sprintf("resp_%03d", n)
 		w.Header().Set("x-request-id", "req_"+id)
@@ -150,7 +138,7 @@ func New(reply func(Request) Reply) *Server {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(body)
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Listen(mux)
 	return s
 }
 
@@ -244,17 +232,12 @@ func response(id string, req Request, rep Reply) map[string]any {
 // each output item added, its text in deltas, done; then the whole
 // response completed.
 func writeStream(w http.ResponseWriter, body map[string]any) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	flusher, _ := w.(http.Flusher)
+	sse := fakeserver.NewSSE(w)
 	seq := 0
 	send := func(typ string, data map[string]any) {
 		data["type"], data["sequence_number"] = typ, seq
 		seq++
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
-		if flusher != nil {
-			flusher.Flush()
-		}
+		sse.Send(typ, data)
 	}
 	created := map[string]any{}
 	for k, v := range body {
