@@ -172,10 +172,11 @@ func TestAppendAfterCloseFails(t *testing.T) {
 	}
 }
 
-// The conformance suite's plan check fails on a listing that scans or
-// sorts: with the index of the unfiltered listing dropped, it names that
-// listing, first page and deep page both.
-func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
+// Every listing walks an index at any depth, in PostgreSQL's own words:
+// the deep page of the unfiltered listing and the inbox by kind walk a
+// range of their index (storetest.RunUpgrades checks that a missing one is
+// noticed).
+func TestPlansWalkIndexes(t *testing.T) {
 	ctx := context.Background()
 	url := freshDatabase(t, postgresURL(t))
 	s, err := postgres.Open(ctx, url)
@@ -192,103 +193,46 @@ func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
 		t.Errorf("the deep page does not walk a range of cairn_sessions_order:\n%s", plan)
 	}
 
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP INDEX cairn_sessions_order`); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range storetest.PlanProblems(ctx, s) {
-		got = append(got, e.Error())
-	}
-	all := strings.Join(got, "\n")
-	if len(got) != 2 || !strings.Contains(all, "sessions, first page: the plan") || !strings.Contains(all, "sessions, after a cursor: the plan") || !strings.Contains(all, "Seq Scan") {
-		t.Fatalf("with cairn_sessions_order dropped, the check says:\n%s", all)
-	}
-}
-
-// A database from before the owner column gets it on open, filled in from
-// each session's summary, so listings by owner find the old sessions.
-func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
-	ctx := context.Background()
-	url := freshDatabase(t, postgresURL(t))
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	storetest.AppendPaused(t, s, at, map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`})
-	s.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `ALTER TABLE cairn_sessions DROP COLUMN owner`); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-
-	s, err = postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
-	if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
-		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
-	}
-}
-
-// The inbox by kind walks that kind's partial index; without it the plan
-// check fails. A database from before pending_kinds gets the column on
-// open, filled in from the paused sessions' summaries.
-func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
-	ctx := context.Background()
-	url := freshDatabase(t, postgresURL(t))
-	s, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _ := s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	// The inbox by kind walks that kind's partial index, at depth too.
+	plan, _ = s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
 	if !strings.Contains(plan, "Index Scan using cairn_sessions_paused_input") || !strings.Contains(plan, "Index Cond: (ROW(updated_at, id) < ROW(") {
 		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
 	}
-	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	storetest.AppendPaused(t, s, at, map[string]string{
-		"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
-		"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
-		"none":  `{"id":"none","interrupts":[]}`,
+}
+
+// A database of an older version is upgraded on open, and the plan check
+// notices a missing index (storetest.RunUpgrades).
+func TestUpgrades(t *testing.T) {
+	storetest.RunUpgrades(t, func(t *testing.T) storetest.SQLStore {
+		url := freshDatabase(t, postgresURL(t))
+		return storetest.SQLStore{
+			Open: func(t *testing.T) interface {
+				store.Store
+				storetest.Explainer
+			} {
+				s, err := postgres.Open(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Exec: func(t *testing.T, q string) {
+				ctx := context.Background()
+				conn, err := pgx.Connect(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(ctx)
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			},
+			DropOwner:          `ALTER TABLE cairn_sessions DROP COLUMN owner`,
+			DropPendingKinds:   `ALTER TABLE cairn_sessions DROP COLUMN pending_kinds`, // its indexes go with it
+			DropListingIndex:   `DROP INDEX cairn_sessions_order`,
+			DropInputKindIndex: `DROP INDEX cairn_sessions_paused_input`,
+		}
 	})
-	s.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `ALTER TABLE cairn_sessions DROP COLUMN pending_kinds`); err != nil { // its indexes go with it
-		t.Fatal(err)
-	}
-
-	s, err = postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	storetest.CheckKinds(t, s, map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""})
-
-	if _, err := conn.Exec(ctx, `DROP INDEX cairn_sessions_paused_input`); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range storetest.PlanProblems(ctx, s) {
-		got = append(got, e.Error())
-	}
-	if all := strings.Join(got, "\n"); len(got) != 2 || !strings.Contains(all, "the inbox by kind input, first page") || !strings.Contains(all, "the inbox by kind input, after a cursor") {
-		t.Fatalf("with cairn_sessions_paused_input dropped, the check says:\n%s", all)
-	}
 }
 
 // A process of a version before pending_kinds writes sessions without it

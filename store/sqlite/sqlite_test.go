@@ -56,10 +56,11 @@ func TestSQLiteShared(t *testing.T) {
 	})
 }
 
-// The conformance suite's plan check fails on a listing that scans or
-// sorts: with the index of the unfiltered listing dropped (as a careless
-// migration would), it names that listing, first page and deep page both.
-func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
+// Every listing walks an index at any depth, in SQLite's own words: the
+// deep page of the unfiltered listing, the change feed and the inbox by
+// kind search a range of their index (storetest.RunUpgrades checks that a
+// missing one is noticed).
+func TestPlansWalkIndexes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cairn.db")
 	s, err := sqlite.Open(ctx, path)
@@ -81,57 +82,49 @@ func TestPlanCheckCatchesAMissingIndex(t *testing.T) {
 		t.Errorf("the change feed's plan: %v\n%s", err, plan)
 	}
 
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`DROP INDEX sessions_order`); err != nil {
-		t.Fatal(err)
-	}
-	plan, _ = s.ExplainList(ctx, store.ListOptions{Limit: 101})
-	t.Logf("after the drop:\n%s", plan)
-	errs := storetest.PlanProblems(ctx, s)
-	var got []string
-	for _, e := range errs {
-		got = append(got, e.Error())
-	}
-	all := strings.Join(got, "\n")
-	if len(errs) != 2 || !strings.Contains(all, "sessions, first page: the plan scans a table") || !strings.Contains(all, "sessions, after a cursor: the plan") || !strings.Contains(all, "TEMP B-TREE") {
-		t.Fatalf("with sessions_order dropped, the check says:\n%s", all)
+	// The inbox by kind walks that kind's partial index, at depth too.
+	plan, _ = s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
+	if !strings.Contains(plan, "USING INDEX sessions_paused_input (updated_at<?)") {
+		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
 	}
 }
 
-// A file from before the owner column gets it on open, filled in from
-// each session's summary, so listings by owner find the old sessions.
-func TestOwnerColumnIsFilledInOnUpgrade(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	storetest.AppendPaused(t, s, at, map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`})
-	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`DROP INDEX sessions_owner_order; ALTER TABLE sessions DROP COLUMN owner`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-
-	s, err = sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
-	if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
-		t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
-	}
+// A file of an older version is upgraded on open, and the plan check
+// notices a missing index (storetest.RunUpgrades).
+func TestUpgrades(t *testing.T) {
+	storetest.RunUpgrades(t, func(t *testing.T) storetest.SQLStore {
+		path := filepath.Join(t.TempDir(), "cairn.db")
+		drop := "DROP TRIGGER sessions_kinds_on_insert; DROP TRIGGER sessions_kinds_on_pause; DROP TRIGGER sessions_kinds_on_resume; "
+		for _, k := range store.IndexedKinds() {
+			drop += "DROP INDEX sessions_paused_" + string(k) + "; "
+		}
+		return storetest.SQLStore{
+			Open: func(t *testing.T) interface {
+				store.Store
+				storetest.Explainer
+			} {
+				s, err := sqlite.Open(context.Background(), path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Exec: func(t *testing.T, q string) {
+				db, err := sql.Open("sqlite", path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			},
+			DropOwner:          `DROP INDEX sessions_owner_order; ALTER TABLE sessions DROP COLUMN owner`,
+			DropPendingKinds:   drop + `ALTER TABLE sessions DROP COLUMN pending_kinds`,
+			DropListingIndex:   `DROP INDEX sessions_order`,
+			DropInputKindIndex: `DROP INDEX sessions_paused_input`,
+		}
+	})
 }
 
 // Blobs stored before purges existed (no record of which session wrote
@@ -247,59 +240,6 @@ func TestOpenANewFileConcurrently(t *testing.T) {
 	var mode int
 	if err := db.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
 		t.Fatalf("auto_vacuum: %d, %v (want 2, incremental)", mode, err)
-	}
-}
-
-// The inbox by kind walks that kind's partial index; without it the plan
-// check fails. A file from before pending_kinds gets the column on open,
-// filled in from the paused sessions' summaries.
-func TestPendingKindsIndexedAndFilledInOnUpgrade(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _ := s.ExplainList(ctx, store.ListOptions{Status: "paused", Kind: session.KindInput, Limit: 101, After: store.Position{UpdatedAt: time.Now(), ID: "x"}})
-	if !strings.Contains(plan, "USING INDEX sessions_paused_input (updated_at<?)") {
-		t.Errorf("the inbox by kind input, at depth:\n%s", plan)
-	}
-	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	storetest.AppendPaused(t, s, at, map[string]string{
-		"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
-		"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
-		"none":  `{"id":"none","interrupts":[]}`,
-	})
-	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	drop := "DROP TRIGGER sessions_kinds_on_insert; DROP TRIGGER sessions_kinds_on_pause; DROP TRIGGER sessions_kinds_on_resume; "
-	for _, k := range store.IndexedKinds() {
-		drop += "DROP INDEX sessions_paused_" + string(k) + "; "
-	}
-	if _, err := db.Exec(drop + `ALTER TABLE sessions DROP COLUMN pending_kinds`); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err = sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	storetest.CheckKinds(t, s, map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""})
-
-	if _, err := db.Exec(`DROP INDEX sessions_paused_input`); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range storetest.PlanProblems(ctx, s) {
-		got = append(got, e.Error())
-	}
-	if all := strings.Join(got, "\n"); len(got) != 2 || !strings.Contains(all, "the inbox by kind input, first page") || !strings.Contains(all, "the inbox by kind input, after a cursor") {
-		t.Fatalf("with sessions_paused_input dropped, the check says:\n%s", all)
 	}
 }
 

@@ -1,0 +1,102 @@
+package storetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
+)
+
+// SQLStore is a SQL store under the upgrade checks: its database can be
+// reopened, and rewound behind the store's back to the schema of an older
+// version, as a careless migration or an old file would leave it.
+type SQLStore struct {
+	// Open opens the store on the same database each time.
+	Open func(t *testing.T) interface {
+		store.Store
+		Explainer
+	}
+	// Exec runs SQL on the database, outside the store.
+	Exec func(t *testing.T, sql string)
+	// DropOwner takes the owner column (and what indexes it) away.
+	DropOwner string
+	// DropPendingKinds takes pending_kinds (its indexes and triggers) away.
+	DropPendingKinds string
+	// DropListingIndex drops the index of the unfiltered listing.
+	DropListingIndex string
+	// DropInputKindIndex drops the index of the inbox by kind input.
+	DropInputKindIndex string
+}
+
+// RunUpgrades checks what a SQL store does on open with a database of an
+// older version, and that the plan check notices a missing index:
+//
+//   - the owner column is added and filled in from each session's summary,
+//     so listings by owner find the old sessions;
+//   - pending_kinds is added and filled in from the paused sessions'
+//     summaries, so the inbox by kind finds them;
+//   - with an index dropped, PlanProblems names the listings that then
+//     scan or sort, first page and deep page both.
+//
+// fresh gives each check a database of its own.
+func RunUpgrades(t *testing.T, fresh func(t *testing.T) SQLStore) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	t.Run("owner", func(t *testing.T) {
+		db := fresh(t)
+		s := db.Open(t)
+		AppendPaused(t, s, at, map[string]string{"old1": `{"id":"old1","owner":"uma"}`, "old2": `{"id":"old2"}`})
+		s.Close()
+		db.Exec(t, db.DropOwner)
+		s = db.Open(t)
+		defer s.Close()
+		got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
+		if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
+			t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
+		}
+	})
+	t.Run("pending kinds", func(t *testing.T) {
+		db := fresh(t)
+		s := db.Open(t)
+		AppendPaused(t, s, at, map[string]string{
+			"asks":  `{"id":"asks","interrupts":[{"id":"i1","kind":"approval"},{"id":"i2","kind":"input"}]}`,
+			"waits": `{"id":"waits","interrupts":[{"id":"i1","kind":"external"}]}`,
+			"none":  `{"id":"none","interrupts":[]}`,
+		})
+		s.Close()
+		db.Exec(t, db.DropPendingKinds)
+		s = db.Open(t)
+		defer s.Close()
+		CheckKinds(t, s, map[session.Kind]string{session.KindApproval: "asks", session.KindInput: "asks", session.KindExternal: "waits", session.KindClient: ""})
+
+		db.Exec(t, db.DropInputKindIndex)
+		problems := planErrors(ctx, s)
+		if all := strings.Join(problems, "\n"); len(problems) != 2 || !strings.Contains(all, "the inbox by kind input, first page") || !strings.Contains(all, "the inbox by kind input, after a cursor") {
+			t.Fatalf("with the index of the inbox by kind input dropped, the check says:\n%s", all)
+		}
+	})
+	t.Run("missing listing index", func(t *testing.T) {
+		db := fresh(t)
+		s := db.Open(t)
+		defer s.Close()
+		if errs := PlanProblems(ctx, s); len(errs) != 0 {
+			t.Fatalf("with every index: %v", errs)
+		}
+		db.Exec(t, db.DropListingIndex)
+		problems := planErrors(ctx, s)
+		if all := strings.Join(problems, "\n"); len(problems) != 2 || !strings.Contains(all, "sessions, first page: the plan") || !strings.Contains(all, "sessions, after a cursor: the plan") {
+			t.Fatalf("with the index of the listing dropped, the check says:\n%s", all)
+		}
+	})
+}
+
+func planErrors(ctx context.Context, e Explainer) []string {
+	var out []string
+	for _, err := range PlanProblems(ctx, e) {
+		out = append(out, err.Error())
+	}
+	return out
+}
