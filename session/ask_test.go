@@ -13,6 +13,7 @@ import (
 // the engine accepts (Interrupt.Actions): a door that draws its buttons
 // from the Ask never offers a decision that is refused.
 func TestEveryKindIsDescribedOnce(t *testing.T) {
+	t.Parallel()
 	for _, k := range session.AllKinds() {
 		for _, inDoubt := range []bool{false, true} {
 			in := session.Interrupt{ID: "int_1", Kind: k, Tool: "deploy", Question: "Which env?", Text: "Hello", InDoubt: inDoubt && k == session.KindApproval}
@@ -40,6 +41,7 @@ func TestEveryKindIsDescribedOnce(t *testing.T) {
 // Choose turns a person's choice into the decision, refusing what the
 // interrupt does not offer with a message that names what it does.
 func TestChooseBuildsTheDecision(t *testing.T) {
+	t.Parallel()
 	approval := session.Interrupt{ID: "a", Kind: session.KindApproval, Tool: "deploy", Arguments: json.RawMessage(`{"env":"prod"}`)}
 	question := session.Interrupt{ID: "q", Kind: session.KindInput, Question: "Which env?", Schema: json.RawMessage(`{"type":"object"}`)}
 	wait := session.Interrupt{ID: "w", Kind: session.KindExternal, Tool: "ci"}
@@ -78,6 +80,7 @@ func TestChooseBuildsTheDecision(t *testing.T) {
 // language renders a kind it has no code for; a pending interrupt keeps
 // where it waits.
 func TestInterruptJSONCarriesItsAsk(t *testing.T) {
+	t.Parallel()
 	p := session.PendingInterrupt{Interrupt: session.Interrupt{ID: "a", Kind: session.KindApproval, Tool: "deploy", Message: "Deploy?"}, SessionID: "ses_1", Seq: 7}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -102,6 +105,7 @@ func TestInterruptJSONCarriesItsAsk(t *testing.T) {
 // An output that starts as JSON does must be JSON: a cut-off object is
 // refused, not sent as text.
 func TestChooseRefusesBrokenJSONOutput(t *testing.T) {
+	t.Parallel()
 	wait := session.Interrupt{ID: "w", Kind: session.KindExternal, Tool: "ci"}
 	if _, err := wait.Choose(session.ActionComplete, `{"status":`); err == nil || !strings.Contains(err.Error(), "must be JSON") {
 		t.Fatalf("a cut-off object: %v", err)
@@ -110,6 +114,7 @@ func TestChooseRefusesBrokenJSONOutput(t *testing.T) {
 
 // A review whose policy failed says why a person reviews it.
 func TestReviewAskSaysWhyAPersonReviews(t *testing.T) {
+	t.Parallel()
 	in := session.Interrupt{ID: "r", Kind: session.KindReview, Message: "the review policy failed, so a person reviews this answer: boom"}
 	if got := in.Ask().Text; got != in.Message {
 		t.Fatalf("ask text %q", got)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestFailureReachesTheProviderError(t *testing.T) {
+	t.Parallel()
 	var pe *model.ProviderError
 	var none *session.Failure
 	if errors.As(none, &pe) {
@@ -34,6 +35,7 @@ func TestFailureReachesTheProviderError(t *testing.T) {
 }
 
 func TestErrorMatchesByCodeAndKeepsItsCause(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("store: conflict")
 	err := error(&session.Error{Code: session.CodeConflict, Message: "session changed", Err: cause})
 	if !errors.Is(err, &session.Error{Code: session.CodeConflict}) || errors.Is(err, &session.Error{Code: session.CodeNotFound}) {
@@ -46,6 +48,7 @@ func TestErrorMatchesByCodeAndKeepsItsCause(t *testing.T) {
 
 // Logs written before questions had schemas hold answers as strings.
 func TestAnswerReadsOldStrings(t *testing.T) {
+	t.Parallel()
 	var got []session.Answer
 	if err := json.Unmarshal([]byte(`["staging",{"content":{"a":1}},{"declined":true,"reason":"no"}]`), &got); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // What a person may do with an interrupt comes from its kind, so a front
 // end draws its buttons from data.
 func TestInterruptActionsFollowTheKind(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		kind    session.Kind
 		want    []session.Action

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDecodeEvent(t *testing.T) {
+	t.Parallel()
 	ev := session.Event{Seq: 4, Type: session.EventDecision, Data: json.RawMessage(
 		`{"interrupt_id":"int_1","kind":"approval","call_id":"c1","tool":"deploy","action":"reject","reason":"not today","actor":{"name":"ana","role":"approver"}}`)}
 	p, err := session.DecodeEvent(ev)

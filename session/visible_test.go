@@ -10,6 +10,7 @@ import (
 )
 
 func TestVisible(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"plain text, ünïcödé, 日本語, emoji 🚀", "plain text, ünïcödé, 日本語, emoji 🚀"},
 		{"two\nlines\tand a tab", "two\nlines\tand a tab"},
@@ -61,6 +62,7 @@ func ExampleVisible() {
 }
 
 func TestFold(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s          string
 		n          int

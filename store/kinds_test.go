@@ -13,6 +13,7 @@ import (
 // a kind added to package session without one would be missing from the
 // inbox by kind.
 func TestEveryKindHasABit(t *testing.T) {
+	t.Parallel()
 	var all store.Kinds
 	for _, name := range strings.Split(session.Kinds(), ", ") {
 		k := session.Kind(name)

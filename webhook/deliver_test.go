@@ -68,6 +68,7 @@ func outboxWith(t *testing.T, msgs ...store.Message) *store.Memory {
 }
 
 func TestSignatureMatchesTheSpecification(t *testing.T) {
+	t.Parallel()
 	rc := &receiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -96,6 +97,7 @@ func TestSignatureMatchesTheSpecification(t *testing.T) {
 // A receiver that fails is tried again later with the same id and a fresh
 // signature, backing off; after MaxAttempts the message is given up.
 func TestFailedDeliveriesBackOffAndGiveUp(t *testing.T) {
+	t.Parallel()
 	rc := &receiver{answer: func(int) int { return http.StatusServiceUnavailable }}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -155,6 +157,7 @@ func TestFailedDeliveriesBackOffAndGiveUp(t *testing.T) {
 }
 
 func TestBadEndpointsAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		e    webhook.Endpoint
 		want string

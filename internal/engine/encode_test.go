@@ -21,6 +21,7 @@ type deep struct {
 // A payload type with omitzero anywhere inside, behind pointers, slices and
 // maps, is found, cycles end, and each encodes as encoding/json does.
 func TestPayloadEncodingKnowsOmitZero(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		v    any
 		want bool

@@ -67,6 +67,7 @@ func assistant(calls ...model.ToolCall) *model.Response {
 }
 
 func TestApprovalFlowIsPure(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	var log []session.Event
@@ -143,6 +144,7 @@ func TestApprovalFlowIsPure(t *testing.T) {
 }
 
 func TestSameInputsSameEvents(t *testing.T) {
+	t.Parallel()
 	run := func() []byte {
 		m := testMachine()
 		st := &State{}
@@ -160,6 +162,7 @@ func TestSameInputsSameEvents(t *testing.T) {
 }
 
 func TestRefusedInputsChangeNothing(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
@@ -197,6 +200,7 @@ func TestRefusedInputsChangeNothing(t *testing.T) {
 }
 
 func TestInterruptIDsUniqueAcrossTurns(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
@@ -214,6 +218,7 @@ func TestInterruptIDsUniqueAcrossTurns(t *testing.T) {
 }
 
 func TestPolicyErrorFailsClosed(t *testing.T) {
+	t.Parallel()
 	tool := &Tool{Definition: model.ToolDefinition{Name: "pay"}, Validate: requireObject,
 		NeedsApproval: func(ToolArgs) (bool, error) { return false, errors.New("no such key") }}
 	m := New(map[string]*Agent{"main": {Name: "main", Tools: map[string]*Tool{"pay": tool}, MaxIterations: 3}}, nil)
@@ -226,6 +231,7 @@ func TestPolicyErrorFailsClosed(t *testing.T) {
 }
 
 func TestModelErrorFailsTurn(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "x"})
@@ -241,6 +247,7 @@ func TestModelErrorFailsTurn(t *testing.T) {
 }
 
 func TestReplayRejectsBrokenLogs(t *testing.T) {
+	t.Parallel()
 	good, _ := json.Marshal(SessionStarted{SessionID: "s", Agent: "main", Frame: "f1"})
 	cases := map[string][]session.Event{
 		"gap":          {{Seq: 2, Type: session.EventSessionStarted, Data: good}},
@@ -268,6 +275,7 @@ func FuzzReplay(f *testing.F) {
 }
 
 func TestRecoverInDoubt(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{false, true} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			m := testMachine()
@@ -304,6 +312,7 @@ func TestRecoverInDoubt(t *testing.T) {
 // A nested session: the log alone rebuilds the live state at every step,
 // through pushes, a child's approval, a handoff, an interactive message and pops.
 func TestNestedReplayEqualsLiveState(t *testing.T) {
+	t.Parallel()
 	obj := func(v any) error {
 		_, ok := v.(map[string]any)
 		return map[bool]error{true: nil, false: errors.New("object")}[ok]
@@ -369,6 +378,7 @@ func TestNestedReplayEqualsLiveState(t *testing.T) {
 // A snapshot taken at any point, plus the events after it, rebuilds the
 // same state as replaying the whole log.
 func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	var log []session.Event
@@ -410,6 +420,7 @@ func TestSnapshotPlusTailEqualsReplay(t *testing.T) {
 // batch decided in part pauses again on the rest, which are not new, and a
 // restored snapshot keeps the distinction.
 func TestPauseNamesTheInterruptsItCreates(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	cm := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "deploy"}).Effects[0].(CallModel)
@@ -450,6 +461,7 @@ func TestPauseNamesTheInterruptsItCreates(t *testing.T) {
 // the event, of the type a decode gives, so drivers can read them instead
 // of decoding (and ViewChanged answers the same either way).
 func TestStepPayloadsAreTheEvents(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	var steps []Step
@@ -513,6 +525,7 @@ func TestStepPayloadsAreTheEvents(t *testing.T) {
 // written by other code) are checked before the call starts: arguments that
 // are not one JSON object give an error result, not a run.
 func TestApprovedArgumentsFromAnotherLogAreChecked(t *testing.T) {
+	t.Parallel()
 	for _, args := range []string{`[1]`, `"prod"`, `null`} {
 		m := testMachine()
 		st := &State{}
@@ -554,6 +567,7 @@ func TestApprovedArgumentsFromAnotherLogAreChecked(t *testing.T) {
 // TestPeopleAreRecordedInTheirEvents: a message and a cancel record who
 // sent them, as a decision does, and the reason names who cancelled.
 func TestPeopleAreRecordedInTheirEvents(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	alice := session.Actor{Name: "alice", Role: "user"}

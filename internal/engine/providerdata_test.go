@@ -13,6 +13,7 @@ import (
 // items, thought signatures) survives the log, a whole snapshot and a
 // chunked one, unchanged.
 func TestProviderDataSurvivesReplayAndSnapshots(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	var log []session.Event

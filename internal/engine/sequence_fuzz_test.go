@@ -262,6 +262,7 @@ func sameBytesAsStdlib(t *testing.T, s Step) {
 // call is handled (here: each pauses for approval), the step ends, the ids
 // recorded are unique, and approving everything runs each call once.
 func TestDuplicateAndEmptyCallIDs(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "go"})
@@ -304,6 +305,7 @@ func TestDuplicateAndEmptyCallIDs(t *testing.T) {
 
 // "" arguments are recorded as {} and run as {}, live and after a replay.
 func TestEmptyArgumentsRecordedCanonical(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	var log []session.Event
@@ -327,6 +329,7 @@ func TestEmptyArgumentsRecordedCanonical(t *testing.T) {
 // Callbacks that panic fail closed: a predicate means approval is needed, a
 // template shows the raw arguments, a validator rejects the call.
 func TestPanickingCallbacksFailClosed(t *testing.T) {
+	t.Parallel()
 	m := fuzzMachine()
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s", Agent: "main", Text: "go"})

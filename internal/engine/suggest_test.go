@@ -12,6 +12,7 @@ import (
 // An unknown agent or a misspelt action is refused with the closest name
 // (issue 30: the HTTP API's errors go one step further).
 func TestRefusalsSuggestTheClosestName(t *testing.T) {
+	t.Parallel()
 	m := testMachine()
 	st := &State{}
 	_, err := m.Step(st, Start{SessionID: "s1", Agent: "mian", Text: "go"}, t0)

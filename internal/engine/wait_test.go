@@ -37,6 +37,7 @@ func waitMachine(onTimeout session.OnTimeout) *Machine {
 // the client call and the approval wait at once, the long call starts and
 // then waits on its system, and each is completed once, in any order.
 func TestBatchOfClientGatedAndLongCallsCompletesEachOnce(t *testing.T) {
+	t.Parallel()
 	orders := [][]session.Kind{
 		{session.KindClient, session.KindApproval, session.KindExternal},
 		{session.KindExternal, session.KindClient, session.KindApproval},
@@ -123,6 +124,7 @@ func TestBatchOfClientGatedAndLongCallsCompletesEachOnce(t *testing.T) {
 // (invalid_output, naming the field), a missing output, an action that
 // does not end a waiting call.
 func TestCompletionsAreCheckedFirst(t *testing.T) {
+	t.Parallel()
 	m := waitMachine(session.OnTimeoutError)
 	st := &State{}
 	step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
@@ -157,6 +159,7 @@ func TestCompletionsAreCheckedFirst(t *testing.T) {
 // a retry with a new wait id, bounded, then an error; or an approval that
 // asks whether to start the tool again.
 func TestMissedDeadlineOutcomes(t *testing.T) {
+	t.Parallel()
 	start := func(t *testing.T, outcome session.OnTimeout) (*Machine, *State, *[]session.Event) {
 		m := waitMachine(outcome)
 		st := &State{}
@@ -240,6 +243,7 @@ func TestMissedDeadlineOutcomes(t *testing.T) {
 // in-doubt interrupt itself. A person's approval to run it again gives the
 // new run another wait id: the first run's late result completes nothing.
 func TestCompletionSettlesACallInDoubt(t *testing.T) {
+	t.Parallel()
 	start := func(t *testing.T) (*Machine, *State, RunTools) {
 		m := waitMachine(session.OnTimeoutError)
 		st := &State{}
@@ -316,6 +320,7 @@ func TestCompletionSettlesACallInDoubt(t *testing.T) {
 // interrupt id, idempotency key or wait id; a log without one keeps the
 // ids it always had.
 func TestNonceSeparatesSessionsOfOneID(t *testing.T) {
+	t.Parallel()
 	type ids struct{ approval, key, wait string }
 	run := func(nonce string) ids {
 		m := waitMachine(session.OnTimeoutError)
