@@ -217,6 +217,13 @@ func operations() []operation {
 // openAPIDocument renders operations as an OpenAPI 3.1 document.
 func openAPIDocument() ([]byte, error) {
 	schemas := map[string]any{}
+	components, err := componentSchemas()
+	if err != nil {
+		return nil, err
+	}
+	for name, s := range components {
+		schemas[name] = s
+	}
 	ref := func(v any) (map[string]any, error) {
 		t := reflect.TypeOf(v)
 		for t.Kind() == reflect.Pointer {
@@ -330,7 +337,21 @@ func wireSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[session.Field]():       enum(session.AllFields()),
 		reflect.TypeFor[session.EventType]():   enum(session.AllEventTypes()),
 	}
-	// Interrupt.MarshalJSON adds its Ask; PendingInterrupt's adds it too.
+	// An interrupt is a component of its own, referred to from every body
+	// that holds one (componentSchemas).
+	out := maps.Clone(plain)
+	out[reflect.TypeFor[session.Interrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/Interrupt"}
+	out[reflect.TypeFor[session.PendingInterrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/PendingInterrupt"}
+	return out
+}
+
+// componentSchemas are the schemas that bodies refer to rather than
+// repeat: an interrupt as Interrupt.MarshalJSON writes it (with its Ask),
+// and a pending one of the inbox.
+func componentSchemas() (map[string]*jsonschema.Schema, error) {
+	plain := wireSchemas()
+	delete(plain, reflect.TypeFor[session.Interrupt]())
+	delete(plain, reflect.TypeFor[session.PendingInterrupt]())
 	type interrupt struct {
 		session.Interrupt
 		Ask session.Ask `json:"ask" jsonschema:"how a person is asked about it: render any kind from this"`
@@ -341,18 +362,15 @@ func wireSchemas() map[reflect.Type]*jsonschema.Schema {
 		Seq       int64     `json:"seq" jsonschema:"the seq a decision on this interrupt must name"`
 		PausedAt  time.Time `json:"paused_at"`
 	}
-	out := maps.Clone(plain)
-	for t, wire := range map[reflect.Type]reflect.Type{
-		reflect.TypeFor[session.Interrupt]():        reflect.TypeFor[interrupt](),
-		reflect.TypeFor[session.PendingInterrupt](): reflect.TypeFor[pending](),
-	} {
+	out := map[string]*jsonschema.Schema{}
+	for name, wire := range map[string]reflect.Type{"Interrupt": reflect.TypeFor[interrupt](), "PendingInterrupt": reflect.TypeFor[pending]()} {
 		s, err := jsonschema.ForType(wire, &jsonschema.ForOptions{TypeSchemas: plain})
 		if err != nil {
-			panic(fmt.Sprintf("the schema of %s: %v", t, err)) // a programming error the OpenAPI tests catch
+			return nil, fmt.Errorf("schema of %s: %w", name, err)
 		}
-		out[t] = s
+		out[name] = s
 	}
-	return out
+	return out, nil
 }
 
 // enum is the schema of a string enum: its values, from the Go list.

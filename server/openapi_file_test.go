@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn/session"
@@ -59,15 +60,22 @@ func TestOpenAPIEnumsAreTheGoLists(t *testing.T) {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		t.Fatal(err)
 	}
-	enumAt := func(schema string, path ...string) []string {
+	component := func(name string) map[string]any {
 		var s map[string]any
-		if err := json.Unmarshal(d.Components.Schemas[schema], &s); err != nil {
+		if err := json.Unmarshal(d.Components.Schemas[name], &s); err != nil {
 			t.Fatal(err)
 		}
+		return s
+	}
+	enumAt := func(schema string, path ...string) []string {
+		s := component(schema)
 		for _, p := range path {
 			next, _ := s["properties"].(map[string]any)[p].(map[string]any)
 			if items, ok := next["items"].(map[string]any); ok {
 				next = items
+			}
+			if ref, ok := next["$ref"].(string); ok {
+				next = component(strings.TrimPrefix(ref, "#/components/schemas/"))
 			}
 			s = next
 		}

@@ -19,12 +19,18 @@ DOC = json.loads((pathlib.Path(__file__).resolve().parents[3] / "api" / "openapi
 SCHEMAS = DOC["components"]["schemas"]
 
 
+def resolve(schema: dict) -> dict:
+    """Follows a $ref to its component."""
+    ref = schema.get("$ref")
+    return SCHEMAS[ref.rsplit("/", 1)[-1]] if ref else schema
+
+
 def prop(schema: dict, *path: str) -> dict:
-    """Walks properties (and array items) down path."""
+    """Walks properties (and array items) down path, through $refs."""
     for name in path:
-        schema = schema["properties"][name]
+        schema = resolve(resolve(schema)["properties"][name])
         if "array" in _types(schema):
-            schema = schema["items"]
+            schema = resolve(schema["items"])
     return schema
 
 
@@ -67,6 +73,7 @@ SUBSETS = [
 
 def compatible(tp: typing.Any, schema: dict) -> bool:
     """Whether a field's Python type can hold what the schema allows."""
+    schema = resolve(schema)
     if tp is typing.Any:
         return True
     args = [a for a in typing.get_args(tp) if a is not type(None)]

@@ -18,7 +18,7 @@ type Schemas = components["schemas"];
 type Item<T> = NonNullable<T> extends (infer U)[] ? U : never;
 
 /** An interrupt as a session carries it. */
-export type SessionInterrupt = Item<Schemas["Session"]["interrupts"]>;
+export type SessionInterrupt = Schemas["Interrupt"];
 /**
  * How a person is asked about an interrupt, the same for every kind: render
  * any interrupt from it (label, subject, text, link, warning, a button per

@@ -498,66 +498,62 @@ export interface components {
         HealthBody: {
             status: string;
         };
-        InterruptsPage: {
-            interrupts: null | {
-                id: string;
-                /** @enum {string} */
-                kind: "approval" | "input" | "message" | "review" | "external" | "client";
-                path: null | {
-                    agent: string;
-                    tool: string;
-                    call_id: string;
-                }[];
-                tool?: string;
-                /** @description any JSON value */
-                arguments?: unknown;
-                message?: string;
-                handle?: string;
-                /** @description any JSON value */
-                result_schema?: unknown;
-                question?: string;
-                /** @description any JSON value */
-                schema?: unknown;
-                url?: string;
-                text?: string;
-                /** @description any JSON value */
-                output?: unknown;
-                /** @description any JSON value */
-                output_schema?: unknown;
-                in_doubt: boolean;
-                idempotency_key?: string;
-                /** Format: date-time */
-                expires_at: null | string;
-                truncated?: null | string[];
-                /** @description how a person is asked about it: render any kind from this */
-                ask: {
-                    label: string;
-                    subject?: string;
-                    text: string;
-                    link?: string;
-                    /** @enum {string} */
-                    decider: "approver" | "owner";
-                    reply?: boolean;
-                    warning?: string;
-                    choices?: null | {
-                        /** @enum {string} */
-                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
-                        label: string;
-                        /** @enum {string} */
-                        field?: "reason" | "text" | "content" | "arguments" | "output";
-                        optional?: boolean;
-                        /** @description any JSON value */
-                        schema?: unknown;
-                        /** @description any JSON value */
-                        default?: unknown;
-                    }[];
-                };
-                session_id: string;
-                /** @description the seq a decision on this interrupt must name */
-                seq: number;
-                /** Format: date-time */
-                paused_at: string;
+        Interrupt: {
+            id: string;
+            /** @enum {string} */
+            kind: "approval" | "input" | "message" | "review" | "external" | "client";
+            path: null | {
+                agent: string;
+                tool: string;
+                call_id: string;
             }[];
+            tool?: string;
+            /** @description any JSON value */
+            arguments?: unknown;
+            message?: string;
+            handle?: string;
+            /** @description any JSON value */
+            result_schema?: unknown;
+            question?: string;
+            /** @description any JSON value */
+            schema?: unknown;
+            url?: string;
+            text?: string;
+            /** @description any JSON value */
+            output?: unknown;
+            /** @description any JSON value */
+            output_schema?: unknown;
+            in_doubt: boolean;
+            idempotency_key?: string;
+            /** Format: date-time */
+            expires_at: null | string;
+            truncated?: null | string[];
+            /** @description how a person is asked about it: render any kind from this */
+            ask: {
+                label: string;
+                subject?: string;
+                text: string;
+                link?: string;
+                /** @enum {string} */
+                decider: "approver" | "owner";
+                reply?: boolean;
+                warning?: string;
+                choices?: null | {
+                    /** @enum {string} */
+                    action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+                    label: string;
+                    /** @enum {string} */
+                    field?: "reason" | "text" | "content" | "arguments" | "output";
+                    optional?: boolean;
+                    /** @description any JSON value */
+                    schema?: unknown;
+                    /** @description any JSON value */
+                    default?: unknown;
+                }[];
+            };
+        };
+        InterruptsPage: {
+            interrupts: null | components["schemas"]["PendingInterrupt"][];
             /** @description pass as cursor for the next page; null after the last */
             next_cursor: null | string;
         };
@@ -589,64 +585,70 @@ export interface components {
             text: null | string;
             seq: number;
         };
+        PendingInterrupt: {
+            id: string;
+            /** @enum {string} */
+            kind: "approval" | "input" | "message" | "review" | "external" | "client";
+            path: null | {
+                agent: string;
+                tool: string;
+                call_id: string;
+            }[];
+            tool?: string;
+            /** @description any JSON value */
+            arguments?: unknown;
+            message?: string;
+            handle?: string;
+            /** @description any JSON value */
+            result_schema?: unknown;
+            question?: string;
+            /** @description any JSON value */
+            schema?: unknown;
+            url?: string;
+            text?: string;
+            /** @description any JSON value */
+            output?: unknown;
+            /** @description any JSON value */
+            output_schema?: unknown;
+            in_doubt: boolean;
+            idempotency_key?: string;
+            /** Format: date-time */
+            expires_at: null | string;
+            truncated?: null | string[];
+            /** @description how a person is asked about it: render any kind from this */
+            ask: {
+                label: string;
+                subject?: string;
+                text: string;
+                link?: string;
+                /** @enum {string} */
+                decider: "approver" | "owner";
+                reply?: boolean;
+                warning?: string;
+                choices?: null | {
+                    /** @enum {string} */
+                    action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+                    label: string;
+                    /** @enum {string} */
+                    field?: "reason" | "text" | "content" | "arguments" | "output";
+                    optional?: boolean;
+                    /** @description any JSON value */
+                    schema?: unknown;
+                    /** @description any JSON value */
+                    default?: unknown;
+                }[];
+            };
+            session_id: string;
+            /** @description the seq a decision on this interrupt must name */
+            seq: number;
+            /** Format: date-time */
+            paused_at: string;
+        };
         Result: {
             /** @enum {string} */
             status: "running" | "paused" | "completed" | "failed" | "cancelled";
             output: string;
-            interrupts: null | {
-                id: string;
-                /** @enum {string} */
-                kind: "approval" | "input" | "message" | "review" | "external" | "client";
-                path: null | {
-                    agent: string;
-                    tool: string;
-                    call_id: string;
-                }[];
-                tool?: string;
-                /** @description any JSON value */
-                arguments?: unknown;
-                message?: string;
-                handle?: string;
-                /** @description any JSON value */
-                result_schema?: unknown;
-                question?: string;
-                /** @description any JSON value */
-                schema?: unknown;
-                url?: string;
-                text?: string;
-                /** @description any JSON value */
-                output?: unknown;
-                /** @description any JSON value */
-                output_schema?: unknown;
-                in_doubt: boolean;
-                idempotency_key?: string;
-                /** Format: date-time */
-                expires_at: null | string;
-                truncated?: null | string[];
-                /** @description how a person is asked about it: render any kind from this */
-                ask: {
-                    label: string;
-                    subject?: string;
-                    text: string;
-                    link?: string;
-                    /** @enum {string} */
-                    decider: "approver" | "owner";
-                    reply?: boolean;
-                    warning?: string;
-                    choices?: null | {
-                        /** @enum {string} */
-                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
-                        label: string;
-                        /** @enum {string} */
-                        field?: "reason" | "text" | "content" | "arguments" | "output";
-                        optional?: boolean;
-                        /** @description any JSON value */
-                        schema?: unknown;
-                        /** @description any JSON value */
-                        default?: unknown;
-                    }[];
-                };
-            }[];
+            interrupts: null | components["schemas"]["Interrupt"][];
             error?: null | {
                 code: string;
                 message: string;
@@ -685,60 +687,7 @@ export interface components {
                 };
             };
             request?: string;
-            interrupts: null | {
-                id: string;
-                /** @enum {string} */
-                kind: "approval" | "input" | "message" | "review" | "external" | "client";
-                path: null | {
-                    agent: string;
-                    tool: string;
-                    call_id: string;
-                }[];
-                tool?: string;
-                /** @description any JSON value */
-                arguments?: unknown;
-                message?: string;
-                handle?: string;
-                /** @description any JSON value */
-                result_schema?: unknown;
-                question?: string;
-                /** @description any JSON value */
-                schema?: unknown;
-                url?: string;
-                text?: string;
-                /** @description any JSON value */
-                output?: unknown;
-                /** @description any JSON value */
-                output_schema?: unknown;
-                in_doubt: boolean;
-                idempotency_key?: string;
-                /** Format: date-time */
-                expires_at: null | string;
-                truncated?: null | string[];
-                /** @description how a person is asked about it: render any kind from this */
-                ask: {
-                    label: string;
-                    subject?: string;
-                    text: string;
-                    link?: string;
-                    /** @enum {string} */
-                    decider: "approver" | "owner";
-                    reply?: boolean;
-                    warning?: string;
-                    choices?: null | {
-                        /** @enum {string} */
-                        action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
-                        label: string;
-                        /** @enum {string} */
-                        field?: "reason" | "text" | "content" | "arguments" | "output";
-                        optional?: boolean;
-                        /** @description any JSON value */
-                        schema?: unknown;
-                        /** @description any JSON value */
-                        default?: unknown;
-                    }[];
-                };
-            }[];
+            interrupts: null | components["schemas"]["Interrupt"][];
             stack: null | {
                 agent: string;
                 /** @enum {string} */
@@ -793,60 +742,7 @@ export interface components {
                     };
                 };
                 request?: string;
-                interrupts: null | {
-                    id: string;
-                    /** @enum {string} */
-                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
-                    path: null | {
-                        agent: string;
-                        tool: string;
-                        call_id: string;
-                    }[];
-                    tool?: string;
-                    /** @description any JSON value */
-                    arguments?: unknown;
-                    message?: string;
-                    handle?: string;
-                    /** @description any JSON value */
-                    result_schema?: unknown;
-                    question?: string;
-                    /** @description any JSON value */
-                    schema?: unknown;
-                    url?: string;
-                    text?: string;
-                    /** @description any JSON value */
-                    output?: unknown;
-                    /** @description any JSON value */
-                    output_schema?: unknown;
-                    in_doubt: boolean;
-                    idempotency_key?: string;
-                    /** Format: date-time */
-                    expires_at: null | string;
-                    truncated?: null | string[];
-                    /** @description how a person is asked about it: render any kind from this */
-                    ask: {
-                        label: string;
-                        subject?: string;
-                        text: string;
-                        link?: string;
-                        /** @enum {string} */
-                        decider: "approver" | "owner";
-                        reply?: boolean;
-                        warning?: string;
-                        choices?: null | {
-                            /** @enum {string} */
-                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
-                            label: string;
-                            /** @enum {string} */
-                            field?: "reason" | "text" | "content" | "arguments" | "output";
-                            optional?: boolean;
-                            /** @description any JSON value */
-                            schema?: unknown;
-                            /** @description any JSON value */
-                            default?: unknown;
-                        }[];
-                    };
-                }[];
+                interrupts: null | components["schemas"]["Interrupt"][];
                 stack: null | {
                     agent: string;
                     /** @enum {string} */
@@ -889,60 +785,7 @@ export interface components {
                 /** @enum {string} */
                 status: "running" | "paused" | "completed" | "failed" | "cancelled";
                 output: string;
-                interrupts: null | {
-                    id: string;
-                    /** @enum {string} */
-                    kind: "approval" | "input" | "message" | "review" | "external" | "client";
-                    path: null | {
-                        agent: string;
-                        tool: string;
-                        call_id: string;
-                    }[];
-                    tool?: string;
-                    /** @description any JSON value */
-                    arguments?: unknown;
-                    message?: string;
-                    handle?: string;
-                    /** @description any JSON value */
-                    result_schema?: unknown;
-                    question?: string;
-                    /** @description any JSON value */
-                    schema?: unknown;
-                    url?: string;
-                    text?: string;
-                    /** @description any JSON value */
-                    output?: unknown;
-                    /** @description any JSON value */
-                    output_schema?: unknown;
-                    in_doubt: boolean;
-                    idempotency_key?: string;
-                    /** Format: date-time */
-                    expires_at: null | string;
-                    truncated?: null | string[];
-                    /** @description how a person is asked about it: render any kind from this */
-                    ask: {
-                        label: string;
-                        subject?: string;
-                        text: string;
-                        link?: string;
-                        /** @enum {string} */
-                        decider: "approver" | "owner";
-                        reply?: boolean;
-                        warning?: string;
-                        choices?: null | {
-                            /** @enum {string} */
-                            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
-                            label: string;
-                            /** @enum {string} */
-                            field?: "reason" | "text" | "content" | "arguments" | "output";
-                            optional?: boolean;
-                            /** @description any JSON value */
-                            schema?: unknown;
-                            /** @description any JSON value */
-                            default?: unknown;
-                        }[];
-                    };
-                }[];
+                interrupts: null | components["schemas"]["Interrupt"][];
                 error?: null | {
                     code: string;
                     message: string;
