@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"reflect"
 	"strings"
@@ -323,7 +322,18 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // wireSchemas are the types whose JSON is not what their Go type suggests.
 func wireSchemas() map[reflect.Type]*jsonschema.Schema {
-	plain := map[reflect.Type]*jsonschema.Schema{
+	// An interrupt is a component of its own, referred to from every body
+	// that holds one (componentSchemas).
+	out := valueSchemas()
+	out[reflect.TypeFor[session.Interrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/Interrupt"}
+	out[reflect.TypeFor[session.PendingInterrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/PendingInterrupt"}
+	return out
+}
+
+// valueSchemas are the schemas of the values whose JSON is not what their
+// Go type suggests: any JSON, times, and every enum from its Go list.
+func valueSchemas() map[reflect.Type]*jsonschema.Schema {
+	return map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 		// Every enum that reaches JSON, from its Go list.
@@ -337,21 +347,13 @@ func wireSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[session.Field]():       enum(session.AllFields()),
 		reflect.TypeFor[session.EventType]():   enum(session.AllEventTypes()),
 	}
-	// An interrupt is a component of its own, referred to from every body
-	// that holds one (componentSchemas).
-	out := maps.Clone(plain)
-	out[reflect.TypeFor[session.Interrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/Interrupt"}
-	out[reflect.TypeFor[session.PendingInterrupt]()] = &jsonschema.Schema{Ref: "#/components/schemas/PendingInterrupt"}
-	return out
 }
 
 // componentSchemas are the schemas that bodies refer to rather than
 // repeat: an interrupt as Interrupt.MarshalJSON writes it (with its Ask),
 // and a pending one of the inbox.
 func componentSchemas() (map[string]*jsonschema.Schema, error) {
-	plain := wireSchemas()
-	delete(plain, reflect.TypeFor[session.Interrupt]())
-	delete(plain, reflect.TypeFor[session.PendingInterrupt]())
+	plain := valueSchemas()
 	type interrupt struct {
 		session.Interrupt
 		Ask session.Ask `json:"ask" jsonschema:"how a person is asked about it: render any kind from this"`

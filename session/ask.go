@@ -64,10 +64,9 @@ type KindSpec struct {
 	// Reply: the interrupt is answered by the user's next message
 	// (Runner.Send, POST …/messages), not by a decision.
 	Reply bool
-	// Decider is who may decide it.
+	// Decider is who may decide it. The decisions it takes are its
+	// Ask's choices (Interrupt.Actions).
 	Decider Decider
-	// Actions are the decisions it takes (none when Reply).
-	Actions []Action
 }
 
 // AllKinds lists the interrupt kinds of this version, in a fixed order
@@ -81,17 +80,17 @@ func AllKinds() []Kind {
 func (k Kind) Spec() KindSpec {
 	switch k {
 	case KindApproval:
-		return KindSpec{Kind: k, Label: "approval", ForPerson: true, Decider: DeciderApprover, Actions: []Action{ActionApprove, ActionReject}}
+		return KindSpec{Kind: k, Label: "approval", ForPerson: true, Decider: DeciderApprover}
 	case KindInput:
-		return KindSpec{Kind: k, Label: "question", ForPerson: true, Decider: DeciderOwner, Actions: []Action{ActionAnswer, ActionReject}}
+		return KindSpec{Kind: k, Label: "question", ForPerson: true, Decider: DeciderOwner}
 	case KindMessage:
 		return KindSpec{Kind: k, Label: "waits for you", ForPerson: true, Reply: true, Decider: DeciderOwner}
 	case KindReview:
-		return KindSpec{Kind: k, Label: "review the answer", ForPerson: true, Decider: DeciderApprover, Actions: []Action{ActionApprove, ActionEdit, ActionReject}}
+		return KindSpec{Kind: k, Label: "review the answer", ForPerson: true, Decider: DeciderApprover}
 	case KindExternal:
-		return KindSpec{Kind: k, Label: "waits on a system", Decider: DeciderApprover, Actions: []Action{ActionComplete, ActionFail}}
+		return KindSpec{Kind: k, Label: "waits on a system", Decider: DeciderApprover}
 	case KindClient:
-		return KindSpec{Kind: k, Label: "run this tool", Decider: DeciderOwner, Actions: []Action{ActionComplete, ActionFail}}
+		return KindSpec{Kind: k, Label: "run this tool", Decider: DeciderOwner}
 	}
 	return KindSpec{Kind: k, Label: string(k), ForPerson: true, Decider: DeciderApprover}
 }
@@ -208,6 +207,15 @@ func orEmpty(v json.RawMessage) string {
 func settle(in Interrupt) []Choice {
 	return []Choice{{Action: ActionComplete, Label: "Complete", Field: FieldOutput, Schema: in.ResultSchema},
 		{Action: ActionFail, Label: "Fail", Field: FieldReason, Optional: true}}
+}
+
+// First is the usual choice, the first; the zero Choice when there is none
+// (a reply).
+func (a Ask) First() Choice {
+	if len(a.Choices) == 0 {
+		return Choice{}
+	}
+	return a.Choices[0]
 }
 
 // Choice returns the interrupt's choice of action a, if it offers one.

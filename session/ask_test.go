@@ -9,31 +9,42 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// Every kind has one description, and what its Ask offers is exactly what
-// the engine accepts (Interrupt.Actions): a door that draws its buttons
-// from the Ask never offers a decision that is refused.
+// Every kind has one description: a label, a text, who decides, and the
+// choices its Ask offers, which are what the engine accepts
+// (Interrupt.Actions derives from them), in the usual order.
 func TestEveryKindIsDescribedOnce(t *testing.T) {
 	t.Parallel()
+	A := func(a ...session.Action) []session.Action { return a }
+	want := map[session.Kind][]session.Action{
+		session.KindApproval: A(session.ActionApprove, session.ActionReject),
+		session.KindInput:    A(session.ActionAnswer, session.ActionReject),
+		session.KindMessage:  A(),
+		session.KindReview:   A(session.ActionApprove, session.ActionEdit, session.ActionReject),
+		session.KindExternal: A(session.ActionComplete, session.ActionFail),
+		session.KindClient:   A(session.ActionComplete, session.ActionFail),
+	}
 	for _, k := range session.AllKinds() {
-		for _, inDoubt := range []bool{false, true} {
-			in := session.Interrupt{ID: "int_1", Kind: k, Tool: "deploy", Question: "Which env?", Text: "Hello", InDoubt: inDoubt && k == session.KindApproval}
-			spec, ask := k.Spec(), in.Ask()
-			if spec.Label == "" || ask.Label != spec.Label || ask.Text == "" || ask.Decider == "" || ask.Reply != spec.Reply {
-				t.Errorf("%s: spec %+v, ask %+v", k, spec, ask)
-			}
-			var offered []session.Action
-			for _, c := range ask.Choices {
-				offered = append(offered, c.Action)
-				if c.Label == "" {
-					t.Errorf("%s: choice %s has no label", k, c.Action)
-				}
-			}
-			if !slices.Equal(offered, in.Actions()) {
-				t.Errorf("%s (in doubt %v): the ask offers %v, the engine takes %v", k, in.InDoubt, offered, in.Actions())
+		in := session.Interrupt{ID: "int_1", Kind: k, Tool: "deploy", Question: "Which env?", Text: "Hello"}
+		spec, ask := k.Spec(), in.Ask()
+		if spec.Label == "" || ask.Label != spec.Label || ask.Text == "" || ask.Decider == "" || ask.Reply != spec.Reply {
+			t.Errorf("%s: spec %+v, ask %+v", k, spec, ask)
+		}
+		var offered []session.Action
+		for _, c := range ask.Choices {
+			offered = append(offered, c.Action)
+			if c.Label == "" {
+				t.Errorf("%s: choice %s has no label", k, c.Action)
 			}
 		}
+		if w, ok := want[k]; !ok || !slices.Equal(offered, w) || !slices.Equal(in.Actions(), w) || k.Decided() != (len(w) > 0) {
+			t.Errorf("%s: the ask offers %v, the engine takes %v, decided %v; want %v", k, offered, in.Actions(), k.Decided(), w)
+		}
 	}
-	if session.Kind("from a newer server").Known() || session.Kinds() != "approval, input, message, review, external, client" {
+	inDoubt := session.Interrupt{ID: "int_2", Kind: session.KindApproval, Tool: "charge", InDoubt: true}
+	if got := inDoubt.Actions(); !slices.Equal(got, A(session.ActionApprove, session.ActionReject, session.ActionComplete, session.ActionFail)) || inDoubt.Ask().Warning == "" {
+		t.Errorf("a call in doubt offers %v, warning %q", got, inDoubt.Ask().Warning)
+	}
+	if session.Kind("from a newer server").Known() || session.Kind("from a newer server").Decided() || session.Kinds() != "approval, input, message, review, external, client" {
 		t.Fatalf("kinds: %s", session.Kinds())
 	}
 }
@@ -121,5 +132,39 @@ func TestReviewAskSaysWhyAPersonReviews(t *testing.T) {
 	}
 	if got := (session.Interrupt{ID: "r", Kind: session.KindReview}).Ask().Text; got != "The answer waits for your review." {
 		t.Fatalf("ask text %q", got)
+	}
+}
+
+// The log and the stored summaries keep interrupts without their Ask
+// (readers derive it, and its defaults repeat the arguments); what a
+// session or an event payload says is otherwise the same, and a session
+// written out to a reader carries the Ask again.
+func TestStoredFormsKeepNoAsk(t *testing.T) {
+	args := json.RawMessage(`{"env":"prod","note":"` + strings.Repeat("x", 500) + `"}`)
+	in := session.Interrupt{ID: "a", Kind: session.KindApproval, Tool: "deploy", Arguments: args, Message: "Deploy?"}
+	s := session.Session{ID: "ses_1", Status: session.StatusPaused, Interrupts: []session.Interrupt{in}}
+	stored, err := s.MarshalStored()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back session.Session
+	if err := json.Unmarshal(stored, &back); err != nil || len(back.Interrupts) != 1 || back.Interrupts[0].Tool != "deploy" {
+		t.Fatalf("read back: %v %+v", err, back)
+	}
+	again, _ := json.Marshal(back)
+	if strings.Contains(string(stored), `"ask"`) || !strings.Contains(string(wire), `"ask"`) || string(again) != string(wire) {
+		t.Fatalf("stored %d bytes, wire %d; stored carries an ask %v, the session read back writes %s", len(stored), len(wire), strings.Contains(string(stored), `"ask"`), again)
+	}
+	t.Logf("a summary with one approval of %d-byte arguments: stored %d bytes, written to a reader %d", len(args), len(stored), len(wire))
+	for _, p := range []any{session.InterruptRequested{CallID: "c1", Interrupt: in},
+		session.TurnPaused{Interrupts: []session.Interrupt{in}}, session.ReviewRequested{Interrupt: in, Text: "t"}} {
+		b, err := json.Marshal(p)
+		if err != nil || strings.Contains(string(b), `"ask"`) || !strings.Contains(string(b), `"tool":"deploy"`) {
+			t.Fatalf("%T recorded as %s (%v)", p, b, err)
+		}
 	}
 }

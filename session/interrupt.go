@@ -42,7 +42,7 @@ const (
 // approve or reject an approval, answer or reject a question. A message
 // interrupt takes none: it is answered by the user's next message
 // (Runner.Send), so front ends offer a reply instead. See Kind.Spec.
-func (k Kind) Actions() []Action { return k.Spec().Actions }
+func (k Kind) Actions() []Action { return Interrupt{Kind: k}.Actions() }
 
 // ForPerson reports whether an interrupt of kind k is a task for a person
 // (approve, answer, reply, review) rather than a wait on a system or on the
@@ -63,17 +63,19 @@ func Kinds() string {
 
 // Decided reports whether an interrupt of kind k is answered by a decision
 // (POST …/decisions) rather than by a message.
-func (k Kind) Decided() bool { return len(k.Actions()) > 0 }
+func (k Kind) Decided() bool { return k.Known() && !k.Spec().Reply }
 
 // Actions are the decisions a person may make on the interrupt; see
 // Kind.Actions. A call in doubt (InDoubt) also takes complete and fail:
 // whoever knows how its work ended settles it with its result, or its
 // error, instead of running it again.
 func (in Interrupt) Actions() []Action {
-	if in.InDoubt {
-		return []Action{ActionApprove, ActionReject, ActionComplete, ActionFail}
+	choices := in.Ask().Choices
+	out := make([]Action, len(choices))
+	for i, c := range choices {
+		out[i] = c.Action
 	}
-	return in.Kind.Actions()
+	return out
 }
 
 // Interrupt is why a session is paused: a tool call that waits for a
@@ -128,8 +130,27 @@ type Interrupt struct {
 	Truncated []string `json:"truncated,omitempty"`
 }
 
+// recorded is an interrupt as the log and the stored summaries keep it:
+// without its Ask, which every reader derives afresh (an Ask repeats the
+// arguments or the output as its choices' defaults).
+type recorded Interrupt
+
+// recordedAll is ins as recorded, nil for nil.
+func recordedAll(ins []Interrupt) []recorded {
+	if ins == nil {
+		return nil
+	}
+	out := make([]recorded, len(ins))
+	for i, in := range ins {
+		out[i] = recorded(in)
+	}
+	return out
+}
+
 // MarshalJSON writes the interrupt with its Ask ("ask"), so a front end in
-// any language renders any kind; reading an interrupt back ignores it.
+// any language renders any kind; reading an interrupt back ignores it. The
+// log and the stored summaries keep it without (Session.MarshalStored, the
+// payloads' MarshalJSON).
 func (in Interrupt) MarshalJSON() ([]byte, error) {
 	type plain Interrupt
 	return segjson.Marshal(struct {

@@ -110,6 +110,15 @@ type InterruptRequested struct {
 	Held bool `json:"held,omitempty"`
 }
 
+// MarshalJSON records the interrupt without its Ask (see recorded).
+func (p InterruptRequested) MarshalJSON() ([]byte, error) {
+	type plain InterruptRequested
+	return json.Marshal(struct {
+		plain
+		Interrupt recorded `json:"interrupt"`
+	}{plain(p), recorded(p.Interrupt)})
+}
+
 // WaitExpired records that an external call's deadline passed with no
 // result. What follows depends on Outcome: an error result the model
 // sees (OnTimeoutError), the tool started again (OnTimeoutRetry), or an
@@ -210,6 +219,15 @@ type TurnPaused struct {
 	Created []string `json:"created,omitempty"`
 }
 
+// MarshalJSON records the interrupts without their Ask (see recorded).
+func (p TurnPaused) MarshalJSON() ([]byte, error) {
+	type plain TurnPaused
+	return json.Marshal(struct {
+		plain
+		Interrupts []recorded `json:"interrupts"`
+	}{plain(p), recordedAll(p.Interrupts)})
+}
+
 // TurnCompleted records the root agent's answer.
 type TurnCompleted struct {
 	Output string `json:"output"`
@@ -224,6 +242,15 @@ type ReviewRequested struct {
 	// Text is the answer as the model gave it (Interrupt.Output is its
 	// value).
 	Text string `json:"text"`
+}
+
+// MarshalJSON records the interrupt without its Ask (see recorded).
+func (p ReviewRequested) MarshalJSON() ([]byte, error) {
+	type plain ReviewRequested
+	return json.Marshal(struct {
+		plain
+		Interrupt recorded `json:"interrupt"`
+	}{plain(p), recorded(p.Interrupt)})
 }
 
 // OutputRejected sends a final answer back to the model that gave it, with

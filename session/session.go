@@ -111,7 +111,27 @@ func (s Session) MarshalJSON() ([]byte, error) {
 	}{plain(s), s.OutputJSON, s.Output})
 }
 
-// UnmarshalJSON reads a session written by MarshalJSON.
+// MarshalStored writes the session as a store keeps its summary: as
+// MarshalJSON does, but its interrupts without their Ask, which readers
+// derive when they write the session out.
+func (s Session) MarshalStored() ([]byte, error) {
+	type plain Session
+	ins := recordedAll(s.Interrupts)
+	if s.OutputJSON == nil {
+		return segjson.Marshal(struct {
+			plain
+			Interrupts []recorded `json:"interrupts"`
+		}{plain(s), ins})
+	}
+	return segjson.Marshal(struct {
+		plain
+		Interrupts []recorded      `json:"interrupts"`
+		Output     json.RawMessage `json:"output"`
+		OutputText string          `json:"output_text"`
+	}{plain(s), ins, s.OutputJSON, s.Output})
+}
+
+// UnmarshalJSON reads a session written by MarshalJSON or MarshalStored.
 func (s *Session) UnmarshalJSON(b []byte) error {
 	type plain Session
 	var out struct {

@@ -59,8 +59,9 @@ func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snaps
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
 		view := st.View()
 		var err error
-		// MarshalJSON itself: json.Marshal would compact its output again.
-		if head.Summary, err = view.MarshalJSON(); err != nil {
+		// MarshalStored: the summary without the interrupts' Asks, which
+		// readers derive (and json.Marshal would compact its output again).
+		if head.Summary, err = view.MarshalStored(); err != nil {
 			return head, log, err
 		}
 		head.PendingKinds = store.KindsOf(view.Interrupts)

@@ -366,7 +366,7 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 		return map[string]any{"type": "string", "title": title, "description": desc}
 	}
 	p := &sdk.ElicitParams{}
-	first, _ := ask.Choice(firstAction(ask))
+	first := ask.First()
 	switch {
 	case ask.Reply:
 		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"reply"},
@@ -396,7 +396,7 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 			}
 			props[string(c.Field)] = field
 		}
-		props["action"] = map[string]any{"type": "string", "title": "Decision", "oneOf": actions, "default": string(firstAction(ask))}
+		props["action"] = map[string]any{"type": "string", "title": "Decision", "oneOf": actions, "default": string(first.Action)}
 		p.RequestedSchema = map[string]any{"type": "object", "required": []string{"action"}, "properties": props}
 	}
 	if link := s.inbox(sess.ID); link != "" {
@@ -404,14 +404,6 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 	}
 	p.Message = b.String()
 	return p
-}
-
-// firstAction is the usual decision on the interrupt: its first choice.
-func firstAction(ask session.Ask) cairn.Action {
-	if len(ask.Choices) == 0 {
-		return ""
-	}
-	return ask.Choices[0].Action
 }
 
 // fieldTitle is a form field's title.
@@ -432,7 +424,7 @@ func decision(in cairn.Interrupt, res *sdk.ElicitResult) cairn.Decision {
 	if res.Action != "accept" {
 		return declined
 	}
-	first, _ := ask.Choice(firstAction(ask))
+	first := ask.First()
 	action, value := first.Action, ""
 	switch {
 	case ask.Link != "" && first.Field == "":
