@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +142,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		path = p
 	}
 	if err := create(ctx, path); err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite store %s: make the file: %w", path, err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -165,7 +166,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w, err := newWriter(ctx, db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite store %s: start the writer: %w", path, err)
 	}
 	st := &Store{db: db, w: w}
 	for _, p := range []struct {
@@ -194,20 +195,56 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // pool opens would wait for the writer's lock, and under load reads failed
 // with SQLITE_BUSY. On a file made without it, it is off: VACUUM the file
 // once to turn it on (docs/operations.md).
+//
+// The file is made under a name of its own and linked into place, which
+// fails if another process got there first: processes starting at once on
+// a new path would otherwise all switch one file to WAL, and SQLite
+// refuses all but one of them with SQLITE_BUSY without waiting (each holds
+// a read lock the others' switch needs).
 func create(ctx context.Context, path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil // an existing file (or one Open will report on)
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil // Open will report on it
+	case err == nil && fi.Size() > 0:
+		return nil // an existing file
+	case err == nil:
+		return initialise(ctx, path) // an empty file someone made: set it up in place
 	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer func() { _ = os.Remove(name) }()
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := initialise(ctx, name); err != nil {
+		return err
+	}
+	if err := os.Link(name, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// initialise turns on incremental auto_vacuum and WAL in the empty file at
+// path, and closes it (which takes the WAL back into the file).
+func initialise(ctx context.Context, path string) error {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout)) // first: another process may be making it too
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout))
 	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	return db.PingContext(ctx)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return err
+	}
+	return db.Close()
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -232,6 +232,10 @@ func TestOpenANewFileConcurrently(t *testing.T) {
 			t.Fatalf("open: %v", err)
 		}
 	}
+	left, err := filepath.Glob(path + ".new-*")
+	if err != nil || len(left) > 0 {
+		t.Fatalf("files left from making it: %v, %v", left, err)
+	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
