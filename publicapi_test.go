@@ -12,10 +12,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/local"
+	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -263,4 +267,67 @@ func rootConstants(t *testing.T) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestRootHasNoAnyEscapeHatch fails when an exported function or method of
+// the root package returns a bare any: a value whose type a caller must
+// guess is not API (the Temporal driver once reached the engine that way;
+// it uses local.CoreOf now).
+func TestRootHasNoAnyEscapeHatch(t *testing.T) {
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := gotoken.NewFileSet()
+	var found int
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() || fn.Type.Results == nil {
+				continue
+			}
+			found++
+			for _, r := range fn.Type.Results.List {
+				switch typ := r.Type.(type) {
+				case *ast.Ident:
+					if typ.Name == "any" {
+						t.Errorf("%s: %s returns any", fset.Position(fn.Pos()), fn.Name.Name)
+					}
+				case *ast.InterfaceType:
+					if len(typ.Methods.List) == 0 {
+						t.Errorf("%s: %s returns interface{}", fset.Position(fn.Pos()), fn.Name.Name)
+					}
+				}
+			}
+		}
+	}
+	if found < 10 {
+		t.Fatalf("found only %d exported functions with results in the root", found)
+	}
+}
+
+// The Temporal driver finds a runner's engine through local.CoreOf, and
+// only a runner made by NewRunner has one.
+func TestCoreOfFindsOnlyARunnersCore(t *testing.T) {
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: scripted.New()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	if _, ok := local.CoreOf(runner); !ok {
+		t.Error("no core in a runner from NewRunner")
+	}
+	if _, ok := local.CoreOf(&cairn.Runner{}); ok {
+		t.Error("a core in a zero Runner")
+	}
+	if _, ok := local.CoreOf("runner"); ok {
+		t.Error("a core in a string")
+	}
 }

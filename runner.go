@@ -16,7 +16,12 @@ import (
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
 	rt *local.Runner
+	// coreHandle lets this module's durable drivers (driver/temporal) find
+	// the runner's engine (local.CoreOf) with no exported method for it.
+	coreHandle
 }
+
+type coreHandle = local.CoreHandle
 
 // NewRunner checks and compiles the agents and their tools once. opts may
 // be nil.
@@ -34,7 +39,7 @@ func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{rt: rt}, nil
+	return &Runner{rt: rt, coreHandle: rt.Handle()}, nil
 }
 
 // Start opens a session on the named agent with the user's first message and
@@ -254,9 +259,3 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 func (r *Runner) Close() error {
 	return r.rt.Close()
 }
-
-// DriverCore is for the durable drivers of this module (package
-// driver/temporal), which run this runner's agents, tools and models in
-// their own workers. Its value is of an internal type: code outside this
-// module has no use for it.
-func (r *Runner) DriverCore() any { return r.rt.Core() }

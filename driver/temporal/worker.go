@@ -60,7 +60,7 @@ type workflows struct {
 func Register(w worker.Registry, runner *cairn.Runner, opts *Options) {
 	RegisterWorkflow(w, runner, opts)
 	o := withDefaults(opts)
-	acts := &activities{core: runner.DriverCore().(local.Core), heartbeat: o.Heartbeat}
+	acts := &activities{core: coreOf(runner), heartbeat: o.Heartbeat}
 	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
 	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
 	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
@@ -75,8 +75,19 @@ type WorkflowRegistry interface {
 // RegisterWorkflow registers the session workflow alone, with runner's
 // engine (agents, tools, approval rules).
 func RegisterWorkflow(w WorkflowRegistry, runner *cairn.Runner, opts *Options) {
-	wf := &workflows{core: runner.DriverCore().(local.Core), opts: withDefaults(opts)}
+	wf := &workflows{core: coreOf(runner), opts: withDefaults(opts)}
 	w.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: WorkflowName})
+}
+
+// coreOf is runner's engine and effects. A Runner made other than by
+// cairn.NewRunner (a zero Runner) has none: that is a programming error,
+// reported where the worker is set up rather than at its first session.
+func coreOf(runner *cairn.Runner) local.Core {
+	c, ok := local.CoreOf(runner)
+	if !ok {
+		panic("temporal: the runner was not made by cairn.NewRunner")
+	}
+	return c
 }
 
 func withDefaults(opts *Options) Options {

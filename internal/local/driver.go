@@ -85,8 +85,28 @@ func (r *Runner) observed(ctx context.Context, id string, after int64, call func
 // in-process driver.
 type Core struct{ r *Runner }
 
-// Core returns the runner's core for a durable driver.
-func (r *Runner) Core() Core { return Core{r} }
+// CoreHandle carries a Runner's core inside a public type without naming
+// it in that type's API. Embedded in the public type under an unexported
+// alias, it gives it the unexported method driverCore, which only this
+// package can name, and CoreOf finds it: the durable drivers of this module
+// reach the engine of a *cairn.Runner, and no one else sees a way to.
+type CoreHandle struct{ r *Runner }
+
+// Handle returns the runner's CoreHandle, for the public type that wraps it.
+func (r *Runner) Handle() CoreHandle { return CoreHandle{r} }
+
+func (h CoreHandle) driverCore() Core { return Core{h.r} }
+
+// CoreOf returns the core of v, a public type that embeds a CoreHandle
+// (the root package's *Runner), or false if v carries none.
+func CoreOf(v any) (Core, bool) {
+	h, ok := v.(interface{ driverCore() Core })
+	if !ok {
+		return Core{}, false
+	}
+	c := h.driverCore()
+	return c, c.r != nil
+}
 
 // Step applies one input to a session's state (deterministic: no I/O).
 func (c Core) Step(st *engine.State, in engine.Input, now time.Time) (engine.Step, error) {
