@@ -45,6 +45,9 @@ type Agent struct {
 	// against OutputSchema), or rejects it with a reason the model sees
 	// before it answers again. A policy that fails asks.
 	Review Policy
+	// Approvers is who approves the calls of its tools that name no
+	// Approvers of their own (see Tool.Approvers).
+	Approvers *Approvers
 }
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
@@ -99,6 +102,12 @@ func (a *Agent) compile() (*local.Agent, error) {
 				ct, err := t.compile()
 				if err != nil {
 					return nil, err
+				}
+				if a.Approvers != nil && ct.Engine.Approvers == nil && ct.Engine.NeedsApproval != nil {
+					if err := checkApprovers(a.Approvers); err != nil {
+						return nil, fmt.Errorf("cairn: agent %q: Approvers: %w", a.Name, err)
+					}
+					ct.Engine.Approvers = approversOf(a.Approvers, nil)
 				}
 				out = append(out, ct)
 			}

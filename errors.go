@@ -47,6 +47,16 @@ var (
 	// same id (each session's links carry its random nonce); the HTTP API
 	// answers 410 with error.code "gone".
 	ErrGone = session.ErrGone
+	// ErrForbidden: the actor's role does not decide this interrupt (a
+	// user approving a call; only an owner answers its own questions).
+	ErrForbidden = session.ErrForbidden
+	// ErrNotAnApprover: the actor is not among the interrupt's approvers:
+	// not in one of its groups, or the person who asked for the call under
+	// separation of duties. The message names who may decide.
+	ErrNotAnApprover = session.ErrNotAnApprover
+	// ErrAlreadyApproved: the same person approved, twice, a call that
+	// needs several approvals from distinct people; it counted once.
+	ErrAlreadyApproved = session.ErrAlreadyApproved
 )
 
 // Errors of the runner's own state and of tools.

@@ -38,6 +38,11 @@ type RunnerOptions struct {
 	// recorded in the log as a decision by {"name":"cairn","role":"auto-approve"}:
 	// never silent. For tests and trusted runs.
 	AutoApprove bool
+	// AdminOverride lets a person with the admin role decide outside an
+	// interrupt's approvers (another group, their own request under
+	// separation of duties); each such decision records actor.override.
+	// Off: admins are held to the approvers like everyone.
+	AdminOverride bool
 	// CachedSessions bounds the number of session states kept in memory
 	// between requests (each is checked against the store's seq before use,
 	// so a write by another process is never missed); 0 means 1024,

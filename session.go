@@ -33,6 +33,10 @@ type (
 	Decision = session.Decision
 	// Actor is who decides.
 	Actor = session.Actor
+	// Approvers says who may approve a tool's calls (Tool.Approvers).
+	Approvers = session.Approvers
+	// Approval is one person's approval of a call that needs several.
+	Approval = session.Approval
 	// Answer is the user's reply to a question a tool asked (AskFor).
 	Answer = session.Answer
 	// Remembered is a tool approved for the rest of the session.
@@ -98,6 +102,7 @@ const (
 	EventHandoff            = session.EventHandoff
 	EventAgentMessage       = session.EventAgentMessage
 	EventOutputRejected     = session.EventOutputRejected
+	EventApprovalAdded      = session.EventApprovalAdded
 	EventTurnPaused         = session.EventTurnPaused
 	EventTurnCompleted      = session.EventTurnCompleted
 	EventTurnFailed         = session.EventTurnFailed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -37,6 +38,15 @@ type Tool struct {
 	// words: Always(), ApprovalIf(pred), PolicyFunc(rule, fn); the zero
 	// Policy never asks.
 	Approval Policy
+	// Approvers says who may approve its calls: groups one of which an
+	// approver must be in, how many distinct people (four-eyes: Count 2),
+	// and whether the person who asked for the call may not
+	// (NotRequester). Nil: the agent's Approvers, or any approver.
+	Approvers *Approvers
+	// ApprovalRules give calls whose arguments match other approvers: the
+	// first rule whose If holds wins over Approvers ("a refund over 1,000
+	// needs two finance leads"). A rule whose If fails holds (fail closed).
+	ApprovalRules []ApprovalRule
 	// Confirmation is a text/template over the decoded arguments, shown to
 	// the approver: "Delete file '{{.filename}}'? This cannot be undone."
 	Confirmation string
@@ -68,6 +78,15 @@ type Tool struct {
 	kind   engine.ToolKind
 	target string
 	mode   Mode
+}
+
+// ApprovalRule gives the calls for which If holds their own approvers
+// (Tool.ApprovalRules).
+type ApprovalRule struct {
+	// If is a policy over the call's arguments: ApprovalIf, PolicyFunc
+	// (the configuration's CEL rules are PolicyFuncs).
+	If Policy
+	Approvers
 }
 
 var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
@@ -285,6 +304,20 @@ func (t *Tool) compile() (*local.Tool, error) {
 	if policy := t.Approval; !policy.IsNever() {
 		et.NeedsApproval = func(a engine.ToolArgs) (bool, error) { return policy.Asks(a.Raw) }
 	}
+	if t.Approvers != nil || len(t.ApprovalRules) > 0 {
+		if t.Approval.IsNever() {
+			return nil, fmt.Errorf("tool %q: Approvers and ApprovalRules say who approves its calls, but its Approval never asks: set Approval (Always(), ApprovalIf)", t.Name)
+		}
+		if err := checkApprovers(t.Approvers); err != nil {
+			return nil, fmt.Errorf("tool %q: Approvers: %w", t.Name, err)
+		}
+		for i := range t.ApprovalRules {
+			if err := checkApprovers(&t.ApprovalRules[i].Approvers); err != nil {
+				return nil, fmt.Errorf("tool %q: ApprovalRules[%d]: %w", t.Name, i, err)
+			}
+		}
+		et.Approvers = approversOf(t.Approvers, t.ApprovalRules)
+	}
 	if t.Confirmation != "" {
 		tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)
 		if err != nil {
@@ -299,6 +332,36 @@ func (t *Tool) compile() (*local.Tool, error) {
 		}
 	}
 	return &local.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params)}, nil
+}
+
+// checkApprovers refuses approvers that no one could satisfy.
+func checkApprovers(a *Approvers) error {
+	if a == nil {
+		return nil
+	}
+	if a.Count < 0 {
+		return fmt.Errorf("Count %d is negative", a.Count)
+	}
+	for i, g := range a.Groups {
+		if strings.TrimSpace(g) == "" {
+			return fmt.Errorf("Groups[%d] is empty", i)
+		}
+	}
+	return nil
+}
+
+// approversOf is the engine's rule for who approves a call: the first of
+// rules whose If holds (or fails: fail closed), else def.
+func approversOf(def *Approvers, rules []ApprovalRule) func(engine.ToolArgs) (*Approvers, error) {
+	rules = slices.Clone(rules)
+	return func(a engine.ToolArgs) (*Approvers, error) {
+		for i := range rules {
+			if holds, err := rules[i].If.Asks(a.Raw); holds || err != nil {
+				return &rules[i].Approvers, nil
+			}
+		}
+		return def, nil
+	}
 }
 
 // info describes the tool for clients (GET /v1/agents).

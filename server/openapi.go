@@ -346,6 +346,7 @@ func valueSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[session.Decider]():     enum(session.AllDeciders()),
 		reflect.TypeFor[session.Field]():       enum(session.AllFields()),
 		reflect.TypeFor[session.EventType]():   enum(session.AllEventTypes()),
+		reflect.TypeFor[session.Via]():         enum(session.AllVias()),
 	}
 }
 

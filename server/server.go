@@ -636,9 +636,9 @@ func httpStatus(code string) int {
 	switch code {
 	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_output", "invalid_continuation":
 		return http.StatusBadRequest
-	case "conflict", "already_decided", "lease_lost":
+	case "conflict", "already_decided", "already_approved", "lease_lost":
 		return http.StatusConflict
-	case "invalid_link":
+	case "invalid_link", "forbidden", "not_an_approver":
 		return http.StatusForbidden
 	case "not_found":
 		return http.StatusNotFound

@@ -66,12 +66,6 @@ type Decision struct {
 	Remember string `json:"remember,omitempty"`
 }
 
-// Actor is who decides, recorded in the decision's event for the audit trail.
-type Actor struct {
-	Name string `json:"name,omitempty"`
-	Role string `json:"role,omitempty"`
-}
-
 // Remembered is a tool of an agent that a decision approved, or rejected,
 // for the rest of the session (Decision.Remember).
 type Remembered struct {

@@ -27,6 +27,9 @@ func AllOnTimeouts() []OnTimeout { return []OnTimeout{OnTimeoutError, OnTimeoutR
 // AllDeciders lists who may decide an interrupt.
 func AllDeciders() []Decider { return []Decider{DeciderApprover, DeciderOwner} }
 
+// AllVias lists how an actor may be authenticated.
+func AllVias() []Via { return []Via{ViaToken, ViaOIDC, ViaActionLink, ViaCallback} }
+
 // AllFields lists the decision fields a choice takes.
 func AllFields() []Field {
 	return []Field{FieldReason, FieldText, FieldContent, FieldArguments, FieldOutput}
@@ -36,7 +39,7 @@ func AllFields() []Field {
 func AllEventTypes() []EventType {
 	return []EventType{EventSessionStarted, EventUserMessage, EventModelResponse, EventApprovalRequested,
 		EventInputRequested, EventReviewRequested, EventExternalRequested, EventClientRequested, EventWaitExpired,
-		EventDecision, EventToolStarted, EventToolResult, EventFramePushed, EventFramePopped, EventHandoff,
+		EventDecision, EventApprovalAdded, EventToolStarted, EventToolResult, EventFramePushed, EventFramePopped, EventHandoff,
 		EventAgentMessage, EventOutputRejected, EventTurnPaused, EventTurnCompleted, EventTurnFailed,
 		EventTurnCancelled, EventTurnInterrupted, EventModelDelta, EventModelDeltasSkipped}
 }

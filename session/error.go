@@ -54,6 +54,17 @@ const (
 	// was decided before; the message says what was decided, by whom and
 	// when. It is a conflict (errors.Is ErrConflict holds).
 	CodeAlreadyDecided Code = "already_decided"
+	// CodeForbidden: the actor's role does not decide this (a user
+	// approving a call); HTTP 403.
+	CodeForbidden Code = "forbidden"
+	// CodeNotAnApprover: the actor is not among the interrupt's approvers
+	// (another group, or the requester under separation of duties); the
+	// message names who may decide. HTTP 403.
+	CodeNotAnApprover Code = "not_an_approver"
+	// CodeAlreadyApproved: the same person approved a call that needs
+	// several approvals twice; it counts once. A conflict (errors.Is
+	// ErrConflict holds); HTTP 409.
+	CodeAlreadyApproved Code = "already_approved"
 	// CodeSessionBusy: a completion arrived while its session ran and did
 	// not wait on the call in time; nothing was recorded: send it again.
 	CodeSessionBusy Code = "session_busy"
@@ -130,6 +141,9 @@ var (
 	ErrSessionBusy         error = &Error{Code: CodeSessionBusy, Message: "session busy"}
 	ErrAlreadyDecided      error = &Error{Code: CodeAlreadyDecided, Message: "already decided"}
 	ErrGone                error = &Error{Code: CodeGone, Message: "gone"}
+	ErrForbidden           error = &Error{Code: CodeForbidden, Message: "forbidden"}
+	ErrNotAnApprover       error = &Error{Code: CodeNotAnApprover, Message: "not an approver"}
+	ErrAlreadyApproved     error = &Error{Code: CodeAlreadyApproved, Message: "already approved"}
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.

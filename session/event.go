@@ -41,14 +41,18 @@ const (
 	EventClientRequested EventType = "client_requested"
 	// EventWaitExpired: an external call's deadline passed with no result;
 	// its Outcome (error, retry or ask) follows.
-	EventWaitExpired  EventType = "wait_expired"
-	EventDecision     EventType = "decision"
-	EventToolStarted  EventType = "tool_started"
-	EventToolResult   EventType = "tool_result"
-	EventFramePushed  EventType = "frame_pushed"
-	EventFramePopped  EventType = "frame_popped"
-	EventHandoff      EventType = "handoff"
-	EventAgentMessage EventType = "agent_message"
+	EventWaitExpired EventType = "wait_expired"
+	EventDecision    EventType = "decision"
+	// EventApprovalAdded: one person approved a call that needs several
+	// (Interrupt.Required); the interrupt stays pending until the last
+	// approval, which is a decision event.
+	EventApprovalAdded EventType = "approval_added"
+	EventToolStarted   EventType = "tool_started"
+	EventToolResult    EventType = "tool_result"
+	EventFramePushed   EventType = "frame_pushed"
+	EventFramePopped   EventType = "frame_popped"
+	EventHandoff       EventType = "handoff"
+	EventAgentMessage  EventType = "agent_message"
 	// EventOutputRejected sends an agent's final answer back to it: it did
 	// not match the agent's output schema. The model sees the reason as a
 	// user message and answers again.

@@ -124,6 +124,17 @@ type Interrupt struct {
 	// ExpiresAt is when an approval counts as rejected without a decision,
 	// or when an external wait's deadline passes (see Tool.Wait).
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Approvers, on an approval, limits who may approve it (groups, how
+	// many people, not the requester); nil: any approver. Required is
+	// Approvers.Count when it asks for more than one person, and Approvals
+	// the approvals given so far (an edit of the arguments starts them
+	// over). RequestedBy, under Approvers.NotRequester, is who asked for
+	// the call: the session's starter and the sender of the message that
+	// led to it. Authority.MayDecide reads them.
+	Approvers   *Approvers `json:"approvers,omitempty"`
+	Required    int        `json:"required,omitempty"`
+	Approvals   []Approval `json:"approvals,omitempty"`
+	RequestedBy []Actor    `json:"requested_by,omitempty"`
 	// Truncated, in a listing, names the fields shown as a preview
 	// ("arguments", "message", "question", "text"); a preview of arguments
 	// is a string. The session has them whole.

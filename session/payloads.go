@@ -37,6 +37,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &ReviewRequested{}
 	case EventDecision:
 		p = &DecisionMade{}
+	case EventApprovalAdded:
+		p = &ApprovalAdded{}
 	case EventToolStarted:
 		p = &ToolStarted{}
 	case EventToolResult:
@@ -151,6 +153,26 @@ type DecisionMade struct {
 	NewArgsDigest string `json:"new_arguments_sha256,omitempty"`
 	Remember      string `json:"remember,omitempty"`
 	Actor         Actor  `json:"actor"`
+	// Approvals, on the last approval of a call that needed several, are
+	// all of them, this one included.
+	Approvals []Approval `json:"approvals,omitempty"`
+}
+
+// ApprovalAdded records one approval of a call that needs several: the
+// call waits for the rest (see Interrupt.Required).
+type ApprovalAdded struct {
+	InterruptID string `json:"interrupt_id"`
+	CallID      string `json:"call_id"`
+	Tool        string `json:"tool"`
+	// Count is the approvals so far, this one included, of Required.
+	Count    int `json:"count"`
+	Required int `json:"required"`
+	// NewArgs, when this approval edited the arguments, replace them: the
+	// approvals before it no longer count, and the others approve these.
+	NewArgs       json.RawMessage `json:"new_arguments,omitempty"`
+	ArgsDigest    string          `json:"arguments_sha256,omitempty"`
+	NewArgsDigest string          `json:"new_arguments_sha256,omitempty"`
+	Actor         Actor           `json:"actor"`
 }
 
 // ToolStarted is recorded durably before a tool runs.
@@ -304,6 +326,7 @@ func (*ModelResponse) isPayload()      {}
 func (*InterruptRequested) isPayload() {}
 func (*WaitExpired) isPayload()        {}
 func (*DecisionMade) isPayload()       {}
+func (*ApprovalAdded) isPayload()      {}
 func (*ToolStarted) isPayload()        {}
 func (*ToolResult) isPayload()         {}
 func (*FramePushed) isPayload()        {}

@@ -286,10 +286,10 @@ type Blob struct {
 // EncodeActor is how SQL stores keep Head.CancelBy in a text column: the
 // actor in JSON, or "" for nobody.
 func EncodeActor(a session.Actor) string {
-	if a == (session.Actor{}) {
+	if a.IsZero() {
 		return ""
 	}
-	b, _ := json.Marshal(a) // two strings: cannot fail
+	b, _ := json.Marshal(a) // strings and a bool: cannot fail
 	return string(b)
 }
 

@@ -272,6 +272,21 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		exp := s.now.Add(tool.ApprovalTTL).UTC()
 		in.ExpiresAt = &exp
 	}
+	if tool.Approvers != nil {
+		rules, err := guarded("the approvers rule", func() (*session.Approvers, error) { return tool.Approvers(args) })
+		if err != nil {
+			return fail(fmt.Sprintf("who may approve tool %q could not be decided (%v); the call did not run", c.Tool, err))
+		}
+		if rules.Restricts() {
+			in.Approvers = rules
+			if rules.Count > 1 {
+				in.Required = rules.Count
+			}
+			if rules.NotRequester {
+				in.RequestedBy = s.st.requesters()
+			}
+		}
+	}
 	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil
 }
@@ -405,6 +420,10 @@ type Call struct {
 	// (approval_requested, input_requested), for telling a pause's new
 	// interrupts from those an earlier pause already announced.
 	Asked int64 `json:",omitempty"`
+	// ArgsSeq, while the call waits for several approvals, is the seq since
+	// which its arguments are as they are (the request, or the last edit):
+	// an approval made at a seq from then on approved these arguments.
+	ArgsSeq int64 `json:",omitempty"`
 	// Waits counts the waits on a system this call ended by deadline (each
 	// retry starts a new one, with a new interrupt id).
 	Waits int `json:",omitempty"`

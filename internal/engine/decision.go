@@ -22,6 +22,7 @@ type decided struct {
 	content json.RawMessage // compact answer content, if any
 	review  *Frame          // the frame whose answer a review decides
 	output  json.RawMessage // compact edited answer, if any
+	actor   session.Actor   // who decides, Override set when only an admin's override allows it
 }
 
 // decide checks every decision of a request before recording any: a
@@ -31,7 +32,7 @@ func (s *stepper) decide(in Decide) error {
 	if st.Status != session.StatusPaused {
 		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
 	}
-	if in.Seq != st.Seq {
+	if in.Seq != st.Seq && !s.stillApproves(in) {
 		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and decide again", in.Seq, st.SessionID, st.Seq)
 	}
 	if len(in.Decisions) == 0 {
@@ -44,7 +45,7 @@ func (s *stepper) decide(in Decide) error {
 			return errorf(session.CodeInvalidRequest, "decisions[%d]: interrupt %q is decided twice in one request", i, d.InterruptID)
 		}
 		seen[d.InterruptID] = true
-		p, err := s.check(i, d)
+		p, err := s.check(i, d, in.Actor)
 		if err != nil {
 			return err
 		}
@@ -64,17 +65,46 @@ func (s *stepper) decide(in Decide) error {
 		}
 	}
 	for _, p := range plan {
-		s.record(p, in.Actor)
+		s.record(p)
 	}
 	s.advance()
 	return nil
 }
 
-// check validates decision i against the interrupt it names.
-func (s *stepper) check(i int, d session.Decision) (decided, error) {
+// stillApproves reports whether a Decide made at an older seq still
+// stands: every decision approves, as it was, a call that needs several
+// approvals and whose arguments have not changed since in.Seq. Approvers
+// of one call decide independently: another's approval in between does
+// not make theirs stale, an edit of the arguments does.
+func (s *stepper) stillApproves(in Decide) bool {
+	if in.Seq <= 0 || in.Seq > s.st.Seq || len(in.Decisions) == 0 {
+		return false
+	}
+	for _, d := range in.Decisions {
+		if d.Action != session.ActionApprove || (len(d.Arguments) > 0 && string(d.Arguments) != "null") {
+			return false
+		}
+		_, c := s.st.findInterrupt(d.InterruptID)
+		if c == nil || c.Interrupt.Kind != session.KindApproval || c.Interrupt.Required < 2 || c.ArgsSeq > in.Seq {
+			return false
+		}
+	}
+	return true
+}
+
+// check validates decision i against the interrupt it names, and that
+// actor may make it.
+func (s *stepper) check(i int, d session.Decision, actor session.Actor) (decided, error) {
 	st := s.st
 	if f := st.findReview(d.InterruptID); f != nil {
-		return s.checkReview(i, d, f)
+		override, err := s.m.opts.Authority.MayDecide(actor, st.Owner, &f.Review.Interrupt, d.Action)
+		if err != nil {
+			return decided{}, err
+		}
+		actor.Override = override
+		p, err := s.checkReview(i, d, f)
+		p.actor = actor
+		return p, err
 	}
 	f, c := st.findInterrupt(d.InterruptID)
 	if c == nil && d.Action.Completes() {
@@ -94,6 +124,16 @@ func (s *stepper) check(i int, d session.Decision) (decided, error) {
 	// What each kind takes is session's one description of it.
 	if takes := c.Interrupt.Actions(); !slices.Contains(takes, d.Action) {
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].action: %q is not a decision on %s %s; use %s%s", i, d.Action, c.Interrupt.Kind.Spec().Label, d.InterruptID, orList(takes), suggest.Hint(string(d.Action), actionNames(takes)))
+	}
+	// Who may decide it is session's one decision point.
+	override, err := s.m.opts.Authority.MayDecide(actor, st.Owner, c.Interrupt, d.Action)
+	if err != nil {
+		return decided{}, err
+	}
+	p.actor, p.actor.Override = actor, override
+	if d.Remember != "" && (c.Interrupt.Required > 1 || c.Interrupt.Approvers != nil && c.Interrupt.Approvers.NotRequester) {
+		return decided{}, &session.Error{Code: session.CodeInvalidRequest, Interrupt: d.InterruptID,
+			Message: fmt.Sprintf("decisions[%d].remember: a call that needs several approvers or forbids its requester is decided each time; decide without remember", i)}
 	}
 	switch d.Action {
 	case session.ActionApprove:
@@ -253,16 +293,37 @@ func rejection(reason string) string {
 }
 
 // record emits a checked decision, and for a rejection the error result the
-// model sees.
-func (s *stepper) record(p decided, actor session.Actor) {
+// model sees. An approval that is not the last one a call needs is recorded
+// as such, and the call waits on.
+func (s *stepper) record(p decided) {
+	actor := p.actor
 	if p.review != nil {
 		s.recordReview(p, actor)
 		return
 	}
+	var approvals []session.Approval
+	// The program that holds the runner (a trusted actor) decides outright;
+	// people count one approval each.
+	if in := p.c.Interrupt; p.d.Action == session.ActionApprove && in.Required > 1 && !actor.Trusted() {
+		if p.newArgs == nil {
+			approvals = append(slices.Clip(in.Approvals), session.Approval{Actor: actor, At: s.now.UTC()})
+		} else {
+			approvals = []session.Approval{{Actor: actor, At: s.now.UTC()}}
+		}
+		if len(approvals) < in.Required {
+			added := &ApprovalAdded{InterruptID: p.d.InterruptID, CallID: p.c.ID, Tool: p.c.Tool, Count: len(approvals), Required: in.Required,
+				NewArgs: p.newArgs, ArgsDigest: digest(p.c.Args), Actor: actor}
+			if p.newArgs != nil {
+				added.NewArgsDigest = digest(string(p.newArgs))
+			}
+			s.emit(session.EventApprovalAdded, p.f, added)
+			return
+		}
+	}
 	ev := &DecisionMade{
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
-		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content, Output: p.output,
+		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content, Output: p.output, Approvals: approvals,
 	}
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))
@@ -332,8 +393,10 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 			}
 		}
 		if len(p.NewArgs) > 0 {
+			if c.Requested == "" { // an approval before this one may have edited them already
+				c.Requested = string(p.Arguments) // the model asked for these; it is told
+			}
 			c.Args = string(p.NewArgs)
-			c.Requested = string(p.Arguments) // the model asked for these; it is told
 		}
 	case session.ActionAnswer:
 		c.State = CallApproved
@@ -350,6 +413,31 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 		st.remember(session.Remembered{Agent: frame.Agent, Tool: c.Tool, Action: p.Action, Reason: p.Reason})
 	}
 	// A rejection is followed by the tool_result the model sees.
+	return nil
+}
+
+// projectApprovalAdded counts one approval of a call that needs several;
+// an edit of its arguments replaces them and starts the count over.
+func projectApprovalAdded(p *ApprovalAdded, st *State, ev *session.Event, frame *Frame) error {
+	c, err := st.call(ev, frame, p.CallID)
+	if err != nil {
+		return err
+	}
+	if c.State != CallAwaiting || c.Interrupt == nil || c.Interrupt.ID != p.InterruptID {
+		return fmt.Errorf("event %d: an approval of %q, which call %q does not wait on", ev.Seq, p.InterruptID, p.CallID)
+	}
+	in := *c.Interrupt // a copy: the earlier one may be shared with a copy of the state
+	approval := session.Approval{Actor: p.Actor, At: ev.Time.UTC()}
+	if len(p.NewArgs) > 0 {
+		if c.Requested == "" {
+			c.Requested = c.Args // the model asked for these; it is told
+		}
+		c.Args, c.ArgsSeq = string(p.NewArgs), ev.Seq
+		in.Arguments, in.Approvals = p.NewArgs, []session.Approval{approval}
+	} else {
+		in.Approvals = append(slices.Clip(in.Approvals), approval)
+	}
+	c.Interrupt = &in
 	return nil
 }
 

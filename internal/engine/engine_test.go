@@ -587,7 +587,7 @@ func TestPeopleAreRecordedInTheirEvents(t *testing.T) {
 	if err := json.Unmarshal(s.Events[0].Data, &result); err != nil || result.Content != "cancelled by bob (admin)" {
 		t.Fatalf("cancelled call's result = %+v (%v)", result, err)
 	}
-	if err := json.Unmarshal(s.Events[1].Data, &cancelled); err != nil || cancelled.Actor != bob || cancelled.Reason != "cancelled by bob (admin)" {
+	if err := json.Unmarshal(s.Events[1].Data, &cancelled); err != nil || !reflect.DeepEqual(cancelled.Actor, bob) || cancelled.Reason != "cancelled by bob (admin)" {
 		t.Fatalf("turn_cancelled = %s (%v)", s.Events[1].Data, err)
 	}
 	s = step(t, m, st, Message{Text: "again", Actor: alice})

@@ -62,6 +62,8 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectWaitExpired(p, st, ev, frame)
 	case *DecisionMade:
 		return projectDecisionMade(p, st, ev, frame)
+	case *ApprovalAdded:
+		return projectApprovalAdded(p, st, ev, frame)
 	case *ToolStarted:
 		return projectToolStarted(p, st, ev, frame)
 	case *ToolResult:

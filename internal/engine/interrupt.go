@@ -43,7 +43,7 @@ func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Eve
 		return err
 	}
 	in := p.Interrupt
-	c.State, c.Interrupt, c.Asked = CallAwaiting, &in, ev.Seq
+	c.State, c.Interrupt, c.Asked, c.ArgsSeq = CallAwaiting, &in, ev.Seq, ev.Seq
 	c.Held = c.Held || p.Held
 	return nil
 }

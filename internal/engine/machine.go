@@ -199,6 +199,9 @@ type Options struct {
 	// CheckAnswer validates an answer's content against the JSON Schema of
 	// the question it answers; nil checks only that it is an object.
 	CheckAnswer func(schema json.RawMessage, content any) error
+	// Authority decides who may decide an interrupt: every Decide's actor
+	// is checked against it (session.Authority.MayDecide).
+	Authority session.Authority
 }
 
 // New returns a machine for agents, keyed by name. opts may be nil.

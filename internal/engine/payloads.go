@@ -11,6 +11,7 @@ type (
 	InterruptRequested = session.InterruptRequested
 	WaitExpired        = session.WaitExpired
 	DecisionMade       = session.DecisionMade
+	ApprovalAdded      = session.ApprovalAdded
 	ToolStarted        = session.ToolStarted
 	ToolResult         = session.ToolResult
 	FramePushed        = session.FramePushed

@@ -42,6 +42,11 @@ type State struct {
 	UpdatedAt  time.Time
 	// Paused is the seq of the last turn_paused event (0: none yet).
 	Paused int64 `json:",omitempty"`
+	// Starter is who sent the session's first message, and Speaker who
+	// sent its latest one: the requesters of its calls, for separation of
+	// duties (session.Approvers.NotRequester).
+	Starter session.Actor `json:",omitzero"`
+	Speaker session.Actor `json:",omitzero"`
 	// Log is the driver's bookkeeping of the log's size since the last
 	// snapshot; it is not part of the session.
 	Log LogStats `json:"-"`
@@ -64,6 +69,22 @@ func (s *State) scope() string {
 		return s.SessionID
 	}
 	return s.SessionID + "\x00" + s.Nonce
+}
+
+// requesters are who asked for the calls the session makes now: its
+// starter and the sender of its latest message (once each).
+func (s *State) requesters() []session.Actor {
+	var out []session.Actor
+	for _, a := range []session.Actor{s.Starter, s.Speaker} {
+		if a.Identity() == "" {
+			continue
+		}
+		if len(out) == 1 && out[0].Identity() == a.Identity() {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // remembered returns the decision remembered for agent's tool, if any.

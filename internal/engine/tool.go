@@ -48,6 +48,10 @@ type Tool struct {
 	// NeedsApproval reports whether a call with these arguments waits for a
 	// person. Nil means never.
 	NeedsApproval func(args ToolArgs) (bool, error)
+	// Approvers says who may approve a call with these arguments (groups,
+	// how many people, not the requester); nil, or a nil result: any
+	// approver. An error refuses the call (it fails closed).
+	Approvers func(args ToolArgs) (*session.Approvers, error)
 	// Confirm renders the confirmation message shown to the approver. Nil
 	// means a generic message.
 	Confirm func(args ToolArgs) (string, error)

@@ -27,6 +27,10 @@ func projectUserMessage(p *UserMessage, st *State, ev *session.Event, frame *Fra
 	if frame == nil {
 		return noFrame(ev)
 	}
+	if frame.Parent == "" && len(frame.Messages) == 0 {
+		st.Starter = p.Actor
+	}
+	st.Speaker = p.Actor
 	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
 	frame.Iterations, frame.Rejected, frame.Said, frame.SaidSeq = 0, 0, "", 0
 	st.Status, st.Output, st.OutputJSON, st.Error = session.StatusRunning, "", nil, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,7 +135,7 @@ func TestCancelRunningSessionFromAnotherNode(t *testing.T) {
 		Reason string      `json:"reason"`
 		Actor  cairn.Actor `json:"actor"`
 	}
-	if err := json.Unmarshal(evs[len(evs)-1].Data, &cancelled); err != nil || cancelled.Actor != bob || cancelled.Reason != "cancelled by bob (admin)" {
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &cancelled); err != nil || !reflect.DeepEqual(cancelled.Actor, bob) || cancelled.Reason != "cancelled by bob (admin)" {
 		t.Fatalf("turn_cancelled = %s (%v)", evs[len(evs)-1].Data, err)
 	}
 }

@@ -38,6 +38,7 @@ type Options struct {
 	MaxParallelTools int
 	ExpirySweep      time.Duration
 	AutoApprove      bool
+	AdminOverride    bool
 	CachedSessions   int
 	CacheBytes       int
 	ContinuationKeys [][]byte
@@ -114,7 +115,8 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: schema.CheckValue}
+	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: schema.CheckValue,
+		Authority: session.Authority{AdminOverride: opts.AdminOverride}}
 	if err := r.compile(agents); err != nil {
 		return nil, err
 	}

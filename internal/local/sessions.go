@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
 )
 
 // StartOptions are cairn.StartOptions (documented there), which convert to
@@ -23,7 +26,7 @@ type StartOptions struct {
 
 // firstActor is who sends the first message: Actor, or else Owner.
 func (o *StartOptions) firstActor() session.Actor {
-	if o.Actor == (session.Actor{}) {
+	if o.Actor.IsZero() {
 		return session.Actor{Name: o.Owner}
 	}
 	return o.Actor
@@ -100,7 +103,21 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 	if r.driver != nil {
 		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
 	} else {
-		out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
+		for attempt := 1; ; attempt++ {
+			out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
+			// People approving one call that needs several approvals do so
+			// independently: when another's approval was committed first
+			// (the store refused this one's commit), this one is applied
+			// again to the session as it is now, where the engine still
+			// takes it if the arguments are the same (stillApproves).
+			if !errors.Is(err, store.ErrConflict) || !approvesOnly(decisions) || attempt == approvalRetries {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			time.Sleep(time.Duration(rand.IntN(attempt*2)+1) * time.Millisecond) // jitter: the winners of each round differ
+		}
 	}
 	if code := session.CodeOf(err); (code == session.CodeConflict || code == session.CodeUnknownInterrupt) && !errors.Is(err, session.ErrLeaseLost) {
 		if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
@@ -108,6 +125,21 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 		}
 	}
 	return out, err
+}
+
+// approvalRetries bounds how often a request of approvals is applied again
+// after other approvals of the same calls won the race to the store.
+const approvalRetries = 32
+
+// approvesOnly reports whether every decision approves as it is (no new
+// arguments): the requests that may be applied again after a lost race.
+func approvesOnly(decisions []session.Decision) bool {
+	for _, d := range decisions {
+		if d.Action != session.ActionApprove || len(d.Arguments) > 0 && string(d.Arguments) != "null" {
+			return false
+		}
+	}
+	return len(decisions) > 0
 }
 
 // Send is cairn.Runner.Send (documented there).

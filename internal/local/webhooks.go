@@ -153,7 +153,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 	case *engine.DecisionMade:
 		typ := webhook.InterruptDecided
 		switch {
-		case p.Actor == expiryActor:
+		case p.Actor.Name == expiryActor.Name && p.Actor.Role == expiryActor.Role && p.Actor.Via == "":
 			typ = webhook.InterruptExpired
 		case p.Action == session.ActionComplete || p.Action == session.ActionFail:
 			typ = webhook.InterruptCompleted

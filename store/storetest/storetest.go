@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -499,13 +500,13 @@ func testCancelRequestReachesTheOwner(t *testing.T, open func(t *testing.T) (a, 
 		t.Fatalf("renew after a cancel request: %v %v", cancel, err)
 	}
 	must(t, a.Append(ctx, runningHead("s", 2, "node-a", t0, time.Minute), 1, []session.Event{sharedEvent(2)}))
-	if h, _ := a.Head(ctx, "s"); !h.CancelRequested || h.CancelBy != bob {
+	if h, _ := a.Head(ctx, "s"); !h.CancelRequested || !reflect.DeepEqual(h.CancelBy, bob) {
 		t.Fatalf("after a running step: cancel requested %v by %+v, want by %+v", h.CancelRequested, h.CancelBy, bob)
 	}
 	done := runningHead("s", 3, "node-a", t0, 0)
 	done.Status = "cancelled"
 	must(t, a.Append(ctx, done, 2, []session.Event{sharedEvent(3)}))
-	if h, _ := b.Head(ctx, "s"); h.CancelRequested || h.CancelBy != (session.Actor{}) {
+	if h, _ := b.Head(ctx, "s"); h.CancelRequested || !h.CancelBy.IsZero() {
 		t.Fatalf("the request outlived the turn: %v by %+v", h.CancelRequested, h.CancelBy)
 	}
 	if err := b.RequestCancel(ctx, "s", bob); !errors.Is(err, store.ErrConflict) {
