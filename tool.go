@@ -340,11 +340,11 @@ func checkApprovers(a *Approvers) error {
 		return nil
 	}
 	if a.Count < 0 {
-		return fmt.Errorf("Count %d is negative", a.Count)
+		return fmt.Errorf("the count %d is negative", a.Count)
 	}
 	for i, g := range a.Groups {
 		if strings.TrimSpace(g) == "" {
-			return fmt.Errorf("Groups[%d] is empty", i)
+			return fmt.Errorf("group %d of %d is empty", i+1, len(a.Groups))
 		}
 	}
 	return nil

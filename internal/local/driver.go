@@ -95,7 +95,7 @@ type CoreHandle struct{ r *Runner }
 // Handle returns the runner's CoreHandle, for the public type that wraps it.
 func (r *Runner) Handle() CoreHandle { return CoreHandle{r} }
 
-func (h CoreHandle) driverCore() Core { return Core{h.r} }
+func (h CoreHandle) driverCore() Core { return Core(h) }
 
 // CoreOf returns the core of v, a public type that embeds a CoreHandle
 // (the root package's *Runner), or false if v carries none.
