@@ -243,6 +243,15 @@ func (r *Runner) Node() string { return r.rt.Node() }
 // Store returns the runner's store.
 func (r *Runner) Store() store.Store { return r.rt.Store() }
 
+// MayDecide reports whether actor may make decision d on s, as Resume
+// checks it (nil, or ErrForbidden, ErrNotAnApprover, ErrAlreadyApproved):
+// for a door that refuses before it calls Resume, and an inbox that tells
+// what a person may decide from what they may only see. A decision on an
+// interrupt s does not wait on is left to Resume to report.
+func (r *Runner) MayDecide(actor Actor, s *Session, d Decision) error {
+	return r.rt.MayDecide(actor, s, d)
+}
+
 // Shutdown drains the runner: it takes no new turns and no takeovers, lets
 // the running turns finish until ctx ends, then stops the rest at their next
 // step (a model call in flight is dropped; a tool in flight is waited for)

@@ -37,6 +37,8 @@ type (
 	Approvers = session.Approvers
 	// Approval is one person's approval of a call that needs several.
 	Approval = session.Approval
+	// Via is how an actor was authenticated.
+	Via = session.Via
 	// Answer is the user's reply to a question a tool asked (AskFor).
 	Answer = session.Answer
 	// Remembered is a tool approved for the rest of the session.
@@ -83,6 +85,12 @@ const (
 
 	CancelTop = session.CancelTop
 	CancelAll = session.CancelAll
+
+	// How an actor was authenticated (Actor.Via; empty: the program).
+	ViaToken      = session.ViaToken
+	ViaOIDC       = session.ViaOIDC
+	ViaActionLink = session.ViaActionLink
+	ViaCallback   = session.ViaCallback
 
 	// Event types (every one of session.AllEventTypes).
 	EventSessionStarted     = session.EventSessionStarted

@@ -24,6 +24,13 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
 	}
 	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	if a.Approvers != nil {
+		approvers, err := l.approversOf(p+".approvers", *a.Approvers)
+		if err != nil {
+			return nil, nil, err
+		}
+		agent.Approvers = approvers
+	}
 	if a.OutputSchema != nil {
 		b, err := json.Marshal(a.OutputSchema)
 		if err != nil {

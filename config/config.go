@@ -38,6 +38,8 @@ type Config struct {
 	Agents []*cairn.Agent
 	// Tokens are the bearer tokens of the auth section; empty without one.
 	Tokens []Token
+	// AdminOverride is auth.admin_override (cairn.RunnerOptions.AdminOverride).
+	AdminOverride bool
 	// ContinuationKeys come from the variable named by secret_env (keys
 	// separated by commas; the first signs). Empty: generate and store one.
 	ContinuationKeys [][]byte

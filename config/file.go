@@ -117,6 +117,9 @@ type MCPServerConfig struct {
 // AuthConfig lists the bearer tokens the server accepts.
 type AuthConfig struct {
 	Tokens []TokenConfig `yaml:"tokens"`
+	// AdminOverride lets an admin decide outside an interrupt's approvers
+	// (recorded as an override); off by default.
+	AdminOverride bool `yaml:"admin_override"`
 }
 
 // TokenConfig is one bearer token, read from an environment variable.
@@ -124,6 +127,25 @@ type TokenConfig struct {
 	Name     string `yaml:"name"`
 	TokenEnv string `yaml:"token_env"`
 	Role     string `yaml:"role"`
+	// Subject is the person the token is (default: its name): tokens of
+	// one subject are one person (an approval counts once).
+	Subject string   `yaml:"subject"`
+	Groups  []string `yaml:"groups"`
+	Tenant  string   `yaml:"tenant"`
+}
+
+// ApproversConfig says who may approve a tool's calls.
+type ApproversConfig struct {
+	Groups       []string `yaml:"groups"`
+	Count        int      `yaml:"count"`
+	NotRequester bool     `yaml:"not_requester"`
+}
+
+// ApprovalRuleConfig gives the calls for which If (CEL over args) holds
+// their own approvers.
+type ApprovalRuleConfig struct {
+	If              string `yaml:"if"`
+	ApproversConfig `yaml:",inline"`
 }
 
 // ModelConfig is one entry of models.
@@ -216,6 +238,9 @@ type ToolConfig struct {
 	// CAIRN_CALLBACK_URL, its exit (0) means "started" and its stdout is
 	// shown while the call waits; the result arrives at the URL.
 	Wait *WaitConfig `yaml:"wait"`
+	// Approvers and ApprovalRules say who may approve its calls.
+	Approvers     *ApproversConfig     `yaml:"approvers"`
+	ApprovalRules []ApprovalRuleConfig `yaml:"approval_rules"`
 }
 
 // WaitConfig is a tool's wait: its deadline and what happens then.
@@ -230,6 +255,8 @@ type WaitConfig struct {
 
 // AgentConfig is one entry of agents.
 type AgentConfig struct {
+	// Approvers approve the calls of its tools that name none.
+	Approvers     *ApproversConfig `yaml:"approvers"`
 	Model         string           `yaml:"model"`
 	Instructions  string           `yaml:"instructions"`
 	Tools         []string         `yaml:"tools"`

@@ -25,6 +25,7 @@ func (l *loader) server(f *File, cfg *Config) error {
 		return err
 	}
 	if f.Auth != nil {
+		cfg.AdminOverride = f.Auth.AdminOverride
 		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
 			return err
 		}
@@ -260,6 +261,10 @@ type Token struct {
 	Secret string
 	// Role is user, approver or admin.
 	Role string
+	// Subject (default: Name), Groups and Tenant describe the person.
+	Subject string
+	Groups  []string
+	Tenant  string
 }
 
 func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
@@ -292,7 +297,12 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 			return nil, l.errf("auth.tokens", "tokens[%d]: the name %q or its token is used twice", i, name)
 		}
 		names[name], secrets[secret] = true, true
-		out = append(out, Token{Name: name, Secret: secret, Role: t.Role})
+		for j, g := range t.Groups {
+			if strings.TrimSpace(g) == "" {
+				return nil, l.errf("auth.tokens", "tokens[%d].groups[%d] is empty", i, j)
+			}
+		}
+		out = append(out, Token{Name: name, Secret: secret, Role: t.Role, Subject: cmp.Or(t.Subject, name), Groups: t.Groups, Tenant: t.Tenant})
 	}
 	return out, nil
 }

@@ -82,6 +82,9 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
 	l.warnRule(p+".approval", tc.Approval, params)
+	if err := l.approvers(p, tc, t, params); err != nil {
+		return nil, err
+	}
 	if t.ResultSchema, err = l.resultSchema(p, tc.ResultSchema); err != nil {
 		return nil, err
 	}
@@ -141,7 +144,57 @@ func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
 		return nil, l.errf(p+".approval", "%v", err)
 	}
 	l.warnRule(p+".approval", tc.Approval, params)
+	if err := l.approvers(p, tc, spec, params); err != nil {
+		return nil, err
+	}
 	return cairn.ClientTool(spec), nil
+}
+
+// approvers reads a tool's approvers and approval_rules into t.
+func (l *loader) approvers(p string, tc ToolConfig, t *cairn.Tool, params map[string]any) error {
+	if tc.Approvers == nil && len(tc.ApprovalRules) == 0 {
+		return nil
+	}
+	if t.Approval.IsNever() {
+		return l.errf(p+".approvers", "says who approves calls that never wait for approval: set approval (always, or a CEL rule over args)")
+	}
+	if tc.Approvers != nil {
+		a, err := l.approversOf(p+".approvers", *tc.Approvers)
+		if err != nil {
+			return err
+		}
+		t.Approvers = a
+	}
+	for i, rc := range tc.ApprovalRules {
+		rp := fmt.Sprintf("%s.approval_rules[%d]", p, i)
+		if strings.TrimSpace(rc.If) == "" {
+			return l.errf(rp+".if", "is required: a CEL condition over args, such as 'args.amount > 1000'")
+		}
+		cond, err := celPolicy("args", rc.If)
+		if err != nil {
+			return l.errf(rp+".if", "not a valid CEL condition over args: %v", err)
+		}
+		l.warnRule(rp+".if", rc.If, params)
+		a, err := l.approversOf(rp, rc.ApproversConfig)
+		if err != nil {
+			return err
+		}
+		t.ApprovalRules = append(t.ApprovalRules, cairn.ApprovalRule{If: cond, Approvers: *a})
+	}
+	return nil
+}
+
+// approversOf checks one approvers entry at key path p.
+func (l *loader) approversOf(p string, ac ApproversConfig) (*cairn.Approvers, error) {
+	if ac.Count < 0 {
+		return nil, l.errf(p+".count", "%d is negative: say how many distinct people approve (2 for four-eyes)", ac.Count)
+	}
+	for i, g := range ac.Groups {
+		if strings.TrimSpace(g) == "" {
+			return nil, l.errf(fmt.Sprintf("%s.groups[%d]", p, i), "is empty: name a group of the tokens or the identity provider")
+		}
+	}
+	return &cairn.Approvers{Groups: ac.Groups, Count: ac.Count, NotRequester: ac.NotRequester}, nil
 }
 
 // warnRule notes, for Preflight, what an approval rule at key path p

@@ -117,15 +117,15 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ds, reply, replay, err := aguiDecisions(sess, st.decided, in.Resume)
-		refused := decisionRefused(p, sess, ds)
+		refused := s.decisionRefused(p, sess, ds)
 		switch {
 		case err != nil:
 			st.fail(cairn.ErrorCode(err), err.Error())
 			return
 		case replay: // every entry was applied before: answer as things are
 			out = sess
-		case refused != "":
-			st.fail("forbidden", refused)
+		case refused != nil:
+			st.fail(cairn.ErrorCode(refused), refused.Error())
 			return
 		case reply != nil && !canSpeak(p, sess):
 			st.fail("forbidden", notTheirs)
@@ -143,8 +143,8 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	case len(toolResults) > 0:
 		// The client ran frontend tools: their tool messages complete the calls.
 		ds := toolResults
-		if why := decisionRefused(p, sess, ds); why != "" {
-			st.fail("forbidden", why)
+		if refused := s.decisionRefused(p, sess, ds); refused != nil {
+			st.fail(cairn.ErrorCode(refused), refused.Error())
 			return
 		}
 		st.answering(ds)

@@ -125,8 +125,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "unknown_interrupt", err.Error())
 		return
 	}
-	if why := decisionRefused(p, sess, decisions); why != "" {
-		writeError(w, http.StatusForbidden, "forbidden", why)
+	if refused := s.decisionRefused(p, sess, decisions); refused != nil {
+		s.fail(w, r, refused)
 		return
 	}
 	text := lastUserText(req.Messages)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -12,11 +13,11 @@ import (
 	"github.com/cairnhq/cairn/session"
 )
 
-// Roles, from least to most trusted.
+// Roles, from least to most trusted (session's roles).
 const (
-	RoleUser     = "user"     // start sessions, send messages, cancel, read their own sessions
-	RoleApprover = "approver" // also decide interrupts, read every session and the inbox
-	RoleAdmin    = "admin"    // everything
+	RoleUser     = session.RoleUser     // start sessions, send messages, cancel, read their own sessions
+	RoleApprover = session.RoleApprover // also decide interrupts, read every session and the inbox
+	RoleAdmin    = session.RoleAdmin    // everything
 )
 
 // Token is a bearer token the server accepts.
@@ -27,11 +28,23 @@ type Token struct {
 	Secret string
 	// Role is RoleUser, RoleApprover or RoleAdmin.
 	Role string
+	// Subject is the person the token is (default: Name): two tokens of
+	// one subject are one person, whose approval counts once.
+	Subject string
+	// Groups the holder is in: interrupts whose approvers name groups are
+	// decided only by their members.
+	Groups []string
+	// Tenant the holder acts in.
+	Tenant string
 }
 
 // principal is the authenticated caller of a request.
 type principal struct {
 	name, role string
+	// actor is who the caller is as the runner's decision point and the
+	// audit trail see them; its Via is empty in the no-auth mode (the
+	// local operator, trusted).
+	actor session.Actor
 }
 
 func (p principal) atLeast(role string) bool { return rank(p.role) >= rank(role) }
@@ -55,7 +68,7 @@ type principalKey struct{}
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(s.tokens) == 0 || public(r.URL.Path) {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin})))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin, actor: session.Actor{Role: RoleAdmin}})))
 			return
 		}
 		// The scheme is case-insensitive (RFC 9110, 11.1).
@@ -94,7 +107,8 @@ func (s *Server) lookup(secret string) (principal, bool) {
 		want := sha256.Sum256([]byte(t.Secret))
 		eq := subtle.ConstantTimeCompare(got[:], want[:])
 		if eq == 1 {
-			match = principal{name: t.Name, role: t.Role}
+			match = principal{name: t.Name, role: t.Role, actor: session.Actor{Name: t.Name, Role: t.Role,
+				Subject: cmp.Or(t.Subject, t.Name), Groups: t.Groups, Tenant: t.Tenant, Via: session.ViaToken}}
 		}
 		found |= eq
 	}
@@ -130,43 +144,20 @@ func canSpeak(p principal, sess *cairn.Session) bool {
 	return p.atLeast(RoleAdmin) || isOwner(p, sess)
 }
 
-// decisionRefused says why p may not make decisions on sess, "" when it
-// may: the session's own user runs its client tools (complete, fail) and
-// answers its questions (answer, reject), as an approver or an admin may;
-// every other decision (an approval, an edit, the result of work the
-// server started) needs an approver. The chat doors (AI SDK, AG-UI) ask
-// it; on REST every decision needs an approver.
-func decisionRefused(p principal, sess *cairn.Session, decisions []cairn.Decision) string {
-	if len(decisions) == 0 || p.atLeast(RoleApprover) {
-		return ""
+// decisionRefused says why p may not make decisions on sess (ErrForbidden,
+// ErrNotAnApprover, ErrAlreadyApproved), nil when it may: the runner's one
+// decision point (Runner.MayDecide, which Resume asks too), for the chat
+// doors (AI SDK, AG-UI) that refuse in their stream before they resume.
+func (s *Server) decisionRefused(p principal, sess *cairn.Session, decisions []cairn.Decision) error {
+	if sess == nil {
+		return nil
 	}
 	for _, d := range decisions {
-		if !usersOwn(sess, d) {
-			return fmt.Sprintf("deciding needs the approver role; token %q has %s", p.name, p.role)
+		if err := s.runner.MayDecide(p.actor, sess, d); err != nil {
+			return err
 		}
 	}
-	if sess == nil || !canSpeak(p, sess) {
-		return "only the session's owner, an approver or an admin gives its client tools' outputs and answers its questions"
-	}
-	return ""
-}
-
-// usersOwn reports whether d is a decision the session's own user makes:
-// one its interrupt offers, on a kind its owner decides (session.Ask's
-// Decider: a client tool's result, a question's answer or refusal).
-func usersOwn(sess *cairn.Session, d cairn.Decision) bool {
-	if sess == nil {
-		return false
-	}
-	for _, in := range sess.Interrupts {
-		if in.ID != d.InterruptID {
-			continue
-		}
-		ask := in.Ask()
-		_, offered := ask.Choice(d.Action)
-		return ask.Decider == session.DeciderOwner && offered
-	}
-	return false
+	return nil
 }
 
 func isOwner(p principal, sess *cairn.Session) bool { return sess.Owner != "" && sess.Owner == p.name }
@@ -218,5 +209,5 @@ func decidedBy(p principal) *cairn.TurnOptions {
 	return &cairn.TurnOptions{Actor: actorOf(p)}
 }
 
-// actorOf is p as the audit trail records it.
-func actorOf(p principal) cairn.Actor { return cairn.Actor{Name: p.name, Role: p.role} }
+// actorOf is p as the runner checks it and the audit trail records it.
+func actorOf(p principal) cairn.Actor { return p.actor }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/mcp/mcpserver"
+	"github.com/cairnhq/cairn/session"
 )
 
 // mcpHandler serves the agents as MCP tools over streamable HTTP at /mcp,
@@ -31,21 +32,27 @@ func (s *Server) mcpHandler() http.Handler {
 			if !ok {
 				return nil, auth.ErrInvalidToken
 			}
-			return &auth.TokenInfo{UserID: p.name, Scopes: []string{p.role}, Expiration: time.Now().Add(24 * time.Hour)}, nil
+			return &auth.TokenInfo{UserID: p.name, Scopes: []string{p.role}, Expiration: time.Now().Add(24 * time.Hour),
+				Extra: map[string]any{actorExtra: p.actor}}, nil
 		}, nil)(h)
 	}
 	return h
 }
 
+// actorExtra is the key of the caller's session.Actor in an MCP request's
+// TokenInfo.Extra.
+const actorExtra = "cairn.actor"
+
 // mcpCaller is who calls a tool over /mcp.
 func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcpserver.Caller {
-	p := principal{role: RoleAdmin} // no tokens configured: loopback only
+	p := principal{role: RoleAdmin, actor: session.Actor{Role: RoleAdmin}} // no tokens configured: loopback only
 	if len(s.tokens) > 0 {
 		p = principal{}
 		if extra != nil && extra.TokenInfo != nil && len(extra.TokenInfo.Scopes) == 1 {
-			p = principal{name: extra.TokenInfo.UserID, role: extra.TokenInfo.Scopes[0]}
+			actor, _ := extra.TokenInfo.Extra[actorExtra].(session.Actor)
+			p = principal{name: extra.TokenInfo.UserID, role: extra.TokenInfo.Scopes[0], actor: actor}
 		}
 	}
-	return mcpserver.Caller{Name: p.name, Role: p.role, MayDecide: p.atLeast(RoleApprover),
+	return mcpserver.Caller{Name: p.name, Role: p.role, Actor: p.actor, MayDecide: p.atLeast(RoleApprover),
 		MaySee: func(sess *cairn.Session) bool { return canSee(p, sess) }}
 }

@@ -307,10 +307,7 @@ type decisionsRequest struct {
 }
 
 func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
-	p, ok := require(w, r, RoleApprover, "deciding interrupts")
-	if !ok {
-		return
-	}
+	p := callerOf(r)
 	var req decisionsRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -328,6 +325,12 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("decisions[%d].interrupt_id is required", i))
 			return
 		}
+	}
+	// Who may decide is the runner's one decision point (Resume refuses
+	// with forbidden, not_an_approver or already_approved); a session the
+	// caller may not read answers as one that does not exist.
+	if !s.mayRead(w, r) {
+		return
 	}
 	sess, err := s.runner.Resume(turnContext(r), r.PathValue("id"), *req.Seq, req.Decisions, decidedBy(p))
 	if err != nil {

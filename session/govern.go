@@ -167,9 +167,18 @@ func (p Authority) MayDecide(a Actor, owner string, in *Interrupt, action Action
 	if a.Trusted() {
 		return false, nil
 	}
+	if a.Via == ViaCallback {
+		// A callback URL is signed for the one call it settles.
+		if action.Completes() {
+			return false, nil
+		}
+		return false, &Error{Code: CodeForbidden, Interrupt: in.ID, Message: fmt.Sprintf("a callback URL completes or fails its call; it does not %s", action)}
+	}
 	ask := in.Ask()
 	ownersOwn := ask.Decider == DeciderOwner && owner != "" && a.Name == owner
-	if !a.atLeast(RoleApprover) && !ownersOwn {
+	// An action link is issued to a receiver of approval requests: it
+	// decides as an approver (and, like one, only within the approvers).
+	if !a.atLeast(RoleApprover) && a.Via != ViaActionLink && !ownersOwn {
 		if ask.Decider == DeciderOwner {
 			return false, &Error{Code: CodeForbidden, Interrupt: in.ID,
 				Message: fmt.Sprintf("only the session's owner, an approver or an admin decides %s %s; %s is not", ask.Label, in.ID, describe(a))}

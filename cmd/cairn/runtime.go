@@ -43,7 +43,7 @@ func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptio
 			return nil, err
 		}
 	}
-	opts.Store, opts.Webhooks, opts.PublicURL = rt.store, cfg.Webhooks, cfg.PublicURL
+	opts.Store, opts.Webhooks, opts.PublicURL, opts.AdminOverride = rt.store, cfg.Webhooks, cfg.PublicURL, cfg.AdminOverride
 	if t := cfg.Temporal; t != nil {
 		blobs, ok := rt.store.(store.Blobs)
 		if !ok {

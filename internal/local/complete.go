@@ -212,7 +212,7 @@ func (r *Runner) Callback(ctx context.Context, token string, c Completion) (*ses
 	if _, err := r.issuedFor(ctx, claims.Session, claims.Nonce, "callback URL"); err != nil {
 		return nil, err
 	}
-	return r.Complete(ctx, claims.Session, claims.Interrupt, c, &TurnOptions{Actor: session.Actor{Name: "callback", Role: "callback"}})
+	return r.Complete(ctx, claims.Session, claims.Interrupt, c, &TurnOptions{Actor: session.Actor{Name: "callback", Role: "callback", Via: session.ViaCallback}})
 }
 
 // newCallbackSigner returns the store's callback signer, nil when the

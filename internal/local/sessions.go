@@ -127,6 +127,17 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 	return out, err
 }
 
+// MayDecide is cairn.Runner.MayDecide (documented there).
+func (r *Runner) MayDecide(a session.Actor, sess *session.Session, d session.Decision) error {
+	for i := range sess.Interrupts {
+		if in := &sess.Interrupts[i]; in.ID == d.InterruptID {
+			_, err := r.engineOpts.Authority.MayDecide(a, sess.Owner, in, d.Action)
+			return err
+		}
+	}
+	return nil
+}
+
 // approvalRetries bounds how often a request of approvals is applied again
 // after other approvals of the same calls won the race to the store.
 const approvalRetries = 32

@@ -272,7 +272,7 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	if opts != nil {
 		o = *opts
 	}
-	o.Actor = session.Actor{Name: link.Endpoint, Role: "action-link"}
+	o.Actor = session.Actor{Name: link.Endpoint, Role: "action-link", Subject: "action_link:" + link.Endpoint, Via: session.ViaActionLink}
 	d := session.Decision{InterruptID: link.InterruptID, Action: link.Action}
 	if link.Action == session.ActionReject {
 		d.Reason = cmp.Or(reason, "rejected through an action link")

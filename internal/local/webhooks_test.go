@@ -87,7 +87,7 @@ func TestWebhooksAnnounceAndActionLinksDecideOnce(t *testing.T) {
 	}
 	decided := rc.WaitFor(webhook.InterruptDecided, 1, 10*time.Second)[0]
 	dec := decided.Data.Decision
-	if dec == nil || dec.InterruptID != link.InterruptID || dec.Action != cairn.ActionApprove || !reflect.DeepEqual(dec.Actor, cairn.Actor{Name: "ops", Role: "action-link"}) {
+	if dec == nil || dec.InterruptID != link.InterruptID || dec.Action != cairn.ActionApprove || !reflect.DeepEqual(dec.Actor, cairn.Actor{Name: "ops", Role: "action-link", Subject: "action_link:ops", Via: cairn.ViaActionLink}) {
 		t.Fatalf("interrupt.decided = %+v", dec)
 	}
 	if done := rc.WaitFor(webhook.SessionCompleted, 1, 10*time.Second)[0]; done.Data.Output != "Result: Deleted test.txt" || done.Data.SessionID != s.ID {

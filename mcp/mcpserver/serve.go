@@ -28,6 +28,10 @@ type Caller struct {
 	// MayDecide: the caller may approve, reject and answer. A caller that
 	// may not gets the paused result; someone who may decides elsewhere.
 	MayDecide bool
+	// Actor is who the caller is to the runner's decision point and the
+	// audit trail; zero: {Name, Role} (the person who started the process
+	// over stdio, trusted).
+	Actor cairn.Actor
 	// MaySee reports whether the caller may resume a session (cairn_resume).
 	MaySee func(*cairn.Session) bool
 }
@@ -120,6 +124,14 @@ func agentDescription(a cairn.AgentInfo) string {
 	return d
 }
 
+// actor is who c is to the runner.
+func (c Caller) actor() cairn.Actor {
+	if c.Actor.IsZero() {
+		return cairn.Actor{Name: c.Name, Role: c.Role}
+	}
+	return c.Actor
+}
+
 func (s *server) caller(req *sdk.CallToolRequest) Caller {
 	if s.opts.Caller == nil {
 		return Caller{Name: "mcp", Role: "mcp", MayDecide: true}
@@ -134,7 +146,7 @@ func (s *server) run(ctx context.Context, req *sdk.CallToolRequest, agent, input
 		return res, nil, err
 	}
 	// The run goes on if the client goes away: its pause waits for anyone.
-	sess, err := s.r.Start(context.WithoutCancel(ctx), agent, input, &cairn.StartOptions{Owner: c.Name, Actor: cairn.Actor{Name: c.Name, Role: c.Role}})
+	sess, err := s.r.Start(context.WithoutCancel(ctx), agent, input, &cairn.StartOptions{Owner: c.Name, Actor: c.actor()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,7 +232,7 @@ func (s *server) answered(ctx context.Context, req *sdk.CallToolRequest, c Calle
 
 // apply records decisions, or the reply to a waiting agent, as c.
 func (s *server) apply(ctx context.Context, c Caller, sess *cairn.Session, ds []cairn.Decision, reply *string) (*cairn.Session, error) {
-	opts := &cairn.TurnOptions{Actor: cairn.Actor{Name: c.Name, Role: c.Role}}
+	opts := &cairn.TurnOptions{Actor: c.actor()}
 	if reply != nil {
 		return s.r.Send(context.WithoutCancel(ctx), sess.ID, *reply, sess.Seq, opts)
 	}
@@ -249,7 +261,7 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 		return nil, nil, fmt.Errorf("session %s belongs to another user", sess.ID)
 	}
 	turn := context.WithoutCancel(ctx)
-	opts := &cairn.TurnOptions{Actor: cairn.Actor{Name: c.Name, Role: c.Role}}
+	opts := &cairn.TurnOptions{Actor: c.actor()}
 	switch {
 	case in.Message != "" && len(in.Decisions) > 0:
 		return nil, nil, errors.New("give decisions or a message, not both")

@@ -13,8 +13,11 @@ See docs/clients.md.
 from ._client import CairnError, Client
 from ._types import (
     Action,
+    Actor,
     Agent,
     AgentTool,
+    Approval,
+    Approvers,
     Ask,
     CallbackReply,
     CancelScope,
@@ -40,13 +43,17 @@ from ._types import (
     StackFrame,
     Status,
     Usage,
+    Via,
     parse_time,
 )
 
 __all__ = [
     "Action",
+    "Actor",
     "Agent",
     "AgentTool",
+    "Approval",
+    "Approvers",
     "Ask",
     "CairnError",
     "CallbackReply",
@@ -74,5 +81,6 @@ __all__ = [
     "StackFrame",
     "Status",
     "Usage",
+    "Via",
     "parse_time",
 ]

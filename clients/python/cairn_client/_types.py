@@ -23,10 +23,11 @@ Mode = Literal["main", "tool", "interactive"]
 CancelScope = Literal["top", "all"]
 Decider = Literal["approver", "owner"]
 Field = Literal["reason", "text", "content", "arguments", "output"]
+Via = Literal["token", "oidc", "action_link", "callback"]
 EventType = Literal[
     "session_started", "user_message", "model_response", "approval_requested", "input_requested",
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
-    "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
+    "approval_added", "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
     "output_rejected", "turn_paused", "turn_completed", "turn_failed", "turn_cancelled",
     "turn_interrupted", "model_delta", "model_deltas_skipped",
 ]
@@ -129,6 +130,37 @@ class Ask:
 
 
 @dataclass
+class Actor:
+    """Who acted: a person (``via`` says how they signed in) or, with no ``via``, the program."""
+
+    name: str = ""
+    role: str = ""
+    subject: str = ""
+    issuer: str = ""
+    groups: List[str] = field(default_factory=_empty)
+    tenant: str = ""
+    via: Optional[Via] = None
+    override: bool = False
+
+
+@dataclass
+class Approvers:
+    """Who may approve a call: a member of ``groups``, ``count`` distinct people, not the requester."""
+
+    groups: List[str] = field(default_factory=_empty)
+    count: int = 0
+    not_requester: bool = False
+
+
+@dataclass
+class Approval:
+    """One person's approval of a call that needs several."""
+
+    actor: Optional[Actor] = None
+    at: Optional[datetime.datetime] = None
+
+
+@dataclass
 class Interrupt:
     """Something a person (or a system) must decide before the session goes on.
 
@@ -155,6 +187,10 @@ class Interrupt:
     in_doubt: bool = False
     idempotency_key: str = ""
     expires_at: Optional[datetime.datetime] = None
+    approvers: Optional[Approvers] = None
+    required: int = 0
+    approvals: List[Approval] = field(default_factory=_empty)
+    requested_by: List[Actor] = field(default_factory=_empty)
     truncated: Optional[List[str]] = None
     ask: Optional[Ask] = None
     session_id: str = ""

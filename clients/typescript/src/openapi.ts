@@ -486,7 +486,7 @@ export interface components {
             events: null | {
                 seq: number;
                 /** @enum {string} */
-                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -527,6 +527,38 @@ export interface components {
             idempotency_key?: string;
             /** Format: date-time */
             expires_at: null | string;
+            approvers?: null | {
+                groups?: null | string[];
+                count?: number;
+                not_requester?: boolean;
+            };
+            required?: number;
+            approvals?: null | {
+                actor: {
+                    name?: string;
+                    role?: string;
+                    subject?: string;
+                    issuer?: string;
+                    groups?: null | string[];
+                    tenant?: string;
+                    /** @enum {string} */
+                    via?: "token" | "oidc" | "action_link" | "callback";
+                    override?: boolean;
+                };
+                /** Format: date-time */
+                at: string;
+            }[];
+            requested_by?: null | {
+                name?: string;
+                role?: string;
+                subject?: string;
+                issuer?: string;
+                groups?: null | string[];
+                tenant?: string;
+                /** @enum {string} */
+                via?: "token" | "oidc" | "action_link" | "callback";
+                override?: boolean;
+            }[];
             truncated?: null | string[];
             /** @description how a person is asked about it: render any kind from this */
             ask: {
@@ -614,6 +646,38 @@ export interface components {
             idempotency_key?: string;
             /** Format: date-time */
             expires_at: null | string;
+            approvers?: null | {
+                groups?: null | string[];
+                count?: number;
+                not_requester?: boolean;
+            };
+            required?: number;
+            approvals?: null | {
+                actor: {
+                    name?: string;
+                    role?: string;
+                    subject?: string;
+                    issuer?: string;
+                    groups?: null | string[];
+                    tenant?: string;
+                    /** @enum {string} */
+                    via?: "token" | "oidc" | "action_link" | "callback";
+                    override?: boolean;
+                };
+                /** Format: date-time */
+                at: string;
+            }[];
+            requested_by?: null | {
+                name?: string;
+                role?: string;
+                subject?: string;
+                issuer?: string;
+                groups?: null | string[];
+                tenant?: string;
+                /** @enum {string} */
+                via?: "token" | "oidc" | "action_link" | "callback";
+                override?: boolean;
+            }[];
             truncated?: null | string[];
             /** @description how a person is asked about it: render any kind from this */
             ask: {
