@@ -293,3 +293,23 @@ func TestApproversNeedAnApproval(t *testing.T) {
 		t.Fatalf("approvers on a tool that never asks: %v", err)
 	}
 }
+
+// An agent's Approvers apply to its tools that name none of their own.
+func TestAgentApprovers(t *testing.T) {
+	restart := cairn.NewTool(&cairn.Tool{Name: "restart", Approval: cairn.Always()},
+		func(ctx context.Context, a struct{}) (string, error) { return "restarted", nil })
+	model := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "restart", Arguments: `{}`}}}, scripted.Reply{Text: "ok"})
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: model, Tools: []*cairn.Tool{restart},
+		Approvers: &cairn.Approvers{Groups: []string{"sre"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	s, err := runner.Start(context.Background(), "ops", "restart it", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := s.Interrupts[0]; in.Approvers == nil || in.Approvers.Groups[0] != "sre" {
+		t.Fatalf("the agent's approvers did not reach its tool: %+v", in.Approvers)
+	}
+}

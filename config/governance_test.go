@@ -1,0 +1,103 @@
+package config_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/config"
+)
+
+const governanceConfig = `store: memory
+auth:
+  admin_override: true
+  tokens:
+    - {name: ana, token_env: ANA_TOKEN, role: approver, groups: [sre], tenant: acme}
+    - {name: ana-phone, token_env: ANA2_TOKEN, role: approver, subject: ana, groups: [sre]}
+models:
+  default: {provider: scripted, script: [{tool_calls: [{name: refund, arguments: {amount: 5000}}]}, {text: "{{.LastResult}}"}]}
+tools:
+  refund:
+    parameters: {type: object, properties: {amount: {type: number}}}
+    builtin: echo
+    approval: always
+    approvers: {groups: [finance], not_requester: true}
+    approval_rules:
+      - {if: 'args.amount > 1000', groups: [finance-leads], count: 2}
+  restart:
+    builtin: echo
+    approval: always
+agents:
+  main: {model: default, tools: [refund, restart], approvers: {groups: [sre]}}
+`
+
+func governanceEnv(name string) (string, bool) {
+	switch name {
+	case "ANA_TOKEN":
+		return "ana-token-0000000000000000000000", true
+	case "ANA2_TOKEN":
+		return "ana-token-1111111111111111111111", true
+	}
+	return "", false
+}
+
+// Tokens carry subject, groups and tenant; a tool's approval_rules (CEL
+// over args, first match) win over its approvers, and an agent's approvers
+// apply to its tools that name none.
+func TestGovernanceConfig(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "cairn.yaml"), []byte(governanceConfig), governanceEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AdminOverride {
+		t.Error("auth.admin_override not read")
+	}
+	ana, phone := cfg.Tokens[0], cfg.Tokens[1]
+	if ana.Subject != "ana" || ana.Tenant != "acme" || len(ana.Groups) != 1 || phone.Subject != "ana" {
+		t.Fatalf("tokens %+v %+v", ana, phone)
+	}
+	r, err := cairn.NewRunner(cfg.Agents, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, err := r.Start(context.Background(), "main", "refund order 7", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := s.Interrupts[0]
+	if in.Required != 2 || in.Approvers == nil || in.Approvers.Groups[0] != "finance-leads" || in.Approvers.NotRequester {
+		t.Fatalf("a refund over 1,000: required %d, approvers %+v", in.Required, in.Approvers)
+	}
+	restart := cfg.Agents[0].Tools[1]
+	if restart.Approvers != nil {
+		t.Fatalf("restart names no approvers of its own: %+v", restart.Approvers)
+	}
+	if cfg.Agents[0].Approvers == nil || cfg.Agents[0].Approvers.Groups[0] != "sre" {
+		t.Fatalf("the agent's approvers: %+v", cfg.Agents[0].Approvers)
+	}
+}
+
+func TestGovernanceConfigMistakes(t *testing.T) {
+	for _, c := range []struct{ name, from, to, says string }{
+		{"approvers without approval", "    approval: always\n    approvers:", "    approvers:", "tools.refund.approvers: says who approves calls that never wait"},
+		{"a rule without if", "{if: 'args.amount > 1000', groups", "{groups", "tools.refund.approval_rules[0].if: is required"},
+		{"a rule that is not CEL", "args.amount > 1000", "args.amount >", "tools.refund.approval_rules[0].if: not a valid CEL condition"},
+		{"a negative count", "count: 2", "count: -1", "tools.refund.approval_rules[0].count: -1 is negative"},
+		{"an empty group", "groups: [sre]}}", "groups: ['']}}", "agents.main.approvers.groups[0]: is empty"},
+		{"an unknown key", "not_requester: true}", "not_requestor: true}", `did you mean "not_requester"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(governanceConfig, c.from, c.to, 1)
+			if src == governanceConfig {
+				t.Fatalf("%q is not in the config", c.from)
+			}
+			_, err := config.Parse(filepath.Join(t.TempDir(), "cairn.yaml"), []byte(src), governanceEnv)
+			if err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("got %v, want it to say %q", err, c.says)
+			}
+		})
+	}
+}
