@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 type refundArgs struct {
@@ -311,5 +314,80 @@ func TestAgentApprovers(t *testing.T) {
 	}
 	if in := s.Interrupts[0]; in.Approvers == nil || in.Approvers.Groups[0] != "sre" {
 		t.Fatalf("the agent's approvers did not reach its tool: %+v", in.Approvers)
+	}
+}
+
+// Sixteen people approve at once, through two runners on one SQLite file,
+// a call that needs three approvals: the tool runs once, after exactly
+// three distinct approvals; each other approval is refused (the call was
+// decided) and none is lost or counted twice.
+func TestFourEyesConcurrentApprovals(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	var runs atomic.Int32
+	runners := make([]*cairn.Runner, 2)
+	for i := range runners {
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		refund := cairn.NewTool(&cairn.Tool{Name: "refund", Approval: cairn.Always(), Approvers: &cairn.Approvers{Count: 3}},
+			func(ctx context.Context, a refundArgs) (string, error) {
+				runs.Add(1)
+				return "refunded", nil
+			})
+		model := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "refund", Arguments: `{"amount":5}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
+		runners[i], err = cairn.NewRunner([]*cairn.Agent{{Name: "billing", Model: model, Tools: []*cairn.Tool{refund}}}, &cairn.RunnerOptions{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = runners[i].Close() })
+	}
+	s, err := runners[0].Start(ctx, "billing", "refund", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			_, err := runners[i%2].Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}},
+				&cairn.TurnOptions{Actor: person(fmt.Sprintf("p%02d", i), "approver")})
+			errs <- err
+		}()
+	}
+	var ok, decided int
+	for range 16 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, cairn.ErrAlreadyDecided), errors.Is(err, cairn.ErrUnknownInterrupt):
+			decided++
+		default:
+			t.Errorf("an approval failed otherwise: %v", err)
+		}
+	}
+	events, err := runners[1].Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added, decisions int
+	people := map[string]bool{}
+	for _, ev := range events {
+		p, _ := session.DecodeEvent(ev)
+		switch p := p.(type) {
+		case *session.ApprovalAdded:
+			added++
+			people[p.Actor.Name] = true
+		case *session.DecisionMade:
+			decisions++
+			people[p.Actor.Name] = true
+			if len(p.Approvals) != 3 {
+				t.Errorf("the decision lists %d approvals", len(p.Approvals))
+			}
+		}
+	}
+	if runs.Load() != 1 || added != 2 || decisions != 1 || len(people) != 3 || ok != 3 || decided != 13 {
+		t.Fatalf("%d runs, %d approval_added, %d decisions by %d people; %d approvals answered ok, %d refused as decided", runs.Load(), added, decisions, len(people), ok, decided)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/cairnhq/cairn/model/gemini"
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -321,5 +322,55 @@ func TestProviderDataCrossesTheWorkflow(t *testing.T) {
 				t.Fatalf("the approval: %+v (%+v)", decided, decided.result)
 			}
 		})
+	}
+}
+
+// Who may decide holds on the workflow as on the local driver (the engine
+// asks session.Authority): the wrong group is rejected by the validator,
+// an approval of two leaves the interrupt pending, the same person again is
+// already_approved, and a second person's approval at the first seq runs
+// the tool once.
+func TestFourEyesOnTheWorkflow(t *testing.T) {
+	f := &fixture{t: t, store: store.NewMemory()}
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(),
+		Approvers: &cairn.Approvers{Groups: []string{"sre"}, Count: 2}},
+		func(ctx context.Context, a deployArgs) (string, error) {
+			f.runs.Add(1)
+			return "deployed to " + a.Env, nil
+		})
+	f.start(&cairn.Agent{Name: "ops", Model: scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{deploy}})
+	who := func(name string, groups ...string) session.Actor {
+		return session.Actor{Name: name, Subject: name, Role: session.RoleApprover, Groups: groups, Via: session.ViaToken}
+	}
+	var seq int64
+	var in string
+	var dev, ana, anaAgain, bob *outcome
+	f.run("ses_wf4",
+		func() {
+			s := f.session("ses_wf4")
+			seq, in = s.Seq, s.Interrupts[0].ID
+			approve := []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}
+			dev = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("dev", "dev")})
+			ana = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("ana", "sre")})
+		},
+		func() {
+			approve := []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}
+			anaAgain = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("ana", "sre")})
+			bob = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("bob", "sre")})
+		},
+	)
+	if dev == nil || dev.rejected == nil || !strings.Contains(dev.rejected.Error(), "member of sre") {
+		t.Fatalf("the wrong group: %+v", dev)
+	}
+	if ana == nil || ana.err != nil || ana.result == nil || ana.result.Status != cairn.StatusPaused || len(ana.result.Interrupts[0].Approvals) != 1 {
+		t.Fatalf("the first approval: %+v", ana)
+	}
+	if anaAgain == nil || anaAgain.rejected == nil || !strings.Contains(anaAgain.rejected.Error(), "ana approved") {
+		t.Fatalf("the same person again: %+v", anaAgain)
+	}
+	if bob == nil || bob.err != nil || bob.result == nil || bob.result.Status != cairn.StatusCompleted || f.runs.Load() != 1 {
+		t.Fatalf("the second approval: %+v, %d runs", bob, f.runs.Load())
 	}
 }
