@@ -131,7 +131,6 @@ type TokenConfig struct {
 	// one subject are one person (an approval counts once).
 	Subject string   `yaml:"subject"`
 	Groups  []string `yaml:"groups"`
-	Tenant  string   `yaml:"tenant"`
 }
 
 // ApproversConfig says who may approve a tool's calls.

@@ -14,7 +14,7 @@ const governanceConfig = `store: memory
 auth:
   admin_override: true
   tokens:
-    - {name: ana, token_env: ANA_TOKEN, role: approver, groups: [sre], tenant: acme}
+    - {name: ana, token_env: ANA_TOKEN, role: approver, groups: [sre]}
     - {name: ana-phone, token_env: ANA2_TOKEN, role: approver, subject: ana, groups: [sre]}
 models:
   default: {provider: scripted, script: [{tool_calls: [{name: refund, arguments: {amount: 5000}}]}, {text: "{{.LastResult}}"}]}
@@ -55,7 +55,7 @@ func TestGovernanceConfig(t *testing.T) {
 		t.Error("auth.admin_override not read")
 	}
 	ana, phone := cfg.Tokens[0], cfg.Tokens[1]
-	if ana.Subject != "ana" || ana.Tenant != "acme" || len(ana.Groups) != 1 || phone.Subject != "ana" {
+	if ana.Subject != "ana" || len(ana.Groups) != 1 || phone.Subject != "ana" {
 		t.Fatalf("tokens %+v %+v", ana, phone)
 	}
 	r, err := cairn.NewRunner(cfg.Agents, nil)

@@ -261,10 +261,9 @@ type Token struct {
 	Secret string
 	// Role is user, approver or admin.
 	Role string
-	// Subject (default: Name), Groups and Tenant describe the person.
+	// Subject (default: Name) and Groups describe the person.
 	Subject string
 	Groups  []string
-	Tenant  string
 }
 
 func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
@@ -302,7 +301,7 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 				return nil, l.errf("auth.tokens", "tokens[%d].groups[%d] is empty", i, j)
 			}
 		}
-		out = append(out, Token{Name: name, Secret: secret, Role: t.Role, Subject: cmp.Or(t.Subject, name), Groups: t.Groups, Tenant: t.Tenant})
+		out = append(out, Token{Name: name, Secret: secret, Role: t.Role, Subject: cmp.Or(t.Subject, name), Groups: t.Groups})
 	}
 	return out, nil
 }

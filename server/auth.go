@@ -34,8 +34,6 @@ type Token struct {
 	// Groups the holder is in: interrupts whose approvers name groups are
 	// decided only by their members.
 	Groups []string
-	// Tenant the holder acts in.
-	Tenant string
 }
 
 // principal is the authenticated caller of a request.
@@ -108,7 +106,7 @@ func (s *Server) lookup(secret string) (principal, bool) {
 		eq := subtle.ConstantTimeCompare(got[:], want[:])
 		if eq == 1 {
 			match = principal{name: t.Name, role: t.Role, actor: session.Actor{Name: t.Name, Role: t.Role,
-				Subject: cmp.Or(t.Subject, t.Name), Groups: t.Groups, Tenant: t.Tenant, Via: session.ViaToken}}
+				Subject: cmp.Or(t.Subject, t.Name), Groups: t.Groups, Via: session.ViaToken}}
 		}
 		found |= eq
 	}

@@ -243,7 +243,7 @@ func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledge
 func serverTokens(ts []config.Token) []server.Token {
 	out := make([]server.Token, len(ts))
 	for i, t := range ts {
-		out[i] = server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role, Subject: t.Subject, Groups: t.Groups, Tenant: t.Tenant}
+		out[i] = server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role, Subject: t.Subject, Groups: t.Groups}
 	}
 	return out
 }
