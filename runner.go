@@ -252,6 +252,13 @@ func (r *Runner) MayDecide(actor Actor, s *Session, d Decision) error {
 	return r.rt.MayDecide(actor, s, d)
 }
 
+// Decides reports whether actor decides in, an interrupt of a session
+// owned by owner: may take every action it offers (session.Authority.Decides).
+// The inbox shows what a person decides apart from what they may only see.
+func (r *Runner) Decides(actor Actor, owner string, in *Interrupt) bool {
+	return r.rt.Decides(actor, owner, in)
+}
+
 // Shutdown drains the runner: it takes no new turns and no takeovers, lets
 // the running turns finish until ctx ends, then stops the rest at their next
 // step (a model call in flight is dropped; a tool in flight is waited for)

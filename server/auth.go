@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairnhq/cairn"
@@ -200,6 +201,23 @@ func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (*cairn.Sess
 		return nil, false
 	}
 	return sess, true
+}
+
+// forCaller is sess as p sees it: each pending interrupt says whether p
+// may decide it (MayDecide, from the runner's decision point), so every
+// front end shows what a person may decide apart from what they may only
+// see without deciding that itself. sess is not changed.
+func (s *Server) forCaller(p principal, sess *cairn.Session) *cairn.Session {
+	if sess == nil || len(sess.Interrupts) == 0 {
+		return sess
+	}
+	out := *sess
+	out.Interrupts = slices.Clone(sess.Interrupts)
+	for i := range out.Interrupts {
+		may := s.runner.Decides(p.actor, sess.Owner, &out.Interrupts[i])
+		out.Interrupts[i].MayDecide = &may
+	}
+	return &out
 }
 
 // decidedBy is the turn option that records p as who decides.

@@ -22,18 +22,18 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	p := callerOf(r)
 	pump(ctx, s, w, flush, 0, s.runner.Changes,
-		func(c session.Change) []byte { return changeMessage(p, c) }, ": following every session\n\n")
+		func(c session.Change) []byte { return s.changeMessage(p, c) }, ": following every session\n\n")
 }
 
 // changeMessage is the SSE message of c for p, or nil when p may not see it.
-func changeMessage(p principal, c session.Change) []byte {
+func (s *Server) changeMessage(p principal, c session.Change) []byte {
 	if c.Resync {
 		return []byte("event: resync\ndata: {}\n\n")
 	}
 	if !canSee(p, c.Session) {
 		return nil
 	}
-	data, err := json.Marshal(previewSession(c.Session))
+	data, err := json.Marshal(s.forCaller(p, previewSession(c.Session)))
 	if err != nil {
 		return nil
 	}

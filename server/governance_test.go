@@ -131,6 +131,15 @@ func TestGovernanceOverREST(t *testing.T) {
 		}
 		unchanged(c.who)
 	}
+	// Each caller is told what they may decide apart from what they may only see.
+	for who, may := range map[string]bool{"dev": false, "ana": true, "uma": false} {
+		_, got := e.as(who, "GET", "/v1/sessions/"+id, "")
+		_, inbox := e.as(who, "GET", "/v1/interrupts", "")
+		listed, _ := inbox["interrupts"].([]any)
+		if interrupts(got)[0]["may_decide"] != may || len(listed) != 1 || listed[0].(map[string]any)["may_decide"] != may {
+			t.Errorf("%s: may_decide %v in the session, %v in the inbox; want %v", who, interrupts(got)[0]["may_decide"], listed, may)
+		}
+	}
 	status, one := e.as("ana", "POST", path, approve(seq))
 	if status != 200 || one["status"] != "paused" || e.runs.Load() != 0 {
 		t.Fatalf("the first approval: %d %v", status, one)

@@ -230,12 +230,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, sess)
+	writeJSON(w, http.StatusCreated, s.forCaller(callerOf(r), sess))
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if sess, ok := s.ownSession(w, r); ok {
-		writeJSON(w, http.StatusOK, sess)
+		writeJSON(w, http.StatusOK, s.forCaller(callerOf(r), sess))
 	}
 }
 
@@ -270,7 +270,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	visible := list[:0]
 	for _, sess := range list {
 		if canSee(p, sess) {
-			visible = append(visible, previewSession(sess))
+			visible = append(visible, s.forCaller(p, previewSession(sess)))
 		}
 	}
 	writeListing(w, r, map[string]any{"sessions": visible, "next_cursor": nextCursor(next)})
@@ -298,7 +298,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, s.forCaller(callerOf(r), sess))
 }
 
 type decisionsRequest struct {
@@ -337,7 +337,7 @@ func (s *Server) postDecisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, s.forCaller(callerOf(r), sess))
 }
 
 type invokeRequest struct {
@@ -405,7 +405,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, s.forCaller(callerOf(r), sess))
 }
 
 func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
@@ -436,8 +436,11 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	p := callerOf(r)
 	for i := range list {
 		list[i].Interrupt, _ = previewInterrupt(list[i].Interrupt)
+		may := s.runner.Decides(p.actor, "", &list[i].Interrupt) // the inbox is an approver's: the owner does not matter
+		list[i].MayDecide = &may
 	}
 	writeListing(w, r, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
 }

@@ -229,15 +229,19 @@ func (p Authority) MayDecide(a Actor, owner string, in *Interrupt, action Action
 	return override, nil
 }
 
-// MayDecideAny reports whether a may decide in at all (some action it
-// offers): what the inbox shows as to decide rather than to see.
-func (p Authority) MayDecideAny(a Actor, owner string, in *Interrupt) bool {
-	for _, c := range in.Ask().Choices {
-		if _, err := p.MayDecide(a, owner, in, c.Action); err == nil {
-			return true
+// Decides reports whether a decides in: may take every action it offers
+// (the requester of a call under separation of duties may still reject it,
+// and someone who approved a four-eyes call may not approve it again, but
+// neither decides it). The inbox shows what a person decides apart from
+// what they may only see.
+func (p Authority) Decides(a Actor, owner string, in *Interrupt) bool {
+	choices := in.Ask().Choices
+	for _, c := range choices {
+		if _, err := p.MayDecide(a, owner, in, c.Action); err != nil {
+			return false
 		}
 	}
-	return false
+	return len(choices) > 0 || in.Ask().Reply
 }
 
 func describe(a Actor) string {

@@ -135,6 +135,10 @@ type Interrupt struct {
 	Required    int        `json:"required,omitempty"`
 	Approvals   []Approval `json:"approvals,omitempty"`
 	RequestedBy []Actor    `json:"requested_by,omitempty"`
+	// MayDecide, in an answer of the HTTP API, says whether the caller may
+	// decide it (the runner's decision point; false: they may only see
+	// it). Never recorded.
+	MayDecide *bool `json:"may_decide,omitempty"`
 	// Truncated, in a listing, names the fields shown as a preview
 	// ("arguments", "message", "question", "text"); a preview of arguments
 	// is a string. The session has them whole.
@@ -153,6 +157,7 @@ func recordedAll(ins []Interrupt) []recorded {
 	}
 	out := make([]recorded, len(ins))
 	for i, in := range ins {
+		in.MayDecide = nil // the caller's, not the session's
 		out[i] = recorded(in)
 	}
 	return out

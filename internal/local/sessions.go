@@ -138,6 +138,11 @@ func (r *Runner) MayDecide(a session.Actor, sess *session.Session, d session.Dec
 	return nil
 }
 
+// Decides is cairn.Runner.Decides (documented there).
+func (r *Runner) Decides(a session.Actor, owner string, in *session.Interrupt) bool {
+	return r.engineOpts.Authority.Decides(a, owner, in)
+}
+
 // approvalRetries bounds how often a request of approvals is applied again
 // after other approvals of the same calls won the race to the store.
 const approvalRetries = 32

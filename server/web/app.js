@@ -387,11 +387,28 @@ function interruptCard(s, it, agent) {
     it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
     it.arguments !== undefined && !ask.reply && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
     ask.warning && el('div', { class: 'warning' }, ask.warning),
+    whoDecides(it),
     el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
       it.expires_at ? ' · ' : '', it.expires_at ? el('span', { class: 'expiry', dataset: { at: it.expires_at } }, countdown(it.expires_at)) : ''),
     actions(s, it, agent, card, error),
     error].filter(Boolean));
   return card;
+}
+
+// whoDecides says who may approve a call (its approvers) and, for one
+// that needs several people, who approved it so far: "1 of 2 approvals:
+// ana". Nothing for an interrupt any approver decides.
+function whoDecides(it) {
+  const a = it.approvers;
+  if (!a && !it.required) return null;
+  const parts = [];
+  if (a && a.groups && a.groups.length) parts.push('Decided by a member of ' + a.groups.join(' or '));
+  if (a && a.not_requester) parts.push('not by who asked for it' + ((it.requested_by || []).length ? ' (' + it.requested_by.map((p) => p.name || p.subject).join(', ') + ')' : ''));
+  if (it.required) {
+    const got = (it.approvals || []).map((p) => p.actor.name || p.actor.subject);
+    parts.push(got.length + ' of ' + it.required + ' approvals' + (got.length ? ': ' + got.join(', ') + ' approved' : ''));
+  }
+  return el('p', { class: 'approvers' }, parts.join(' · '));
 }
 
 // requestText is the session's request (the start of the user's last
@@ -470,8 +487,10 @@ function actions(s, it, agent, card, error) {
     box.append(text, el('button', { class: 'primary', onclick: () => reply(s, text.value, error) }, 'Reply'));
     return box;
   }
-  if (!canDecide()) {
-    box.append(el('span', { class: 'muted' }, 'An approver decides this.'));
+  if (!canDecide() || it.may_decide === false) {
+    // The server says who may decide (its one decision point): a card
+    // another person decides is shown, without buttons.
+    box.append(el('span', { class: 'muted may-see' }, it.may_decide === false ? 'You may see this; someone else decides it.' : 'An approver decides this.'));
     return box;
   }
   if (ask.link) box.append(el('a', { class: 'url', href: ask.link, target: '_blank', rel: 'noopener noreferrer' }, 'Open ' + ask.link));

@@ -191,6 +191,7 @@ class Interrupt:
     required: int = 0
     approvals: List[Approval] = field(default_factory=_empty)
     requested_by: List[Actor] = field(default_factory=_empty)
+    may_decide: Optional[bool] = None
     truncated: Optional[List[str]] = None
     ask: Optional[Ask] = None
     session_id: str = ""

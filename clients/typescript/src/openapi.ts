@@ -559,6 +559,7 @@ export interface components {
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
             }[];
+            may_decide?: null | boolean;
             truncated?: null | string[];
             /** @description how a person is asked about it: render any kind from this */
             ask: {
@@ -678,6 +679,7 @@ export interface components {
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
             }[];
+            may_decide?: null | boolean;
             truncated?: null | string[];
             /** @description how a person is asked about it: render any kind from this */
             ask: {
