@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,18 @@ func TestBrowserWhoDecides(t *testing.T) {
 	_, refund := apiCall(t, "POST", base+"/v1/sessions", tokens["uma"], `{"agent":"billing","input":"refund order 42 (large)"}`)
 	_, deploy := apiCall(t, "POST", base+"/v1/sessions", tokens["ana"], `{"agent":"ops","input":"ship it"}`)
 	refundID, deployID := refund["id"].(string), deploy["id"].(string)
+
+	// The CLI shows it the same way, and refuses as the API does.
+	cli := func(who string, args ...string) (string, error) {
+		out, err := exec.Command(binary, append([]string{"sessions", "--server", base, "--token", tokens[who]}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cli("ana", "list", "--status", "paused"); err != nil || !strings.Contains(out, "[finance-leads, 0 of 2 approvals] (you may see this; someone else decides it)") {
+		t.Fatalf("cairn sessions list as ana: %v\n%s", err, out)
+	}
+	if out, err := cli("ana", "approve", refundID); err == nil || !strings.Contains(out, "not_an_approver") && !strings.Contains(out, "member of finance-leads") {
+		t.Fatalf("cairn sessions approve as ana: %v\n%s", err, out)
+	}
 
 	// One person at a time in the tab: the page keeps its token per tab
 	// (sessionStorage), so signing in as another starts with it cleared.

@@ -241,6 +241,12 @@ func askLine(in cairn.Interrupt) string {
 	if ask.Reply {
 		return line + " (reply with cairn sessions send)"
 	}
+	if who := whoDecides(in); who != "" {
+		line += " [" + who + "]"
+	}
+	if in.MayDecide != nil && !*in.MayDecide {
+		return line + " (you may see this; someone else decides it)"
+	}
 	var cmds []string
 	for _, c := range ask.Choices {
 		cmd := string(c.Action)
@@ -260,6 +266,27 @@ func askLine(in cairn.Interrupt) string {
 		line += " (" + strings.Join(cmds, ", ") + ")"
 	}
 	return line
+}
+
+// whoDecides says who may approve a call and its approvals so far, as the
+// page does: "finance-leads, 1 of 2 approvals: fin1".
+func whoDecides(in cairn.Interrupt) string {
+	var parts []string
+	if a := in.Approvers; a != nil && len(a.Groups) > 0 {
+		parts = append(parts, strings.Join(a.Groups, " or "))
+	}
+	if in.Required > 1 {
+		var names []string
+		for _, ap := range in.Approvals {
+			names = append(names, ap.Actor.Who())
+		}
+		got := fmt.Sprintf("%d of %d approvals", len(in.Approvals), in.Required)
+		if len(names) > 0 {
+			got += ": " + strings.Join(names, ", ")
+		}
+		parts = append(parts, got)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // brief is one line on what a session waits for, or what it said.
