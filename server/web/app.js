@@ -490,7 +490,7 @@ function actions(s, it, agent, card, error) {
   if (!canDecide() || it.may_decide === false) {
     // The server says who may decide (its one decision point): a card
     // another person decides is shown, without buttons.
-    box.append(el('span', { class: 'muted may-see' }, it.may_decide === false ? 'You may see this; someone else decides it.' : 'An approver decides this.'));
+    box.append(el('span', { class: 'muted may-see' }, canDecide() ? 'You may see this; someone else decides it.' : 'An approver decides this.'));
     return box;
   }
   if (ask.link) box.append(el('a', { class: 'url', href: ask.link, target: '_blank', rel: 'noopener noreferrer' }, 'Open ' + ask.link));
