@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -123,8 +124,40 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 		if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
 			return nil, decided
 		}
+		if r.driver != nil {
+			if decided := r.decidedInMirror(ctx, sessionID, decisions); decided != nil {
+				return nil, decided
+			}
+		}
 	}
 	return out, err
+}
+
+// decidedInMirror waits a little for a durable driver's store mirror: its
+// workflow refused a decision because another was just applied, which the
+// mirror writes a moment later. It says so as decidedBefore does; nil
+// once the mirror shows the session waiting on none of the interrupts
+// named without such a decision (the refusal was for another reason), or
+// after two seconds.
+func (r *Runner) decidedInMirror(ctx context.Context, sessionID string, decisions []session.Decision) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
+			return decided
+		}
+		sess, err := r.Session(ctx, sessionID)
+		lagging := err == nil && (sess.Status == session.StatusRunning || slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool {
+			return slices.ContainsFunc(decisions, func(d session.Decision) bool { return d.InterruptID == in.ID })
+		}))
+		if !lagging || !time.Now().Before(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // MayDecide is cairn.Runner.MayDecide (documented there).
