@@ -195,7 +195,9 @@ func (r *Runner) ReadActionLink(ctx context.Context, token string) (*ActionLink,
 // runs the session on like Resume. reason, on reject, is shown to the
 // model. ErrConflict when the interrupt no longer waits (the link was used,
 // or someone decided another way); ErrExpired, ErrInvalidLink, ErrGone as
-// ReadActionLink. opts may be nil; its Actor is replaced by the link's.
+// ReadActionLink. opts may be nil. The link decides as its receiver (the
+// webhook's Name and Groups, Via action_link) unless opts.Actor is a person
+// (Via set), signed in to follow it: then they decide, checked as such.
 func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opts *TurnOptions) (*Session, error) {
 	return r.rt.FollowActionLink(ctx, token, reason, opts.rt())
 }

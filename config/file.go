@@ -102,6 +102,9 @@ type WebhookConfig struct {
 	Events []webhook.EventType `yaml:"events"`
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout string `yaml:"timeout"`
+	// Groups are the approver groups the receiver speaks for (its action
+	// links decide as a member of them).
+	Groups []string `yaml:"groups"`
 }
 
 // MCPServerConfig is one MCP server: a command speaking MCP on stdio, or

@@ -166,7 +166,7 @@ func (l *loader) webhooks(f *File) ([]webhook.Subscription, error) {
 			return nil, l.errf("webhooks", "%s: the name %q is used twice; give each endpoint its own name", key, name)
 		}
 		names[name] = true
-		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout})
+		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout, Groups: w.Groups})
 	}
 	return out, nil
 }

@@ -106,7 +106,13 @@ func (s *Server) followAction(w http.ResponseWriter, r *http.Request) {
 		}
 		reason = strings.TrimSpace(r.PostForm.Get("reason"))
 	}
-	sess, err := s.runner.FollowActionLink(turnContext(r), r.PathValue("token"), reason, nil)
+	// A person signed in to follow the link (a bearer token) decides as
+	// themselves; otherwise the link decides as its receiver.
+	var opts *cairn.TurnOptions
+	if p, ok := s.bearer(r); ok {
+		opts = decidedBy(p)
+	}
+	sess, err := s.runner.FollowActionLink(turnContext(r), r.PathValue("token"), reason, opts)
 	if err != nil {
 		s.actionRefused(w, r, err)
 		return

@@ -88,6 +88,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// bearer is the caller a request's bearer token names, if it names one
+// (on a route that needs none, such as an action link).
+func (s *Server) bearer(r *http.Request) (principal, bool) {
+	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	secret = strings.TrimSpace(secret)
+	if len(s.tokens) == 0 || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return principal{}, false
+	}
+	return s.lookup(secret)
+}
+
 // public reports whether path needs no token: liveness, the API's
 // description, the web page's files (the page asks for a token and sends
 // it with each API call) action links and callback URLs (the signed URL is the credential).

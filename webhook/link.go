@@ -23,7 +23,9 @@ type ActionLink struct {
 	// Action is session.ActionApprove or session.ActionReject.
 	Action session.Action
 	// Endpoint is the webhook the link was sent to; the decision's actor
-	// names it ({"name": Endpoint, "role": "action-link"}).
+	// names it ({"name": Endpoint, "role": "action-link", "via":
+	// "action_link"}, with the endpoint's Groups), unless a signed-in
+	// person follows it (then they are the actor).
 	Endpoint string
 	// ExpiresAt is the interrupt's deadline; nil: the link lasts while the
 	// interrupt waits.

@@ -26,6 +26,12 @@ type Subscription struct {
 	// stops mid-delivery leaves the message to another (or to itself,
 	// restarted) about 10 s after the timeout.
 	Timeout time.Duration
+	// Groups are the approver groups the receiver speaks for: its action
+	// links decide as a member of them, and it gets links only for the
+	// interrupts such a member decides (those with no approver groups, or
+	// with one of these). Empty: links only for interrupts that name no
+	// approver groups.
+	Groups []string
 }
 
 // Wants reports whether s hears events of type typ.

@@ -95,4 +95,7 @@ type Data struct {
 type Actions struct {
 	Approve string `json:"approve,omitempty"`
 	Reject  string `json:"reject,omitempty"`
+	// SpeaksFor are the approver groups the links decide for (the
+	// receiver's configured groups).
+	SpeaksFor []string `json:"speaks_for,omitempty"`
 }

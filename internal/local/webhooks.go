@@ -97,10 +97,13 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent st
 				}
 				data := n.data
 				data.SessionID, data.Agent, data.Seq = sessionID, agent, seq
-				if n.linked != nil {
+				// Links go only to a receiver that decides the interrupt (the
+				// one decision point, with the receiver's groups).
+				if n.linked != nil && r.engineOpts.Authority.Decides(linkActor(w), "", n.linked) {
 					if data.Actions, err = r.hooks.actions(ctx, sessionID, nonce, n.linked, w.Name); err != nil {
 						return nil, err
 					}
+					data.Actions.SpeaksFor = w.Groups
 				}
 				body, err := json.Marshal(webhook.Payload{Type: n.typ, Timestamp: ev.Time, Data: data})
 				if err != nil {
@@ -205,6 +208,11 @@ func (h *webhooks) actions(ctx context.Context, sessionID, nonce string, in *ses
 	return &a, nil
 }
 
+// linkActor is who an action link of endpoint w decides as.
+func linkActor(w webhook.Subscription) session.Actor {
+	return session.Actor{Name: w.Name, Role: "action-link", Subject: "action_link:" + w.Name, Groups: w.Groups, Via: session.ViaActionLink}
+}
+
 // ReadActionLink is cairn.Runner.ReadActionLink (documented there).
 func (r *Runner) ReadActionLink(ctx context.Context, token string) (*webhook.ActionLink, error) {
 	link, _, err := r.readActionLink(ctx, token)
@@ -272,7 +280,17 @@ func (r *Runner) FollowActionLink(ctx context.Context, token, reason string, opt
 	if opts != nil {
 		o = *opts
 	}
-	o.Actor = session.Actor{Name: link.Endpoint, Role: "action-link", Subject: "action_link:" + link.Endpoint, Via: session.ViaActionLink}
+	// A person signed in to follow the link decides as themselves (and is
+	// checked so); otherwise the link's receiver does, with its groups.
+	if o.Actor.Trusted() || o.Actor.Via == session.ViaActionLink {
+		w := webhook.Subscription{Name: link.Endpoint}
+		for _, e := range r.hooks.endpoints {
+			if e.Name == link.Endpoint {
+				w = e
+			}
+		}
+		o.Actor = linkActor(w)
+	}
 	d := session.Decision{InterruptID: link.InterruptID, Action: link.Action}
 	if link.Action == session.ActionReject {
 		d.Reason = cmp.Or(reason, "rejected through an action link")

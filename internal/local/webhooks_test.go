@@ -273,3 +273,74 @@ func TestWebhooksAnnounceWaitsOnSystems(t *testing.T) {
 		t.Fatalf("interrupt.expired = %+v", wait)
 	}
 }
+
+// Action links go only to the receivers that speak for an approver group
+// of the interrupt, say which groups they speak for, and decide as the
+// receiver with its groups; a person signed in to follow one decides as
+// themselves, checked as such.
+func TestActionLinksSpeakForTheirGroups(t *testing.T) {
+	ctx := context.Background()
+	finance, ops := hooktest.New(t, hookSecret), hooktest.New(t, hookSecret)
+	var rec counter
+	tool := deleteTool(&rec)
+	tool.Approvers = &cairn.Approvers{Groups: []string{"finance"}}
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []webhook.Subscription{
+		{Name: "finance-room", URL: finance.URL, Secret: hookSecret, Groups: []string{"finance"}},
+		{Name: "ops-room", URL: ops.URL, Secret: hookSecret},
+	}}, tool)
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("%v %+v", err, s)
+	}
+	toFinance := finance.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data
+	toOps := ops.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data
+	if toOps.Actions != nil {
+		t.Fatalf("the ops room, which speaks for no approver group, got links: %+v", toOps.Actions)
+	}
+	if toFinance.Actions == nil || toFinance.Actions.Approve == "" || !reflect.DeepEqual(toFinance.Actions.SpeaksFor, []string{"finance"}) {
+		t.Fatalf("the finance room's links: %+v", toFinance.Actions)
+	}
+	approve := token(t, toFinance.Actions.Approve)
+	// Someone signed in who is not in finance cannot use the link.
+	dev := cairn.Actor{Name: "dev", Subject: "dev", Role: "approver", Groups: []string{"dev"}, Via: cairn.ViaToken}
+	if _, err := r.FollowActionLink(ctx, approve, "", &cairn.TurnOptions{Actor: dev}); !errors.Is(err, cairn.ErrNotAnApprover) {
+		t.Fatalf("a signed-in person outside finance following the link: %v", err)
+	}
+	ana := cairn.Actor{Name: "ana", Subject: "ana", Role: "approver", Groups: []string{"finance"}, Via: cairn.ViaToken}
+	done, err := r.FollowActionLink(ctx, approve, "", &cairn.TurnOptions{Actor: ana})
+	if err != nil || done.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("ana following the link: %v %+v", err, done)
+	}
+	dec := finance.WaitFor(webhook.InterruptDecided, 1, 10*time.Second)[0].Data.Decision
+	if dec == nil || dec.Actor.Name != "ana" || dec.Actor.Via != cairn.ViaToken {
+		t.Fatalf("the decision records %+v, want ana", dec)
+	}
+
+	// Followed by no one signed in, the link decides as its receiver, with
+	// its groups.
+	s, err = r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next *webhook.Payload
+	for _, p := range finance.WaitFor(webhook.InterruptCreated, 2, 10*time.Second) {
+		if p.Data.SessionID == s.ID {
+			next = &p
+		}
+	}
+	if next == nil || next.Data.Actions == nil {
+		t.Fatal("no links for the second session")
+	}
+	if _, err := r.FollowActionLink(ctx, token(t, next.Data.Actions.Approve), "", nil); err != nil {
+		t.Fatalf("the finance room's link: %v", err)
+	}
+	evs, err := r.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == cairn.EventDecision && !strings.Contains(string(ev.Data), `"actor":{"name":"finance-room","role":"action-link","subject":"action_link:finance-room","groups":["finance"],"via":"action_link"}`) {
+			t.Fatalf("the link's decision: %s", ev.Data)
+		}
+	}
+}
