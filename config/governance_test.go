@@ -11,6 +11,9 @@ import (
 )
 
 const governanceConfig = `store: memory
+public_url: https://cairn.example.org
+webhooks:
+  - {name: finance-room, url: "https://bridge.example.org/hook", secret_env: HOOK_SECRET, groups: [finance]}
 auth:
   admin_override: true
   tokens:
@@ -39,6 +42,8 @@ func governanceEnv(name string) (string, bool) {
 		return "ana-token-0000000000000000000000", true
 	case "ANA2_TOKEN":
 		return "ana-token-1111111111111111111111", true
+	case "HOOK_SECRET":
+		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true
 	}
 	return "", false
 }
@@ -54,11 +59,14 @@ func TestGovernanceConfig(t *testing.T) {
 	if !cfg.AdminOverride {
 		t.Error("auth.admin_override not read")
 	}
+	if len(cfg.Webhooks) != 1 || len(cfg.Webhooks[0].Groups) != 1 || cfg.Webhooks[0].Groups[0] != "finance" {
+		t.Errorf("the webhook's groups: %+v", cfg.Webhooks)
+	}
 	ana, phone := cfg.Tokens[0], cfg.Tokens[1]
 	if ana.Subject != "ana" || len(ana.Groups) != 1 || phone.Subject != "ana" {
 		t.Fatalf("tokens %+v %+v", ana, phone)
 	}
-	r, err := cairn.NewRunner(cfg.Agents, nil)
+	r, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
 	if err != nil {
 		t.Fatal(err)
 	}
