@@ -40,6 +40,8 @@ type Config struct {
 	Tokens []Token
 	// AdminOverride is auth.admin_override (cairn.RunnerOptions.AdminOverride).
 	AdminOverride bool
+	// OIDC is auth.oidc, checked (nil without it).
+	OIDC *OIDC
 	// ContinuationKeys come from the variable named by secret_env (keys
 	// separated by commas; the first signs). Empty: generate and store one.
 	ContinuationKeys [][]byte

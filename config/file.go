@@ -123,6 +123,28 @@ type AuthConfig struct {
 	// AdminOverride lets an admin decide outside an interrupt's approvers
 	// (recorded as an override); off by default.
 	AdminOverride bool `yaml:"admin_override"`
+	// OIDC accepts bearer JWTs of an OpenID Provider.
+	OIDC *OIDCConfig `yaml:"oidc"`
+}
+
+// OIDCConfig is auth.oidc: an OpenID Provider whose JWTs are accepted.
+type OIDCConfig struct {
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+	ClientID string `yaml:"client_id"`
+	// ClientSecretEnv names the variable with the client's secret (for the
+	// page's sign-in; public clients use PKCE alone).
+	ClientSecretEnv string              `yaml:"client_secret_env"`
+	Claims          OIDCClaims          `yaml:"claims"`
+	Roles           map[string][]string `yaml:"roles"`
+	ClockSkew       string              `yaml:"clock_skew"`
+}
+
+// OIDCClaims names the claims of a person's name, groups and tenant.
+type OIDCClaims struct {
+	Name   string `yaml:"name"`
+	Groups string `yaml:"groups"`
+	Tenant string `yaml:"tenant"`
 }
 
 // TokenConfig is one bearer token, read from an environment variable.

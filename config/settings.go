@@ -26,8 +26,15 @@ func (l *loader) server(f *File, cfg *Config) error {
 	}
 	if f.Auth != nil {
 		cfg.AdminOverride = f.Auth.AdminOverride
-		if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
-			return err
+		if f.Auth.OIDC != nil {
+			if cfg.OIDC, err = l.oidc(*f.Auth.OIDC); err != nil {
+				return err
+			}
+		}
+		if len(f.Auth.Tokens) > 0 || cfg.OIDC == nil {
+			if cfg.Tokens, err = l.tokens(f.Auth); err != nil {
+				return err
+			}
 		}
 	}
 	if cfg.Store, err = l.store(f.Store); err != nil {
@@ -266,9 +273,52 @@ type Token struct {
 	Groups  []string
 }
 
+// OIDC is auth.oidc checked: an OpenID Provider whose bearer JWTs the
+// server accepts (see server.OIDC).
+type OIDC struct {
+	Issuer, Audience, ClientID, ClientSecret string
+	NameClaim, GroupsClaim                   string
+	Roles                                    map[string][]string
+	ClockSkew                                time.Duration
+}
+
+func (l *loader) oidc(c OIDCConfig) (*OIDC, error) {
+	u, err := url.Parse(c.Issuer)
+	if c.Issuer == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, l.errf("auth.oidc.issuer", "%q is not the issuer URL of an OpenID Provider (https://idp.example.org)", c.Issuer)
+	}
+	if c.ClientID == "" && c.Audience == "" {
+		return nil, l.errf("auth.oidc.client_id", "is required (or audience): the tokens' aud must name this server")
+	}
+	if c.Claims.Tenant != "" {
+		return nil, l.errf("auth.oidc.claims.tenant", "tenants are not enforced in this version; remove the key (docs/security.md)")
+	}
+	for role := range c.Roles {
+		if role != "admin" && role != "approver" {
+			return nil, l.errf("auth.oidc.roles", "%q is not admin or approver (everyone else is a user)%s", role, suggest.Hint(role, []string{"admin", "approver"}))
+		}
+	}
+	out := &OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, NameClaim: c.Claims.Name, GroupsClaim: c.Claims.Groups, Roles: c.Roles}
+	if c.ClientSecretEnv != "" {
+		secret, ok := l.env(c.ClientSecretEnv)
+		if !ok || secret == "" {
+			return nil, l.errf("auth.oidc.client_secret_env", "environment variable %s is not set", c.ClientSecretEnv)
+		}
+		out.ClientSecret = secret
+	}
+	if c.ClockSkew != "" {
+		d, err := time.ParseDuration(c.ClockSkew)
+		if err != nil || d < 0 || d > 5*time.Minute {
+			return nil, l.errf("auth.oidc.clock_skew", "%q is not a duration from 0 to 5m (default 30s)", c.ClockSkew)
+		}
+		out.ClockSkew = d
+	}
+	return out, nil
+}
+
 func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 	if len(a.Tokens) == 0 {
-		return nil, l.errf("auth.tokens", "list at least one token, or remove auth (the server then listens on loopback only)")
+		return nil, l.errf("auth.tokens", "list at least one token or configure oidc, or remove auth (the server then listens on loopback only)")
 	}
 	var out []Token
 	names, secrets := map[string]bool{}, map[string]bool{}

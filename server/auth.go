@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -66,7 +67,7 @@ type principalKey struct{}
 // caller is an anonymous admin (the CLI then listens on loopback only).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(s.tokens) == 0 || public(r.URL.Path) {
+		if !s.authOn() || public(r.URL.Path) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin, actor: session.Actor{Role: RoleAdmin}})))
 			return
 		}
@@ -78,14 +79,34 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token: send Authorization: Bearer <token>")
 			return
 		}
-		p, found := s.lookup(secret)
-		if !found {
+		p, err := s.principalOf(r.Context(), secret)
+		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid: "+err.Error())
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// authOn reports whether requests need a bearer token (static tokens or
+// OpenID Connect configured).
+func (s *Server) authOn() bool { return len(s.tokens) > 0 || s.oidc != nil }
+
+// principalOf is the caller a bearer token names: a static token, or a
+// JWT of the OpenID Provider; an error says why it names no one.
+func (s *Server) principalOf(ctx context.Context, secret string) (principal, error) {
+	if p, ok := s.lookup(secret); ok {
+		return p, nil
+	}
+	if s.oidc == nil {
+		return principal{}, errors.New("it is none of the configured tokens")
+	}
+	p, err := s.oidc.verify(ctx, secret)
+	if errors.Is(err, errNotAJWT) {
+		return principal{}, errors.New("it is none of the configured tokens, nor a JWT of the OpenID Provider")
+	}
+	return p, err
 }
 
 // bearer is the caller a request's bearer token names, if it names one
@@ -93,10 +114,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) bearer(r *http.Request) (principal, bool) {
 	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	secret = strings.TrimSpace(secret)
-	if len(s.tokens) == 0 || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+	if !s.authOn() || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return principal{}, false
 	}
-	return s.lookup(secret)
+	p, err := s.principalOf(r.Context(), secret)
+	return p, err == nil
 }
 
 // public reports whether path needs no token: liveness, the API's

@@ -51,7 +51,7 @@ func newGuard(opts *Options) (g *guard, err error) {
 		writeError(w, http.StatusForbidden, "forbidden_origin", fmt.Sprintf(
 			"%s %s came from %s: a page on another origin may not change state here; list the origin under allowed_origins in the config if it is yours (docs/web.md)", r.Method, r.URL.Path, from))
 	}))
-	if len(opts.Tokens) == 0 {
+	if len(opts.Tokens) == 0 && opts.OIDC == nil {
 		g.hosts = map[string]bool{}
 		if opts.BaseURL != "" {
 			if u, err := url.Parse(opts.BaseURL); err == nil && u.Host != "" {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -24,13 +25,13 @@ func (s *Server) mcpHandler() http.Handler {
 	}
 	srv := mcpserver.New(s.runner, opts)
 	h := http.Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	if len(s.tokens) > 0 {
+	if s.authOn() {
 		// authenticate already refused unknown tokens; this hands the
 		// caller to the MCP server as the SDK's TokenInfo.
-		h = auth.RequireBearerToken(func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-			p, ok := s.lookup(token)
-			if !ok {
-				return nil, auth.ErrInvalidToken
+		h = auth.RequireBearerToken(func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			p, err := s.principalOf(ctx, token)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 			}
 			return &auth.TokenInfo{UserID: p.name, Scopes: []string{p.role}, Expiration: time.Now().Add(24 * time.Hour),
 				Extra: map[string]any{actorExtra: p.actor}}, nil
@@ -46,7 +47,7 @@ const actorExtra = "cairn.actor"
 // mcpCaller is who calls a tool over /mcp.
 func (s *Server) mcpCaller(extra *sdk.RequestExtra) mcpserver.Caller {
 	p := principal{role: RoleAdmin, actor: session.Actor{Role: RoleAdmin}} // no tokens configured: loopback only
-	if len(s.tokens) > 0 {
+	if s.authOn() {
 		p = principal{}
 		if extra != nil && extra.TokenInfo != nil && len(extra.TokenInfo.Scopes) == 1 {
 			actor, _ := extra.TokenInfo.Extra[actorExtra].(session.Actor)

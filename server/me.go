@@ -13,7 +13,7 @@ type meBody struct {
 // me answers who the caller is.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	p := callerOf(r)
-	writeJSON(w, http.StatusOK, meBody{Name: p.name, Role: p.role, Auth: len(s.tokens) > 0})
+	writeJSON(w, http.StatusOK, meBody{Name: p.name, Role: p.role, Auth: s.authOn()})
 }
 
 // listAgents describes the configured agents and their tools.

@@ -36,6 +36,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	tokens  []Token
+	oidc    *oidcVerifier // nil: no OpenID Provider
 	// heartbeat is the interval of SSE keep-alive comments.
 	heartbeat time.Duration
 	// streamIdle ends an event stream that delivered no event for so long.
@@ -92,6 +93,9 @@ type Options struct {
 	// server's own from which a browser may send state-changing requests;
 	// any other origin gets 403 forbidden_origin.
 	AllowedOrigins []string
+	// OIDC, when set, accepts bearer JWTs from an OpenID Provider besides
+	// Tokens (either one turns authentication on).
+	OIDC *OIDC
 }
 
 // New returns a server for runner. opts may be nil.
@@ -100,7 +104,8 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{runner: runner, log: opts.Logger, mux: http.NewServeMux(), heartbeat: 15 * time.Second, tokens: opts.Tokens,
-		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics, stopping: make(chan struct{})}
+		readTimeout: ReadTimeout, writeTimeout: WriteTimeout, baseURL: opts.BaseURL, metrics: opts.Metrics, stopping: make(chan struct{}),
+		oidc: newOIDCVerifier(opts.OIDC)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -92,7 +92,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err := cfg.Connect(ctx); err != nil {
 		return err
 	}
-	if len(cfg.Tokens) == 0 {
+	if len(cfg.Tokens) == 0 && cfg.OIDC == nil {
 		if err := checkLoopback(addr); err != nil {
 			return err
 		}
@@ -132,14 +132,17 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	if err != nil {
 		return err
 	}
-	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
+	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), OIDC: serverOIDC(cfg.OIDC), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
 		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
-	if len(cfg.Tokens) == 0 {
+	switch {
+	case len(cfg.Tokens) == 0 && cfg.OIDC == nil:
 		fmt.Fprintf(stderr, "store %s; no auth configured: listening on loopback only\n", redact(cfg.Store))
-	} else {
+	case cfg.OIDC != nil:
+		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s) and JWTs of %s\n", redact(cfg.Store), len(cfg.Tokens), cfg.OIDC.Issuer)
+	default:
 		fmt.Fprintf(stderr, "store %s; bearer-token auth with %d token(s)\n", redact(cfg.Store), len(cfg.Tokens))
 	}
 	if t := cfg.Temporal; t != nil {
@@ -237,6 +240,15 @@ func tokenLedger(ctx context.Context, cfg *config.Config, st store.Store) (ledge
 		return l, noClose, "single use; valid only until this process stops (store: memory signs with a key generated at start)", nil
 	}
 	return l, noClose, "single use across every process sharing this store", nil
+}
+
+// serverOIDC is auth.oidc as the server takes it (nil without it).
+func serverOIDC(c *config.OIDC) *server.OIDC {
+	if c == nil {
+		return nil
+	}
+	return &server.OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim,
+		Roles: c.Roles, ClockSkew: c.ClockSkew}
 }
 
 // serverTokens are the config's tokens as the server takes them.

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// OIDC has the server accept bearer JWTs issued by an OpenID Provider
+// (Options.OIDC), besides its static tokens. Tokens are verified with
+// github.com/coreos/go-oidc against the issuer's discovery document and
+// JWKS (a key the set no longer has is refused; a new key is fetched when
+// a token names it): the signature, iss, aud, exp (with ClockSkew) and nbf.
+type OIDC struct {
+	// Issuer is the provider's issuer URL.
+	Issuer string
+	// Audience is what the tokens' aud must hold; empty: ClientID.
+	Audience string
+	// ClientID is the server's client at the provider.
+	ClientID string
+	// NameClaim, GroupsClaim are the claims of the display name and the
+	// groups; empty: "name" (then "preferred_username") and "groups".
+	NameClaim, GroupsClaim string
+	// Roles maps a role (RoleAdmin, RoleApprover) to the groups that have
+	// it; a person in none of them is a RoleUser.
+	Roles map[string][]string
+	// ClockSkew is how long past its exp a token is still taken (clocks
+	// differ); 0 means 30 s, and it is at most 5 minutes.
+	ClockSkew time.Duration
+}
+
+// MaxClockSkew bounds OIDC.ClockSkew.
+const MaxClockSkew = 5 * time.Minute
+
+// oidcVerifier verifies bearer JWTs. The provider's discovery document is
+// read on the first token (and again after a failure), so a server starts
+// while its provider is down.
+type oidcVerifier struct {
+	cfg      OIDC
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier
+	loaded   time.Time
+}
+
+// keySetAge bounds how long a key the provider no longer publishes may
+// still verify tokens: the key set is read again when a token names a key
+// it lacks, and at the latest this long after it was read.
+const keySetAge = 10 * time.Minute
+
+func newOIDCVerifier(cfg *OIDC) *oidcVerifier {
+	if cfg == nil {
+		return nil
+	}
+	c := *cfg
+	if c.ClockSkew <= 0 {
+		c.ClockSkew = 30 * time.Second
+	}
+	c.ClockSkew = min(c.ClockSkew, MaxClockSkew)
+	return &oidcVerifier{cfg: c}
+}
+
+// errNotAJWT: the bearer token is not a JWT (three dot-separated parts).
+var errNotAJWT = errors.New("not a JWT")
+
+// verify checks a bearer JWT and returns its principal.
+func (v *oidcVerifier) verify(ctx context.Context, raw string) (principal, error) {
+	if strings.Count(raw, ".") != 2 {
+		return principal{}, errNotAJWT
+	}
+	ver, err := v.load(ctx)
+	if err != nil {
+		return principal{}, err
+	}
+	tok, err := ver.Verify(ctx, raw)
+	if err != nil {
+		var expired *oidc.TokenExpiredError
+		if errors.As(err, &expired) {
+			return principal{}, fmt.Errorf("the token expired at %s", expired.Expiry.UTC().Format(time.RFC3339))
+		}
+		return principal{}, fmt.Errorf("the token does not verify against %s: %w", v.cfg.Issuer, err)
+	}
+	var claims map[string]any
+	if err := tok.Claims(&claims); err != nil {
+		return principal{}, fmt.Errorf("the token's claims: %w", err)
+	}
+	name := stringClaim(claims, v.cfg.NameClaim, "name", "preferred_username")
+	groups := groupsClaim(claims[cmp.Or(v.cfg.GroupsClaim, "groups")])
+	role := RoleUser
+	for _, r := range []string{RoleApprover, RoleAdmin} {
+		if slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(v.cfg.Roles[r], g) }) {
+			role = r
+		}
+	}
+	// The owner of what they start is the subject (names repeat, subjects
+	// do not), marked so that no static token's name can be it.
+	owner := "oidc:" + tok.Subject
+	return principal{name: owner, role: role, actor: session.Actor{Name: cmp.Or(name, tok.Subject), Role: role, Subject: tok.Subject,
+		Issuer: tok.Issuer, Groups: groups, Via: session.ViaOIDC}}, nil
+}
+
+// load returns the verifier, reading the discovery document once.
+func (v *oidcVerifier) load(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.verifier != nil && time.Since(v.loaded) < keySetAge {
+		return v.verifier, nil
+	}
+	// The provider (and its key set, which refreshes itself) outlives the
+	// request that first needed it.
+	p, err := oidc.NewProvider(context.WithoutCancel(ctx), v.cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("the OpenID Provider %s cannot be reached: %w", v.cfg.Issuer, err)
+	}
+	skew := v.cfg.ClockSkew
+	v.verifier = p.Verifier(&oidc.Config{ClientID: cmp.Or(v.cfg.Audience, v.cfg.ClientID), Now: func() time.Time { return time.Now().Add(-skew) }})
+	v.loaded = time.Now()
+	return v.verifier, nil
+}
+
+func stringClaim(claims map[string]any, names ...string) string {
+	for _, n := range names {
+		if s, ok := claims[n].(string); ok && n != "" && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// groupsClaim reads a groups claim: a list of strings, or one string.
+func groupsClaim(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, g := range v {
+			if s, ok := g.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
