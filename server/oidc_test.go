@@ -39,7 +39,9 @@ func TestOIDCBearerTokens(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy.", Approval: cairn.Always(), Approvers: &cairn.Approvers{Groups: []string{"sre"}}},
-		func(ctx context.Context, a deployArgs) (string, error) { return "Deployment successful to " + a.Environment, nil })
+		func(ctx context.Context, a deployArgs) (string, error) {
+			return "Deployment successful to " + a.Environment, nil
+		})
 	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
 	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: st})
 	if err != nil {
