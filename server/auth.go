@@ -71,6 +71,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role: RoleAdmin, actor: session.Actor{Role: RoleAdmin}})))
 			return
 		}
+		// A person signed in to the page through the OpenID Provider
+		// carries their ID token in a cookie (with no Authorization header).
+		if r.Header.Get("Authorization") == "" {
+			if p, found, err := s.cookiePrincipal(r); found {
+				if err != nil {
+					writeError(w, http.StatusUnauthorized, "unauthorized", err.Error())
+					return
+				}
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+				return
+			}
+		}
 		// The scheme is case-insensitive (RFC 9110, 11.1).
 		scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		secret = strings.TrimSpace(secret)
@@ -125,7 +137,7 @@ func (s *Server) bearer(r *http.Request) (principal, bool) {
 // description, the web page's files (the page asks for a token and sends
 // it with each API call) action links and callback URLs (the signed URL is the credential).
 func public(path string) bool {
-	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") ||
+	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/auth/") ||
 		strings.HasPrefix(path, cairn.ActionLinkPath) || strings.HasPrefix(path, cairn.CallbackPath)
 }
 

@@ -4,8 +4,11 @@ import "net/http"
 
 // meBody says who the caller is, for a client to show what its role allows.
 type meBody struct {
+	// Name is what sessions the caller starts are owned by.
 	Name string `json:"name"`
-	Role string `json:"role" jsonschema:"user, approver or admin"`
+	// DisplayName is who they are in words (an ID token's name claim).
+	DisplayName string `json:"display_name,omitempty"`
+	Role        string `json:"role" jsonschema:"user, approver or admin"`
 	// Auth is false when the server has no tokens (every caller is an anonymous admin).
 	Auth bool `json:"auth"`
 }
@@ -13,7 +16,7 @@ type meBody struct {
 // me answers who the caller is.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	p := callerOf(r)
-	writeJSON(w, http.StatusOK, meBody{Name: p.name, Role: p.role, Auth: s.authOn()})
+	writeJSON(w, http.StatusOK, meBody{Name: p.name, DisplayName: p.actor.Name, Role: p.role, Auth: s.authOn()})
 }
 
 // listAgents describes the configured agents and their tools.

@@ -25,8 +25,10 @@ type OIDC struct {
 	Issuer string
 	// Audience is what the tokens' aud must hold; empty: ClientID.
 	Audience string
-	// ClientID is the server's client at the provider.
-	ClientID string
+	// ClientID is the server's client at the provider, and ClientSecret
+	// its secret for the page's sign-in (empty: a public client, PKCE
+	// alone). The sign-in's redirect URL is Options.BaseURL + /auth/callback.
+	ClientID, ClientSecret string
 	// NameClaim, GroupsClaim are the claims of the display name and the
 	// groups; empty: "name" (then "preferred_username") and "groups".
 	NameClaim, GroupsClaim string
@@ -41,13 +43,15 @@ type OIDC struct {
 // MaxClockSkew bounds OIDC.ClockSkew.
 const MaxClockSkew = 5 * time.Minute
 
-// oidcVerifier verifies bearer JWTs. The provider's discovery document is
-// read on the first token (and again after a failure), so a server starts
-// while its provider is down.
+// oidcVerifier verifies bearer JWTs and the page's ID tokens. The
+// provider's discovery document is read on the first token (and again after
+// a failure), so a server starts while its provider is down.
 type oidcVerifier struct {
 	cfg      OIDC
 	mu       sync.Mutex
-	verifier *oidc.IDTokenVerifier
+	prov     *oidc.Provider
+	bearer   *oidc.IDTokenVerifier // aud: Audience, or ClientID
+	idTokens *oidc.IDTokenVerifier // aud: ClientID (the page's sign-in)
 	loaded   time.Time
 }
 
@@ -76,21 +80,43 @@ func (v *oidcVerifier) verify(ctx context.Context, raw string) (principal, error
 	if strings.Count(raw, ".") != 2 {
 		return principal{}, errNotAJWT
 	}
-	ver, err := v.load(ctx)
-	if err != nil {
+	if _, err := v.provider(ctx); err != nil {
 		return principal{}, err
 	}
+	v.mu.Lock()
+	ver := v.bearer
+	v.mu.Unlock()
+	p, _, err := v.check(ctx, ver, raw, "")
+	return p, err
+}
+
+// verifyIDToken checks an ID token of the page's sign-in (and its nonce,
+// when given) and returns its principal and expiry.
+func (v *oidcVerifier) verifyIDToken(ctx context.Context, raw, nonce string) (principal, time.Time, error) {
+	if _, err := v.provider(ctx); err != nil {
+		return principal{}, time.Time{}, err
+	}
+	v.mu.Lock()
+	ver := v.idTokens
+	v.mu.Unlock()
+	return v.check(ctx, ver, raw, nonce)
+}
+
+func (v *oidcVerifier) check(ctx context.Context, ver *oidc.IDTokenVerifier, raw, nonce string) (principal, time.Time, error) {
 	tok, err := ver.Verify(ctx, raw)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
-			return principal{}, fmt.Errorf("the token expired at %s", expired.Expiry.UTC().Format(time.RFC3339))
+			return principal{}, time.Time{}, fmt.Errorf("the token expired at %s", expired.Expiry.UTC().Format(time.RFC3339))
 		}
-		return principal{}, fmt.Errorf("the token does not verify against %s: %w", v.cfg.Issuer, err)
+		return principal{}, time.Time{}, fmt.Errorf("the token does not verify against %s: %w", v.cfg.Issuer, err)
+	}
+	if nonce != "" && tok.Nonce != nonce {
+		return principal{}, time.Time{}, errors.New("the ID token's nonce is not this sign-in's")
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return principal{}, fmt.Errorf("the token's claims: %w", err)
+		return principal{}, time.Time{}, fmt.Errorf("the token's claims: %w", err)
 	}
 	name := stringClaim(claims, v.cfg.NameClaim, "name", "preferred_username")
 	groups := groupsClaim(claims[cmp.Or(v.cfg.GroupsClaim, "groups")])
@@ -104,15 +130,16 @@ func (v *oidcVerifier) verify(ctx context.Context, raw string) (principal, error
 	// do not), marked so that no static token's name can be it.
 	owner := "oidc:" + tok.Subject
 	return principal{name: owner, role: role, actor: session.Actor{Name: cmp.Or(name, tok.Subject), Role: role, Subject: tok.Subject,
-		Issuer: tok.Issuer, Groups: groups, Via: session.ViaOIDC}}, nil
+		Issuer: tok.Issuer, Groups: groups, Via: session.ViaOIDC}}, tok.Expiry, nil
 }
 
-// load returns the verifier, reading the discovery document once.
-func (v *oidcVerifier) load(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+// provider reads the discovery document once (again after keySetAge, so
+// that the key set is read afresh too) and makes the verifiers.
+func (v *oidcVerifier) provider(ctx context.Context) (*oidc.Provider, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.verifier != nil && time.Since(v.loaded) < keySetAge {
-		return v.verifier, nil
+	if v.prov != nil && time.Since(v.loaded) < keySetAge {
+		return v.prov, nil
 	}
 	// The provider (and its key set, which refreshes itself) outlives the
 	// request that first needed it.
@@ -121,9 +148,11 @@ func (v *oidcVerifier) load(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 		return nil, fmt.Errorf("the OpenID Provider %s cannot be reached: %w", v.cfg.Issuer, err)
 	}
 	skew := v.cfg.ClockSkew
-	v.verifier = p.Verifier(&oidc.Config{ClientID: cmp.Or(v.cfg.Audience, v.cfg.ClientID), Now: func() time.Time { return time.Now().Add(-skew) }})
-	v.loaded = time.Now()
-	return v.verifier, nil
+	now := func() time.Time { return time.Now().Add(-skew) }
+	v.prov, v.loaded = p, time.Now()
+	v.bearer = p.Verifier(&oidc.Config{ClientID: cmp.Or(v.cfg.Audience, v.cfg.ClientID), Now: now})
+	v.idTokens = p.Verifier(&oidc.Config{ClientID: v.cfg.ClientID, Now: now})
+	return p, nil
 }
 
 func stringClaim(claims map[string]any, names ...string) string {

@@ -585,6 +585,29 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		}
 	}
 
+	// Sign-in through an OpenID Provider: 404 on a server without one; on
+	// one with a real provider, the whole flow (302 to its login page, 302
+	// back to the page with the HttpOnly cookie, which then authenticates),
+	// a callback with no sign-in under way (400), one whose code the
+	// provider refuses (401), and a provider that cannot be reached (502).
+	do("GET", "/auth/info", nobody, "", 200)
+	do("GET", "/auth/login", nobody, "", 404)
+	do("GET", "/auth/callback", nobody, "", 404)
+	do("POST", "/auth/logout", nobody, "", 404)
+	signInFlow(t, runner, func(ss *Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, pattern := ss.mux.Handler(r)
+			rec := &statusRecorder{ResponseWriter: w}
+			ss.ServeHTTP(rec, r)
+			mu.Lock()
+			if seen[pattern] == nil {
+				seen[pattern] = map[int]bool{}
+			}
+			seen[pattern][rec.status] = true
+			mu.Unlock()
+		})
+	})
+
 	// Every documented status was produced, and nothing undocumented.
 	mu.Lock()
 	defer mu.Unlock()

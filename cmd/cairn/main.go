@@ -247,7 +247,7 @@ func serverOIDC(c *config.OIDC) *server.OIDC {
 	if c == nil {
 		return nil
 	}
-	return &server.OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim,
+	return &server.OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, ClientSecret: c.ClientSecret, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim,
 		Roles: c.Roles, ClockSkew: c.ClockSkew}
 }
 

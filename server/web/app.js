@@ -186,11 +186,15 @@ async function follow(url, onEvent, signal) {
 
 // ---------- sign in ----------
 
-function signOut() {
+async function signOut() {
+  const viaCookie = !state.token && state.me && state.me.auth;
   state.token = '';
   state.me = null;
   sessionStorage.removeItem('cairn.token');
-  showLogin('Your token was refused or has been removed. Paste a token to go on.');
+  // A sign-in through the identity provider lives in an HttpOnly cookie:
+  // the server forgets it.
+  if (viaCookie) { try { await fetch('/auth/logout', { method: 'POST' }); } catch (e) { /* shown as signed out anyway */ } }
+  showLogin(viaCookie ? 'You are signed out.' : 'Your token was refused or has been removed. Paste a token to go on.');
 }
 
 function showLogin(message) {
@@ -208,6 +212,12 @@ function showLogin(message) {
   el('div', { class: 'actions' }, input, el('button', { class: 'primary', type: 'submit' }, 'Use token')));
   main().replaceChildren(form);
   input.focus();
+  // Where the server signs people in with the company's identity provider,
+  // offer that first.
+  fetch('/auth/info').then((r) => r.json()).then((info) => {
+    if (!info.sign_in) return;
+    form.insertBefore(el('p', { class: 'actions' }, el('a', { class: 'button primary', id: 'sso', href: info.sign_in }, 'Sign in with ' + new URL(info.issuer).host)), form.children[1]);
+  }).catch(() => {});
 }
 
 // ---------- agents and schemas ----------
@@ -901,7 +911,7 @@ async function start() {
     showLogin(state.token ? 'That token was refused. Paste another one.' : undefined);
     return;
   }
-  document.getElementById('whoami').replaceChildren(state.me.auth ? state.me.name + ' (' + state.me.role + ') ' : 'no auth (loopback) ',
+  document.getElementById('whoami').replaceChildren(state.me.auth ? (state.me.display_name || state.me.name) + ' (' + state.me.role + ') ' : 'no auth (loopback) ',
     state.me.auth ? el('button', { onclick: signOut }, 'Sign out') : '');
   document.getElementById('nav-new').hidden = false;
   state.agents = (await api('GET', '/v1/agents')).agents;

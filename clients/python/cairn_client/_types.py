@@ -358,9 +358,10 @@ class Result:
 
 @dataclass
 class Me:
-    """Who the server takes the caller to be."""
+    """Who the server takes the caller to be (``display_name``: in words, for a sign-in through an identity provider)."""
 
     name: str = ""
+    display_name: str = ""
     role: str = ""
     auth: bool = False
 

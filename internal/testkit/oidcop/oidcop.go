@@ -26,6 +26,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/text/language"
 )
@@ -106,21 +107,7 @@ func (p *Provider) SignIn(t testing.TB, c Client, username, password string) Tok
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"client_id": {c.ID}, "redirect_uri": {c.RedirectURIs[0]}, "response_type": {"code"}, "scope": {"openid profile"},
 		"state": {"st"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	loc := redirect(t, noFollow, http.MethodGet, disc.Authorization+"?"+q.Encode(), nil)
-	login, err := url.Parse(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := login.Query().Get("authRequestID")
-	if id == "" {
-		t.Fatalf("the provider did not send the browser to its login page: %s", loc)
-	}
-	next := redirect(t, noFollow, http.MethodPost, p.Issuer+"login/username", url.Values{"id": {id}, "username": {username}, "password": {password}})
-	if !strings.HasPrefix(next, "http") {
-		next = strings.TrimSuffix(p.Issuer, "/") + next
-	}
-	back := redirect(t, noFollow, http.MethodGet, next, nil)
+	back := p.Authorize(t, disc.Authorization+"?"+q.Encode(), username, password)
 	code := mustURL(t, back).Query().Get("code")
 	if code == "" {
 		t.Fatalf("no code in the redirect %s", back)
@@ -139,6 +126,29 @@ func (p *Provider) SignIn(t testing.TB, c Client, username, password string) Tok
 		t.Fatalf("the token endpoint answered %d (%v)", resp.StatusCode, err)
 	}
 	return out
+}
+
+// Authorize takes an authorization request URL (the provider's, with a
+// client's parameters) through the provider's login form as a browser
+// would, and returns where the provider sends the browser back: the
+// client's redirect URI with the code and state.
+func (p *Provider) Authorize(t testing.TB, authURL, username, password string) string {
+	t.Helper()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	loc := redirect(t, noFollow, http.MethodGet, authURL, nil)
+	login, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := login.Query().Get("authRequestID")
+	if id == "" {
+		t.Fatalf("the provider did not send the browser to its login page: %s", loc)
+	}
+	next := redirect(t, noFollow, http.MethodPost, p.Issuer+"login/username", url.Values{"id": {id}, "username": {username}, "password": {password}})
+	if !strings.HasPrefix(next, "http") {
+		next = strings.TrimSuffix(p.Issuer, "/") + next
+	}
+	return redirect(t, noFollow, http.MethodGet, next, nil)
 }
 
 func redirect(t testing.TB, c *http.Client, method, u string, form url.Values) string {
@@ -267,6 +277,19 @@ func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID
 		claims["name"], claims["groups"] = u.Name, u.Groups
 	}
 	return claims, nil
+}
+
+// SetUserinfoFromScopes adds the user's name and groups to the ID token
+// and the userinfo answer, whatever the scopes.
+func (s *store) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, clientID string, scopes []string) error {
+	if err := s.Storage.SetUserinfoFromScopes(ctx, info, userID, clientID, scopes); err != nil {
+		return err
+	}
+	if u, ok := s.users[userID]; ok {
+		info.Name = u.Name
+		info.AppendClaims("groups", u.Groups)
+	}
+	return nil
 }
 
 // CreateAccessToken issues the token for the set lifetime.
