@@ -2,13 +2,19 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/oidcop"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 // `cairn serve` with auth.oidc and a real OpenID Provider on loopback: a
@@ -67,4 +73,89 @@ agents:
 	if status, body := apiCall(t, "GET", base+"/v1/sessions", "not-a-token", ""); status != 401 {
 		t.Fatalf("a wrong token: %d %v", status, body)
 	}
+}
+
+// In headless Chromium: a person signs in to the page through the
+// provider's own login page (no token pasted), sees who they are, and
+// approves; the decision records them as signed in through OIDC.
+func TestBrowserSignInWithOIDC(t *testing.T) {
+	ctx := browser(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // cairn serve takes the port: the provider must know the callback first
+	base := "http://" + addr
+	client := oidcop.Client{ID: "cairn-web", Secret: "web-secret", RedirectURIs: []string{base + "/auth/callback"}}
+	op := oidcop.Start(t, []oidcop.Client{client}, oidcop.User{ID: "u-ana", Username: "ana", Password: "ana-pw", Name: "Ana Lima", Groups: []string{"sre"}})
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`store: sqlite:./cairn.db
+public_url: %s
+auth:
+  oidc:
+    issuer: %s
+    client_id: cairn-web
+    client_secret_env: CAIRN_TEST_OIDC_SECRET
+    roles: {approver: [sre]}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: deploy, arguments: {environment: production}}]
+      - text: "{{.LastResult}}"
+tools:
+  deploy: {builtin: echo, approval: always, approvers: {groups: [sre]}}
+agents:
+  ops: {model: demo, tools: [deploy]}
+`, base, op.Issuer)
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CAIRN_TEST_OIDC_SECRET", "web-secret")
+	cmd := exec.Command(binary, "serve", "--config", filepath.Join(dir, "cairn.yaml"), "--addr", addr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	testwait.For(t, 20*time.Second, "cairn serve to listen", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	ana := op.SignIn(t, client, "ana", "ana-pw").AccessToken
+	_, s := apiCall(t, "POST", base+"/v1/sessions", ana, `{"agent":"ops","input":"ship it"}`)
+	id, _ := s["id"].(string)
+
+	run := stepper(t, ctx)
+	var who string
+	run("sign in through the provider", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#sso", chromedp.ByID),
+		chromedp.Click("#sso", chromedp.ByID),
+		chromedp.WaitVisible("#username", chromedp.ByID), // the provider's own login page
+		chromedp.SendKeys("#username", "ana", chromedp.ByID), chromedp.SendKeys("#password", "ana-pw", chromedp.ByID),
+		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(item(id), chromedp.ByQuery),
+		chromedp.Text("#whoami", &who, chromedp.ByID))
+	if !strings.Contains(who, "Ana Lima (approver)") {
+		t.Fatalf("the page says %q", who)
+	}
+	run("approve", chromedp.Click(item(id)+" button.approve", chromedp.ByQuery), chromedp.WaitNotPresent(item(id), chromedp.ByQuery))
+	var actor map[string]any
+	testwait.For(t, 10*time.Second, "the decision", func() bool {
+		_, evs := apiCall(t, "GET", base+"/v1/sessions/"+id+"/events", ana, "")
+		list, _ := evs["events"].([]any)
+		for _, ev := range list {
+			if ev := ev.(map[string]any); ev["type"] == "decision" {
+				actor, _ = ev["data"].(map[string]any)["actor"].(map[string]any)
+			}
+		}
+		return actor != nil
+	})
+	if actor["via"] != "oidc" || actor["name"] != "Ana Lima" || actor["subject"] != "u-ana" {
+		t.Fatalf("the decision's actor: %v", actor)
+	}
+	run("sign out", chromedp.Click("#whoami button", chromedp.ByQuery), chromedp.WaitVisible("#sso", chromedp.ByID))
 }
