@@ -172,3 +172,71 @@ func TestGovernanceOverREST(t *testing.T) {
 		t.Fatalf("the decision's approvals %v", decision["approvals"])
 	}
 }
+
+// The chat doors ask the same decision point: over AG-UI, the wrong group
+// and the requester are refused in the stream (RUN_ERROR naming the
+// code) and change nothing; two distinct approvers complete a four-eyes
+// call, the first leaving it pending. Over the AI SDK's own chat client
+// (the npm package, unmodified), a person outside the group who asks and
+// approves in one chat is refused the same way.
+func TestGovernanceOnTheChatDoors(t *testing.T) {
+	e := newGovEnv(t)
+	agui := func(who, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.base+"/v1/agents/main/ag-ui", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tokenOf(who))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	out := agui("uma", `{"threadId":"gov_1","runId":"r1","messages":[{"id":"m1","role":"user","content":"Deploy the latest build to production."}]}`)
+	_, s := e.as("ana", "GET", "/v1/sessions/gov_1", "")
+	if s["status"] != "paused" || !strings.Contains(out, "RUN_FINISHED") {
+		t.Fatalf("the AG-UI run did not pause: %v\n%s", s["status"], out)
+	}
+	in, seq := interrupts(s)[0]["id"].(string), seqOf(s)
+	resume := func(run string) string {
+		return `{"threadId":"gov_1","runId":"` + run + `","messages":[],"resume":[{"interruptId":"` + in + `","status":"resolved","payload":{"approved":true}}]}`
+	}
+	for who, code := range map[string]string{"dev": "not_an_approver", "uma": "not_an_approver"} {
+		if out := agui(who, resume("r-"+who)); !strings.Contains(out, "RUN_ERROR") || !strings.Contains(out, code) {
+			t.Errorf("%s resumes over AG-UI: %s", who, out)
+		}
+		if _, now := e.as("ana", "GET", "/v1/sessions/gov_1", ""); seqOf(now) != seq {
+			t.Fatalf("%s's refused resume changed the session", who)
+		}
+	}
+	if out := agui("ana", resume("r-ana")); strings.Contains(out, "RUN_ERROR") {
+		t.Fatalf("ana's approval over AG-UI: %s", out)
+	}
+	if _, now := e.as("ana", "GET", "/v1/sessions/gov_1", ""); now["status"] != "paused" || e.runs.Load() != 0 {
+		t.Fatalf("after one approval of two: %v, %d runs", now["status"], e.runs.Load())
+	}
+	if out := agui("bob", resume("r-bob")); strings.Contains(out, "RUN_ERROR") || e.runs.Load() != 1 {
+		t.Fatalf("bob's approval over AG-UI: %d runs\n%s", e.runs.Load(), out)
+	}
+
+	// The AI SDK's chat client: dev asks and approves; dev is not in sre.
+	out2 := nodeClient(t, "aisdk.mjs", "ai", []string{"AI_MODULE=ai"}, e.base, "main", tokenOf("dev"), "gov_chat", "Deploy the latest build to production.", `[[{"match":"production","approved":true}]]`)
+	var got uiMessages
+	if err := json.Unmarshal(out2, &got); err != nil {
+		t.Fatalf("%v: %s", err, out2)
+	}
+	if !strings.Contains(strings.Join(got.Errors, " "), "member of sre") || e.runs.Load() != 1 {
+		t.Fatalf("dev approves in the AI SDK chat: errors %v, %d runs", got.Errors, e.runs.Load())
+	}
+}
+
+func tokenOf(who string) string {
+	for _, tok := range govTokens {
+		if tok.Name == who {
+			return tok.Secret
+		}
+	}
+	return ""
+}
