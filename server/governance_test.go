@@ -17,6 +17,7 @@ import (
 	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // govEnv is a server whose deploy tool needs two distinct members of sre,
@@ -239,4 +240,63 @@ func tokenOf(who string) string {
 		}
 	}
 	return ""
+}
+
+// withToken sends a bearer token with every request.
+type withToken string
+
+func (tok withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(tok))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Over MCP (the official Go SDK's client, elicitation): an approver outside
+// the call's group is not asked (the paused result); one in the group is
+// asked, approves one of two, and is not asked again; the second approver
+// decides through cairn_resume and the call runs once.
+func TestGovernanceOverMCP(t *testing.T) {
+	ctx := context.Background()
+	e := newGovEnv(t)
+	connect := func(who string, asked *[]string) *sdk.ClientSession {
+		t.Helper()
+		handler := func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			*asked = append(*asked, req.Params.Message)
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}, nil
+		}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: handler}).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: withToken(tokenOf(who))}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	text := func(res *sdk.CallToolResult, err error) string {
+		t.Helper()
+		if err != nil || len(res.Content) == 0 {
+			t.Fatalf("%v %+v", err, res)
+		}
+		return res.Content[0].(*sdk.TextContent).Text
+	}
+	var devAsked, anaAsked, bobAsked []string
+	out := text(connect("dev", &devAsked).CallTool(ctx, &sdk.CallToolParams{Name: "main", Arguments: map[string]any{"input": "Deploy the latest build to production."}}))
+	if len(devAsked) != 0 || !strings.Contains(out, "The run is paused") {
+		t.Fatalf("dev, outside sre: asked %q; %s", devAsked, out)
+	}
+	_, list := e.as("ana", "GET", "/v1/sessions?status=paused", "")
+	id := list["sessions"].([]any)[0].(map[string]any)["id"].(string)
+
+	out = text(connect("ana", &anaAsked).CallTool(ctx, &sdk.CallToolParams{Name: "cairn_resume", Arguments: map[string]any{"session_id": id}}))
+	if len(anaAsked) != 1 || !strings.Contains(out, "The run is paused") || e.runs.Load() != 0 {
+		t.Fatalf("ana: asked %d times; %s; %d runs", len(anaAsked), out, e.runs.Load())
+	}
+	_, s := e.as("ana", "GET", "/v1/sessions/"+id, "")
+	if approvals, _ := interrupts(s)[0]["approvals"].([]any); len(approvals) != 1 {
+		t.Fatalf("after ana over MCP: %v", interrupts(s)[0])
+	}
+	out = text(connect("bob", &bobAsked).CallTool(ctx, &sdk.CallToolParams{Name: "cairn_resume", Arguments: map[string]any{"session_id": id}}))
+	if len(bobAsked) != 1 || e.runs.Load() != 1 || strings.Contains(out, "paused") {
+		t.Fatalf("bob: asked %d times; %s; %d runs", len(bobAsked), out, e.runs.Load())
+	}
 }

@@ -158,7 +158,7 @@ func (s *server) run(ctx context.Context, req *sdk.CallToolRequest, agent, input
 // protocol 2026-07-28), or by elicitation requests during this call (older
 // clients).
 func (s *server) respond(ctx context.Context, req *sdk.CallToolRequest, c Caller, sess *cairn.Session, refused string) *sdk.CallToolResult {
-	if sess.Status != cairn.StatusPaused || !c.MayDecide || !canElicit(req) || !asksPerson(sess) {
+	if sess.Status != cairn.StatusPaused || !c.MayDecide || !canElicit(req) || !s.asksCaller(c, sess) {
 		return s.outcome(sess)
 	}
 	if !multiRoundTrip(req) {
@@ -296,7 +296,7 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 // drive asks the client about each pause of the run, as long as it can
 // answer elicitations and the caller may decide, and gives the outcome.
 func (s *server) drive(ctx context.Context, req *sdk.CallToolRequest, c Caller, sess *cairn.Session, refused string) *sdk.CallToolResult {
-	for asks := 0; sess.Status == cairn.StatusPaused && asksPerson(sess) && asks < maxAsks; asks++ {
+	for asks := 0; sess.Status == cairn.StatusPaused && s.asksCaller(c, sess) && asks < maxAsks; asks++ {
 		decisions, reply, ok := s.ask(ctx, req, sess, refused)
 		if !ok {
 			break // the user dismissed the question: the run stays paused
@@ -317,11 +317,13 @@ func (s *server) drive(ctx context.Context, req *sdk.CallToolRequest, c Caller, 
 	return s.outcome(sess)
 }
 
-// asksPerson reports whether the paused session waits for a person: the
-// rest (a call the client runs, one waiting on a system) is not elicited
-// but listed in the result, for the client to complete with cairn_resume.
-func asksPerson(sess *cairn.Session) bool {
-	return slices.ContainsFunc(sess.Interrupts, func(in cairn.Interrupt) bool { return in.Kind.ForPerson() })
+// asksCaller reports whether the run waits for a person and c is one who
+// decides what it waits for (the runner's decision point: an approver
+// outside a call's approver groups gets the paused result, not a form).
+func (s *server) asksCaller(c Caller, sess *cairn.Session) bool {
+	return slices.ContainsFunc(sess.Interrupts, func(in cairn.Interrupt) bool {
+		return in.Kind.ForPerson() && s.r.Decides(c.actor(), sess.Owner, &in)
+	})
 }
 
 func canElicit(req *sdk.CallToolRequest) bool {
