@@ -73,6 +73,22 @@ agents:
 	if status, body := apiCall(t, "GET", base+"/v1/sessions", "not-a-token", ""); status != 401 {
 		t.Fatalf("a wrong token: %d %v", status, body)
 	}
+
+	// Both clients take the JWT as they take a token.
+	py := exec.Command("python3", "-c", "import sys; from cairn_client import Client; m = Client(sys.argv[1], token=sys.argv[2]).me(); print(m.display_name, m.role)", base, ana)
+	py.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join("..", "..", "clients", "python"))
+	if out, err := py.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "Ana approver" {
+		t.Fatalf("the Python client with a JWT: %v %s", err, out)
+	}
+	dist := filepath.Join("..", "..", "clients", "typescript", "dist", "index.js")
+	if _, err := os.Stat(dist); err != nil {
+		t.Skipf("the TypeScript client is not built: (cd clients/typescript && npm ci); .ci/run does it")
+	}
+	abs, _ := filepath.Abs(dist)
+	ts := exec.Command("node", "--input-type=module", "-e", `import { Client } from "file://`+abs+`"; const m = await new Client({ baseUrl: process.argv[1], token: process.argv[2] }).me(); console.log(m.display_name, m.role);`, base, ana)
+	if out, err := ts.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "Ana approver" {
+		t.Fatalf("the TypeScript client with a JWT: %v %s", err, out)
+	}
 }
 
 // In headless Chromium: a person signs in to the page through the
