@@ -47,19 +47,7 @@ type principal struct {
 	actor session.Actor
 }
 
-func (p principal) atLeast(role string) bool { return rank(p.role) >= rank(role) }
-
-func rank(role string) int {
-	switch role {
-	case RoleUser:
-		return 1
-	case RoleApprover:
-		return 2
-	case RoleAdmin:
-		return 3
-	}
-	return 0
-}
+func (p principal) atLeast(role string) bool { return session.RoleAtLeast(p.role, role) }
 
 type principalKey struct{}
 

@@ -40,16 +40,26 @@ var govTokens = []server.Token{
 
 func newGovEnv(t *testing.T) *govEnv {
 	e := &govEnv{t: t}
+	runner := deployRunner(t, &cairn.Approvers{Groups: []string{"sre"}, Count: 2, NotRequester: true}, &e.runs)
+	srv := httptest.NewServer(server.New(runner, &server.Options{Tokens: govTokens}))
+	t.Cleanup(srv.Close)
+	e.base = srv.URL
+	return e
+}
+
+// deployRunner is a runner (on SQLite, the fake OpenAI server playing
+// seedModel) whose deploy_code tool approvers approve; runs counts its runs.
+func deployRunner(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int32) *cairn.Runner {
+	t.Helper()
 	fake := fakeopenai.Start(t, seedModel)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy the latest build.", Approval: cairn.Always(),
-		Approvers: &cairn.Approvers{Groups: []string{"sre"}, Count: 2, NotRequester: true}},
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy the latest build.", Approval: cairn.Always(), Approvers: approvers},
 		func(ctx context.Context, a deployArgs) (string, error) {
-			e.runs.Add(1)
+			runs.Add(1)
 			return "Deployment successful to " + a.Environment, nil
 		})
 	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
@@ -58,10 +68,7 @@ func newGovEnv(t *testing.T) *govEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = runner.Close() })
-	srv := httptest.NewServer(server.New(runner, &server.Options{Tokens: govTokens}))
-	t.Cleanup(srv.Close)
-	e.base = srv.URL
-	return e
+	return runner
 }
 
 func (e *govEnv) as(who, method, path, body string) (int, map[string]any) {

@@ -1,22 +1,18 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/internal/testkit/oidcop"
-	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/server"
-	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // Bearer JWTs from a real OpenID Provider on loopback (zitadel/oidc's
@@ -32,22 +28,8 @@ func TestOIDCBearerTokens(t *testing.T) {
 		oidcop.User{ID: "u-dev", Username: "dev", Password: "dev-pw", Name: "Dev", Groups: []string{"dev", "approvers"}},
 		oidcop.User{ID: "u-uma", Username: "uma", Password: "uma-pw", Name: "Uma"})
 
-	fake := fakeopenai.Start(t, seedModel)
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy.", Approval: cairn.Always(), Approvers: &cairn.Approvers{Groups: []string{"sre"}}},
-		func(ctx context.Context, a deployArgs) (string, error) {
-			return "Deployment successful to " + a.Environment, nil
-		})
-	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
-	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = runner.Close() })
+	var runs atomic.Int32
+	runner := deployRunner(t, &cairn.Approvers{Groups: []string{"sre"}}, &runs)
 	srv := httptest.NewServer(server.New(runner, &server.Options{
 		Tokens: []server.Token{{Name: "ops-bot", Secret: "ops-bot-token-000000000000", Role: server.RoleAdmin}},
 		OIDC: &server.OIDC{Issuer: op.Issuer, ClientID: "cairn", ClockSkew: time.Millisecond,

@@ -105,7 +105,11 @@ func (a Actor) InGroup(groups []string) bool {
 }
 
 // atLeast reports whether a's role is role or a more trusted one.
-func (a Actor) atLeast(role string) bool { return roleRank(a.Role) >= roleRank(role) }
+func (a Actor) atLeast(role string) bool { return RoleAtLeast(a.Role, role) }
+
+// RoleAtLeast reports whether role is least or a more trusted one (user <
+// approver < admin; any other role ranks below user).
+func RoleAtLeast(role, least string) bool { return roleRank(role) >= roleRank(least) }
 
 func roleRank(role string) int {
 	switch role {

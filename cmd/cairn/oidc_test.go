@@ -17,6 +17,19 @@ import (
 	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
+// oidcAgents: an ops agent whose deploy a member of sre approves.
+const oidcAgents = `models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: deploy, arguments: {environment: production}}]
+      - text: "{{.LastResult}}"
+tools:
+  deploy: {builtin: echo, approval: always, approvers: {groups: [sre]}}
+agents:
+  ops: {model: demo, tools: [deploy]}
+`
+
 // `cairn serve` with auth.oidc and a real OpenID Provider on loopback: a
 // JWT from the provider's own sign-in is a bearer token for the API and for
 // `cairn sessions`, deciding by the person's groups; a static token keeps
@@ -35,17 +48,7 @@ auth:
     issuer: %s
     client_id: cairn
     roles: {approver: [sre, dev]}
-models:
-  demo:
-    provider: scripted
-    script:
-      - tool_calls: [{name: deploy, arguments: {environment: production}}]
-      - text: "{{.LastResult}}"
-tools:
-  deploy: {builtin: echo, approval: always, approvers: {groups: [sre]}}
-agents:
-  ops: {model: demo, tools: [deploy]}
-`, op.Issuer)
+`, op.Issuer) + oidcAgents
 	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -114,17 +117,7 @@ auth:
     client_id: cairn-web
     client_secret_env: CAIRN_TEST_OIDC_SECRET
     roles: {approver: [sre]}
-models:
-  demo:
-    provider: scripted
-    script:
-      - tool_calls: [{name: deploy, arguments: {environment: production}}]
-      - text: "{{.LastResult}}"
-tools:
-  deploy: {builtin: echo, approval: always, approvers: {groups: [sre]}}
-agents:
-  ops: {model: demo, tools: [deploy]}
-`, base, op.Issuer)
+`, base, op.Issuer) + oidcAgents
 	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
