@@ -239,13 +239,18 @@ func (p Authority) MayDecide(a Actor, owner string, in *Interrupt, action Action
 // neither decides it). The inbox shows what a person decides apart from
 // what they may only see.
 func (p Authority) Decides(a Actor, owner string, in *Interrupt) bool {
-	choices := in.Ask().Choices
-	for _, c := range choices {
+	ask := in.Ask()
+	if ask.Reply {
+		// Answered by the next message, which speaks for the session's
+		// owner: theirs, or an admin's (or the program's) to send.
+		return a.Trusted() || a.Role == RoleAdmin || owner != "" && a.Name == owner
+	}
+	for _, c := range ask.Choices {
 		if _, err := p.MayDecide(a, owner, in, c.Action); err != nil {
 			return false
 		}
 	}
-	return len(choices) > 0 || in.Ask().Reply
+	return len(ask.Choices) > 0
 }
 
 func describe(a Actor) string {
