@@ -198,6 +198,9 @@ func TestFourEyesEditResets(t *testing.T) {
 	if edited.Status != cairn.StatusPaused || string(in.Arguments) != `{"amount":7}` || len(in.Approvals) != 1 || in.Approvals[0].Actor.Name != "bob" {
 		t.Fatalf("after an edit: %s %s %+v", edited.Status, in.Arguments, in.Approvals)
 	}
+	if in.Message != `Run tool refund with arguments {"amount":7}?` {
+		t.Fatalf("after an edit the approvers read %q", in.Message)
+	}
 	// Ana's second look must be at the new arguments.
 	if _, err := g.approve(s, one.Seq, ana); !errors.Is(err, cairn.ErrConflict) || !strings.Contains(err.Error(), "stale seq") {
 		t.Fatalf("an approval made before the edit: %v", err)

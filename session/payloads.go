@@ -172,7 +172,9 @@ type ApprovalAdded struct {
 	NewArgs       json.RawMessage `json:"new_arguments,omitempty"`
 	ArgsDigest    string          `json:"arguments_sha256,omitempty"`
 	NewArgsDigest string          `json:"new_arguments_sha256,omitempty"`
-	Actor         Actor           `json:"actor"`
+	// Message, with NewArgs, is the confirmation text for them.
+	Message string `json:"message,omitempty"`
+	Actor   Actor  `json:"actor"`
 }
 
 // ToolStarted is recorded durably before a tool runs.

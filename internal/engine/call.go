@@ -256,13 +256,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 			Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "auto-approve"}})
 		return true, v
 	}
-	msg := ""
-	if tool.Confirm != nil {
-		msg, err = guarded("the confirmation template", func() (string, error) { return tool.Confirm(args) })
-	}
-	if tool.Confirm == nil || err != nil {
-		msg = fmt.Sprintf("Run tool %s with arguments %s?", c.Tool, c.Args)
-	}
+	msg := confirmation(tool, c.Tool, args)
 	in := session.Interrupt{
 		ID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
 		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
@@ -289,6 +283,17 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	}
 	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil
+}
+
+// confirmation is the text an approver reads about a call with args: the
+// tool's template, or a generic question when it has none or it fails.
+func confirmation(tool *Tool, name string, args ToolArgs) string {
+	if tool != nil && tool.Confirm != nil {
+		if msg, err := guarded("the confirmation template", func() (string, error) { return tool.Confirm(args) }); err == nil {
+			return msg
+		}
+	}
+	return fmt.Sprintf("Run tool %s with arguments %s?", name, args.Raw)
 }
 
 // begin carries out an approved call: a function tool starts (and must be

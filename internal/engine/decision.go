@@ -315,6 +315,12 @@ func (s *stepper) record(p decided) {
 				NewArgs: p.newArgs, ArgsDigest: digest(p.c.Args), Actor: actor}
 			if p.newArgs != nil {
 				added.NewArgsDigest = digest(string(p.newArgs))
+				var tool *Tool
+				if a := s.m.agents[p.f.Agent]; a != nil {
+					tool = a.Tools[p.c.Tool]
+				}
+				v, _ := decodeArgs(p.newArgs) // checked when the decision was
+				added.Message = confirmation(tool, p.c.Tool, ToolArgs{Raw: p.newArgs, Value: v})
 			}
 			s.emit(session.EventApprovalAdded, p.f, added)
 			return
@@ -434,6 +440,9 @@ func projectApprovalAdded(p *ApprovalAdded, st *State, ev *session.Event, frame 
 		}
 		c.Args, c.ArgsSeq = string(p.NewArgs), ev.Seq
 		in.Arguments, in.Approvals = p.NewArgs, []session.Approval{approval}
+		if p.Message != "" {
+			in.Message = p.Message // the approvers after the edit read about these arguments
+		}
 	} else {
 		in.Approvals = append(slices.Clip(in.Approvals), approval)
 	}
