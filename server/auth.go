@@ -80,6 +80,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		p, err := s.principalOf(r.Context(), secret)
+		if errors.Is(err, errProviderDown) {
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, "oidc_unavailable", err.Error()+"; the token was not checked: send it again later")
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid: "+err.Error())

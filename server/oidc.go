@@ -75,6 +75,10 @@ func newOIDCVerifier(cfg *OIDC) *oidcVerifier {
 // errNotAJWT: the bearer token is not a JWT (three dot-separated parts).
 var errNotAJWT = errors.New("not a JWT")
 
+// errProviderDown: the OpenID Provider could not be reached, so no JWT can
+// be checked now; the token may well be good (503, not 401).
+var errProviderDown = errors.New("the OpenID Provider cannot be reached")
+
 // verify checks a bearer JWT and returns its principal.
 func (v *oidcVerifier) verify(ctx context.Context, raw string) (principal, error) {
 	if strings.Count(raw, ".") != 2 {
@@ -145,7 +149,7 @@ func (v *oidcVerifier) provider(ctx context.Context) (*oidc.Provider, error) {
 	// request that first needed it.
 	p, err := oidc.NewProvider(context.WithoutCancel(ctx), v.cfg.Issuer)
 	if err != nil {
-		return nil, fmt.Errorf("the OpenID Provider %s cannot be reached: %w", v.cfg.Issuer, err)
+		return nil, fmt.Errorf("%w (%s): %v", errProviderDown, v.cfg.Issuer, err)
 	}
 	skew := v.cfg.ClockSkew
 	now := func() time.Time { return time.Now().Add(-skew) }

@@ -108,3 +108,26 @@ func TestOIDCBearerTokens(t *testing.T) {
 		t.Fatalf("the decision's actor: %v", actor)
 	}
 }
+
+// A JWT that cannot be checked because the provider is down is not called
+// invalid: 503 oidc_unavailable with Retry-After; a static token works.
+func TestOIDCProviderDown(t *testing.T) {
+	var runs atomic.Int32
+	runner := deployRunner(t, nil, &runs)
+	srv := httptest.NewServer(server.New(runner, &server.Options{
+		Tokens: []server.Token{{Name: "bot", Secret: "bot-token-000000000000000", Role: server.RoleUser}},
+		OIDC:   &server.OIDC{Issuer: "http://127.0.0.1:1/", ClientID: "cairn"}}))
+	t.Cleanup(srv.Close)
+	for tok, want := range map[string]int{"a.b.c": 503, "bot-token-000000000000000": 200} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 503 && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d (Retry-After %q), want %d", tok, resp.StatusCode, resp.Header.Get("Retry-After"), want)
+		}
+	}
+}
