@@ -114,9 +114,14 @@ func (s *Server) principalOf(ctx context.Context, secret string) (principal, err
 	return p, err
 }
 
-// bearer is the caller a request's bearer token names, if it names one
-// (on a route that needs none, such as an action link).
+// bearer is the caller a request's bearer token (or the page's sign-in
+// cookie) names, if it names one (on a route that needs none, such as an
+// action link).
 func (s *Server) bearer(r *http.Request) (principal, bool) {
+	if r.Header.Get("Authorization") == "" {
+		p, found, err := s.cookiePrincipal(r)
+		return p, found && err == nil
+	}
 	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	secret = strings.TrimSpace(secret)
 	if !s.authOn() || !strings.EqualFold(scheme, "Bearer") || secret == "" {
