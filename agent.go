@@ -108,6 +108,7 @@ func (a *Agent) compile() (*local.Agent, error) {
 						return nil, fmt.Errorf("cairn: agent %q: Approvers: %w", a.Name, err)
 					}
 					ct.Engine.Approvers = approversOf(a.Approvers, nil)
+					ct.Info.Approvers = a.Approvers
 				}
 				out = append(out, ct)
 			}

@@ -16,6 +16,8 @@ type (
 	AgentInfo = session.AgentInfo
 	// ToolInfo describes one tool of an agent.
 	ToolInfo = session.ToolInfo
+	// ApprovalRuleInfo is one approval rule of a tool, as GET /v1/agents shows it.
+	ApprovalRuleInfo = session.ApprovalRuleInfo
 	// ActionLink is what a signed action link does: decide one interrupt
 	// with one action (Runner.ReadActionLink).
 	ActionLink = webhook.ActionLink

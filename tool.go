@@ -379,6 +379,10 @@ func (t *Tool) info(params json.RawMessage) ToolInfo {
 		info.Kind = "client"
 	}
 	info.ResultSchema = t.ResultSchema
+	info.Approvers = t.Approvers
+	for _, r := range t.ApprovalRules {
+		info.ApprovalRules = append(info.ApprovalRules, ApprovalRuleInfo{Condition: r.If.Rule(), Approvers: r.Approvers})
+	}
 	if t.Wait != nil && t.Wait.Timeout > 0 {
 		info.WaitTimeout = t.Wait.Timeout.String()
 	}

@@ -79,6 +79,15 @@ func TestGovernanceConfig(t *testing.T) {
 	if in.Required != 2 || in.Approvers == nil || in.Approvers.Groups[0] != "finance-leads" || in.Approvers.NotRequester {
 		t.Fatalf("a refund over 1,000: required %d, approvers %+v", in.Required, in.Approvers)
 	}
+	// GET /v1/agents says who approves each tool.
+	tools := r.Agents()[0].Tools
+	if rules := tools[0].ApprovalRules; tools[0].Approvers == nil || tools[0].Approvers.Groups[0] != "finance" || len(rules) != 1 ||
+		rules[0].Condition != "args.amount > 1000" || rules[0].Groups[0] != "finance-leads" || rules[0].Count != 2 {
+		t.Fatalf("refund in the agents' listing: %+v, rules %+v", tools[0].Approvers, rules)
+	}
+	if tools[1].Approvers == nil || tools[1].Approvers.Groups[0] != "sre" {
+		t.Fatalf("restart in the agents' listing has not its agent's approvers: %+v", tools[1].Approvers)
+	}
 	restart := cfg.Agents[0].Tools[1]
 	if restart.Approvers != nil {
 		t.Fatalf("restart names no approvers of its own: %+v", restart.Approvers)

@@ -40,4 +40,16 @@ type ToolInfo struct {
 	// with a wait); WaitTimeout is that wait's deadline, as a duration.
 	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
 	WaitTimeout  string          `json:"wait_timeout,omitempty"`
+	// Approvers say who may approve its calls (the tool's, or its agent's);
+	// ApprovalRules the calls that have other approvers, first match wins.
+	Approvers     *Approvers         `json:"approvers,omitempty"`
+	ApprovalRules []ApprovalRuleInfo `json:"approval_rules,omitempty"`
+}
+
+// ApprovalRuleInfo is one approval rule of a tool: the calls for which
+// Condition holds (the config's `if`, a CEL expression over args, or the
+// words of the rule's Policy) are approved by Approvers.
+type ApprovalRuleInfo struct {
+	Condition string `json:"condition"`
+	Approvers
 }

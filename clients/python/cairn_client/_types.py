@@ -153,6 +153,16 @@ class Approvers:
 
 
 @dataclass
+class ApprovalRule:
+    """The calls for which ``condition`` (a CEL expression over args, or a rule's words) holds, and who approves them."""
+
+    condition: str = ""
+    groups: List[str] = field(default_factory=_empty)
+    count: int = 0
+    not_requester: bool = False
+
+
+@dataclass
 class Approval:
     """One person's approval of a call that needs several."""
 
@@ -332,6 +342,8 @@ class AgentTool:
     timeout: str = ""
     result_schema: Any = None
     wait_timeout: str = ""
+    approvers: Optional[Approvers] = None
+    approval_rules: List[ApprovalRule] = field(default_factory=_empty)
 
 
 @dataclass

@@ -473,6 +473,17 @@ export interface components {
                     /** @description any JSON value */
                     result_schema?: unknown;
                     wait_timeout?: string;
+                    approvers?: null | {
+                        groups?: null | string[];
+                        count?: number;
+                        not_requester?: boolean;
+                    };
+                    approval_rules?: null | {
+                        condition: string;
+                        groups?: null | string[];
+                        count?: number;
+                        not_requester?: boolean;
+                    }[];
                 }[];
             }[];
         };
