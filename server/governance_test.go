@@ -73,24 +73,7 @@ func deployRunner(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int32) 
 
 func (e *govEnv) as(who, method, path, body string) (int, map[string]any) {
 	e.t.Helper()
-	req, _ := http.NewRequest(method, e.base+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for _, tok := range govTokens {
-		if tok.Name == who {
-			req.Header.Set("Authorization", "Bearer "+tok.Secret)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		e.t.Fatalf("%s %s: %d, %q is not JSON", method, path, resp.StatusCode, data)
-	}
-	return resp.StatusCode, out
+	return callAs(e.t, e.base, tokenOf(who), method, path, body)
 }
 
 // Over REST: the wrong group and the requester are refused with 403, a

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -37,19 +36,7 @@ func TestOIDCBearerTokens(t *testing.T) {
 	t.Cleanup(srv.Close)
 	call := func(token, method, path, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatalf("%s %s: %d, not JSON: %v", method, path, resp.StatusCode, err)
-		}
-		return resp.StatusCode, out
+		return callAs(t, srv.URL, token, method, path, body)
 	}
 
 	uma := op.SignIn(t, cairnClient, "uma", "uma-pw").AccessToken

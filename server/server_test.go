@@ -129,6 +129,28 @@ func (e *env) do(method, path, body string) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// callAs sends a request with a bearer token (none when token is empty)
+// and decodes the JSON answer.
+func callAs(t *testing.T, base, token, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("%s %s: %d, %q is not JSON", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode, out
+}
+
 func errCode(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
 	c, _ := e["code"].(string)
@@ -522,21 +544,8 @@ func TestAuthAndRoles(t *testing.T) {
 	}}))
 	defer srv.Close()
 	as := func(token, method, path, body string) (int, map[string]any) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, out
+		t.Helper()
+		return callAs(t, srv.URL, token, method, path, body)
 	}
 	if code, body := as("", "GET", "/v1/sessions", ""); code != 401 || errCode(body) != "unauthorized" {
 		t.Fatalf("no token: %d %v", code, body)

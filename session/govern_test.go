@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/cairnhq/cairn/session"
@@ -54,5 +55,32 @@ func TestAuthorityDecides(t *testing.T) {
 	}
 	if a.Decides(person("ana", "approver"), "uma", message) || !a.Decides(person("uma", "user"), "uma", message) {
 		t.Error("Decides: an approver answers another's interactive agent, or its owner does not")
+	}
+}
+
+// IsZero (which omitzero and the stores use) knows every field of Actor: a
+// field added later and forgotten there fails here.
+func TestActorIsZeroKnowsEveryField(t *testing.T) {
+	t.Parallel()
+	if !(session.Actor{}).IsZero() {
+		t.Fatal("the zero Actor is not zero")
+	}
+	typ := reflect.TypeFor[session.Actor]()
+	for i := range typ.NumField() {
+		var a session.Actor
+		f := reflect.ValueOf(&a).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		default:
+			t.Fatalf("field %s: kind %s is not handled here", typ.Field(i).Name, f.Kind())
+		}
+		if a.IsZero() {
+			t.Errorf("an Actor with only %s set is zero", typ.Field(i).Name)
+		}
 	}
 }
