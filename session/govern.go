@@ -53,8 +53,14 @@ type Actor struct {
 	// Groups the person is in (from the token's configuration or the
 	// provider's groups claim).
 	Groups []string `json:"groups,omitempty"`
-	// Tenant the person acts in.
+	// Tenant the person acts in: they see and decide only the sessions of
+	// that tenant ("" is the default tenant), and the sessions they start
+	// belong to it.
 	Tenant string `json:"tenant,omitempty"`
+	// AllTenants marks a global actor, explicit in the configuration (a
+	// token with tenant "*"): they see and decide the sessions of every
+	// tenant. Their own sessions belong to Tenant.
+	AllTenants bool `json:"all_tenants,omitempty"`
 	// Via is how the person was authenticated; empty for the program.
 	Via Via `json:"via,omitempty"`
 	// Override marks a decision an admin made outside the interrupt's
@@ -64,7 +70,17 @@ type Actor struct {
 
 // IsZero reports whether a is no one (nothing recorded).
 func (a Actor) IsZero() bool {
-	return a.Name == "" && a.Role == "" && a.Subject == "" && a.Issuer == "" && len(a.Groups) == 0 && a.Tenant == "" && a.Via == "" && !a.Override
+	return a.Name == "" && a.Role == "" && a.Subject == "" && a.Issuer == "" && len(a.Groups) == 0 && a.Tenant == "" && !a.AllTenants && a.Via == "" && !a.Override
+}
+
+// InTenant reports whether a may see and decide the sessions of tenant:
+// a's own tenant, every tenant for a global actor (AllTenants) and for the
+// program (Trusted). Every door answers a session of another tenant as
+// one that does not exist.
+func (a Actor) InTenant(tenant string) bool {
+	// A callback URL is signed for one call of one session: it is the
+	// credential, whoever holds it.
+	return a.Tenant == tenant || a.AllTenants || a.Trusted() || a.Via == ViaCallback
 }
 
 // Identity is the person an actor is: the same for every token or door of

@@ -187,6 +187,8 @@ type PathStep struct {
 type PendingInterrupt struct {
 	Interrupt
 	SessionID string `json:"session_id"`
+	// Tenant is the session's tenant (Session.Tenant).
+	Tenant string `json:"tenant,omitempty"`
 	// Seq is the seq a decision on this interrupt must name.
 	Seq int64 `json:"seq"`
 	// PausedAt is when the session paused (its last update).
@@ -202,9 +204,10 @@ func (p PendingInterrupt) MarshalJSON() ([]byte, error) {
 		plain
 		Ask       Ask       `json:"ask"`
 		SessionID string    `json:"session_id"`
+		Tenant    string    `json:"tenant,omitempty"`
 		Seq       int64     `json:"seq"`
 		PausedAt  time.Time `json:"paused_at"`
-	}{plain(p.Interrupt), p.Interrupt.Ask(), p.SessionID, p.Seq, p.PausedAt})
+	}{plain(p.Interrupt), p.Interrupt.Ask(), p.SessionID, p.Tenant, p.Seq, p.PausedAt})
 }
 
 // OnTimeout is what happens when an external call's deadline passes with

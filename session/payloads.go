@@ -86,6 +86,8 @@ type SessionStarted struct {
 	Frame    string         `json:"frame"`
 	Metadata map[string]any `json:"metadata,omitempty"`
 	Owner    string         `json:"owner,omitempty"`
+	// Tenant is the session's tenant (Session.Tenant).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // UserMessage is a message from the user to a frame (the top of the stack).

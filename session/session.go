@@ -42,6 +42,11 @@ type Session struct {
 	Metadata   map[string]any `json:"metadata,omitempty"`
 	// Owner is who started the session (the auth token's name), if known.
 	Owner string `json:"owner,omitempty"`
+	// Tenant is the tenant the session belongs to: its starter's
+	// (Actor.Tenant). "" is the default tenant, every session's where no
+	// tenants are configured. Only actors in the tenant (Actor.InTenant)
+	// see or decide anything of it.
+	Tenant string `json:"tenant,omitempty"`
 	// LeaseOwner names the process that runs the turn of a running session,
 	// and LeaseExpiresAt when another process may take it over unless the
 	// owner renews. A released or expired lease means it is being taken over.

@@ -67,6 +67,8 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	case s == nil:
 		s = &memSession{}
 		m.sessions[head.ID] = s
+	default:
+		head.Owner, head.Tenant = s.head.Owner, s.head.Tenant // set once, by the first Append
 	case s.head.Seq != expectedSeq, s.head.Lease.HeldBy(head.Lease.Owner, head.UpdatedAt):
 		return ErrConflict
 	}
@@ -173,7 +175,8 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Head, error) {
 	m.mu.RLock()
 	var out []Head
 	for _, s := range m.sessions {
-		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent || opts.Owner != "" && s.head.Owner != opts.Owner {
+		if opts.Status != "" && s.head.Status != opts.Status || opts.Agent != "" && s.head.Agent != opts.Agent || opts.Owner != "" && s.head.Owner != opts.Owner ||
+			opts.ByTenant && s.head.Tenant != opts.Tenant {
 			continue
 		}
 		if kind != 0 && (s.head.Status != session.StatusPaused || s.head.PendingKinds&kind == 0) {

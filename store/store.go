@@ -29,7 +29,10 @@ type Head struct {
 	Agent string
 	// Owner is who started the session (the auth token's name), if known:
 	// stored by the first Append, which lists by owner read from an index.
-	Owner     string
+	Owner string
+	// Tenant is the session's tenant (session.Session.Tenant): stored by
+	// the first Append, which lists by tenant read from an index.
+	Tenant    string
 	Status    session.Status
 	Seq       int64
 	CreatedAt time.Time
@@ -117,7 +120,12 @@ type ListOptions struct {
 	Status session.Status // empty: any
 	Agent  string         // empty: any
 	Owner  string         // empty: any
-	Limit  int            // 0: no limit
+	// ByTenant keeps only the sessions of Tenant ("" is the default
+	// tenant): every listing a person asks for is of their tenant, and is
+	// still an index walk.
+	ByTenant bool
+	Tenant   string
+	Limit    int // 0: no limit
 	// LeaseExpiredAt, when set, keeps only running sessions whose lease is
 	// released or expired at that time: the ones a process may take over.
 	LeaseExpiredAt time.Time

@@ -24,7 +24,8 @@ type Start struct {
 	Metadata map[string]any
 	// Owner is who started the session (an auth token's name), if known.
 	Owner string
-	// Actor is who sent the first message, recorded in its event.
+	// Actor is who sent the first message, recorded in its event; the
+	// session belongs to its tenant (Actor.Tenant).
 	Actor session.Actor
 }
 

@@ -35,6 +35,8 @@ type State struct {
 	Error      *session.Failure
 	Metadata   map[string]any
 	Owner      string
+	// Tenant is the session's tenant (session.Session.Tenant).
+	Tenant string `json:",omitempty"`
 	Usage      model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
 	Remembered []session.Remembered

@@ -16,7 +16,7 @@ func projectSessionStarted(p *SessionStarted, st *State, ev *session.Event, fram
 	if st.Seq != 1 {
 		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 	}
-	st.SessionID, st.Nonce, st.Agent, st.Metadata, st.Owner, st.CreatedAt = p.SessionID, p.Nonce, p.Agent, p.Metadata, p.Owner, ev.Time
+	st.SessionID, st.Nonce, st.Agent, st.Metadata, st.Owner, st.Tenant, st.CreatedAt = p.SessionID, p.Nonce, p.Agent, p.Metadata, p.Owner, p.Tenant, ev.Time
 	st.Status = session.StatusRunning
 	st.frames++
 	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: session.ModeMain}}
@@ -85,7 +85,7 @@ func (s *stepper) start(in Start) error {
 	if s.m.agents[in.Agent] == nil {
 		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s%s", in.Agent, strings.Join(s.m.agentNames(), ", "), suggest.Hint(in.Agent, s.m.agentNames()))
 	}
-	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner})
+	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant})
 	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor})
 	s.advance()
 	return nil

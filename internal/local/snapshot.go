@@ -53,7 +53,7 @@ func eventBytes(evs []session.Event) int {
 // It returns the log statistics to keep once the head is written. No I/O.
 func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snapshotPolicy) (store.Head, engine.LogStats, error) {
 	events := step.Events
-	head := store.Head{ID: st.SessionID, Agent: st.Agent, Owner: st.Owner, Status: st.Status, Seq: st.Seq,
+	head := store.Head{ID: st.SessionID, Agent: st.Agent, Owner: st.Owner, Tenant: st.Tenant, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
 	log := st.Log
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {

@@ -49,6 +49,8 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
+-- whose it is, for listings by tenant (sessions before it: the default tenant)
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT '';
 DO $$ BEGIN
 	-- who started it, for listings by owner; sessions stored before the
 	-- column have it in their summary
@@ -90,7 +92,15 @@ CREATE INDEX IF NOT EXISTS cairn_blob_refs_key ON cairn_blob_refs(key);
 CREATE INDEX IF NOT EXISTS cairn_sessions_order ON cairn_sessions(updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS cairn_sessions_owner_order ON cairn_sessions(owner, updated_at DESC, id DESC);
+-- A person lists within their tenant (ListOptions.ByTenant), from the
+-- tenant_* indexes; the others serve the runtime and global listings. A
+-- listing by owner is always within the owner's tenant
+-- (cairn_sessions_owner_order, of earlier versions, lacked the tenant).
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_owner_tenant_order ON cairn_sessions(owner, tenant, updated_at DESC, id DESC);
+DROP INDEX IF EXISTS cairn_sessions_owner_order;
 DROP INDEX IF EXISTS cairn_sessions_status;
 -- What a purge leaves of a session (store.Tombstone): its links and
 -- callback URLs answer "gone".
@@ -142,6 +152,7 @@ END $$;
 `)
 	for _, k := range store.IndexedKinds() {
 		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_paused_%s ON cairn_sessions(updated_at DESC, id DESC) WHERE %s;\n", k, store.KindCondition(store.KindBit(k)))
+		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_paused_%s ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE %s;\n", k, store.KindCondition(store.KindBit(k)))
 	}
 	return b.String()
 }
@@ -153,7 +164,7 @@ const eventsQuery = `SELECT seq, type, time, frame, agent, data FROM cairn_event
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
 const channel = "cairn_changes"
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner, pending_kinds`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner, pending_kinds, tenant`
 
 func leaseUntil(l store.Lease) any {
 	if l.Owner == "" {
@@ -262,7 +273,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -288,10 +299,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 // WITH clauses all run once, and see the row through s).
 const (
 	appendCreate = `WITH s AS (
-	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds)
-	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0) WHERE $11::bigint = 0
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds, tenant)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0),$29 WHERE $11::bigint = 0
 	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
-	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text), -- the agent, creation time and owner stay
+	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text, $29::text), -- the agent, creation time, owner and tenant stay
 s AS (
 	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary), pending_kinds=COALESCE($28::integer, pending_kinds),
 		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
@@ -352,7 +363,7 @@ func scanHead(row pgx.Row) (store.Head, error) {
 	var until, expiry *time.Time
 	var cancelBy string
 	var kinds int32
-	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner, &kinds)
+	err := row.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &h.CreatedAt, &h.UpdatedAt, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner, &kinds, &h.Tenant)
 	h.PendingKinds = store.Kinds(kinds)
 	if h.CancelRequested {
 		h.CancelBy = store.DecodeActor(cancelBy)
@@ -511,6 +522,9 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 	}
 	if opts.Owner != "" {
 		where = append(where, "owner = "+arg(opts.Owner))
+	}
+	if opts.ByTenant {
+		where = append(where, "tenant = "+arg(opts.Tenant))
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		at := arg(opts.LeaseExpiredAt)

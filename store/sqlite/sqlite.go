@@ -82,6 +82,7 @@ var addedColumns = [][2]string{
 	{"sessions", `cancel_by TEXT NOT NULL DEFAULT ''`},       // who asked for the cancel: a session.Actor in JSON
 	{"sessions", `owner TEXT NOT NULL DEFAULT ''`},           // who started it, for listings by owner
 	{"sessions", `pending_kinds INTEGER NOT NULL DEFAULT 0`}, // store.Kinds of the summary's interrupts, for the inbox by kind
+	{"sessions", `tenant TEXT NOT NULL DEFAULT ''`},          // whose it is, for listings by tenant (sessions before it: the default tenant)
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -301,13 +302,21 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	// The listings walk these indexes backwards, in List's order (updated_at
 	// DESC, id DESC), from the cursor on: no scan, no sort, at any depth.
 	// sessions_status (status, updated_at), of earlier versions, ordered
-	// ties by rowid, which made every listing sort.
+	// ties by rowid, which made every listing sort. A person lists within
+	// their tenant (ListOptions.ByTenant), from the sessions_tenant_*
+	// indexes; the others serve the runtime and global listings. A listing
+	// by owner is always within the owner's tenant (sessions_owner_order,
+	// of earlier versions, lacked the tenant).
 	_, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS sessions_rev ON sessions(rev);
 		CREATE INDEX IF NOT EXISTS sessions_next_expiry ON sessions(next_expiry) WHERE next_expiry != '';
 		CREATE INDEX IF NOT EXISTS sessions_order ON sessions(updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_status_order ON sessions(status, updated_at, id);
 		CREATE INDEX IF NOT EXISTS sessions_agent_order ON sessions(agent, updated_at, id);
-		CREATE INDEX IF NOT EXISTS sessions_owner_order ON sessions(owner, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_tenant_order ON sessions(tenant, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_tenant_status_order ON sessions(tenant, status, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_tenant_agent_order ON sessions(tenant, agent, updated_at, id);
+		CREATE INDEX IF NOT EXISTS sessions_owner_tenant_order ON sessions(owner, tenant, updated_at, id);
+		DROP INDEX IF EXISTS sessions_owner_order;
 		DROP INDEX IF EXISTS sessions_status;`+kindIndexes())
 	return err
 }
@@ -329,6 +338,7 @@ func kindIndexes() string {
 	var b strings.Builder
 	for _, k := range store.IndexedKinds() {
 		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_paused_%s ON sessions(updated_at, id) WHERE %s;", k, store.KindCondition(store.KindBit(k)))
+		fmt.Fprintf(&b, "\n\t\tCREATE INDEX IF NOT EXISTS sessions_tenant_paused_%s ON sessions(tenant, updated_at, id) WHERE %s;", k, store.KindCondition(store.KindBit(k)))
 	}
 	read := `UPDATE sessions SET pending_kinds=` + pendingKindsOf("NEW.summary") + ` WHERE id=NEW.id;`
 	clear := `UPDATE sessions SET pending_kinds=0 WHERE id=NEW.id;`
@@ -390,8 +400,8 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, tenant, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
 	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
@@ -406,7 +416,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner)
+			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner, head.Tenant)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -629,7 +639,11 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 		// INDEXED BY: the planner would rather walk sessions_status_order
 		// and filter, reading every paused session to find a rare kind.
 		// opts.Kind is one KindFilter knows, so the name is safe to splice.
-		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY sessions_paused_` + string(opts.Kind) + ` WHERE ` + store.KindCondition(kind)
+		index := "sessions_paused_"
+		if opts.ByTenant {
+			index = "sessions_tenant_paused_"
+		}
+		q = `SELECT ` + headColumns + ` FROM sessions INDEXED BY ` + index + string(opts.Kind) + ` WHERE ` + store.KindCondition(kind)
 		if opts.Status == session.StatusPaused {
 			opts.Status = "" // store.KindCondition says it, in the words of the index
 		}
@@ -645,6 +659,10 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 	if opts.Owner != "" {
 		q += ` AND owner=?`
 		args = append(args, opts.Owner)
+	}
+	if opts.ByTenant {
+		q += ` AND tenant=?`
+		args = append(args, opts.Tenant)
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		q += ` AND status='running' AND (lease_owner='' OR lease_until<=?)`
@@ -906,7 +924,7 @@ const (
 	changesQuery = `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`
 )
 
-const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner, pending_kinds`
+const headColumns = `id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, cancel_requested, next_expiry, cancel_by, owner, pending_kinds, tenant`
 
 // optionalTime stores a zero time as "".
 func optionalTime(t time.Time) string {
@@ -920,7 +938,7 @@ func scanHead(r scanner) (store.Head, error) {
 	var h store.Head
 	var created, updated, until, expiry, cancelBy string
 	var summary []byte
-	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner, &h.PendingKinds); err != nil {
+	if err := r.Scan(&h.ID, &h.Agent, &h.Status, &h.Seq, &created, &updated, &summary, &h.Lease.Owner, &until, &h.CancelRequested, &expiry, &cancelBy, &h.Owner, &h.PendingKinds, &h.Tenant); err != nil {
 		return h, err
 	}
 	if h.CancelRequested {

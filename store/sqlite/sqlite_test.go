@@ -95,8 +95,10 @@ func TestUpgrades(t *testing.T) {
 	storetest.RunUpgrades(t, func(t *testing.T) storetest.SQLStore {
 		path := filepath.Join(t.TempDir(), "cairn.db")
 		drop := "DROP TRIGGER sessions_kinds_on_insert; DROP TRIGGER sessions_kinds_on_pause; DROP TRIGGER sessions_kinds_on_resume; "
+		dropTenant := "DROP INDEX sessions_tenant_order; DROP INDEX sessions_tenant_status_order; DROP INDEX sessions_tenant_agent_order; DROP INDEX sessions_owner_tenant_order; "
 		for _, k := range store.IndexedKinds() {
-			drop += "DROP INDEX sessions_paused_" + string(k) + "; "
+			drop += "DROP INDEX sessions_paused_" + string(k) + "; DROP INDEX sessions_tenant_paused_" + string(k) + "; "
+			dropTenant += "DROP INDEX sessions_tenant_paused_" + string(k) + "; "
 		}
 		return storetest.SQLStore{
 			Open: func(t *testing.T) interface {
@@ -119,7 +121,8 @@ func TestUpgrades(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			DropOwner:          `DROP INDEX sessions_owner_order; ALTER TABLE sessions DROP COLUMN owner`,
+			DropOwner:          `DROP INDEX sessions_owner_tenant_order; ALTER TABLE sessions DROP COLUMN owner`,
+			DropTenant:         dropTenant + `ALTER TABLE sessions DROP COLUMN tenant`,
 			DropPendingKinds:   drop + `ALTER TABLE sessions DROP COLUMN pending_kinds`,
 			DropListingIndex:   `DROP INDEX sessions_order`,
 			DropInputKindIndex: `DROP INDEX sessions_paused_input`,

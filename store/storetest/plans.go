@@ -32,13 +32,18 @@ func planListings() map[string]store.ListOptions {
 		"sessions":           {},
 		"sessions by status": {Status: "completed"},
 		"sessions by agent":  {Agent: "main"},
-		"sessions by owner":  {Owner: "uma"},
 		"the inbox":          {Status: "paused"},
 	} {
 		listings[name] = o
+		// A person's listings are of their tenant (the default one is "").
+		o.ByTenant, o.Tenant = true, "acme"
+		listings[name+" in a tenant"] = o
 	}
+	// A listing by owner is always within the owner's tenant.
+	listings["sessions by owner"] = store.ListOptions{Owner: "uma", ByTenant: true}
 	for _, k := range store.IndexedKinds() {
 		listings["the inbox by kind "+string(k)] = store.ListOptions{Status: "paused", Kind: k}
+		listings["the inbox by kind "+string(k)+" in a tenant"] = store.ListOptions{Status: "paused", Kind: k, ByTenant: true, Tenant: "acme"}
 	}
 	for name, o := range listings {
 		o.Limit = 101

@@ -305,11 +305,12 @@ func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
 	if len(all) != 3 {
 		t.Fatalf("all = %d", len(all))
 	}
-	// By agent and by owner: a session keeps the owner it was stored with.
+	// By agent, owner and tenant: a session keeps the owner and the
+	// tenant it was stored with.
 	d := headAt("d", 4, "paused")
-	d.Agent, d.Owner = "billing", "uma"
+	d.Agent, d.Owner, d.Tenant = "billing", "uma", "acme"
 	must(t, s.Append(ctx, d, 0, []session.Event{event(1), event(2), event(3), event(4)}))
-	d.Seq, d.Status, d.UpdatedAt = 5, "completed", d.UpdatedAt.Add(time.Second)
+	d.Seq, d.Status, d.UpdatedAt, d.Owner, d.Tenant = 5, "completed", d.UpdatedAt.Add(time.Second), "", "globex"
 	must(t, s.Append(ctx, d, 4, []session.Event{event(5)}))
 	for _, c := range []struct {
 		opts store.ListOptions
@@ -320,13 +321,21 @@ func testListByStatus(t *testing.T, open func(t *testing.T) store.Store) {
 		{store.ListOptions{Owner: "uma"}, "d"},
 		{store.ListOptions{Owner: "uma", Status: "paused"}, ""},
 		{store.ListOptions{Owner: "bob"}, ""},
+		{store.ListOptions{ByTenant: true, Tenant: "acme"}, "d"},
+		{store.ListOptions{ByTenant: true, Tenant: "globex"}, ""},
+		{store.ListOptions{ByTenant: true}, "c,b,a"},
+		{store.ListOptions{ByTenant: true, Status: "paused"}, "c,a"},
+		{store.ListOptions{ByTenant: true, Tenant: "acme", Agent: "billing"}, "d"},
+		{store.ListOptions{ByTenant: true, Agent: "billing"}, ""},
+		{store.ListOptions{ByTenant: true, Tenant: "acme", Owner: "uma"}, "d"},
+		{store.ListOptions{ByTenant: true, Owner: "uma"}, ""},
 	} {
 		got, err := s.List(ctx, c.opts)
 		var ids []string
 		for _, h := range got {
 			ids = append(ids, h.ID)
-			if h.ID == "d" && h.Owner != "uma" {
-				t.Errorf("d's owner = %q", h.Owner)
+			if h.ID == "d" && (h.Owner != "uma" || h.Tenant != "acme") {
+				t.Errorf("d's owner, tenant = %q, %q", h.Owner, h.Tenant)
 			}
 		}
 		if err != nil || strings.Join(ids, ",") != c.want {

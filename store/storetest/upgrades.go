@@ -23,6 +23,8 @@ type SQLStore struct {
 	Exec func(t *testing.T, sql string)
 	// DropOwner takes the owner column (and what indexes it) away.
 	DropOwner string
+	// DropTenant takes the tenant column (and what indexes it) away.
+	DropTenant string
 	// DropPendingKinds takes pending_kinds (its indexes and triggers) away.
 	DropPendingKinds string
 	// DropListingIndex drops the index of the unfiltered listing.
@@ -36,6 +38,8 @@ type SQLStore struct {
 //
 //   - the owner column is added and filled in from each session's summary,
 //     so listings by owner find the old sessions;
+//   - the tenant column is added, and the sessions stored before it
+//     belong to the default tenant ("");
 //   - pending_kinds is added and filled in from the paused sessions'
 //     summaries, so the inbox by kind finds them;
 //   - with an index dropped, PlanProblems names the listings that then
@@ -56,6 +60,39 @@ func RunUpgrades(t *testing.T, fresh func(t *testing.T) SQLStore) {
 		got, err := s.List(ctx, store.ListOptions{Owner: "uma"})
 		if err != nil || len(got) != 1 || got[0].ID != "old1" || got[0].Owner != "uma" {
 			t.Fatalf("uma's sessions after the upgrade: %+v %v", got, err)
+		}
+	})
+	t.Run("tenant", func(t *testing.T) {
+		db := fresh(t)
+		s := db.Open(t)
+		paused := func(id, tenant string) {
+			t.Helper()
+			if err := s.Append(ctx, store.Head{ID: id, Agent: "main", Owner: "uma", Tenant: tenant, Status: session.StatusPaused, Seq: 1, CreatedAt: at, UpdatedAt: at,
+				Summary: []byte(`{"id":"` + id + `","interrupts":[{"id":"i1","kind":"approval"}]}`), PendingKinds: store.KindBit(session.KindApproval)},
+				0, []session.Event{{Seq: 1, Type: session.EventUserMessage, Time: at, Data: []byte(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paused("old1", "")
+		s.Close()
+		db.Exec(t, db.DropTenant)
+		s = db.Open(t)
+		defer s.Close()
+		paused("new1", "acme")
+		for tenant, want := range map[string]string{"": "old1", "acme": "new1", "globex": ""} {
+			for _, opts := range []store.ListOptions{{ByTenant: true, Tenant: tenant}, {Owner: "uma", ByTenant: true, Tenant: tenant}, {Status: session.StatusPaused, Kind: session.KindApproval, ByTenant: true, Tenant: tenant}} {
+				got, err := s.List(ctx, opts)
+				var ids []string
+				for _, h := range got {
+					ids = append(ids, h.ID)
+					if h.Tenant != tenant {
+						t.Errorf("%+v: %s has tenant %q", opts, h.ID, h.Tenant)
+					}
+				}
+				if err != nil || strings.Join(ids, ",") != want {
+					t.Errorf("listing %+v after the upgrade: %v %v, want %q", opts, ids, err, want)
+				}
+			}
 		}
 	})
 	t.Run("pending kinds", func(t *testing.T) {
