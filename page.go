@@ -23,4 +23,9 @@ type Page struct {
 	// that (root) agent, and that the owner started; empty lists every
 	// one. Give the same ones with each page's Cursor.
 	Agent, Owner string
+	// Viewer, when set, lists only what that actor may see: the sessions of
+	// their tenant (Actor.InTenant), walked from a per-tenant index. The
+	// zero Actor is the program, which sees every tenant. A server passes
+	// its caller.
+	Viewer Actor
 }

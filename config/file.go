@@ -105,6 +105,9 @@ type WebhookConfig struct {
 	// Groups are the approver groups the receiver speaks for (its action
 	// links decide as a member of them).
 	Groups []string `yaml:"groups"`
+	// Tenant is the tenant whose sessions it hears (default: the default
+	// tenant); "*" hears every tenant's.
+	Tenant string `yaml:"tenant"`
 }
 
 // MCPServerConfig is one MCP server: a command speaking MCP on stdio, or
@@ -156,6 +159,10 @@ type TokenConfig struct {
 	// one subject are one person (an approval counts once).
 	Subject string   `yaml:"subject"`
 	Groups  []string `yaml:"groups"`
+	// Tenant is the tenant the holder acts in (default: the default
+	// tenant); "*" makes the holder global: they see and decide the
+	// sessions of every tenant.
+	Tenant string `yaml:"tenant"`
 }
 
 // ApproversConfig says who may approve a tool's calls.

@@ -13,12 +13,13 @@ import (
 const governanceConfig = `store: memory
 public_url: https://cairn.example.org
 webhooks:
-  - {name: finance-room, url: "https://bridge.example.org/hook", secret_env: HOOK_SECRET, groups: [finance]}
+  - {name: finance-room, url: "https://bridge.example.org/hook", secret_env: HOOK_SECRET, groups: [finance], tenant: acme}
 auth:
   admin_override: true
   tokens:
-    - {name: ana, token_env: ANA_TOKEN, role: approver, groups: [sre]}
-    - {name: ana-phone, token_env: ANA2_TOKEN, role: approver, subject: ana, groups: [sre]}
+    - {name: ana, token_env: ANA_TOKEN, role: approver, groups: [sre], tenant: acme}
+    - {name: ana-phone, token_env: ANA2_TOKEN, role: approver, subject: ana, groups: [sre], tenant: acme}
+    - {name: ops, token_env: OPS_TOKEN, role: admin, tenant: "*"}
 models:
   default: {provider: scripted, script: [{tool_calls: [{name: refund, arguments: {amount: 5000}}]}, {text: "{{.LastResult}}"}]}
 tools:
@@ -42,6 +43,8 @@ func governanceEnv(name string) (string, bool) {
 		return "ana-token-0000000000000000000000", true
 	case "ANA2_TOKEN":
 		return "ana-token-1111111111111111111111", true
+	case "OPS_TOKEN":
+		return "ops-token-2222222222222222222222", true
 	case "HOOK_SECRET":
 		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true
 	}
@@ -59,12 +62,16 @@ func TestGovernanceConfig(t *testing.T) {
 	if !cfg.AdminOverride {
 		t.Error("auth.admin_override not read")
 	}
-	if len(cfg.Webhooks) != 1 || len(cfg.Webhooks[0].Groups) != 1 || cfg.Webhooks[0].Groups[0] != "finance" {
-		t.Errorf("the webhook's groups: %+v", cfg.Webhooks)
+	if len(cfg.Webhooks) != 1 || len(cfg.Webhooks[0].Groups) != 1 || cfg.Webhooks[0].Groups[0] != "finance" || cfg.Webhooks[0].Tenant != "acme" {
+		t.Errorf("the webhook's groups and tenant: %+v", cfg.Webhooks)
 	}
-	ana, phone := cfg.Tokens[0], cfg.Tokens[1]
-	if ana.Subject != "ana" || len(ana.Groups) != 1 || phone.Subject != "ana" {
+	ana, phone, ops := cfg.Tokens[0], cfg.Tokens[1], cfg.Tokens[2]
+	if ana.Subject != "ana" || len(ana.Groups) != 1 || phone.Subject != "ana" || ana.Tenant != "acme" || ana.AllTenants {
 		t.Fatalf("tokens %+v %+v", ana, phone)
+	}
+	// A global admin is explicit: tenant "*".
+	if !ops.AllTenants || ops.Tenant != "" {
+		t.Fatalf("ops (tenant \"*\"): %+v", ops)
 	}
 	r, err := cairn.NewRunner(cfg.Agents, &cairn.RunnerOptions{Webhooks: cfg.Webhooks, PublicURL: cfg.PublicURL})
 	if err != nil {
@@ -105,6 +112,8 @@ func TestGovernanceConfigMistakes(t *testing.T) {
 		{"a negative count", "count: 2", "count: -1", "tools.refund.approval_rules[0].count: -1 is negative"},
 		{"an empty group", "groups: [sre]}}", "groups: ['']}}", "agents.main.approvers.groups[0]: is empty"},
 		{"an unknown key", "not_requester: true}", "not_requestor: true}", `did you mean "not_requester"`},
+		{"a tenant that is no name", "groups: [sre], tenant: acme}", "groups: [sre], tenant: 'acme corp'}", `auth.tokens[0].tenant: "acme corp" is not a tenant name`},
+		{"a webhook's tenant that is no name", "groups: [finance], tenant: acme}", "groups: [finance], tenant: a/b}", `webhooks[0].tenant: "a/b" is not a tenant name`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := strings.Replace(governanceConfig, c.from, c.to, 1)

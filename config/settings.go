@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/store/storeurl"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -173,7 +174,10 @@ func (l *loader) webhooks(f *File) ([]webhook.Subscription, error) {
 			return nil, l.errf("webhooks", "%s: the name %q is used twice; give each endpoint its own name", key, name)
 		}
 		names[name] = true
-		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout, Groups: w.Groups})
+		if err := l.tenantName(key+".tenant", w.Tenant); err != nil {
+			return nil, err
+		}
+		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout, Groups: w.Groups, Tenant: w.Tenant})
 	}
 	return out, nil
 }
@@ -271,13 +275,29 @@ type Token struct {
 	// Subject (default: Name) and Groups describe the person.
 	Subject string
 	Groups  []string
+	// Tenant is the holder's tenant; AllTenants (tenant "*") makes them
+	// global.
+	Tenant     string
+	AllTenants bool
+}
+
+// AllTenants is the tenant value that makes a token (or a webhook) global.
+const AllTenants = webhook.AllTenants
+
+// tenantName checks a configured tenant: a name of letters, digits, '.',
+// '_' and '-' (at most 64), or AllTenants.
+func (l *loader) tenantName(key, t string) error {
+	if t == "" || t == AllTenants || session.ValidTenant(t) {
+		return nil
+	}
+	return l.errf(key, "%q is not a tenant name: use letters, digits, '.', '_' and '-' (at most 64), or \"*\" for every tenant", t)
 }
 
 // OIDC is auth.oidc checked: an OpenID Provider whose bearer JWTs the
 // server accepts (see server.OIDC).
 type OIDC struct {
 	Issuer, Audience, ClientID, ClientSecret string
-	NameClaim, GroupsClaim                   string
+	NameClaim, GroupsClaim, TenantClaim      string
 	Roles                                    map[string][]string
 	ClockSkew                                time.Duration
 }
@@ -290,15 +310,12 @@ func (l *loader) oidc(c OIDCConfig) (*OIDC, error) {
 	if c.ClientID == "" && c.Audience == "" {
 		return nil, l.errf("auth.oidc.client_id", "is required (or audience): the tokens' aud must name this server")
 	}
-	if c.Claims.Tenant != "" {
-		return nil, l.errf("auth.oidc.claims.tenant", "tenants are not enforced in this version; remove the key (docs/security.md)")
-	}
 	for role := range c.Roles {
 		if role != "admin" && role != "approver" {
 			return nil, l.errf("auth.oidc.roles", "%q is not admin or approver (everyone else is a user)%s", role, suggest.Hint(role, []string{"admin", "approver"}))
 		}
 	}
-	out := &OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, NameClaim: c.Claims.Name, GroupsClaim: c.Claims.Groups, Roles: c.Roles}
+	out := &OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, NameClaim: c.Claims.Name, GroupsClaim: c.Claims.Groups, TenantClaim: c.Claims.Tenant, Roles: c.Roles}
 	if c.ClientSecretEnv != "" {
 		secret, ok := l.env(c.ClientSecretEnv)
 		if !ok || secret == "" {
@@ -351,7 +368,14 @@ func (l *loader) tokens(a *AuthConfig) ([]Token, error) {
 				return nil, l.errf("auth.tokens", "tokens[%d].groups[%d] is empty", i, j)
 			}
 		}
-		out = append(out, Token{Name: name, Secret: secret, Role: t.Role, Subject: cmp.Or(t.Subject, name), Groups: t.Groups})
+		if err := l.tenantName(fmt.Sprintf("auth.tokens[%d].tenant", i), t.Tenant); err != nil {
+			return nil, err
+		}
+		tok := Token{Name: name, Secret: secret, Role: t.Role, Subject: cmp.Or(t.Subject, name), Groups: t.Groups, Tenant: t.Tenant}
+		if t.Tenant == AllTenants {
+			tok.Tenant, tok.AllTenants = "", true
+		}
+		out = append(out, tok)
 	}
 	return out, nil
 }

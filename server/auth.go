@@ -36,6 +36,12 @@ type Token struct {
 	// Groups the holder is in: interrupts whose approvers name groups are
 	// decided only by their members.
 	Groups []string
+	// Tenant is the tenant the holder acts in: they see and decide only
+	// its sessions, and what they start belongs to it ("" is the default
+	// tenant). AllTenants makes the holder global: they see and decide
+	// the sessions of every tenant (their own still belong to Tenant).
+	Tenant     string
+	AllTenants bool
 }
 
 // principal is the authenticated caller of a request.
@@ -150,7 +156,7 @@ func (s *Server) lookup(secret string) (principal, bool) {
 		eq := subtle.ConstantTimeCompare(got[:], want[:])
 		if eq == 1 {
 			match = principal{name: t.Name, role: t.Role, actor: session.Actor{Name: t.Name, Role: t.Role,
-				Subject: cmp.Or(t.Subject, t.Name), Groups: t.Groups, Via: session.ViaToken}}
+				Subject: cmp.Or(t.Subject, t.Name), Groups: t.Groups, Tenant: t.Tenant, AllTenants: t.AllTenants, Via: session.ViaToken}}
 		}
 		found |= eq
 	}
@@ -172,18 +178,25 @@ func require(w http.ResponseWriter, r *http.Request, role, what string) (princip
 	return p, true
 }
 
-// canSee reports whether the caller may read a session: its owner, or an
-// approver or admin.
+// canSee reports whether the caller may read a session: one of its tenant
+// (Actor.InTenant), and its owner or an approver or admin.
 func canSee(p principal, sess *cairn.Session) bool {
-	return p.atLeast(RoleApprover) || isOwner(p, sess)
+	return p.actor.InTenant(sess.Tenant) && (p.atLeast(RoleApprover) || isOwner(p, sess))
 }
 
 // canSpeak reports whether the caller may speak in a session (post a
-// message, cancel it): its owner, or an admin. An approver decides
-// interrupts and reads every session, but does not put words in another
-// user's mouth.
+// message, cancel it): its owner, or an admin of its tenant. An approver
+// decides interrupts and reads every session of the tenant, but does not
+// put words in another user's mouth.
 func canSpeak(p principal, sess *cairn.Session) bool {
-	return p.atLeast(RoleAdmin) || isOwner(p, sess)
+	return p.actor.InTenant(sess.Tenant) && (p.atLeast(RoleAdmin) || isOwner(p, sess))
+}
+
+// everywhere reports whether p sees every session of every tenant (an
+// approver or admin of every tenant), so that a request for a session
+// needs no read to check.
+func (p principal) everywhere(role string) bool {
+	return p.atLeast(role) && (p.actor.AllTenants || p.actor.Trusted())
 }
 
 // decisionRefused says why p may not make decisions on sess (ErrForbidden,
@@ -205,10 +218,11 @@ func (s *Server) decisionRefused(p principal, sess *cairn.Session, decisions []c
 func isOwner(p principal, sess *cairn.Session) bool { return sess.Owner != "" && sess.Owner == p.name }
 
 // mayRead answers 404 unless the caller may read the session in the path.
-// Approvers and admins may read any session, so only a user's request
-// costs a read here; the handler's own call reports unknown sessions.
+// Approvers and admins of every tenant may read any session, so only
+// their requests cost no read here; the handler's own call reports
+// unknown sessions.
 func (s *Server) mayRead(w http.ResponseWriter, r *http.Request) bool {
-	if callerOf(r).atLeast(RoleApprover) {
+	if callerOf(r).everywhere(RoleApprover) {
 		return true
 	}
 	_, ok := s.ownSession(w, r)
@@ -219,7 +233,7 @@ func (s *Server) mayRead(w http.ResponseWriter, r *http.Request) bool {
 // path, 403 when it may read it but not speak in it (canSpeak).
 func (s *Server) maySpeak(w http.ResponseWriter, r *http.Request, what string) bool {
 	p := callerOf(r)
-	if p.atLeast(RoleAdmin) {
+	if p.everywhere(RoleAdmin) {
 		return true
 	}
 	sess, ok := s.ownSession(w, r)

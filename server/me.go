@@ -9,6 +9,10 @@ type meBody struct {
 	// DisplayName is who they are in words (an ID token's name claim).
 	DisplayName string `json:"display_name,omitempty"`
 	Role        string `json:"role" jsonschema:"user, approver or admin"`
+	// Tenant is the tenant the caller acts in (absent: the default one);
+	// AllTenants, that they see every tenant's sessions.
+	Tenant     string `json:"tenant,omitempty"`
+	AllTenants bool   `json:"all_tenants,omitempty"`
 	// Auth is false when the server has no tokens (every caller is an anonymous admin).
 	Auth bool `json:"auth"`
 }
@@ -16,7 +20,7 @@ type meBody struct {
 // me answers who the caller is.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	p := callerOf(r)
-	writeJSON(w, http.StatusOK, meBody{Name: p.name, DisplayName: p.actor.Name, Role: p.role, Auth: s.authOn()})
+	writeJSON(w, http.StatusOK, meBody{Name: p.name, DisplayName: p.actor.Name, Role: p.role, Tenant: p.actor.Tenant, AllTenants: p.actor.AllTenants, Auth: s.authOn()})
 }
 
 // listAgents describes the configured agents and their tools.

@@ -29,9 +29,13 @@ type OIDC struct {
 	// its secret for the page's sign-in (empty: a public client, PKCE
 	// alone). The sign-in's redirect URL is Options.BaseURL + /auth/callback.
 	ClientID, ClientSecret string
-	// NameClaim, GroupsClaim are the claims of the display name and the
-	// groups; empty: "name" (then "preferred_username") and "groups".
-	NameClaim, GroupsClaim string
+	// NameClaim, GroupsClaim and TenantClaim are the claims of the display
+	// name, the groups and the tenant; empty: "name" (then
+	// "preferred_username"), "groups" and "tenant". A token without the
+	// tenant claim acts in the default tenant; one whose tenant is not a
+	// tenant name (session.ValidTenant) is refused. No claim makes a
+	// person global: only a configured token does.
+	NameClaim, GroupsClaim, TenantClaim string
 	// Roles maps a role (RoleAdmin, RoleApprover) to the groups that have
 	// it; a person in none of them is a RoleUser.
 	Roles map[string][]string
@@ -123,6 +127,15 @@ func (v *oidcVerifier) check(ctx context.Context, ver *oidc.IDTokenVerifier, raw
 		return principal{}, time.Time{}, fmt.Errorf("the token's claims: %w", err)
 	}
 	name := stringClaim(claims, v.cfg.NameClaim, "name", "preferred_username")
+	tenantClaim := cmp.Or(v.cfg.TenantClaim, "tenant")
+	tenant := ""
+	if raw, ok := claims[tenantClaim]; ok {
+		t, isString := raw.(string)
+		if !isString || !session.ValidTenant(t) {
+			return principal{}, time.Time{}, fmt.Errorf("the token's %s claim is not a tenant name (letters, digits, '.', '_' and '-', at most 64)", tenantClaim)
+		}
+		tenant = t
+	}
 	groups := groupsClaim(claims[cmp.Or(v.cfg.GroupsClaim, "groups")])
 	role := RoleUser
 	for _, r := range []string{RoleApprover, RoleAdmin} {
@@ -134,7 +147,7 @@ func (v *oidcVerifier) check(ctx context.Context, ver *oidc.IDTokenVerifier, raw
 	// do not), marked so that no static token's name can be it.
 	owner := "oidc:" + tok.Subject
 	return principal{name: owner, role: role, actor: session.Actor{Name: cmp.Or(name, tok.Subject), Role: role, Subject: tok.Subject,
-		Issuer: tok.Issuer, Groups: groups, Via: session.ViaOIDC}}, tok.Expiry, nil
+		Issuer: tok.Issuer, Groups: groups, Tenant: tenant, Via: session.ViaOIDC}}, tok.Expiry, nil
 }
 
 // provider reads the discovery document once (again after keySetAge, so

@@ -372,6 +372,7 @@ func componentSchemas() (map[string]*jsonschema.Schema, error) {
 	type pending struct {
 		interrupt
 		SessionID string    `json:"session_id"`
+		Tenant    string    `json:"tenant,omitempty" jsonschema:"the session's tenant (absent: the default tenant)"`
 		Seq       int64     `json:"seq" jsonschema:"the seq a decision on this interrupt must name"`
 		PausedAt  time.Time `json:"paused_at"`
 	}

@@ -454,10 +454,11 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) {
 	writeListing(w, r, map[string]any{"interrupts": list, "next_cursor": nextCursor(next)})
 }
 
-// pageParams reads ?limit=N&cursor=C.
+// pageParams reads ?limit=N&cursor=C. Every listing is of what the caller
+// may see: their tenant's sessions (cairn.Page.Viewer).
 func pageParams(w http.ResponseWriter, r *http.Request) (cairn.Page, bool) {
 	q := r.URL.Query()
-	page := cairn.Page{Cursor: q.Get("cursor")}
+	page := cairn.Page{Cursor: q.Get("cursor"), Viewer: callerOf(r).actor}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > cairn.MaxPageSize {

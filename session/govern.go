@@ -96,6 +96,21 @@ func (a Actor) Identity() string {
 	return a.Issuer + "\x00" + sub
 }
 
+// ValidTenant reports whether t is a tenant name: 1 to 64 letters,
+// digits, '.', '_' and '-' ("" is the default tenant, and is valid
+// wherever a tenant may be left out).
+func ValidTenant(t string) bool {
+	if len(t) == 0 || len(t) > 64 {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Trusted reports whether a is the program that holds the Runner (no Via).
 func (a Actor) Trusted() bool { return a.Via == "" }
 
@@ -175,6 +190,16 @@ type Authority struct {
 	// (another group, their own request); such a decision records
 	// Actor.Override.
 	AdminOverride bool
+}
+
+// MaySee says whether a may see (and so ask to decide anything of) the
+// session id of tenant: nil, or a *Error with CodeNotFound, exactly as for
+// a session that does not exist, so another tenant's ids cannot be probed.
+func (p Authority) MaySee(a Actor, id, tenant string) error {
+	if a.InTenant(tenant) {
+		return nil
+	}
+	return &Error{Code: CodeNotFound, Err: ErrNotFound, Message: fmt.Sprintf("no session %q", id)}
 }
 
 // MayDecide says whether a may take action on in, an interrupt of a session

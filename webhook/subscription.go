@@ -32,6 +32,18 @@ type Subscription struct {
 	// with one of these). Empty: links only for interrupts that name no
 	// approver groups.
 	Groups []string
+	// Tenant is the tenant whose sessions the receiver hears ("" the
+	// default tenant, AllTenants every tenant): a receiver never hears of,
+	// nor gets links for, another tenant's sessions.
+	Tenant string
+}
+
+// AllTenants is the Subscription.Tenant of a receiver of every tenant.
+const AllTenants = "*"
+
+// Hears reports whether s hears of the sessions of tenant.
+func (s *Subscription) Hears(tenant string) bool {
+	return s.Tenant == tenant || s.Tenant == AllTenants
 }
 
 // Wants reports whether s hears events of type typ.

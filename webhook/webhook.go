@@ -68,6 +68,8 @@ type Data struct {
 	SessionID string `json:"session_id"`
 	// Agent is the session's root agent.
 	Agent string `json:"agent"`
+	// Tenant is the session's tenant (absent: the default tenant).
+	Tenant string `json:"tenant,omitempty"`
 	// Seq is the session's seq after the commit that made the event: the
 	// seq a decision names (interrupt.created). Receivers order a session's
 	// payloads by it; deliveries may arrive out of order.

@@ -247,7 +247,7 @@ func serverOIDC(c *config.OIDC) *server.OIDC {
 	if c == nil {
 		return nil
 	}
-	return &server.OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, ClientSecret: c.ClientSecret, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim,
+	return &server.OIDC{Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID, ClientSecret: c.ClientSecret, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim, TenantClaim: c.TenantClaim,
 		Roles: c.Roles, ClockSkew: c.ClockSkew}
 }
 
@@ -255,7 +255,7 @@ func serverOIDC(c *config.OIDC) *server.OIDC {
 func serverTokens(ts []config.Token) []server.Token {
 	out := make([]server.Token, len(ts))
 	for i, t := range ts {
-		out[i] = server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role, Subject: t.Subject, Groups: t.Groups}
+		out[i] = server.Token{Name: t.Name, Secret: t.Secret, Role: t.Role, Subject: t.Subject, Groups: t.Groups, Tenant: t.Tenant, AllTenants: t.AllTenants}
 	}
 	return out
 }

@@ -96,9 +96,8 @@ func (s *stepper) stillApproves(in Decide) bool {
 // actor may make it.
 func (s *stepper) check(i int, d session.Decision, actor session.Actor) (decided, error) {
 	st := s.st
-	if !actor.InTenant(st.Tenant) {
-		// Another tenant's session does not exist for actor.
-		return decided{}, &session.Error{Code: session.CodeNotFound, Err: session.ErrNotFound, Message: fmt.Sprintf("no session %q", st.SessionID)}
+	if err := s.m.opts.Authority.MaySee(actor, st.SessionID, st.Tenant); err != nil {
+		return decided{}, err
 	}
 	if f := st.findReview(d.InterruptID); f != nil {
 		override, err := s.m.opts.Authority.MayDecide(actor, st.Owner, &f.Review.Interrupt, d.Action)

@@ -62,7 +62,7 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, 
 	events := step.Events
 	if r.hooks != nil {
 		var err error
-		if head.Outbox, err = r.webhookMessages(ctx, head.ID, nonce, head.Agent, head.Seq, step); err != nil {
+		if head.Outbox, err = r.webhookMessages(ctx, head.ID, nonce, head.Agent, head.Tenant, head.Seq, step); err != nil {
 			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}

@@ -24,6 +24,17 @@ type Page struct {
 	Kinds  []session.Kind
 	Agent  string
 	Owner  string
+	Viewer session.Actor
+}
+
+// scope is the part of a listing the viewer may see: their tenant's
+// sessions, unless they see every tenant.
+func (p Page) scope(opts store.ListOptions) store.ListOptions {
+	v := p.Viewer
+	if !v.AllTenants && !v.Trusted() {
+		opts.ByTenant, opts.Tenant = true, v.Tenant
+	}
+	return opts
 }
 
 // cursor is what a page cursor holds: the listing goes on after the head at
@@ -69,7 +80,7 @@ func (r *Runner) SessionsPage(ctx context.Context, status session.Status, page P
 	if err != nil {
 		return nil, "", err
 	}
-	heads, err := r.store.List(ctx, store.ListOptions{Status: status, Agent: page.Agent, Owner: page.Owner, After: c.position(), Limit: limit + 1})
+	heads, err := r.store.List(ctx, page.scope(store.ListOptions{Status: status, Agent: page.Agent, Owner: page.Owner, After: c.position(), Limit: limit + 1}))
 	if err != nil {
 		return nil, "", err
 	}
@@ -97,7 +108,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 	interrupts = []session.PendingInterrupt{}
 	prev, skip := c.position(), c.Skip
 	for {
-		heads, more, err := r.pausedWith(ctx, page.Kinds, prev, limit+1)
+		heads, more, err := r.pausedWith(ctx, page.scope(store.ListOptions{Status: session.StatusPaused, After: prev, Limit: limit + 1}), page.Kinds)
 		if err != nil {
 			return nil, "", err
 		}
@@ -113,7 +124,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 				if len(interrupts) == limit {
 					return interrupts, encodeCursor(prev, i), nil
 				}
-				interrupts = append(interrupts, session.PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Seq: s.Seq, PausedAt: s.UpdatedAt})
+				interrupts = append(interrupts, session.PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Tenant: s.Tenant, Seq: s.Seq, PausedAt: s.UpdatedAt})
 			}
 			prev, skip = h.Position(), 0
 		}
@@ -123,13 +134,13 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 	}
 }
 
-// pausedWith lists up to limit paused sessions after prev, in List's
+// pausedWith lists up to opts.Limit paused sessions after opts.After, in List's
 // order: all of them, or those with a pending interrupt of one of kinds.
 // Each kind is an index walk of its own (store.ListOptions.Kind); for
 // several, the walks are merged and a session with more than one of them
 // comes once. more says whether sessions may follow the last one.
-func (r *Runner) pausedWith(ctx context.Context, kinds []session.Kind, prev store.Position, limit int) (heads []store.Head, more bool, err error) {
-	opts := store.ListOptions{Status: session.StatusPaused, After: prev, Limit: limit}
+func (r *Runner) pausedWith(ctx context.Context, opts store.ListOptions, kinds []session.Kind) (heads []store.Head, more bool, err error) {
+	limit := opts.Limit
 	if len(kinds) == 0 {
 		heads, err = r.store.List(ctx, opts)
 		return heads, len(heads) == limit, err

@@ -162,6 +162,9 @@ func (r *Runner) decidedInMirror(ctx context.Context, sessionID string, decision
 
 // MayDecide is cairn.Runner.MayDecide (documented there).
 func (r *Runner) MayDecide(a session.Actor, sess *session.Session, d session.Decision) error {
+	if err := r.engineOpts.Authority.MaySee(a, sess.ID, sess.Tenant); err != nil {
+		return err
+	}
 	for i := range sess.Interrupts {
 		if in := &sess.Interrupts[i]; in.ID == d.InterruptID {
 			_, err := r.engineOpts.Authority.MayDecide(a, sess.Owner, in, d.Action)

@@ -83,7 +83,7 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 }
 
 // webhookMessages are the outbox messages announcing a commit's events.
-func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent string, seq int64, step engine.Step) ([]store.Message, error) {
+func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent, tenant string, seq int64, step engine.Step) ([]store.Message, error) {
 	var out []store.Message
 	for i, ev := range step.Events {
 		notes, err := notes(step, i)
@@ -92,11 +92,11 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent st
 		}
 		for _, n := range notes {
 			for _, w := range r.hooks.endpoints {
-				if !w.Wants(n.typ) {
+				if !w.Wants(n.typ) || !w.Hears(tenant) {
 					continue
 				}
 				data := n.data
-				data.SessionID, data.Agent, data.Seq = sessionID, agent, seq
+				data.SessionID, data.Agent, data.Tenant, data.Seq = sessionID, agent, tenant, seq
 				// Links go only to a receiver that decides the interrupt (the
 				// one decision point, with the receiver's groups).
 				if n.linked != nil && r.engineOpts.Authority.Decides(linkActor(w), "", n.linked) {
@@ -210,7 +210,11 @@ func (h *webhooks) actions(ctx context.Context, sessionID, nonce string, in *ses
 
 // linkActor is who an action link of endpoint w decides as.
 func linkActor(w webhook.Subscription) session.Actor {
-	return session.Actor{Name: w.Name, Role: "action-link", Subject: "action_link:" + w.Name, Groups: w.Groups, Via: session.ViaActionLink}
+	a := session.Actor{Name: w.Name, Role: "action-link", Subject: "action_link:" + w.Name, Groups: w.Groups, Tenant: w.Tenant, Via: session.ViaActionLink}
+	if w.Tenant == webhook.AllTenants {
+		a.Tenant, a.AllTenants = "", true
+	}
+	return a
 }
 
 // ReadActionLink is cairn.Runner.ReadActionLink (documented there).

@@ -139,6 +139,7 @@ class Actor:
     issuer: str = ""
     groups: List[str] = field(default_factory=_empty)
     tenant: str = ""
+    all_tenants: bool = False
     via: Optional[Via] = None
     override: bool = False
 
@@ -205,6 +206,7 @@ class Interrupt:
     truncated: Optional[List[str]] = None
     ask: Optional[Ask] = None
     session_id: str = ""
+    tenant: str = ""
     seq: int = 0
     paused_at: Optional[datetime.datetime] = None
 
@@ -279,6 +281,7 @@ class Session:
     remembered: List[Remembered] = field(default_factory=_empty)
     metadata: Optional[Dict[str, Any]] = None
     owner: str = ""
+    tenant: str = ""
     lease_owner: str = ""
     lease_expires_at: Optional[datetime.datetime] = None
     usage: Optional[Usage] = None
@@ -375,6 +378,8 @@ class Me:
     name: str = ""
     display_name: str = ""
     role: str = ""
+    tenant: str = ""
+    all_tenants: bool = False
     auth: bool = False
 
 

@@ -620,6 +620,7 @@ export interface components {
                     issuer?: string;
                     groups?: null | string[];
                     tenant?: string;
+                    all_tenants?: boolean;
                     /** @enum {string} */
                     via?: "token" | "oidc" | "action_link" | "callback";
                     override?: boolean;
@@ -634,6 +635,7 @@ export interface components {
                 issuer?: string;
                 groups?: null | string[];
                 tenant?: string;
+                all_tenants?: boolean;
                 /** @enum {string} */
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
@@ -692,6 +694,8 @@ export interface components {
             display_name?: string;
             /** @description user, approver or admin */
             role: string;
+            tenant?: string;
+            all_tenants?: boolean;
             auth: boolean;
         };
         MessageRequest: {
@@ -741,6 +745,7 @@ export interface components {
                     issuer?: string;
                     groups?: null | string[];
                     tenant?: string;
+                    all_tenants?: boolean;
                     /** @enum {string} */
                     via?: "token" | "oidc" | "action_link" | "callback";
                     override?: boolean;
@@ -755,6 +760,7 @@ export interface components {
                 issuer?: string;
                 groups?: null | string[];
                 tenant?: string;
+                all_tenants?: boolean;
                 /** @enum {string} */
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
@@ -785,6 +791,8 @@ export interface components {
                 }[];
             };
             session_id: string;
+            /** @description the session's tenant (absent: the default tenant) */
+            tenant?: string;
             /** @description the seq a decision on this interrupt must name */
             seq: number;
             /** Format: date-time */
@@ -850,6 +858,7 @@ export interface components {
                 [key: string]: unknown;
             };
             owner?: string;
+            tenant?: string;
             lease_owner?: string;
             /** Format: date-time */
             lease_expires_at?: null | string;
@@ -905,6 +914,7 @@ export interface components {
                     [key: string]: unknown;
                 };
                 owner?: string;
+                tenant?: string;
                 lease_owner?: string;
                 /** Format: date-time */
                 lease_expires_at?: null | string;
