@@ -14,8 +14,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/suggest"
-	"github.com/cairnhq/cairn/store/storeurl"
 	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store/storeurl"
 	"github.com/cairnhq/cairn/webhook"
 )
 
