@@ -89,7 +89,10 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	}
 	p := callerOf(r)
 	notTheirs := fmt.Sprintf("only the owner of thread %s or an admin posts messages in it", in.ThreadID)
-	sess, ok := s.threadSession(w, r, in.ThreadID, agent)
+	// A run that resumes (decisions, or the results of frontend tools)
+	// is about a thread that exists.
+	resuming := len(in.Resume) > 0 || len(in.Messages) > 0 && in.Messages[len(in.Messages)-1].Role == "tool"
+	sess, ok := s.threadSession(w, r, in.ThreadID, agent, resuming)
 	if !ok {
 		return
 	}

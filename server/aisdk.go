@@ -116,7 +116,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := callerOf(r)
-	sess, ok := s.threadSession(w, r, req.ID, agent)
+	// A request whose last message is the assistant's answers its tool
+	// calls (approvals, tool outputs): it is about a chat that exists.
+	resuming := len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant"
+	sess, ok := s.threadSession(w, r, req.ID, agent, resuming)
 	if !ok {
 		return
 	}

@@ -51,6 +51,12 @@ func newGovEnv(t *testing.T) *govEnv {
 // seedModel) whose deploy_code tool approvers approve; runs counts its runs.
 func deployRunner(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int32) *cairn.Runner {
 	t.Helper()
+	return deployRunnerWith(t, approvers, runs, &cairn.RunnerOptions{})
+}
+
+// deployRunnerWith is deployRunner with more options (its store is set).
+func deployRunnerWith(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int32, opts *cairn.RunnerOptions) *cairn.Runner {
+	t.Helper()
 	fake := fakeopenai.Start(t, seedModel)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
@@ -63,7 +69,8 @@ func deployRunner(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int32) 
 			return "Deployment successful to " + a.Environment, nil
 		})
 	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
-	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, &cairn.RunnerOptions{Store: st})
+	opts.Store = st
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,10 +209,17 @@ func argsValue(raw json.RawMessage) any {
 
 // threadSession loads the session a protocol's conversation id names, for
 // agent: nil when it does not exist yet (the first message creates it);
-// false after answering 400 (another agent's) or 403 (another user's).
-func (s *Server) threadSession(w http.ResponseWriter, r *http.Request, id, agent string) (*cairn.Session, bool) {
+// false after answering 400 (another agent's), 409 (a new message under an
+// id someone the caller may not see took: another user's, another
+// tenant's) or 404 (a resuming request about such a conversation).
+func (s *Server) threadSession(w http.ResponseWriter, r *http.Request, id, agent string, resuming bool) (*cairn.Session, bool) {
 	sess, err := s.runner.Session(r.Context(), id)
 	switch {
+	case err == nil && resuming && !canSee(callerOf(r), sess):
+		// Decisions on a conversation the caller may not see: as for one
+		// that does not exist (another user's, another tenant's).
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no conversation %q", id))
+		return nil, false
 	case errors.Is(err, cairn.ErrNotFound):
 		return nil, true
 	case err != nil:

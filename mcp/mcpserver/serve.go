@@ -199,7 +199,7 @@ func (s *server) answered(ctx context.Context, req *sdk.CallToolRequest, c Calle
 		return nil, err
 	}
 	if c.MaySee != nil && !c.MaySee(sess) {
-		return nil, fmt.Errorf("session %s belongs to another user", sess.ID)
+		return nil, notFound(sess.ID)
 	}
 	if sess.Seq != st.Seq || sess.Status != cairn.StatusPaused {
 		return s.respond(ctx, req, c, sess, "the run moved on before your answer arrived"), nil
@@ -258,7 +258,7 @@ func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest, in resume
 		return nil, nil, err
 	}
 	if c.MaySee != nil && !c.MaySee(sess) {
-		return nil, nil, fmt.Errorf("session %s belongs to another user", sess.ID)
+		return nil, nil, notFound(sess.ID)
 	}
 	turn := context.WithoutCancel(ctx)
 	opts := &cairn.TurnOptions{Actor: c.actor()}
@@ -536,4 +536,11 @@ func choiceList(ask session.Ask) string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, " | ")
+}
+
+// notFound is the error of a session the caller may not see (another
+// user's, another tenant's): the runner's own for an unknown id, so that
+// ids cannot be probed.
+func notFound(id string) error {
+	return fmt.Errorf("no session %q: %w", id, cairn.ErrNotFound)
 }
