@@ -108,6 +108,10 @@ type WebhookConfig struct {
 	// Tenant is the tenant whose sessions it hears (default: the default
 	// tenant); "*" hears every tenant's.
 	Tenant string `yaml:"tenant"`
+	// Person names the auth token of the one person the receiver's links
+	// are issued to (a personal inbox): they decide as that person, with
+	// their groups and tenant.
+	Person string `yaml:"person"`
 }
 
 // MCPServerConfig is one MCP server: a command speaking MCP on stdio, or

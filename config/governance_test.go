@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ const governanceConfig = `store: memory
 public_url: https://cairn.example.org
 webhooks:
   - {name: finance-room, url: "https://bridge.example.org/hook", secret_env: HOOK_SECRET, groups: [finance], tenant: acme}
+  - {name: ana-inbox, url: "https://mail.example.org/ana", secret_env: HOOK_SECRET, person: ana}
 auth:
   admin_override: true
   tokens:
@@ -62,8 +64,12 @@ func TestGovernanceConfig(t *testing.T) {
 	if !cfg.AdminOverride {
 		t.Error("auth.admin_override not read")
 	}
-	if len(cfg.Webhooks) != 1 || len(cfg.Webhooks[0].Groups) != 1 || cfg.Webhooks[0].Groups[0] != "finance" || cfg.Webhooks[0].Tenant != "acme" {
+	if len(cfg.Webhooks) != 2 || len(cfg.Webhooks[0].Groups) != 1 || cfg.Webhooks[0].Groups[0] != "finance" || cfg.Webhooks[0].Tenant != "acme" {
 		t.Errorf("the webhook's groups and tenant: %+v", cfg.Webhooks)
+	}
+	// A receiver issued to one person is that token's person.
+	if p := cfg.Webhooks[1].Person; p == nil || p.Name != "ana" || p.Subject != "ana" || p.Tenant != "acme" || fmt.Sprint(p.Groups) != "[sre]" || !cfg.Webhooks[1].Hears("acme") || cfg.Webhooks[1].Hears("") {
+		t.Errorf("ana's inbox: %+v", cfg.Webhooks[1])
 	}
 	ana, phone, ops := cfg.Tokens[0], cfg.Tokens[1], cfg.Tokens[2]
 	if ana.Subject != "ana" || len(ana.Groups) != 1 || phone.Subject != "ana" || ana.Tenant != "acme" || ana.AllTenants {
@@ -113,6 +119,8 @@ func TestGovernanceConfigMistakes(t *testing.T) {
 		{"an empty group", "groups: [sre]}}", "groups: ['']}}", "agents.main.approvers.groups[0]: is empty"},
 		{"an unknown key", "not_requester: true}", "not_requestor: true}", `did you mean "not_requester"`},
 		{"a tenant that is no name", "groups: [sre], tenant: acme}", "groups: [sre], tenant: 'acme corp'}", `auth.tokens[0].tenant: "acme corp" is not a tenant name`},
+		{"a person who is no token", "person: ana}", "person: anna}", `webhooks[1].person: "anna" is none of the auth tokens' names (ana, ana-phone, ops); did you mean "ana"`},
+		{"a person and groups", "person: ana}", "person: ana, groups: [sre]}", "webhooks[1]: a receiver issued to a person speaks with their groups and tenant"},
 		{"a webhook's tenant that is no name", "groups: [finance], tenant: acme}", "groups: [finance], tenant: a/b}", `webhooks[0].tenant: "a/b" is not a tenant name`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

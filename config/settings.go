@@ -74,7 +74,7 @@ func (l *loader) server(f *File, cfg *Config) error {
 		}
 		cfg.AllowedOrigins = append(cfg.AllowedOrigins, strings.TrimRight(o, "/"))
 	}
-	if cfg.Webhooks, err = l.webhooks(f); err != nil {
+	if cfg.Webhooks, err = l.webhooks(f, cfg.Tokens); err != nil {
 		return err
 	}
 	cfg.Temporal, err = l.temporal(f)
@@ -139,7 +139,7 @@ func (l *loader) temporal(f *File) (*Temporal, error) {
 }
 
 // webhooks reads the webhooks section; secrets come from the environment.
-func (l *loader) webhooks(f *File) ([]webhook.Subscription, error) {
+func (l *loader) webhooks(f *File, tokens []Token) ([]webhook.Subscription, error) {
 	if len(f.Webhooks) > 0 && f.PublicURL == "" {
 		return nil, l.errf("webhooks", "webhooks need public_url, the address people reach this server at: their action links are built from it (public_url: https://cairn.example.org)")
 	}
@@ -177,7 +177,23 @@ func (l *loader) webhooks(f *File) ([]webhook.Subscription, error) {
 		if err := l.tenantName(key+".tenant", w.Tenant); err != nil {
 			return nil, err
 		}
-		out = append(out, webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout, Groups: w.Groups, Tenant: w.Tenant})
+		sub := webhook.Subscription{Name: name, URL: w.URL, Secret: secret, Events: w.Events, Timeout: timeout, Groups: w.Groups, Tenant: w.Tenant}
+		if w.Person != "" {
+			if len(w.Groups) > 0 || w.Tenant != "" {
+				return nil, l.errf("webhooks", "%s: a receiver issued to a person speaks with their groups and tenant; remove groups and tenant (or person)", key)
+			}
+			i := slices.IndexFunc(tokens, func(t Token) bool { return t.Name == w.Person })
+			if i < 0 {
+				var names []string
+				for _, t := range tokens {
+					names = append(names, t.Name)
+				}
+				return nil, l.errf("webhooks", "%s.person: %q is none of the auth tokens' names (%s)%s", key, w.Person, strings.Join(names, ", "), suggest.Hint(w.Person, names))
+			}
+			t := tokens[i]
+			sub.Person = &session.Actor{Name: t.Name, Role: t.Role, Subject: t.Subject, Groups: t.Groups, Tenant: t.Tenant, AllTenants: t.AllTenants}
+		}
+		out = append(out, sub)
 	}
 	return out, nil
 }

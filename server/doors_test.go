@@ -60,10 +60,15 @@ type doorEnv struct {
 	runner       *cairn.Runner
 	runs         atomic.Int32
 	acme, globex *hooktest.Receiver
+	// anaInbox and umaInbox are personal inboxes: links issued to ana, to uma.
+	anaInbox, umaInbox *hooktest.Receiver
 }
 
 func newDoorEnv(t *testing.T) *doorEnv {
-	e := &doorEnv{t: t, acme: hooktest.New(t, doorHookSecret), globex: hooktest.New(t, doorHookSecret)}
+	e := &doorEnv{t: t, acme: hooktest.New(t, doorHookSecret), globex: hooktest.New(t, doorHookSecret),
+		anaInbox: hooktest.New(t, doorHookSecret), umaInbox: hooktest.New(t, doorHookSecret)}
+	ana, uma := doorActor("ana"), doorActor("uma")
+	ana.Via, uma.Via = "", ""
 	front := httptest.NewUnstartedServer(nil)
 	e.base = "http://" + front.Listener.Addr().String()
 	e.runner = deployRunnerWith(t, &cairn.Approvers{Groups: []string{"sre"}, Count: 2, NotRequester: true}, &e.runs, &cairn.RunnerOptions{
@@ -71,6 +76,8 @@ func newDoorEnv(t *testing.T) *doorEnv {
 		Webhooks: []webhook.Subscription{
 			{Name: "acme-sre", URL: e.acme.URL, Secret: doorHookSecret, Groups: []string{"sre"}, Tenant: "acme"},
 			{Name: "globex-sre", URL: e.globex.URL, Secret: doorHookSecret, Groups: []string{"sre"}, Tenant: "globex"},
+			{Name: "ana-inbox", URL: e.anaInbox.URL, Secret: doorHookSecret, Person: &ana},
+			{Name: "uma-inbox", URL: e.umaInbox.URL, Secret: doorHookSecret, Person: &uma},
 		}})
 	front.Config.Handler = server.New(e.runner, &server.Options{Tokens: doorTokens})
 	front.Start()
@@ -391,5 +398,41 @@ func TestTheDoorTableOfWhoSees(t *testing.T) {
 	}
 	if _, me := e.as("ops", "GET", "/v1/me", ""); me["all_tenants"] != true {
 		t.Errorf("ops's /v1/me: %v", me)
+	}
+}
+
+// A link issued to one person (a receiver configured with person) decides
+// as that person: the approval records them (via action_link), and it is
+// theirs, so their token cannot approve again (409 already_approved);
+// uma, who asked, gets no link in her inbox (separation of duties).
+func TestActionLinksIssuedToAPerson(t *testing.T) {
+	e := newDoorEnv(t)
+	id, in, _ := e.pausedDeploy()
+	p := e.anaInbox.WaitForSession(webhook.InterruptCreated, id, 10*time.Second)
+	if p.Data.Actions == nil || p.Data.Actions.IssuedTo != "ana" || fmt.Sprint(p.Data.Actions.SpeaksFor) != "[sre]" {
+		t.Fatalf("ana's inbox: %+v", p.Data.Actions)
+	}
+	if p := e.umaInbox.WaitForSession(webhook.InterruptCreated, id, 10*time.Second); p.Data.Actions != nil {
+		t.Errorf("uma, who asked, got links: %+v", p.Data.Actions)
+	}
+	req, _ := http.NewRequest("POST", p.Data.Actions.Approve, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("ana's link: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	sess, _ := e.runner.Session(context.Background(), id)
+	got := sess.Interrupts[0].Approvals
+	if len(got) != 1 || got[0].Actor.Name != "ana" || got[0].Actor.Subject != "ana" || got[0].Actor.Via != session.ViaActionLink || got[0].Actor.Tenant != "acme" {
+		t.Fatalf("the approval through ana's link: %+v", got)
+	}
+	status, body := e.as("ana", "POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, sess.Seq, in))
+	if status != 409 || errCode(body) != "already_approved" {
+		t.Fatalf("ana's token after her link: %d %v", status, body)
+	}
+	status, body = e.as("bob", "POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, sess.Seq, in))
+	if status != 200 || body["status"] != "completed" || e.runs.Load() != 1 {
+		t.Fatalf("bob's approval: %d %v, %d runs", status, body, e.runs.Load())
 	}
 }

@@ -3,6 +3,8 @@ package webhook
 import (
 	"slices"
 	"time"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // Subscription is an endpoint told about sessions (in
@@ -36,6 +38,12 @@ type Subscription struct {
 	// default tenant, AllTenants every tenant): a receiver never hears of,
 	// nor gets links for, another tenant's sessions.
 	Tenant string
+	// Person, when set, is the one person the receiver's links are issued
+	// to (a personal inbox): a link decides as them (their subject, so a
+	// four-eyes approval through it and through their token counts once),
+	// with their groups and in their tenant, which replace Groups and
+	// Tenant. Its Via is ignored (a link's is ViaActionLink).
+	Person *session.Actor
 }
 
 // AllTenants is the Subscription.Tenant of a receiver of every tenant.
@@ -43,6 +51,9 @@ const AllTenants = "*"
 
 // Hears reports whether s hears of the sessions of tenant.
 func (s *Subscription) Hears(tenant string) bool {
+	if s.Person != nil {
+		return s.Person.Tenant == tenant || s.Person.AllTenants
+	}
 	return s.Tenant == tenant || s.Tenant == AllTenants
 }
 

@@ -100,4 +100,7 @@ type Actions struct {
 	// SpeaksFor are the approver groups the links decide for (the
 	// receiver's configured groups).
 	SpeaksFor []string `json:"speaks_for,omitempty"`
+	// IssuedTo names the person the links were issued to (a receiver
+	// configured for one person): they decide as that person.
+	IssuedTo string `json:"issued_to,omitempty"`
 }

@@ -104,6 +104,9 @@ func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent, t
 						return nil, err
 					}
 					data.Actions.SpeaksFor = w.Groups
+					if w.Person != nil {
+						data.Actions.SpeaksFor, data.Actions.IssuedTo = w.Person.Groups, w.Person.Name
+					}
 				}
 				body, err := json.Marshal(webhook.Payload{Type: n.typ, Timestamp: ev.Time, Data: data})
 				if err != nil {
@@ -210,6 +213,12 @@ func (h *webhooks) actions(ctx context.Context, sessionID, nonce string, in *ses
 
 // linkActor is who an action link of endpoint w decides as.
 func linkActor(w webhook.Subscription) session.Actor {
+	if w.Person != nil {
+		// Issued to one person: the link decides as them.
+		a := *w.Person
+		a.Via, a.Override = session.ViaActionLink, false
+		return a
+	}
 	a := session.Actor{Name: w.Name, Role: "action-link", Subject: "action_link:" + w.Name, Groups: w.Groups, Tenant: w.Tenant, Via: session.ViaActionLink}
 	if w.Tenant == webhook.AllTenants {
 		a.Tenant, a.AllTenants = "", true
