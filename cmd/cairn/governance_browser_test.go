@@ -28,7 +28,7 @@ func TestBrowserWhoDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := map[string]string{}
-	for _, who := range []string{"ana", "fin1", "fin2", "uma"} {
+	for _, who := range []string{"ana", "fin1", "fin2", "uma", "gil", "ops"} {
 		tokens[who] = who + "-token-0123456789abcdef"
 		t.Setenv(strings.ToUpper(who)+"_TOKEN", tokens[who])
 	}
@@ -48,6 +48,22 @@ func TestBrowserWhoDecides(t *testing.T) {
 	}
 	if out, err := cli("ana", "approve", refundID); err == nil || !strings.Contains(out, "not_an_approver") && !strings.Contains(out, "member of finance-leads") {
 		t.Fatalf("cairn sessions approve as ana: %v\n%s", err, out)
+	}
+
+	// Another tenant: gil, of globex, is told acme's refund does not
+	// exist, by the CLI and the API, and lists none of acme's sessions;
+	// ops, a global admin, sees it.
+	if out, err := cli("gil", "show", refundID); err == nil || !strings.Contains(out, "not_found") && !strings.Contains(out, "no session") {
+		t.Fatalf("cairn sessions show as gil: %v\n%s", err, out)
+	}
+	if out, err := cli("gil", "approve", refundID); err == nil || !strings.Contains(out, "not_found") && !strings.Contains(out, "no session") {
+		t.Fatalf("cairn sessions approve as gil: %v\n%s", err, out)
+	}
+	if out, err := cli("gil", "list"); err != nil || strings.Contains(out, refundID) || strings.Contains(out, deployID) {
+		t.Fatalf("cairn sessions list as gil: %v\n%s", err, out)
+	}
+	if out, err := cli("ops", "list", "--status", "paused"); err != nil || !strings.Contains(out, refundID) {
+		t.Fatalf("cairn sessions list as ops: %v\n%s", err, out)
 	}
 
 	// One person at a time in the tab: the page keeps its token per tab
