@@ -346,13 +346,17 @@ func TestFourEyesOnTheWorkflow(t *testing.T) {
 	}
 	var seq int64
 	var in string
-	var dev, ana, anaAgain, bob *outcome
+	var dev, gil, ana, anaAgain, bob *outcome
 	f.run("ses_wf4",
 		func() {
 			s := f.session("ses_wf4")
 			seq, in = s.Seq, s.Interrupts[0].ID
 			approve := []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}
 			dev = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("dev", "dev")})
+			// In sre too, but of another tenant: the session is not there for gil.
+			other := who("gil", "sre")
+			other.Tenant = "globex"
+			gil = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: other})
 			ana = f.update(UpdateDecide, DecideArgs{Seq: seq, Decisions: approve, Actor: who("ana", "sre")})
 		},
 		func() {
@@ -363,6 +367,9 @@ func TestFourEyesOnTheWorkflow(t *testing.T) {
 	)
 	if dev == nil || dev.rejected == nil || !strings.Contains(dev.rejected.Error(), "member of sre") {
 		t.Fatalf("the wrong group: %+v", dev)
+	}
+	if gil == nil || gil.rejected == nil || !strings.Contains(gil.rejected.Error(), `no session "ses_wf4"`) {
+		t.Fatalf("another tenant: %+v", gil)
 	}
 	if ana == nil || ana.err != nil || ana.result == nil || ana.result.Status != cairn.StatusPaused || len(ana.result.Interrupts[0].Approvals) != 1 {
 		t.Fatalf("the first approval: %+v", ana)
