@@ -76,6 +76,10 @@ func TestBrowserWhoDecides(t *testing.T) {
 	}
 	var text string
 	ana := tab("ana")
+	ana("the header says ana's tenant", chromedp.Text("#whoami", &text, chromedp.ByID))
+	if !strings.Contains(text, "ana (approver, acme)") {
+		t.Fatalf("the header for ana: %q", text)
+	}
 	ana("ana sees the refund, decided by others",
 		chromedp.WaitVisible(item(refundID)+" .may-see", chromedp.ByQuery),
 		chromedp.TextContent(item(refundID)+" .approvers", &text, chromedp.ByQuery))

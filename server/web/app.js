@@ -911,7 +911,7 @@ async function start() {
     showLogin(state.token ? 'That token was refused. Paste another one.' : undefined);
     return;
   }
-  document.getElementById('whoami').replaceChildren(state.me.auth ? (state.me.display_name || state.me.name) + ' (' + state.me.role + ') ' : 'no auth (loopback) ',
+  document.getElementById('whoami').replaceChildren(state.me.auth ? (state.me.display_name || state.me.name) + ' (' + state.me.role + (state.me.all_tenants ? ', every tenant' : state.me.tenant ? ', ' + state.me.tenant : '') + ') ' : 'no auth (loopback) ',
     state.me.auth ? el('button', { onclick: signOut }, 'Sign out') : '');
   document.getElementById('nav-new').hidden = false;
   state.agents = (await api('GET', '/v1/agents')).agents;
