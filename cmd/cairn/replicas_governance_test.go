@@ -15,14 +15,16 @@ import (
 )
 
 // fourEyesConfig: a refund that needs three distinct members of finance,
-// sixteen people in finance, and a second token of p00's (one subject).
+// sixteen people in acme's finance, a second token of p00's (one subject),
+// and x00, in finance of another tenant.
 func fourEyesConfig(storeURL, extra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "store: %s\nlease: 3s\n%sauth:\n  tokens:\n", storeURL, extra)
 	for i := range 16 {
-		fmt.Fprintf(&b, "    - {name: p%02d, token_env: P%02d_TOKEN, role: approver, groups: [finance]}\n", i, i)
+		fmt.Fprintf(&b, "    - {name: p%02d, token_env: P%02d_TOKEN, role: approver, groups: [finance], tenant: acme}\n", i, i)
 	}
-	b.WriteString(`    - {name: p00-phone, token_env: P00_PHONE_TOKEN, role: approver, subject: p00, groups: [finance]}
+	b.WriteString(`    - {name: p00-phone, token_env: P00_PHONE_TOKEN, role: approver, subject: p00, groups: [finance], tenant: acme}
+    - {name: x00, token_env: X00_TOKEN, role: approver, groups: [finance], tenant: globex}
 models:
   demo:
     provider: scripted
@@ -85,7 +87,7 @@ func fourEyesSetup(t *testing.T, config string) string {
 	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range fourEyesPeople() {
+	for _, p := range append(fourEyesPeople(), "x00") {
 		t.Setenv(strings.ToUpper(strings.ReplaceAll(p, "-", "_"))+"_TOKEN", fourEyesToken(p))
 	}
 	return dir
@@ -130,6 +132,15 @@ func fourEyes(t *testing.T, dir string, urls []string) {
 	}
 
 	id, seq, interrupt := start()
+	// x00, of another tenant, finds no such session on any replica.
+	for _, url := range urls {
+		if status, body := approve(url, "x00", id, seq, interrupt); status != 404 || !strings.Contains(body, `"not_found"`) {
+			t.Errorf("x00 (another tenant) at %s: %d %s", url, status, body)
+		}
+		if _, list := apiCall(t, "GET", url+"/v1/interrupts", fourEyesToken("x00"), ""); len(list["interrupts"].([]any)) != 0 {
+			t.Errorf("x00's inbox at %s: %v", url, list)
+		}
+	}
 	type answer struct {
 		who    string
 		status int
