@@ -14,6 +14,8 @@ import (
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store/sqlite"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 type refundArgs struct {
@@ -392,5 +394,64 @@ func TestFourEyesConcurrentApprovals(t *testing.T) {
 	}
 	if runs.Load() != 1 || added != 2 || decisions != 1 || len(people) != 3 || ok != 3 || decided != 13 {
 		t.Fatalf("%d runs, %d approval_added, %d decisions by %d people; %d approvals answered ok, %d refused as decided", runs.Load(), added, decisions, len(people), ok, decided)
+	}
+}
+
+// Tenants in the library: a session belongs to its starter's tenant; an
+// actor of another tenant is told it does not exist (ErrNotFound) and
+// changes nothing, a global one (AllTenants) decides it; listings for a
+// Viewer hold only their tenant's sessions; turns and decisions are
+// counted per tenant.
+func TestTenants(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	g := newGoverned(t, 10, func(tl *cairn.Tool) { tl.Approvers = &cairn.Approvers{Groups: []string{"finance"}} },
+		&cairn.RunnerOptions{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	in := func(who, tenant string) cairn.Actor {
+		a := person(who, "approver", "finance")
+		a.Tenant = tenant
+		return a
+	}
+	acme := g.start(t, in("uma", "acme"))
+	globex := g.start(t, in("gil", "globex"))
+	if acme.Tenant != "acme" || globex.Tenant != "globex" {
+		t.Fatalf("tenants %q %q", acme.Tenant, globex.Tenant)
+	}
+	_, err := g.approve(acme, acme.Seq, in("gil", "globex"))
+	g.refused(t, acme, err, cairn.ErrNotFound, `no session "`+acme.ID+`"`)
+	if err := g.runner.MayDecide(in("gil", "globex"), acme, cairn.Decision{InterruptID: acme.Interrupts[0].ID, Action: cairn.ActionApprove}); !errors.Is(err, cairn.ErrNotFound) {
+		t.Fatalf("MayDecide for another tenant: %v", err)
+	}
+	for who, want := range map[string]string{"acme": acme.ID, "globex": globex.ID} {
+		list, _, err := g.runner.SessionsPage(ctx, "", cairn.Page{Viewer: in("x", who)})
+		inbox, _, err2 := g.runner.InterruptsPage(ctx, cairn.Page{Viewer: in("x", who)})
+		if err != nil || err2 != nil || len(list) != 1 || list[0].ID != want || len(inbox) != 1 || inbox[0].SessionID != want || inbox[0].Tenant != who {
+			t.Errorf("%s's listing %v and inbox %v (%v %v)", who, list, inbox, err, err2)
+		}
+	}
+	if all, _, _ := g.runner.SessionsPage(ctx, "", cairn.Page{}); len(all) != 2 {
+		t.Errorf("the program lists %d sessions, want both", len(all))
+	}
+	ops := cairn.Actor{Name: "ops", Subject: "ops", Role: "approver", Groups: []string{"finance"}, AllTenants: true, Via: session.ViaToken}
+	if done, err := g.approve(acme, acme.Seq, ops); err != nil || done.Status != cairn.StatusCompleted {
+		t.Fatalf("a global approver: %v %v", err, done)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && (m.Name == "cairn.decisions" || m.Name == "cairn.turns") {
+				for _, dp := range sum.DataPoints {
+					tenant, _ := dp.Attributes.Value("tenant")
+					counted[m.Name+" "+tenant.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	if counted["cairn.decisions acme"] != 1 || counted["cairn.decisions globex"] != 0 || counted["cairn.turns acme"] != 2 || counted["cairn.turns globex"] != 1 {
+		t.Errorf("counted per tenant: %v", counted)
 	}
 }

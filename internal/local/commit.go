@@ -70,7 +70,7 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, 
 	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		return storeError(err, head.ID)
 	}
-	r.metrics.committed(ctx, step, time.Since(began))
+	r.metrics.committed(ctx, head.Tenant, step, time.Since(began))
 	r.hub.published(head.ID, events)
 	if len(head.Outbox) > 0 {
 		r.hooks.deliverer.Wake()

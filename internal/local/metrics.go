@@ -73,7 +73,11 @@ func outcomeAttr(failed bool) attribute.KeyValue {
 
 // committed counts the turns and decisions of a commit's events, read from
 // the step's payloads (decoded only for a step that came without them).
-func (m *metrics) committed(ctx context.Context, step engine.Step, took time.Duration) {
+//
+// Turns and decisions are counted per tenant (the label is "" for the
+// default tenant): tenants are a set an operator configures, so the label
+// stays small.
+func (m *metrics) committed(ctx context.Context, tenant string, step engine.Step, took time.Duration) {
 	if m == nil {
 		return
 	}
@@ -83,11 +87,11 @@ func (m *metrics) committed(ctx context.Context, step engine.Step, took time.Dur
 		//exhaustive:ignore
 		switch ev.Type {
 		case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled, session.EventTurnInterrupted:
-			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(ev.Type[len("turn_"):]))))
+			m.turns.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(ev.Type[len("turn_"):])), attribute.String("tenant", tenant)))
 		case session.EventDecision:
 			p, _ := engine.Payload(step.Events, step.Payloads, i)
 			if d, ok := p.(*engine.DecisionMade); ok {
-				m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(d.Kind)), attribute.String("action", string(d.Action)), attribute.String("role", d.Actor.Role)))
+				m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(d.Kind)), attribute.String("action", string(d.Action)), attribute.String("role", d.Actor.Role), attribute.String("tenant", tenant)))
 			}
 		}
 	}
