@@ -119,6 +119,9 @@ func (e *doorEnv) stored(id string) string {
 type door struct {
 	name   string
 	decide func(e *doorEnv, who, id, in string, seq int64) string
+	// answers, where the door answers otherwise than with the error's
+	// code: by who.
+	answers map[string]string
 }
 
 // httpAnswer is "ok" for a 200, else the error's code after checking that
@@ -153,11 +156,11 @@ func post(t *testing.T, url, token, body string) (int, []byte) {
 
 func doors() []door {
 	return []door{
-		{"REST", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "REST", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			status, body := e.as(who, "POST", "/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, seq, in))
 			return httpAnswer(e.t, "REST", status, body)
 		}},
-		{"AG-UI", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "AG-UI", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			status, b := post(e.t, e.base+"/v1/agents/main/ag-ui", doorToken(who).Secret,
 				`{"threadId":"`+id+`","runId":"r-`+who+`","messages":[],"resume":[{"interruptId":"`+in+`","status":"resolved","payload":{"approved":true}}]}`)
 			if status != 200 {
@@ -174,7 +177,7 @@ func doors() []door {
 			}
 			return "ok"
 		}},
-		{"AI SDK chat", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "AI SDK chat", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			body := `{"id":"` + id + `","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Deploy the latest build to production."}]},` +
 				`{"id":"m2","role":"assistant","parts":[{"type":"tool-deploy_code","toolCallId":"c1","state":"approval-responded","approval":{"id":"` + in + `","approved":true}}]}]}`
 			status, b := post(e.t, e.base+"/v1/agents/main/chat", doorToken(who).Secret, body)
@@ -182,7 +185,7 @@ func doors() []door {
 			_ = json.Unmarshal(b, &out)
 			return httpAnswer(e.t, "AI SDK chat", status, out)
 		}},
-		{"MCP cairn_resume", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "MCP cairn_resume", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			ctx := context.Background()
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "doors", Version: "1"}, nil).Connect(ctx,
 				&sdk.StreamableClientTransport{Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: withToken(doorToken(who).Secret)}}, nil)
@@ -208,7 +211,33 @@ func doors() []door {
 			e.t.Errorf("MCP: %s", text)
 			return text
 		}},
-		{"action link", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "MCP elicitation", decide: func(e *doorEnv, who, id, in string, seq int64) string {
+			// cairn_resume without decisions: the server asks the caller,
+			// if they decide the call, and they approve.
+			ctx := context.Background()
+			asked := 0
+			handler := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked++
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"action": "approve"}}, nil
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "doors", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: handler}).Connect(ctx,
+				&sdk.StreamableClientTransport{Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: withToken(doorToken(who).Secret)}}, nil)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "cairn_resume", Arguments: map[string]any{"session_id": id}})
+			switch {
+			case err != nil:
+				e.t.Fatal(err)
+			case res.IsError && strings.Contains(res.Content[0].(*sdk.TextContent).Text, "no session"):
+				return "not_found"
+			case asked == 0:
+				return "not asked"
+			}
+			return "ok"
+		}, answers: map[string]string{"dev": "not asked", "uma": "not asked", "ana again": "not asked"}},
+		{name: "action link", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			// The link acme's receiver got, followed by a person signed in.
 			links := e.acme.WaitForSession(webhook.InterruptCreated, id, 10*time.Second).Data.Actions
 			status, b := post(e.t, links.Approve, doorToken(who).Secret, "")
@@ -216,7 +245,7 @@ func doors() []door {
 			_ = json.Unmarshal(b, &out)
 			return httpAnswer(e.t, "action link", status, out)
 		}},
-		{"library", func(e *doorEnv, who, id, in string, seq int64) string {
+		{name: "library", decide: func(e *doorEnv, who, id, in string, seq int64) string {
 			_, err := e.runner.Resume(context.Background(), id, seq, []cairn.Decision{{InterruptID: in, Action: cairn.ActionApprove}}, &cairn.TurnOptions{Actor: doorActor(who)})
 			if err != nil {
 				return cairn.ErrorCode(err)
@@ -228,7 +257,8 @@ func doors() []door {
 
 // The door table: on every door that decides, the wrong group, the
 // other tenant, and the requester under separation of duties are given
-// the documented answer and change nothing in the store; the first of two
+// the documented answer (MCP elicitation: they are not asked) and change
+// nothing in the store; the first of two
 // approvers leaves the call pending with one approval; the second runs
 // it once. Another tenant's session is a 404 (or, on MCP, "no session")
 // exactly as one that does not exist.
@@ -244,8 +274,12 @@ func TestTheDoorTable(t *testing.T) {
 				{"gil", "other tenant", "not_found"},
 				{"uma", "requester under separation of duties", "not_an_approver"},
 			} {
-				if got := d.decide(e, c.who, id, in, seq); got != c.want {
-					t.Errorf("%s (%s): %s, want %s", c.who, c.as, got, c.want)
+				want := c.want
+				if a, ok := d.answers[c.who]; ok {
+					want = a
+				}
+				if got := d.decide(e, c.who, id, in, seq); got != want {
+					t.Errorf("%s (%s): %s, want %s", c.who, c.as, got, want)
 				}
 				if now := e.stored(id); now != before || e.runs.Load() != runs {
 					t.Fatalf("%s (%s) changed the store (or ran the tool)", c.who, c.as)
@@ -258,8 +292,12 @@ func TestTheDoorTable(t *testing.T) {
 			if err != nil || sess.Status != cairn.StatusPaused || len(sess.Interrupts[0].Approvals) != 1 || e.runs.Load() != runs {
 				t.Fatalf("after the first approval: %v %+v, %d runs", err, sess, e.runs.Load()-runs)
 			}
-			if got := d.decide(e, "ana", id, in, sess.Seq); got != "already_approved" {
-				t.Errorf("ana again: %s, want already_approved", got)
+			again := "already_approved"
+			if a, ok := d.answers["ana again"]; ok {
+				again = a
+			}
+			if got := d.decide(e, "ana", id, in, sess.Seq); got != again {
+				t.Errorf("ana again: %s, want %s", got, again)
 			}
 			if got := d.decide(e, "bob", id, in, sess.Seq); got != "ok" {
 				t.Fatalf("bob (four-eyes second approver): %s", got)

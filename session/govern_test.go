@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/cairnhq/cairn/session"
 )
@@ -82,5 +83,15 @@ func TestActorIsZeroKnowsEveryField(t *testing.T) {
 		if a.IsZero() {
 			t.Errorf("an Actor with only %s set is zero", typ.Field(i).Name)
 		}
+	}
+}
+
+// An Actor rides in every decision; at more than 128 bytes, a closure that
+// captures one (the runtime's resume) moves it to the heap, an allocation
+// per decision (BenchmarkPauseResume showed it when AllTenants sat in the
+// middle). Keep new fields where padding was, or measure.
+func TestActorStaysSmall(t *testing.T) {
+	if size := unsafe.Sizeof(session.Actor{}); size > 128 {
+		t.Fatalf("session.Actor is %d bytes, more than 128", size)
 	}
 }

@@ -121,8 +121,12 @@ type ListOptions struct {
 	Agent  string         // empty: any
 	Owner  string         // empty: any
 	// ByTenant keeps only the sessions of Tenant ("" is the default
-	// tenant): every listing a person asks for is of their tenant, and is
-	// still an index walk.
+	// tenant): every listing a person asks for is of their tenant. A named
+	// tenant's is an index walk of the per-tenant indexes, which hold only
+	// the sessions of named tenants (NamedTenant), so a server without
+	// tenants pays nothing for them; the default tenant's walks the
+	// indexes of every session, skipping those of named tenants (none,
+	// where no tenants are configured).
 	ByTenant bool
 	Tenant   string
 	Limit    int // 0: no limit
@@ -138,6 +142,12 @@ type ListOptions struct {
 	// After, when set, starts the listing after that position.
 	After Position
 }
+
+// NamedTenant is the SQL condition of the per-tenant indexes' rows (a
+// partial index each): sessions of a named tenant. A listing in a named
+// tenant repeats it word for word, which is how SQLite and PostgreSQL know
+// they may use those indexes.
+const NamedTenant = "tenant != ''"
 
 // Change says that a session's head changed: events up to Seq were
 // committed, or a cancel was requested. A Change with an empty SessionID

@@ -92,13 +92,15 @@ CREATE INDEX IF NOT EXISTS cairn_blob_refs_key ON cairn_blob_refs(key);
 CREATE INDEX IF NOT EXISTS cairn_sessions_order ON cairn_sessions(updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
--- A person lists within their tenant (ListOptions.ByTenant), from the
--- tenant_* indexes; the others serve the runtime and global listings. A
+-- A person lists within their tenant (ListOptions.ByTenant): a named tenant
+-- from the tenant_* indexes, partial on store.NamedTenant (a database
+-- without tenants writes none of them); the default tenant, and the
+-- runtime and global listings, from the others. A
 -- listing by owner is always within the owner's tenant
 -- (cairn_sessions_owner_order, of earlier versions, lacked the tenant).
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
 CREATE INDEX IF NOT EXISTS cairn_sessions_owner_tenant_order ON cairn_sessions(owner, tenant, updated_at DESC, id DESC);
 DROP INDEX IF EXISTS cairn_sessions_owner_order;
 DROP INDEX IF EXISTS cairn_sessions_status;
@@ -152,7 +154,7 @@ END $$;
 `)
 	for _, k := range store.IndexedKinds() {
 		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_paused_%s ON cairn_sessions(updated_at DESC, id DESC) WHERE %s;\n", k, store.KindCondition(store.KindBit(k)))
-		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_paused_%s ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE %s;\n", k, store.KindCondition(store.KindBit(k)))
+		fmt.Fprintf(&b, "CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_paused_%s ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE %s AND %s;\n", k, store.KindCondition(store.KindBit(k)), store.NamedTenant)
 	}
 	return b.String()
 }
@@ -523,8 +525,11 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 	if opts.Owner != "" {
 		where = append(where, "owner = "+arg(opts.Owner))
 	}
-	if opts.ByTenant {
-		where = append(where, "tenant = "+arg(opts.Tenant))
+	switch {
+	case opts.ByTenant && opts.Tenant != "":
+		where = append(where, "tenant = "+arg(opts.Tenant), store.NamedTenant)
+	case opts.ByTenant:
+		where = append(where, "tenant = ''")
 	}
 	if !opts.LeaseExpiredAt.IsZero() {
 		at := arg(opts.LeaseExpiredAt)
