@@ -98,9 +98,9 @@ CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, u
 -- runtime and global listings, from the others. A
 -- listing by owner is always within the owner's tenant
 -- (cairn_sessions_owner_order, of earlier versions, lacked the tenant).
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
-CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC) WHERE `+store.NamedTenant+`;
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
+CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
 CREATE INDEX IF NOT EXISTS cairn_sessions_owner_tenant_order ON cairn_sessions(owner, tenant, updated_at DESC, id DESC);
 DROP INDEX IF EXISTS cairn_sessions_owner_order;
 DROP INDEX IF EXISTS cairn_sessions_status;
