@@ -133,8 +133,21 @@ func (e *env) do(method, path, body string) (int, map[string]any) {
 // and decodes the JSON answer.
 func callAs(t *testing.T, base, token, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	status, data := rawCall(t, method, base+path, token, body)
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("%s %s: %d, %q is not JSON", method, path, status, data)
+	}
+	return status, out
+}
+
+// rawCall sends a JSON request that asks for JSON, with a bearer token
+// (none when token is empty), and returns the answer's status and body.
+func rawCall(t *testing.T, method, url, token, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -144,11 +157,7 @@ func callAs(t *testing.T, base, token, method, path, body string) (int, map[stri
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatalf("%s %s: %d, %q is not JSON", method, path, resp.StatusCode, data)
-	}
-	return resp.StatusCode, out
+	return resp.StatusCode, data
 }
 
 func errCode(body map[string]any) string {
