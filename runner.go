@@ -246,7 +246,8 @@ func (r *Runner) Node() string { return r.rt.Node() }
 func (r *Runner) Store() store.Store { return r.rt.Store() }
 
 // MayDecide reports whether actor may make decision d on s, as Resume
-// checks it (nil, or ErrForbidden, ErrNotAnApprover, ErrAlreadyApproved):
+// checks it (nil, or ErrNotFound for a session of another tenant than
+// actor's, ErrForbidden, ErrNotAnApprover, ErrAlreadyApproved):
 // for a door that refuses before it calls Resume, and an inbox that tells
 // what a person may decide from what they may only see. A decision on an
 // interrupt s does not wait on is left to Resume to report.
@@ -257,6 +258,8 @@ func (r *Runner) MayDecide(actor Actor, s *Session, d Decision) error {
 // Decides reports whether actor decides in, an interrupt of a session
 // owned by owner: may take every action it offers (session.Authority.Decides).
 // The inbox shows what a person decides apart from what they may only see.
+// It does not look at tenants: ask it of interrupts the actor may see (a
+// listing with Page.Viewer, or MayDecide).
 func (r *Runner) Decides(actor Actor, owner string, in *Interrupt) bool {
 	return r.rt.Decides(actor, owner, in)
 }
