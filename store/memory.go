@@ -67,10 +67,10 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	case s == nil:
 		s = &memSession{}
 		m.sessions[head.ID] = s
-	default:
-		head.Owner, head.Tenant = s.head.Owner, s.head.Tenant // set once, by the first Append
 	case s.head.Seq != expectedSeq, s.head.Lease.HeldBy(head.Lease.Owner, head.UpdatedAt):
 		return ErrConflict
+	default:
+		head.Owner, head.Tenant = s.head.Owner, s.head.Tenant // set once, by the first Append
 	}
 	s.events = append(s.events, events...)
 	if head.Snapshot != nil {
