@@ -620,10 +620,10 @@ export interface components {
                     issuer?: string;
                     groups?: null | string[];
                     tenant?: string;
-                    all_tenants?: boolean;
                     /** @enum {string} */
                     via?: "token" | "oidc" | "action_link" | "callback";
                     override?: boolean;
+                    all_tenants?: boolean;
                 };
                 /** Format: date-time */
                 at: string;
@@ -635,10 +635,10 @@ export interface components {
                 issuer?: string;
                 groups?: null | string[];
                 tenant?: string;
-                all_tenants?: boolean;
                 /** @enum {string} */
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
+                all_tenants?: boolean;
             }[];
             may_decide?: null | boolean;
             truncated?: null | string[];
@@ -745,10 +745,10 @@ export interface components {
                     issuer?: string;
                     groups?: null | string[];
                     tenant?: string;
-                    all_tenants?: boolean;
                     /** @enum {string} */
                     via?: "token" | "oidc" | "action_link" | "callback";
                     override?: boolean;
+                    all_tenants?: boolean;
                 };
                 /** Format: date-time */
                 at: string;
@@ -760,10 +760,10 @@ export interface components {
                 issuer?: string;
                 groups?: null | string[];
                 tenant?: string;
-                all_tenants?: boolean;
                 /** @enum {string} */
                 via?: "token" | "oidc" | "action_link" | "callback";
                 override?: boolean;
+                all_tenants?: boolean;
             }[];
             may_decide?: null | boolean;
             truncated?: null | string[];
