@@ -17,6 +17,14 @@ type Event struct {
 	Frame string          `json:"frame,omitempty"`
 	Agent string          `json:"agent,omitempty"`
 	Data  json.RawMessage `json:"data"`
+	// Hash is EventHash of the event, chained to Prev, the Hash of the
+	// session's event before it ("" for the first): the tamper-evident
+	// chain cairn audit verify recomputes. Hash is empty on events
+	// recorded before the chain existed. Stores keep Hash only (Prev is
+	// the event before's): readers fill Prev in where they read that
+	// event too (Runner.Events, Runner.Follow after its first event).
+	Hash string `json:"hash,omitempty"`
+	Prev string `json:"prev,omitempty"`
 }
 
 // EventType names what an event records; its Data is that type's payload.

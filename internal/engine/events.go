@@ -101,6 +101,7 @@ func apply(st *State, ev *session.Event, data eventData) error {
 	}
 	st.Seq = ev.Seq
 	st.UpdatedAt = ev.Time
+	st.Head = ev.Hash // a replayed event's; emit sets a new one's after
 	return project(st, ev, st.frame(ev.Frame), data)
 }
 

@@ -281,13 +281,16 @@ func (s *stepper) emit(typ session.EventType, f *Frame, payload eventData) {
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))
 	}
-	ev := session.Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data}
+	ev := session.Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data, Prev: s.st.Head}
 	if f != nil {
 		ev.Frame, ev.Agent = f.ID, f.Agent
 	}
 	if err := apply(s.st, &ev, payload); err != nil {
 		panic(fmt.Sprintf("engine: apply %s: %v", typ, err))
 	}
+	// Chained after apply, which sets the session id of the first event.
+	ev.Hash = session.EventHash(s.st.SessionID, &ev, ev.Prev)
+	s.st.Head = ev.Hash
 	if s.out == nil {
 		s.out, s.payloads = s.room.out[:0], s.room.payloads[:0]
 	}

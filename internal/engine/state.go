@@ -37,7 +37,9 @@ type State struct {
 	Owner      string
 	// Tenant is the session's tenant (session.Session.Tenant).
 	Tenant string `json:",omitempty"`
-	Usage  model.Usage
+	// Head is the Hash of the session's last event: the next event's Prev.
+	Head  string `json:",omitempty"`
+	Usage model.Usage
 	// Remembered lists the tools a decision approved for the rest of the session.
 	Remembered []session.Remembered
 	CreatedAt  time.Time

@@ -19,10 +19,20 @@ func (r *Runner) Follow(ctx context.Context, sessionID string, after int64) iter
 	return once(func(yield func(session.Event, error) bool) {
 		defer cancel()
 		defer stop()
+		prev := "" // the last event's hash: the next one's Prev
 		for {
 			select {
 			case ev, open := <-events:
-				if !open || !yield(ev, nil) {
+				if !open {
+					return
+				}
+				if ev.Seq > 0 && ev.Hash != "" && ev.Prev == "" && prev != "" {
+					ev.Prev = prev
+				}
+				if ev.Seq > 0 {
+					prev = ev.Hash
+				}
+				if !yield(ev, nil) {
 					return
 				}
 			case <-r.background.Done():

@@ -232,11 +232,29 @@ func (r *Runner) PendingInterrupts(ctx context.Context) ([]session.PendingInterr
 
 // Events is cairn.Runner.Events (documented there).
 func (r *Runner) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
-	evs, err := r.store.Events(ctx, id, after)
+	// The event at after too, whose hash is the first one's prev.
+	from := max(after-1, 0)
+	evs, err := r.store.Events(ctx, id, from)
 	if err != nil {
 		return nil, storeError(err, id)
 	}
+	prev := ""
+	if after > 0 && len(evs) > 0 && evs[0].Seq == after {
+		prev, evs = evs[0].Hash, evs[1:]
+	}
+	chainPrev(evs, prev)
 	return evs, nil
+}
+
+// chainPrev fills in the Prev of events read from a store (which keeps
+// Hash only): prev is the hash of the event before the first.
+func chainPrev(evs []session.Event, prev string) {
+	for i := range evs {
+		if evs[i].Hash != "" && evs[i].Prev == "" {
+			evs[i].Prev = prev
+		}
+		prev = evs[i].Hash
+	}
 }
 
 // Subscribe follows a session's events from after, as a channel (the

@@ -49,6 +49,8 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT
 ALTER TABLE cairn_used_tokens ADD COLUMN IF NOT EXISTS outcome BYTEA;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
+-- the tamper-evident chain (session.Event.Hash; events before it: '')
+ALTER TABLE cairn_events ADD COLUMN IF NOT EXISTS hash TEXT NOT NULL DEFAULT '';
 -- whose it is, for listings by tenant (sessions before it: the default tenant)
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT '';
 DO $$ BEGIN
@@ -160,7 +162,7 @@ END $$;
 }
 
 // eventsQuery reads a session's events after a seq.
-const eventsQuery = `SELECT seq, type, time, frame, agent, data FROM cairn_events WHERE session_id=$1 AND seq>$2 ORDER BY seq`
+const eventsQuery = `SELECT seq, type, time, frame, agent, data, hash FROM cairn_events WHERE session_id=$1 AND seq>$2 ORDER BY seq`
 
 // channel is the LISTEN/NOTIFY channel of committed changes; a payload is
 // "SEQ CANCEL ID" (CANCEL is 0 or 1; the id comes last and may hold spaces).
@@ -248,8 +250,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	}
 	n := len(events)
 	seqs, types, times, frames, agents, data := make([]int64, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([][]byte, n)
+	hashes := make([]string, n)
 	for i, e := range events {
 		seqs[i], types[i], times[i], frames[i], agents[i], data[i] = e.Seq, string(e.Type), e.Time, e.Frame, e.Agent, e.Data
+		hashes[i] = e.Hash
 	}
 	var outIDs, outTopics []string
 	var outBodies [][]byte
@@ -275,7 +279,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -311,8 +315,8 @@ s AS (
 	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
 	RETURNING id)` + appendRest
 	appendRest = `,
-e AS (INSERT INTO cairn_events(session_id, seq, type, time, frame, agent, data)
-	SELECT $1, * FROM unnest($12::bigint[], $13::text[], $14::timestamptz[], $15::text[], $16::text[], $17::bytea[])
+e AS (INSERT INTO cairn_events(session_id, seq, type, time, frame, agent, data, hash)
+	SELECT $1, * FROM unnest($12::bigint[], $13::text[], $14::timestamptz[], $15::text[], $16::text[], $17::bytea[], $30::text[])
 	WHERE EXISTS (SELECT 1 FROM s)),
 o AS (INSERT INTO cairn_outbox(id, topic, body, created_at, due)
 	SELECT m.id, m.topic, m.body, m.at, m.at FROM unnest($18::text[], $19::text[], $20::bytea[], $21::timestamptz[]) AS m(id, topic, body, at)
@@ -336,7 +340,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.E
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (session.Event, error) {
 		var e session.Event
 		var data []byte
-		err := row.Scan(&e.Seq, &e.Type, &e.Time, &e.Frame, &e.Agent, &data)
+		err := row.Scan(&e.Seq, &e.Type, &e.Time, &e.Frame, &e.Agent, &data, &e.Hash)
 		e.Time, e.Data = e.Time.UTC(), data
 		return e, err
 	})

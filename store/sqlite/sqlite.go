@@ -83,6 +83,7 @@ var addedColumns = [][2]string{
 	{"sessions", `owner TEXT NOT NULL DEFAULT ''`},           // who started it, for listings by owner
 	{"sessions", `pending_kinds INTEGER NOT NULL DEFAULT 0`}, // store.Kinds of the summary's interrupts, for the inbox by kind
 	{"sessions", `tenant TEXT NOT NULL DEFAULT ''`},          // whose it is, for listings by tenant (sessions before it: the default tenant)
+	{"events", `hash TEXT NOT NULL DEFAULT ''`},              // session.Event.Hash: the tamper-evident chain (events before it: '')
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -408,7 +409,7 @@ const (
 	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
-	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data) VALUES (?,?,?,?,?,?,?)`
+	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data, hash) VALUES (?,?,?,?,?,?,?,?)`
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
 	insertRef    = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
@@ -446,7 +447,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 		}
 	}
 	for _, e := range events {
-		if _, err := exec(insertEvent, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data)); err != nil {
+		if _, err := exec(insertEvent, head.ID, e.Seq, e.Type, e.Time.UTC().Format(timeLayout), e.Frame, e.Agent, []byte(e.Data), e.Hash); err != nil {
 			return fmt.Errorf("sqlite append %s event %d: %w", head.ID, e.Seq, err)
 		}
 	}
@@ -597,7 +598,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]session.E
 		var e session.Event
 		var t string
 		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.Frame, &e.Agent, &data); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.Frame, &e.Agent, &data, &e.Hash); err != nil {
 			return nil, fmt.Errorf("sqlite events %s: %w", id, err)
 		}
 		if e.Time, err = time.Parse(timeLayout, t); err != nil {
@@ -926,7 +927,7 @@ type scanner interface{ Scan(dest ...any) error }
 
 // The queries of a session's events and of the change feed.
 const (
-	eventsQuery  = `SELECT seq, type, time, frame, agent, data FROM events WHERE session_id=? AND seq>? ORDER BY seq`
+	eventsQuery  = `SELECT seq, type, time, frame, agent, data, hash FROM events WHERE session_id=? AND seq>? ORDER BY seq`
 	changesQuery = `SELECT id, seq, cancel_requested, rev FROM sessions WHERE rev > ? ORDER BY rev LIMIT 1000`
 )
 

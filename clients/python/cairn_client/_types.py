@@ -326,6 +326,8 @@ class Event:
     frame: str = ""
     agent: str = ""
     data: Any = None
+    hash: str = ""
+    prev: str = ""
 
 
 @dataclass

@@ -572,6 +572,8 @@ export interface components {
                 agent?: string;
                 /** @description any JSON value */
                 data: unknown;
+                hash?: string;
+                prev?: string;
             }[];
         };
         HealthBody: {
