@@ -91,3 +91,26 @@ func TestVerifyARunnersStore(t *testing.T) {
 		t.Fatalf("%+v %v", rep, err)
 	}
 }
+
+// BenchmarkVerify100k verifies 100,000 events (1,000 sessions of 100) in a
+// memory store: the cost of a walk, without the store's reads from disk.
+func BenchmarkVerify100k(b *testing.B) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	for s := range 1000 {
+		id := fmt.Sprintf("ses_%04d", s)
+		evs := chained(id, 100, 0)
+		at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+		if err := st.Append(ctx, store.Head{ID: id, Agent: "main", Status: session.StatusCompleted, Seq: 100, CreatedAt: at, UpdatedAt: at.Add(time.Duration(s) * time.Second), Summary: json.RawMessage(`{}`)}, 0, evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := audit.Verify(ctx, st, audit.Options{})
+		if err != nil || r.Events != 100_000 || len(r.Breaks) != 0 {
+			b.Fatal(r, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/event")
+}
