@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
+	"github.com/cairnhq/cairn/store/sqlite"
 )
 
 // chained is a session's log as the engine writes it: n events, each
@@ -113,4 +115,51 @@ func BenchmarkVerify100k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/event")
+}
+
+// Chunked snapshots, and a runner that loads a session from one (another
+// process, after a restart), leave the chain whole: a new event chains
+// to the last recorded one's hash, kept in the snapshot's state.
+func TestVerifyAfterSnapshots(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	agents := func() []*cairn.Agent {
+		return []*cairn.Agent{{Name: "main", Model: scripted.New(scripted.Reply{Text: strings.Repeat("a long answer ", 40)})}}
+	}
+	open := func() (*cairn.Runner, store.Store) {
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, st
+	}
+	r, st := open()
+	s, err := r.Start(ctx, "main", "hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if s, err = r.Send(ctx, s.ID, fmt.Sprintf("message %d", i), 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, _, err := st.LatestSnapshot(ctx, s.ID); err != nil || seq == 0 {
+		t.Fatalf("no snapshot was written: %d %v", seq, err)
+	}
+	_ = r.Close()
+	_ = st.Close()
+	r, st = open() // loads the session from its snapshot
+	defer st.Close()
+	defer r.Close()
+	if _, err := r.Send(ctx, s.ID, "after the restart", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Verify(ctx, st, audit.Options{Session: s.ID})
+	if err != nil || len(rep.Breaks) != 0 || rep.Events < 180 || rep.Unchained != 0 {
+		t.Fatalf("%+v %v", rep, err)
+	}
 }

@@ -158,6 +158,10 @@ func TestSessionsPurgeCommand(t *testing.T) {
 	if code, s := getStatus(base + "/v1/sessions/" + paused["id"].(string)); code != 200 || s["status"] != "paused" {
 		t.Fatalf("the paused session: %d %v", code, s)
 	}
+	// What the purge left holds its chains.
+	if out, err := exec.Command(binary, "audit", "verify", "--config", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "1 sessions") || !strings.Contains(string(out), "every chain holds") {
+		t.Fatalf("cairn audit verify after the purge: %v\n%s", err, out)
+	}
 	bad, err := exec.Command(binary, "sessions", "purge", "--config", cfg, "--before", tomorrow, "--status", "paused").CombinedOutput()
 	if err == nil || !strings.Contains(string(bad), "only completed, failed or cancelled") {
 		t.Fatalf("--status paused: %v\n%s", err, bad)
