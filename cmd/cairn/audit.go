@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn/audit"
-	"github.com/cairnhq/cairn/config"
-	"github.com/cairnhq/cairn/store/storeurl"
 )
 
 // newAuditCmd is `cairn audit`: checks of the store's event logs, run on
@@ -30,11 +28,7 @@ named, and the command exits 1. It can run while cairn serve runs on the
 same store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				return err
-			}
-			st, err := storeurl.Open(cmd.Context(), cfg.Store)
+			_, st, err := openStoreOf(cmd.Context(), cfgPath)
 			if err != nil {
 				return err
 			}

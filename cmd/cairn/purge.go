@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -43,11 +44,7 @@ an RFC 3339 time, or an age (720h, 30d: that long before now).`,
 				}
 				list = append(list, st)
 			}
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				return err
-			}
-			st, err := storeurl.Open(cmd.Context(), cfg.Store)
+			cfg, st, err := openStoreOf(cmd.Context(), cfgPath)
 			if err != nil {
 				return err
 			}
@@ -86,6 +83,20 @@ an RFC 3339 time, or an age (720h, 30d: that long before now).`,
 	_ = cmd.MarkFlagRequired("before") // errs only for a flag not defined above
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// openStoreOf loads the config file and opens its store: what the
+// operator's commands that work on a store directly (purge, audit) share.
+func openStoreOf(ctx context.Context, cfgPath string) (*config.Config, store.Store, error) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := storeurl.Open(ctx, cfg.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
 }
 
 // purgeCutoff reads --before: a date, an RFC 3339 time, or an age.
