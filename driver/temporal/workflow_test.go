@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/testkit/fakeanthropic"
 	"github.com/cairnhq/cairn/internal/testkit/fakegemini"
@@ -379,5 +380,9 @@ func TestFourEyesOnTheWorkflow(t *testing.T) {
 	}
 	if bob == nil || bob.err != nil || bob.result == nil || bob.result.Status != cairn.StatusCompleted || f.runs.Load() != 1 {
 		t.Fatalf("the second approval: %+v, %d runs", bob, f.runs.Load())
+	}
+	// The workflow's engine chains the events the mirror records.
+	if rep, err := audit.Verify(context.Background(), f.store, audit.Options{}); err != nil || rep.Sessions != 1 || rep.Unchained != 0 || len(rep.Breaks) != 0 {
+		t.Fatalf("the mirror's chain: %+v %v", rep, err)
 	}
 }
