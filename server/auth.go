@@ -196,7 +196,7 @@ func canSpeak(p principal, sess *cairn.Session) bool {
 // approver or admin of every tenant), so that a request for a session
 // needs no read to check.
 func (p principal) everywhere(role string) bool {
-	return p.atLeast(role) && (p.actor.AllTenants || p.actor.Trusted())
+	return p.atLeast(role) && p.actor.EveryTenant()
 }
 
 // decisionRefused says why p may not make decisions on sess (ErrForbidden,

@@ -82,8 +82,13 @@ func (a Actor) IsZero() bool {
 func (a Actor) InTenant(tenant string) bool {
 	// A callback URL is signed for one call of one session: it is the
 	// credential, whoever holds it.
-	return a.Tenant == tenant || a.AllTenants || a.Trusted() || a.Via == ViaCallback
+	return a.Tenant == tenant || a.EveryTenant() || a.Via == ViaCallback
 }
+
+// EveryTenant reports whether a sees every tenant's sessions: a global
+// actor (AllTenants) or the program (Trusted). Listings for anyone else
+// are of their tenant.
+func (a Actor) EveryTenant() bool { return a.AllTenants || a.Trusted() }
 
 // Identity is the person an actor is: the same for every token or door of
 // one subject, "" for the program.

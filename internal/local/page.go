@@ -30,9 +30,8 @@ type Page struct {
 // scope is the part of a listing the viewer may see: their tenant's
 // sessions, unless they see every tenant.
 func (p Page) scope(opts store.ListOptions) store.ListOptions {
-	v := p.Viewer
-	if !v.AllTenants && !v.Trusted() {
-		opts.ByTenant, opts.Tenant = true, v.Tenant
+	if !p.Viewer.EveryTenant() {
+		opts.ByTenant, opts.Tenant = true, p.Viewer.Tenant
 	}
 	return opts
 }
