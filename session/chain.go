@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"time"
 )
 
 // chainVersion starts every event hash's input: a later encoding gets
@@ -46,4 +47,40 @@ func EventHash(id string, ev *Event, prev string) string {
 // field appends s, length-prefixed.
 func field(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// checkpointVersion starts every checkpoint's signed message.
+const checkpointVersion = "cairn.checkpoint.v1"
+
+// Checkpoint is a signed statement that a session's log, up to Seq, ends
+// in the event whose hash is Hash: the runtime signs one at every pause,
+// every turn's end and every so many events in between, and a purge keeps
+// the last one in the session's tombstone. Whoever edits the store without
+// the signing key cannot make one, so events a checkpoint covers cannot be
+// rewritten, even with their hashes recomputed. See docs/audit.md.
+type Checkpoint struct {
+	Seq  int64     `json:"seq"`
+	Hash string    `json:"hash"`
+	At   time.Time `json:"at"`
+	// Key is the id of the key that signed it.
+	Key string `json:"key"`
+	// Sig is the Ed25519 signature of CheckpointMessage, in standard
+	// base64.
+	Sig string `json:"sig"`
+}
+
+// CheckpointMessage is what a checkpoint of session id signs: its session,
+// seq, hash, time (whole microseconds) and key id, encoded as EventHash
+// encodes events (each field length-prefixed), after a version of its own.
+func CheckpointMessage(id string, cp Checkpoint) []byte {
+	b := make([]byte, 0, 64+len(id)+len(cp.Hash)+len(cp.Key))
+	b = field(b, checkpointVersion)
+	b = field(b, id)
+	b = binary.AppendUvarint(b, 8)
+	b = binary.BigEndian.AppendUint64(b, uint64(cp.Seq))
+	b = field(b, cp.Hash)
+	b = binary.AppendUvarint(b, 8)
+	b = binary.BigEndian.AppendUint64(b, uint64(cp.At.UnixMicro()))
+	b = field(b, cp.Key)
+	return b
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type memSession struct {
 	snap    []byte
 	snapSeq int64
 	blobs   []string // the keys of the blobs its snapshots wrote
+	cp      *session.Checkpoint
 }
 
 var (
@@ -89,6 +91,11 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		}
 	}
 	head.Outbox = nil
+	if head.Checkpoint != nil {
+		cp := *head.Checkpoint
+		s.cp = &cp
+	}
+	head.Checkpoint = nil
 	if head.Summary == nil {
 		head.Summary, head.PendingKinds = s.head.Summary, s.head.PendingKinds
 	}
@@ -367,7 +374,7 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 	}
 	for i, h := range due {
 		keys = append(keys, m.sessions[h.ID].blobs...)
-		m.tombstones[h.ID] = Tombstone{ID: h.ID, Nonce: NonceOf(h.Summary), Seq: h.Seq, PurgedAt: at}
+		m.tombstones[h.ID] = Tombstone{ID: h.ID, Nonce: NonceOf(h.Summary), Seq: h.Seq, PurgedAt: at, Checkpoint: m.sessions[h.ID].cp}
 		delete(m.sessions, h.ID)
 		due[i] = Head{ID: h.ID, Status: h.Status, UpdatedAt: h.UpdatedAt}
 	}
@@ -387,6 +394,33 @@ func (m *Memory) Purge(ctx context.Context, opts PurgeOptions) ([]Head, error) {
 	m.outbox = slices.DeleteFunc(m.outbox, func(o *memMessage) bool { return o.given && o.CreatedAt.Before(opts.Before) })
 	maps.DeleteFunc(m.tombstones, func(_ string, t Tombstone) bool { return t.PurgedAt.Before(opts.TombstonesBefore) })
 	return due, nil
+}
+
+// Tombstones implements Purger.
+func (m *Memory) Tombstones(ctx context.Context, after string, limit int) ([]Tombstone, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []Tombstone
+	for id, t := range m.tombstones {
+		if id > after {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Tombstone) int { return strings.Compare(a.ID, b.ID) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Checkpoint implements Checkpoints.
+func (m *Memory) Checkpoint(ctx context.Context, id string) (session.Checkpoint, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if s := m.sessions[id]; s != nil && s.cp != nil {
+		return *s.cp, nil
+	}
+	return session.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", id, ErrNotFound)
 }
 
 // Tombstone implements Purger.

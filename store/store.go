@@ -75,6 +75,10 @@ type Head struct {
 	// commit as the events (see Outbox): a message is there if and only if
 	// the events it announces are. Reads leave it nil.
 	Outbox []Message
+	// Checkpoint, when set on Append, replaces the session's last signed
+	// checkpoint in the same commit; nil keeps it. Reads leave it nil:
+	// Checkpoints reads it, and a purge keeps it in the tombstone.
+	Checkpoint *session.Checkpoint
 }
 
 // Position is a place in List's order (most recently updated first, ties
@@ -339,6 +343,17 @@ type Purger interface {
 	// Tombstone returns what the last purge of session id left;
 	// ErrNotFound when none is kept.
 	Tombstone(ctx context.Context, id string) (Tombstone, error)
+	// Tombstones returns up to limit tombstones with ids after after, by
+	// id: `cairn audit verify` walks them all, a page at a time.
+	Tombstones(ctx context.Context, after string, limit int) ([]Tombstone, error)
+}
+
+// Checkpoints reads the sessions' last signed checkpoints (written with
+// Head.Checkpoint). The stores of this module implement it.
+type Checkpoints interface {
+	// Checkpoint returns session id's last signed checkpoint; ErrNotFound
+	// when it has none.
+	Checkpoint(ctx context.Context, id string) (session.Checkpoint, error)
 }
 
 // Tombstone is what a purge leaves of a session, so that a link or a
@@ -350,6 +365,10 @@ type Tombstone struct {
 	// Seq is the purged session's last seq.
 	Seq      int64
 	PurgedAt time.Time
+	// Checkpoint is the purged session's last signed checkpoint, if it
+	// had one: signed at its last turn's end, it says that its log ended
+	// at Seq in a given hash, so the tombstone is signed too.
+	Checkpoint *session.Checkpoint
 }
 
 // PurgeOptions selects the sessions Purge deletes.
@@ -428,4 +447,31 @@ func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, share float64, e
 			}
 		}
 	}
+}
+
+// ErrUnreadable is returned for a stored value that cannot be decoded (a
+// hand-edited row): callers that check the store report it as such.
+var ErrUnreadable = errors.New("store: a stored value cannot be read")
+
+// EncodeCheckpoint is how SQL stores keep a checkpoint in a text column:
+// JSON; nil (keep the stored one) for nil.
+func EncodeCheckpoint(cp *session.Checkpoint) any {
+	if cp == nil {
+		return nil
+	}
+	b, _ := json.Marshal(cp) // strings, numbers and a time: cannot fail
+	return string(b)
+}
+
+// DecodeCheckpoint reads what EncodeCheckpoint wrote: nil for "" (none),
+// ErrUnreadable for anything else that is not a checkpoint.
+func DecodeCheckpoint(s string) (*session.Checkpoint, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var cp session.Checkpoint
+	if err := json.Unmarshal([]byte(s), &cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %.40q: %w", s, ErrUnreadable)
+	}
+	return &cp, nil
 }

@@ -51,6 +51,7 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
 -- the tamper-evident chain (session.Event.Hash; events before it: '')
 ALTER TABLE cairn_events ADD COLUMN IF NOT EXISTS hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS checkpoint TEXT NOT NULL DEFAULT ''; -- Head.Checkpoint, in JSON ('': none)
 -- whose it is, for listings by tenant (sessions before it: the default tenant)
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT '';
 DO $$ BEGIN
@@ -115,6 +116,7 @@ CREATE TABLE IF NOT EXISTS cairn_tombstones (
 	purged_at  TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cairn_tombstones_purged_at ON cairn_tombstones(purged_at);
+ALTER TABLE cairn_tombstones ADD COLUMN IF NOT EXISTS checkpoint TEXT NOT NULL DEFAULT ''; -- the session's last signed checkpoint
 `
 
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
@@ -279,7 +281,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes, store.EncodeCheckpoint(head.Checkpoint)})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -305,13 +307,13 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 // WITH clauses all run once, and see the row through s).
 const (
 	appendCreate = `WITH s AS (
-	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds, tenant)
-	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0),$29 WHERE $11::bigint = 0
+	INSERT INTO cairn_sessions(id, agent, status, seq, created_at, updated_at, summary, lease_owner, lease_until, next_expiry, owner, pending_kinds, tenant, checkpoint)
+	SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$27,COALESCE($28::integer, 0),$29,COALESCE($31::text, '') WHERE $11::bigint = 0
 	ON CONFLICT (id) DO NOTHING RETURNING id)` + appendRest
 	appendUpdate = `WITH unused AS (SELECT $2::text, $5::timestamptz, $27::text, $29::text), -- the agent, creation time, owner and tenant stay
 s AS (
 	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary), pending_kinds=COALESCE($28::integer, pending_kinds),
-		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10
+		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10, checkpoint=COALESCE($31::text, checkpoint)
 	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
 	RETURNING id)` + appendRest
 	appendRest = `,
@@ -758,17 +760,17 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		rows, err := tx.Query(ctx, `DELETE FROM cairn_sessions WHERE id IN (
 				SELECT id FROM cairn_sessions WHERE status = $1 AND updated_at < $2
 				ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
-			RETURNING id, updated_at, seq, COALESCE(convert_from(summary, 'UTF8')::jsonb->>'nonce', '')`, string(opts.Status), opts.Before, opts.BatchSize())
+			RETURNING id, updated_at, seq, COALESCE(convert_from(summary, 'UTF8')::jsonb->>'nonce', ''), checkpoint`, string(opts.Status), opts.Before, opts.BatchSize())
 		if err != nil {
 			return err
 		}
-		var nonces []string
+		var nonces, checkpoints []string
 		var seqs []int64
 		purged, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Head, error) {
 			h := store.Head{Status: opts.Status}
-			var nonce string
-			err := row.Scan(&h.ID, &h.UpdatedAt, &h.Seq, &nonce)
-			nonces, seqs = append(nonces, nonce), append(seqs, h.Seq)
+			var nonce, cp string
+			err := row.Scan(&h.ID, &h.UpdatedAt, &h.Seq, &nonce, &cp)
+			nonces, seqs, checkpoints = append(nonces, nonce), append(seqs, h.Seq), append(checkpoints, cp)
 			h.Seq = 0
 			return h, err
 		})
@@ -787,10 +789,10 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		for i := range purged {
 			ids[i] = purged[i].ID
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO cairn_tombstones(session_id, nonce, seq, purged_at)
-				SELECT id, nonce, seq, $4 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(id, nonce, seq)
-			ON CONFLICT (session_id) DO UPDATE SET nonce = excluded.nonce, seq = excluded.seq, purged_at = excluded.purged_at`,
-			ids, nonces, seqs, opts.PurgedAt()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO cairn_tombstones(session_id, nonce, seq, purged_at, checkpoint)
+				SELECT id, nonce, seq, $4, cp FROM unnest($1::text[], $2::text[], $3::bigint[], $5::text[]) AS t(id, nonce, seq, cp)
+			ON CONFLICT (session_id) DO UPDATE SET nonce = excluded.nonce, seq = excluded.seq, purged_at = excluded.purged_at, checkpoint = excluded.checkpoint`,
+			ids, nonces, seqs, opts.PurgedAt(), checkpoints); err != nil {
 			return err
 		}
 		for _, q := range []string{
@@ -815,14 +817,63 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 
 // Tombstone implements store.Purger.
 func (s *Store) Tombstone(ctx context.Context, id string) (store.Tombstone, error) {
-	t := store.Tombstone{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT nonce, seq, purged_at FROM cairn_tombstones WHERE session_id = $1`, id).Scan(&t.Nonce, &t.Seq, &t.PurgedAt)
+	t, err := scanTombstone(s.pool.QueryRow(ctx, `SELECT `+tombstoneColumns+` FROM cairn_tombstones WHERE session_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Tombstone{}, fmt.Errorf("postgres tombstone of %s: %w", id, err)
 	}
-	t.PurgedAt = t.PurgedAt.UTC()
 	return t, nil
+}
+
+// Tombstones implements store.Purger.
+func (s *Store) Tombstones(ctx context.Context, after string, limit int) ([]store.Tombstone, error) {
+	var max any // NULL: no limit
+	if limit > 0 {
+		max = limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+tombstoneColumns+` FROM cairn_tombstones WHERE session_id > $1 ORDER BY session_id LIMIT $2`, after, max)
+	if err != nil {
+		return nil, fmt.Errorf("postgres tombstones: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Tombstone, error) { return scanTombstone(row) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres tombstones: %w", err)
+	}
+	return out, nil
+}
+
+const tombstoneColumns = `session_id, nonce, seq, purged_at, checkpoint`
+
+func scanTombstone(row pgx.Row) (store.Tombstone, error) {
+	var t store.Tombstone
+	var cp string
+	if err := row.Scan(&t.ID, &t.Nonce, &t.Seq, &t.PurgedAt, &cp); err != nil {
+		return t, err
+	}
+	t.PurgedAt = t.PurgedAt.UTC()
+	var err error
+	t.Checkpoint, err = store.DecodeCheckpoint(cp)
+	return t, err
+}
+
+// Checkpoint implements store.Checkpoints.
+func (s *Store) Checkpoint(ctx context.Context, id string) (session.Checkpoint, error) {
+	var text string
+	err := s.pool.QueryRow(ctx, `SELECT checkpoint FROM cairn_sessions WHERE id = $1`, id).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		text, err = "", nil
+	}
+	if err != nil {
+		return session.Checkpoint{}, fmt.Errorf("postgres checkpoint of %s: %w", id, err)
+	}
+	cp, err := store.DecodeCheckpoint(text)
+	switch {
+	case err != nil:
+		return session.Checkpoint{}, fmt.Errorf("postgres checkpoint of %s: %w", id, err)
+	case cp == nil:
+		return session.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", id, store.ErrNotFound)
+	}
+	return *cp, nil
 }

@@ -3,6 +3,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -84,6 +85,8 @@ var addedColumns = [][2]string{
 	{"sessions", `pending_kinds INTEGER NOT NULL DEFAULT 0`}, // store.Kinds of the summary's interrupts, for the inbox by kind
 	{"sessions", `tenant TEXT NOT NULL DEFAULT ''`},          // whose it is, for listings by tenant (sessions before it: the default tenant)
 	{"events", `hash TEXT NOT NULL DEFAULT ''`},              // session.Event.Hash: the tamper-evident chain (events before it: '')
+	{"sessions", `checkpoint TEXT NOT NULL DEFAULT ''`},      // Head.Checkpoint, the last signed one, in JSON ('': none)
+	{"tombstones", `checkpoint TEXT NOT NULL DEFAULT ''`},    // Tombstone.Checkpoint, kept from the session's row
 }
 
 // busyTimeout is how long (ms) a statement waits for another process's
@@ -263,7 +266,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	have := map[[2]string]bool{}
-	for _, table := range []string{"sessions", "used_tokens"} {
+	for _, table := range []string{"sessions", "used_tokens", "events", "tombstones"} {
 		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
 		if err != nil {
 			return err
@@ -404,10 +407,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 }
 
 const (
-	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, tenant, rev)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,` + nextRev + `)`
+	insertSession = `INSERT INTO sessions(id, agent, status, seq, created_at, updated_at, summary, pending_kinds, lease_owner, lease_until, next_expiry, owner, tenant, checkpoint, rev)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,COALESCE(?, ''),` + nextRev + `)`
 	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
-		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, rev=` + nextRev + `
+		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, checkpoint=COALESCE(?, checkpoint), rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data, hash) VALUES (?,?,?,?,?,?,?,?)`
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
@@ -420,7 +423,8 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	exec := func(query string, args ...any) (sql.Result, error) { return s.w.exec(ctx, query, args...) }
 	if expectedSeq == 0 {
 		_, err := exec(insertSession, head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt.UTC().Format(timeLayout), head.UpdatedAt.UTC().Format(timeLayout),
-			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner, head.Tenant)
+			[]byte(head.Summary), head.PendingKinds, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry), head.Owner, head.Tenant,
+			store.EncodeCheckpoint(head.Checkpoint))
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") || strings.Contains(err.Error(), "PRIMARY KEY") {
 				return store.ErrConflict
@@ -434,7 +438,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
 		res, err := exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
-			head.ID, expectedSeq, head.Lease.Owner, now)
+			store.EncodeCheckpoint(head.Checkpoint), head.ID, expectedSeq, head.Lease.Owner, now)
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}
@@ -1017,9 +1021,9 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 		for _, h := range due {
 			// Only if it is still what was read: finished, and as old. Its
 			// tombstone first, from the row about to go.
-			if _, err := s.w.exec(ctx, `INSERT INTO tombstones(session_id, nonce, seq, purged_at)
-					SELECT id, COALESCE(json_extract(CAST(summary AS TEXT), '$.nonce'), ''), seq, ? FROM sessions WHERE id=? AND status=? AND updated_at<?
-				ON CONFLICT(session_id) DO UPDATE SET nonce=excluded.nonce, seq=excluded.seq, purged_at=excluded.purged_at`,
+			if _, err := s.w.exec(ctx, `INSERT INTO tombstones(session_id, nonce, seq, purged_at, checkpoint)
+					SELECT id, COALESCE(json_extract(CAST(summary AS TEXT), '$.nonce'), ''), seq, ?, checkpoint FROM sessions WHERE id=? AND status=? AND updated_at<?
+				ON CONFLICT(session_id) DO UPDATE SET nonce=excluded.nonce, seq=excluded.seq, purged_at=excluded.purged_at, checkpoint=excluded.checkpoint`,
 				purgedAt, h.ID, opts.Status, before); err != nil {
 				return err
 			}
@@ -1059,17 +1063,69 @@ func (s *Store) Purge(ctx context.Context, opts store.PurgeOptions) ([]store.Hea
 
 // Tombstone implements store.Purger.
 func (s *Store) Tombstone(ctx context.Context, id string) (store.Tombstone, error) {
-	t := store.Tombstone{ID: id}
-	var at string
-	err := s.db.QueryRowContext(ctx, `SELECT nonce, seq, purged_at FROM tombstones WHERE session_id=?`, id).Scan(&t.Nonce, &t.Seq, &at)
+	t, err := scanTombstone(s.db.QueryRowContext(ctx, `SELECT `+tombstoneColumns+` FROM tombstones WHERE session_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, store.ErrNotFound)
-	}
-	if err == nil {
-		t.PurgedAt, err = time.Parse(timeLayout, at)
 	}
 	if err != nil {
 		return store.Tombstone{}, fmt.Errorf("sqlite tombstone of %s: %w", id, err)
 	}
 	return t, nil
+}
+
+// Tombstones implements store.Purger.
+func (s *Store) Tombstones(ctx context.Context, after string, limit int) ([]store.Tombstone, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+tombstoneColumns+` FROM tombstones WHERE session_id>? ORDER BY session_id LIMIT ?`, after, cmp.Or(limit, -1))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite tombstones: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Tombstone
+	for rows.Next() {
+		t, err := scanTombstone(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite tombstones: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite tombstones: %w", err)
+	}
+	return out, nil
+}
+
+const tombstoneColumns = `session_id, nonce, seq, purged_at, checkpoint`
+
+func scanTombstone(r scanner) (store.Tombstone, error) {
+	var t store.Tombstone
+	var at, cp string
+	if err := r.Scan(&t.ID, &t.Nonce, &t.Seq, &at, &cp); err != nil {
+		return t, err
+	}
+	var err error
+	if t.PurgedAt, err = time.Parse(timeLayout, at); err != nil {
+		return t, err
+	}
+	t.Checkpoint, err = store.DecodeCheckpoint(cp)
+	return t, err
+}
+
+// Checkpoint implements store.Checkpoints.
+func (s *Store) Checkpoint(ctx context.Context, id string) (session.Checkpoint, error) {
+	var text string
+	err := s.db.QueryRowContext(ctx, `SELECT checkpoint FROM sessions WHERE id=?`, id).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		text, err = "", nil
+	}
+	if err != nil {
+		return session.Checkpoint{}, fmt.Errorf("sqlite checkpoint of %s: %w", id, err)
+	}
+	cp, err := store.DecodeCheckpoint(text)
+	switch {
+	case err != nil:
+		return session.Checkpoint{}, fmt.Errorf("sqlite checkpoint of %s: %w", id, err)
+	case cp == nil:
+		return session.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", id, store.ErrNotFound)
+	}
+	return *cp, nil
 }

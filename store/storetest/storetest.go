@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ListingsWalkIndexes", func(t *testing.T) { testListingsWalkIndexes(t, open) })
 	t.Run("Purge", func(t *testing.T) { testPurge(t, open) })
 	t.Run("PurgeLeavesTombstones", func(t *testing.T) { testPurgeLeavesTombstones(t, open) })
+	t.Run("CheckpointsKeepTheLast", func(t *testing.T) { testCheckpointsKeepTheLast(t, open) })
 	t.Run("OutboxCommitsWithTheEvents", func(t *testing.T) { testOutboxCommitsWithTheEvents(t, open) })
 	t.Run("OutboxClaimsRetriesAndGivesUp", func(t *testing.T) { testOutboxClaimsRetriesAndGivesUp(t, open) })
 	t.Run("BlobsKeepTheFirstValue", func(t *testing.T) { testBlobsKeepTheFirstValue(t, open) })
