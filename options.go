@@ -121,7 +121,22 @@ type RunnerOptions struct {
 	// either way they never act again, since every link carries its
 	// session's random nonce, which no later session has.
 	TombstoneRetention time.Duration
+	// Signer, when set, signs a checkpoint of a session's log (its seq
+	// and the hash of its last event; see docs/audit.md) in the commit of
+	// every pause, every turn's end and, while a turn runs, every
+	// CheckpointEvery events, so that `cairn audit verify` can prove the
+	// log unchanged to someone who trusts the signer's public key.
+	// audit.NewKey and audit.StoreKey make one. Nil signs nothing.
+	Signer CheckpointSigner
+	// CheckpointEvery is how many events a running turn records between
+	// checkpoints; 0 means DefaultCheckpointEvery.
+	CheckpointEvery int
 }
+
+// DefaultCheckpointEvery is how many events a running turn records
+// between signed checkpoints unless RunnerOptions.CheckpointEvery says
+// otherwise.
+const DefaultCheckpointEvery = local.DefaultCheckpointEvery
 
 // DefaultTombstoneRetention is how long a purged session's tombstone is
 // kept unless RunnerOptions.TombstoneRetention says otherwise.

@@ -6,6 +6,11 @@ import "github.com/cairnhq/cairn/session"
 // here so that a program needs only package cairn.
 type (
 	// Session is one conversation thread as clients see it.
+	// Checkpoint is a signed statement of a session's log up to a seq
+	// (see docs/audit.md).
+	Checkpoint = session.Checkpoint
+	// CheckpointSigner signs checkpoints: RunnerOptions.Signer.
+	CheckpointSigner = session.CheckpointSigner
 	Session = session.Session
 	// Status is the lifecycle state of a session.
 	Status = session.Status

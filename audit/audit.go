@@ -7,13 +7,16 @@
 // What it proves and what it does not is in docs/audit.md: a chain shows
 // that the events before its last one are as written; the last events of
 // a session can still be cut off, with its head rewritten, by someone who
-// can write the store (the signed checkpoints that close that gap are not
-// there yet).
+// can write the store, and a chain rewritten with its hashes recomputed:
+// the signed checkpoints (Key, Keys, Signed) close those gaps for the
+// events they cover.
 package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -40,6 +43,21 @@ type Report struct {
 	// Unchained counts the events recorded before the chain existed (no
 	// hash): they are not covered.
 	Unchained int
+	// Signed counts the sessions whose last signed checkpoint verified;
+	// Unsigned those without one (recorded without a signing key).
+	Signed, Unsigned int
+	// Uncovered counts the events after their session's last signed
+	// checkpoint: chained, but not yet signed (a turn running, or a
+	// process without a key recorded them).
+	Uncovered int
+	// LastCheckpoint is the latest signed checkpoint verified, by time,
+	// and LastCheckpointSession its session.
+	LastCheckpoint        *session.Checkpoint
+	LastCheckpointSession string
+	// Tombstones counts the purged sessions' tombstones walked, and
+	// UnsignedTombstones those without a checkpoint (purged sessions that
+	// were never signed).
+	Tombstones, UnsignedTombstones int
 	// Breaks lists the first break of each broken session, in the order
 	// walked.
 	Breaks []Break
@@ -47,35 +65,71 @@ type Report struct {
 
 // Options narrows Verify.
 type Options struct {
-	// Session, when set, verifies that session only.
+	// Session, when set, verifies that session only (or its tombstone,
+	// once purged).
 	Session string
+	// Since and Until, when set, keep the sessions last updated in
+	// [Since, Until), and the tombstones of purges then.
+	Since, Until time.Time
+	// Keys are the public keys whose signatures are trusted; a checkpoint
+	// signed by another key is a break.
+	Keys Keys
 	// Progress, when set, is called after each session.
 	Progress func(Report)
+}
+
+// inRange reports whether t is in [o.Since, o.Until).
+func (o Options) inRange(t time.Time) bool {
+	return (o.Since.IsZero() || !t.Before(o.Since)) && (o.Until.IsZero() || t.Before(o.Until))
 }
 
 // pageSize is how many sessions Verify reads a page at a time: a walk of
 // any store holds one page and one session's events at once.
 const pageSize = 500
 
-// Verify walks the store's sessions (or one) and checks each chain. It
+// Verify walks the store's sessions (or one) and checks each chain and
+// its last signed checkpoint, then the purged sessions' tombstones. It
 // returns an error only when the store cannot be read; broken chains are
 // in the report.
 func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	var r Report
+	cps, _ := st.(store.Checkpoints)
 	check := func(id string, headSeq int64) error {
+		// The checkpoint first, then the events: a turn that commits in
+		// between adds events after the checkpoint read, never before it.
+		var cp session.Checkpoint
+		var cpErr error = store.ErrNotFound
+		if cps != nil {
+			cp, cpErr = cps.Checkpoint(ctx, id)
+			if cpErr != nil && !errors.Is(cpErr, store.ErrNotFound) && !errors.Is(cpErr, store.ErrUnreadable) {
+				return fmt.Errorf("audit: read the checkpoint of %s: %w", id, cpErr)
+			}
+		}
 		evs, err := st.Events(ctx, id, 0)
 		if err != nil {
 			return fmt.Errorf("audit: read the events of %s: %w", id, err)
 		}
 		r.Sessions++
 		r.Events += len(evs)
-		if b := Chain(id, evs, headSeq); b != nil {
-			r.Breaks = append(r.Breaks, *b)
-		}
 		for i := range evs {
 			if evs[i].Hash == "" {
 				r.Unchained++
 			}
+		}
+		b := Chain(id, evs, headSeq)
+		switch {
+		case b != nil:
+		case errors.Is(cpErr, store.ErrNotFound):
+			r.Unsigned++
+		case cpErr != nil:
+			b = &Break{Session: id, Seq: headSeq, What: fmt.Sprintf("its signed checkpoint cannot be read: %v", cpErr)}
+		default:
+			if b = Signed(id, evs, cp, opts.Keys); b == nil {
+				r.signed(id, cp, int64(len(evs)))
+			}
+		}
+		if b != nil {
+			r.Breaks = append(r.Breaks, *b)
 		}
 		if opts.Progress != nil {
 			opts.Progress(r)
@@ -84,31 +138,115 @@ func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	}
 	if opts.Session != "" {
 		h, err := st.Head(ctx, opts.Session)
+		if errors.Is(err, store.ErrNotFound) {
+			if p, ok := st.(store.Purger); ok {
+				if t, terr := p.Tombstone(ctx, opts.Session); terr == nil {
+					r.tombstone(t, opts.Keys)
+					return r, nil
+				}
+			}
+		}
 		if err != nil {
 			return r, fmt.Errorf("audit: session %s: %w", opts.Session, err)
 		}
 		return r, check(h.ID, h.Seq)
 	}
 	var after store.Position
+walk:
 	for {
 		page, err := st.List(ctx, store.ListOptions{After: after, Limit: pageSize})
 		if err != nil {
 			return r, fmt.Errorf("audit: list the sessions: %w", err)
 		}
 		for _, h := range page {
+			if !opts.Since.IsZero() && h.UpdatedAt.Before(opts.Since) {
+				break walk // most recently updated first: the rest are older
+			}
+			if !opts.inRange(h.UpdatedAt) {
+				continue
+			}
 			if err := check(h.ID, h.Seq); err != nil {
 				return r, err
 			}
 		}
 		if len(page) < pageSize {
-			return r, nil
+			break
 		}
 		after = page[len(page)-1].Position()
 	}
+	p, ok := st.(store.Purger)
+	if !ok {
+		return r, nil
+	}
+	for last := ""; ; {
+		page, err := p.Tombstones(ctx, last, pageSize)
+		if err != nil {
+			return r, fmt.Errorf("audit: list the tombstones: %w", err)
+		}
+		for _, t := range page {
+			if opts.inRange(t.PurgedAt) {
+				r.tombstone(t, opts.Keys)
+			}
+		}
+		if len(page) < pageSize {
+			return r, nil
+		}
+		last = page[len(page)-1].ID
+	}
+}
+
+// signed counts a session whose checkpoint cp verified.
+func (r *Report) signed(id string, cp session.Checkpoint, headSeq int64) {
+	r.Signed++
+	r.Uncovered += int(headSeq - cp.Seq)
+	if r.LastCheckpoint == nil || cp.At.After(r.LastCheckpoint.At) {
+		r.LastCheckpoint, r.LastCheckpointSession = &cp, id
+	}
+}
+
+// tombstone checks a purged session's tombstone: its checkpoint, if any,
+// must be signed by a trusted key and end at the seq the tombstone says.
+func (r *Report) tombstone(t store.Tombstone, keys Keys) {
+	r.Tombstones++
+	cp := t.Checkpoint
+	switch {
+	case cp == nil:
+		r.UnsignedTombstones++
+	case cp.Seq != t.Seq:
+		r.Breaks = append(r.Breaks, Break{Session: t.ID, Seq: t.Seq, What: fmt.Sprintf("the tombstone of its purge says its log ended at event %d, its signed checkpoint at %d: the tombstone was changed", t.Seq, cp.Seq)})
+	default:
+		if err := keys.Check(t.ID, *cp); err != nil {
+			r.Breaks = append(r.Breaks, Break{Session: t.ID, Seq: t.Seq, What: "the tombstone of its purge: " + err.Error()})
+		}
+	}
+}
+
+// Signed checks a session's last signed checkpoint against its events
+// (read from seq 1, their chain already checked): the event at cp.Seq
+// must have the hash cp signed, and the signature must be by a trusted
+// key. It returns the break, or nil.
+func Signed(id string, evs []session.Event, cp session.Checkpoint, keys Keys) *Break {
+	at := cp.At.UTC().Format(time.RFC3339)
+	var ev *session.Event
+	if i := cp.Seq - 1; i >= 0 && i < int64(len(evs)) && evs[i].Seq == cp.Seq {
+		ev = &evs[i]
+	}
+	switch {
+	case ev == nil:
+		return &Break{Session: id, Seq: cp.Seq, What: fmt.Sprintf("the checkpoint signed at %s by key %s ends at event %d, which the log lacks: events were cut off", at, cp.Key, cp.Seq)}
+	case ev.Hash != cp.Hash:
+		return &Break{Session: id, Seq: cp.Seq, What: fmt.Sprintf("its hash %.12s… is not the %.12s… signed at %s by key %s: the events up to it were rewritten, hashes and all", ev.Hash, cp.Hash, at, cp.Key)}
+	}
+	if err := keys.Check(id, cp); err != nil {
+		return &Break{Session: id, Seq: cp.Seq, What: "the checkpoint signed at " + at + ": " + err.Error()}
+	}
+	return nil
 }
 
 // Chain checks one session's events, in the order read, against their
-// hashes; headSeq is the seq the session's head says is its last. It
+// hashes; headSeq is the seq the session's head said was its last when
+// read (before the events: a log that goes on past it is a turn that
+// committed since). It
 // returns the first break, or nil. Events recorded before the chain
 // existed (no hash) are skipped: the chain starts after them, and an
 // event without a hash after it started is a break (hashes stripped).
@@ -132,7 +270,7 @@ func Chain(id string, evs []session.Event, headSeq int64) *Break {
 		}
 		seq = ev.Seq
 	}
-	if seq != headSeq {
+	if seq < headSeq { // more is a turn that committed since the head was read
 		return &Break{Session: id, Seq: seq, What: fmt.Sprintf("the log ends at event %d but the session's head says %d: events were deleted", seq, headSeq)}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -66,6 +67,7 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, 
 			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}
+	head.Checkpoint = r.checkpoint(head, events)
 	began := time.Now()
 	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		return storeError(err, head.ID)
@@ -76,4 +78,24 @@ func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, 
 		r.hooks.deliverer.Wake()
 	}
 	return nil
+}
+
+// DefaultCheckpointEvery is cairn.DefaultCheckpointEvery.
+const DefaultCheckpointEvery = 100
+
+// checkpoint signs the checkpoint that head's commit of events carries, if
+// any: at every pause and turn's end (the head is not running), and when
+// the events cross a multiple of signEvery while a turn runs. Counting by
+// seq needs no memory of the last checkpoint, so every driver and every
+// process sharing the store signs at the same events.
+func (r *Runner) checkpoint(head store.Head, events []session.Event) *session.Checkpoint {
+	last := &events[len(events)-1]
+	if r.signer == nil || last.Hash == "" {
+		return nil
+	}
+	if head.Status == session.StatusRunning && (events[0].Seq-1)/r.signEvery == last.Seq/r.signEvery {
+		return nil
+	}
+	cp := r.signer.Sign(head.ID, last.Seq, last.Hash, head.UpdatedAt)
+	return &cp
 }

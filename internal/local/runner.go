@@ -59,6 +59,9 @@ type Options struct {
 	RetentionSweep   time.Duration
 	// TombstoneRetention is cairn.RunnerOptions.TombstoneRetention.
 	TombstoneRetention time.Duration
+	// Signer and CheckpointEvery are cairn.RunnerOptions'.
+	Signer          session.CheckpointSigner
+	CheckpointEvery int
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -103,6 +106,8 @@ type Runner struct {
 	callbacks      *callbackSigner // nil: the store keeps no secrets
 	completionWait time.Duration
 	tombstoneKeep  time.Duration // RunnerOptions.TombstoneRetention
+	signer         session.CheckpointSigner
+	signEvery      int64 // events between a running turn's checkpoints
 }
 
 // NewRunner checks and compiles the agents and their tools once. opts may
@@ -176,6 +181,7 @@ func newRunner(opts *Options) (*Runner, error) {
 	r.publicURL, r.callbacks = strings.TrimRight(opts.PublicURL, "/"), newCallbackSigner(r.store)
 	r.completionWait = cmp.Or(opts.CompletionWait, DefaultCompletionWait)
 	r.tombstoneKeep = opts.TombstoneRetention
+	r.signer, r.signEvery = opts.Signer, int64(cmp.Or(opts.CheckpointEvery, DefaultCheckpointEvery))
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}
