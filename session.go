@@ -11,7 +11,7 @@ type (
 	Checkpoint = session.Checkpoint
 	// CheckpointSigner signs checkpoints: RunnerOptions.Signer.
 	CheckpointSigner = session.CheckpointSigner
-	Session = session.Session
+	Session          = session.Session
 	// Status is the lifecycle state of a session.
 	Status = session.Status
 	// Kind is what an interrupt waits for.

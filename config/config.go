@@ -22,10 +22,27 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/webhook"
 )
+
+// Audit is the audit section, read: who signs checkpoints and which
+// public keys verifications trust.
+type Audit struct {
+	// Sign is false with audit.sign: false.
+	Sign bool
+	// Key is the key of signing_key_env; nil: the store's own
+	// (audit.StoreKey), which the runtime gets from the store.
+	Key *audit.Key
+	// Keys are the public keys `cairn audit verify` trusts: Key's and
+	// public_keys (the store's own is added by whoever opens the store,
+	// when Key is nil).
+	Keys audit.Keys
+	// CheckpointEvery is checkpoint_every (0: the default).
+	CheckpointEvery int
+}
 
 // Config is a loaded, checked configuration, ready to run.
 type Config struct {
@@ -60,6 +77,8 @@ type Config struct {
 	RetentionSweep time.Duration
 	// TombstoneRetention is retention.tombstones (0: the default).
 	TombstoneRetention time.Duration
+	// Audit is the audit section, keys read.
+	Audit Audit
 	// MCPServers are the file's MCP servers; Connect starts them.
 	MCPServers []mcptools.Server
 	// MCP holds the connections to the file's MCP servers once Connect

@@ -48,6 +48,28 @@ type File struct {
 	// Retention deletes finished sessions once they are this old; see
 	// docs/operations.md.
 	Retention *RetentionConfig `yaml:"retention"`
+	// Audit is how the runtime signs checkpoints of the sessions' logs;
+	// see docs/audit.md.
+	Audit *AuditConfig `yaml:"audit"`
+}
+
+// AuditConfig is the audit section: the key that signs checkpoints and
+// the older keys verifications still trust.
+type AuditConfig struct {
+	// Sign: false signs no checkpoints (default: sign).
+	Sign *bool `yaml:"sign"`
+	// SigningKeyEnv names the variable holding the Ed25519 private key
+	// (PEM or base64); without it the store keeps a key it generated.
+	SigningKeyEnv string `yaml:"signing_key_env"`
+	// KeyID names the signing key in each checkpoint (default: its
+	// fingerprint, audit.KeyID).
+	KeyID string `yaml:"key_id"`
+	// PublicKeys are older keys (id → public key, PEM or base64) that
+	// `cairn audit verify` still trusts after a rotation.
+	PublicKeys map[string]string `yaml:"public_keys"`
+	// CheckpointEvery is how many events a running turn records between
+	// checkpoints (default 100).
+	CheckpointEvery int `yaml:"checkpoint_every"`
 }
 
 // RetentionConfig is how long finished sessions are kept, per final

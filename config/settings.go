@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store/storeurl"
@@ -54,6 +56,9 @@ func (l *loader) server(f *File, cfg *Config) error {
 		return err
 	}
 	if err := l.retention(f.Retention, cfg); err != nil {
+		return err
+	}
+	if cfg.Audit, err = l.audit(f.Audit); err != nil {
 		return err
 	}
 	if f.PublicURL != "" {
@@ -216,6 +221,54 @@ func (l *loader) keys(secretEnv string) ([][]byte, error) {
 		keys = append(keys, []byte(k))
 	}
 	return keys, nil
+}
+
+// audit reads the audit section.
+func (l *loader) audit(ac *AuditConfig) (Audit, error) {
+	a := Audit{Sign: true, Keys: audit.Keys{}}
+	if ac == nil {
+		return a, nil
+	}
+	if ac.Sign != nil {
+		a.Sign = *ac.Sign
+	}
+	if ac.CheckpointEvery < 0 {
+		return a, l.errf("audit.checkpoint_every", "%d: use a positive number of events (default 100)", ac.CheckpointEvery)
+	}
+	a.CheckpointEvery = ac.CheckpointEvery
+	if ac.SigningKeyEnv != "" {
+		v, ok := l.env(ac.SigningKeyEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return a, l.errf("audit.signing_key_env", "environment variable %s is not set; export an Ed25519 key (openssl genpkey -algorithm ed25519) or remove signing_key_env to let Cairn generate one and keep it in the store", ac.SigningKeyEnv)
+		}
+		priv, err := audit.ParsePrivateKey(v)
+		if err != nil {
+			return a, l.errf("audit.signing_key_env", "%s: %v", ac.SigningKeyEnv, err)
+		}
+		if a.Key, err = audit.NewKey(ac.KeyID, priv); err != nil {
+			return a, l.errf("audit.key_id", "%v", err)
+		}
+		if err := a.Keys.Add(a.Key.ID(), a.Key.Public()); err != nil {
+			return a, l.errf("audit.key_id", "%v", err)
+		}
+	} else if ac.KeyID != "" {
+		return a, l.errf("audit.key_id", "names the key of signing_key_env, which is not set: the store's own key is named by its fingerprint")
+	}
+	ids := make([]string, 0, len(ac.PublicKeys))
+	for id := range ac.PublicKeys {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		pub, err := audit.ParsePublicKey(ac.PublicKeys[id])
+		if err != nil {
+			return a, l.errf("audit.public_keys."+id, "%v", err)
+		}
+		if err := a.Keys.Add(id, pub); err != nil {
+			return a, l.errf("audit.public_keys."+id, "%v", err)
+		}
+	}
+	return a, nil
 }
 
 // retention reads the retention section.

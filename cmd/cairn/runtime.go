@@ -44,6 +44,11 @@ func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptio
 		}
 	}
 	opts.Store, opts.Webhooks, opts.PublicURL, opts.AdminOverride = rt.store, cfg.Webhooks, cfg.PublicURL, cfg.AdminOverride
+	if key, err := signerOf(ctx, cfg, rt.store); err != nil {
+		return nil, err
+	} else if key != nil { // a nil *audit.Key in the interface would sign
+		opts.Signer, opts.CheckpointEvery = key, cfg.Audit.CheckpointEvery
+	}
 	if t := cfg.Temporal; t != nil {
 		blobs, ok := rt.store.(store.Blobs)
 		if !ok {
