@@ -178,7 +178,7 @@ walk:
 // eventRecord is ev of session id as an export writes it; prev is the
 // hash of the event before it, as written.
 func eventRecord(id string, ev *session.Event, prev string) record {
-	at, us := ev.Time.UTC(), ev.Time.UnixMicro()
+	at, us := time.UnixMicro(ev.Time.UnixMicro()).UTC(), ev.Time.UnixMicro() // as hashed
 	rec := record{Kind: "event", Session: id, Seq: ev.Seq, Type: string(ev.Type), Time: &at, TimeUS: &us,
 		Frame: &ev.Frame, Agent: &ev.Agent, Hash: ev.Hash, Prev: &prev}
 	if utf8.Valid(ev.Data) {

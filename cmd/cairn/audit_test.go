@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
+
+	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store/storeurl"
 )
 
 const auditConfig = `store: %s
@@ -45,7 +49,7 @@ func TestAuditVerifyFindsEdits(t *testing.T) {
 			}
 			cmd, base := serve(t, cfg)
 			var ids []string
-			for range 5 {
+			for range 6 {
 				_, s := apiCall(t, "POST", base+"/v1/sessions", "", `{"agent":"main","input":"ship it"}`)
 				in := s["interrupts"].([]any)[0].(map[string]any)
 				if status, done := apiCall(t, "POST", base+"/v1/sessions/"+s["id"].(string)+"/decisions", "",
@@ -79,9 +83,17 @@ func TestAuditVerifyFindsEdits(t *testing.T) {
 				out, err := exec.Command(binary, append([]string{"audit", "verify", "--config", cfg}, args...)...).CombinedOutput()
 				return string(out), err == nil
 			}
-			if out, ok := verify(); !ok || !strings.Contains(out, "5 sessions") || !strings.Contains(out, "every chain holds") {
+			if out, ok := verify(); !ok || !strings.Contains(out, "6 sessions") || !strings.Contains(out, "signed: 6 sessions") || !strings.Contains(out, "every chain and signed checkpoint holds") {
 				t.Fatalf("the untouched store: %v\n%s", ok, out)
 			}
+			// An export of the untouched store verifies offline: with
+			// cairn audit verify --file, and with the Python program that
+			// docs/audit.md shows.
+			export := filepath.Join(dir, "export.jsonl")
+			if out, err := exec.Command(binary, "audit", "export", "--config", cfg, "--out", export).CombinedOutput(); err != nil || !strings.Contains(string(out), "6 sessions") {
+				t.Fatalf("export: %v\n%s", err, out)
+			}
+			checkExport(t, export, "")
 
 			exec := dbExec(t, url)
 			events := "events"
@@ -109,14 +121,127 @@ func TestAuditVerifyFindsEdits(t *testing.T) {
 					t.Errorf("%s: verify exited ok=%v:\n%s", c.what, ok, out)
 				}
 			}
-			if out, ok := verify("--session", ids[4]); !ok {
+			// The events of a session rewritten with every hash recomputed,
+			// as someone who read docs/audit.md would: the chain holds, the
+			// signed checkpoint does not.
+			rewritten := ids[4]
+			st, err := storeurl.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recorded, err := st.Events(context.Background(), rewritten, 0)
+			_ = st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev := ""
+			for i := range recorded {
+				recorded[i].Data = json.RawMessage(strings.ReplaceAll(string(recorded[i].Data), "production", "prod-eu"))
+				recorded[i].Hash = session.EventHash(rewritten, &recorded[i], prev)
+				prev = recorded[i].Hash
+				blob := "CAST('%s' AS BLOB)"
+				if name == "postgres" {
+					blob = "convert_to('%s', 'UTF8')"
+				}
+				exec(fmt.Sprintf("UPDATE %s SET data = "+fmt.Sprintf(blob, recorded[i].Data)+", hash = '%s' WHERE session_id = '%s' AND seq = %d", events, recorded[i].Hash, rewritten, recorded[i].Seq))
+			}
+			if out, ok := verify("--session", rewritten); ok || !strings.Contains(out, "the events up to it were rewritten, hashes and all") {
+				t.Errorf("rewritten with its hashes: ok=%v\n%s", ok, out)
+			}
+			if out, ok := verify("--session", ids[5]); !ok {
 				t.Errorf("the untouched session: %s", out)
 			}
-			if out, ok := verify(); ok || !strings.Contains(out, "the chain of 4 of 5 sessions is broken") {
+			if out, ok := verify(); ok || !strings.Contains(out, "5 of 6 sessions are broken") {
 				t.Errorf("the whole store: ok=%v\n%s", ok, out)
 			}
+			// The export's own lines, edited: both checks name the session.
+			tamperExport(t, export, ids[5])
 		})
 	}
+}
+
+// checkExport runs cairn audit verify --file and docs/audit.md's Python
+// program on an export: both pass, or (broken != "") both fail naming
+// the session broken.
+func checkExport(t *testing.T, export, broken string) {
+	t.Helper()
+	out, err := exec.Command(binary, "audit", "verify", "--file", export).CombinedOutput()
+	if (err == nil) != (broken == "") || !strings.Contains(string(out), broken) || broken == "" && !strings.Contains(string(out), "every chain and signed checkpoint holds") {
+		t.Errorf("verify --file (broken %q): %v\n%s", broken, err, out)
+	}
+	py, err := exec.Command("python3", docsPython(t), export).CombinedOutput()
+	if (err == nil) != (broken == "") || broken != "" && !strings.Contains(string(py), "broken: session "+broken) {
+		t.Errorf("the offline program (broken %q): %v\n%s", broken, err, py)
+	}
+}
+
+// tamperExport edits one session's lines in copies of an export, in each
+// way the offline check must notice.
+func tamperExport(t *testing.T, export, id string) {
+	t.Helper()
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	edit := func(name string, f func(rec map[string]any) bool) {
+		t.Helper()
+		var out []string
+		done := false
+		for _, line := range lines {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if !done && (rec["session"] == id || rec["id"] == id) && f(rec) {
+				done = true
+				b, _ := json.Marshal(rec)
+				line = string(b)
+			}
+			out = append(out, line)
+		}
+		if !done {
+			t.Fatalf("%s: no line to edit", name)
+		}
+		path := filepath.Join(filepath.Dir(export), name+".jsonl")
+		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		checkExport(t, path, id)
+	}
+	edit("data", func(rec map[string]any) bool {
+		d, ok := rec["data"].(string)
+		if ok && strings.Contains(d, "production") {
+			rec["data"] = strings.ReplaceAll(d, "production", "staging")
+		}
+		return ok && rec["data"] != d
+	})
+	edit("checkpoint", func(rec map[string]any) bool {
+		cp, ok := rec["checkpoint"].(map[string]any)
+		if ok {
+			cp["at_us"] = cp["at_us"].(float64) + 1
+		}
+		return ok
+	})
+}
+
+// docsPython writes the Python program of docs/audit.md to a file.
+func docsPython(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```python\n")
+	program, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/audit.md shows no Python program")
+	}
+	path := filepath.Join(t.TempDir(), "verify.py")
+	if err := os.WriteFile(path, []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // dbExec runs SQL on the store at url, behind Cairn's back.
