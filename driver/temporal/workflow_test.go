@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -41,6 +42,7 @@ type fixture struct {
 	store  store.Store
 	env    *testsuite.TestWorkflowEnvironment
 	runs   atomic.Int32
+	key    *audit.Key // signs the mirror's checkpoints
 }
 
 func newFixture(t *testing.T, ttl time.Duration) *fixture {
@@ -65,7 +67,14 @@ func newFixtureWith(t *testing.T, ttl time.Duration, model model.Model) *fixture
 // workflow environment.
 func (f *fixture) start(agent *cairn.Agent) {
 	f.t.Helper()
-	r, err := cairn.NewRunner([]*cairn.Agent{agent}, &cairn.RunnerOptions{Store: f.store})
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if f.key, err = audit.NewKey("wf", priv); err != nil {
+		f.t.Fatal(err)
+	}
+	r, err := cairn.NewRunner([]*cairn.Agent{agent}, &cairn.RunnerOptions{Store: f.store, Signer: f.key})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -381,8 +390,10 @@ func TestFourEyesOnTheWorkflow(t *testing.T) {
 	if bob == nil || bob.err != nil || bob.result == nil || bob.result.Status != cairn.StatusCompleted || f.runs.Load() != 1 {
 		t.Fatalf("the second approval: %+v, %d runs", bob, f.runs.Load())
 	}
-	// The workflow's engine chains the events the mirror records.
-	if rep, err := audit.Verify(context.Background(), f.store, audit.Options{}); err != nil || rep.Sessions != 1 || rep.Unchained != 0 || len(rep.Breaks) != 0 {
+	// The workflow's engine chains the events the mirror records, and the
+	// mirror signs them to the end.
+	keys := audit.Keys{"wf": f.key.Public()}
+	if rep, err := audit.Verify(context.Background(), f.store, audit.Options{Keys: keys}); err != nil || rep.Sessions != 1 || rep.Unchained != 0 || len(rep.Breaks) != 0 || rep.Signed != 1 || rep.Uncovered != 0 {
 		t.Fatalf("the mirror's chain: %+v %v", rep, err)
 	}
 }
