@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/model"
@@ -115,6 +116,20 @@ func BenchmarkPauseResume(b *testing.B) {
 			pauseResume(b, newRunner(b, oneAgent(true), &cairn.RunnerOptions{Store: st}), "main")
 		})
 	}
+	// As cairn serve runs: every pause and turn's end signs a checkpoint
+	// (docs/audit.md), two Ed25519 signatures a cycle.
+	b.Run("store=sqlite-normal-signed", func(b *testing.B) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db")+"?synchronous=normal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		key, err := audit.StoreKey(context.Background(), st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pauseResume(b, newRunner(b, oneAgent(true), &cairn.RunnerOptions{Store: st, Signer: key}), "main")
+	})
 	b.Run("store=postgres", func(b *testing.B) {
 		url := os.Getenv("CAIRN_TEST_POSTGRES")
 		if url == "" {
