@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
@@ -131,6 +132,10 @@ type RunnerOptions struct {
 	// CheckpointEvery is how many events a running turn records between
 	// checkpoints; 0 means DefaultCheckpointEvery.
 	CheckpointEvery int
+	// AuditKeys are the public keys whose checkpoints Runner.Audit
+	// trusts, besides the Signer's own (when it is an *audit.Key): older
+	// keys, after a rotation.
+	AuditKeys audit.Keys
 }
 
 // DefaultCheckpointEvery is how many events a running turn records

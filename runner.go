@@ -5,6 +5,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -84,6 +85,15 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope CancelScope
 // Session returns a session as last recorded.
 func (r *Runner) Session(ctx context.Context, id string) (*Session, error) {
 	return r.rt.Session(ctx, id)
+}
+
+// Audit checks a session's record — its chain of event hashes and its
+// last signed checkpoint, against RunnerOptions.AuditKeys and the
+// Signer's key — and says what it proves: "verified up to seq 42; signed
+// checkpoint at seq 42, 2026-11-28 12:03:00 UTC by key k1" (see
+// docs/audit.md). ErrNotFound for an unknown session.
+func (r *Runner) Audit(ctx context.Context, id string) (audit.State, error) {
+	return r.rt.Audit(ctx, id)
 }
 
 // Events returns a session's recorded events with seq > after.

@@ -25,10 +25,10 @@ import (
 // Break is where a session's chain breaks: the first event that is not as
 // recorded, and why.
 type Break struct {
-	Session string
-	Seq     int64
+	Session string `json:"session"`
+	Seq     int64  `json:"seq"`
 	// What says what differs, in words.
-	What string
+	What string `json:"what"`
 }
 
 // Error says where the break is.

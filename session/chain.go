@@ -88,6 +88,7 @@ func CheckpointMessage(id string, cp Checkpoint) []byte {
 // CheckpointSigner signs checkpoints of sessions' logs: the runtime calls
 // it at every pause, every turn's end and every so many events in
 // between, with the session's last seq and hash. audit.Key is one.
+// Key ids have no spaces.
 type CheckpointSigner interface {
 	Sign(session string, seq int64, hash string, at time.Time) Checkpoint
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -454,12 +455,21 @@ func PurgeAll(ctx context.Context, p Purger, opts PurgeOptions, share float64, e
 var ErrUnreadable = errors.New("store: a stored value cannot be read")
 
 // EncodeCheckpoint is how SQL stores keep a checkpoint in a text column:
-// JSON; nil (keep the stored one) for nil.
+// "1 SEQ AT_US KEY HASH SIG" (a version, then its fields, space-separated:
+// no field has a space), built without reflection since every pause
+// writes one; nil (keep the stored one) for nil.
 func EncodeCheckpoint(cp *session.Checkpoint) any {
 	if cp == nil {
 		return nil
 	}
-	b, _ := json.Marshal(cp) // strings, numbers and a time: cannot fail
+	b := make([]byte, 0, 32+len(cp.Key)+len(cp.Hash)+len(cp.Sig))
+	b = append(b, "1 "...)
+	b = strconv.AppendInt(b, cp.Seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, cp.At.UnixMicro(), 10)
+	b = append(append(b, ' '), cp.Key...)
+	b = append(append(b, ' '), cp.Hash...)
+	b = append(append(b, ' '), cp.Sig...)
 	return string(b)
 }
 
@@ -469,9 +479,14 @@ func DecodeCheckpoint(s string) (*session.Checkpoint, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var cp session.Checkpoint
-	if err := json.Unmarshal([]byte(s), &cp); err != nil {
+	f := strings.Split(s, " ")
+	if len(f) != 6 || f[0] != "1" {
 		return nil, fmt.Errorf("checkpoint %.40q: %w", s, ErrUnreadable)
 	}
-	return &cp, nil
+	seq, err1 := strconv.ParseInt(f[1], 10, 64)
+	at, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("checkpoint %.40q: %w", s, ErrUnreadable)
+	}
+	return &session.Checkpoint{Seq: seq, At: time.UnixMicro(at).UTC(), Key: f[3], Hash: f[4], Sig: f[5]}, nil
 }

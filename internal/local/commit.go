@@ -2,9 +2,12 @@ package local
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
@@ -98,4 +101,29 @@ func (r *Runner) checkpoint(head store.Head, events []session.Event) *session.Ch
 	}
 	cp := r.signer.Sign(head.ID, last.Seq, last.Hash, head.UpdatedAt)
 	return &cp
+}
+
+// trustedKeys are the keys Audit trusts: keys, and the signer's own when
+// it says what it is (audit.Key does).
+func trustedKeys(keys audit.Keys, signer session.CheckpointSigner) audit.Keys {
+	out := maps.Clone(keys)
+	if k, ok := signer.(interface {
+		ID() string
+		Public() ed25519.PublicKey
+	}); ok {
+		if out == nil {
+			out = audit.Keys{}
+		}
+		_ = out.Add(k.ID(), k.Public()) // a clash is the caller's keys': theirs stand
+	}
+	return out
+}
+
+// Audit is cairn.Runner.Audit (documented there).
+func (r *Runner) Audit(ctx context.Context, id string) (audit.State, error) {
+	s, err := audit.SessionState(ctx, r.store, id, r.auditKeys)
+	if err != nil {
+		return s, storeError(err, id)
+	}
+	return s, nil
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairnhq/cairn/continuation"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/schema"
@@ -62,6 +63,8 @@ type Options struct {
 	// Signer and CheckpointEvery are cairn.RunnerOptions'.
 	Signer          session.CheckpointSigner
 	CheckpointEvery int
+	// AuditKeys is cairn.RunnerOptions.AuditKeys.
+	AuditKeys audit.Keys
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -107,7 +110,8 @@ type Runner struct {
 	completionWait time.Duration
 	tombstoneKeep  time.Duration // RunnerOptions.TombstoneRetention
 	signer         session.CheckpointSigner
-	signEvery      int64 // events between a running turn's checkpoints
+	signEvery      int64      // events between a running turn's checkpoints
+	auditKeys      audit.Keys // what Audit trusts
 }
 
 // NewRunner checks and compiles the agents and their tools once. opts may
@@ -182,6 +186,7 @@ func newRunner(opts *Options) (*Runner, error) {
 	r.completionWait = cmp.Or(opts.CompletionWait, DefaultCompletionWait)
 	r.tombstoneKeep = opts.TombstoneRetention
 	r.signer, r.signEvery = opts.Signer, int64(cmp.Or(opts.CheckpointEvery, DefaultCheckpointEvery))
+	r.auditKeys = trustedKeys(opts.AuditKeys, opts.Signer)
 	if l, ok := r.store.(store.Ledger); ok && r.ledger == nil {
 		r.ledger = l
 	}

@@ -51,7 +51,7 @@ ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS next_expiry TIMESTAMPTZ;
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS cancel_by TEXT NOT NULL DEFAULT '';
 -- the tamper-evident chain (session.Event.Hash; events before it: '')
 ALTER TABLE cairn_events ADD COLUMN IF NOT EXISTS hash TEXT NOT NULL DEFAULT '';
-ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS checkpoint TEXT NOT NULL DEFAULT ''; -- Head.Checkpoint, in JSON ('': none)
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS checkpoint TEXT NOT NULL DEFAULT ''; -- Head.Checkpoint (store.EncodeCheckpoint; '': none)
 -- whose it is, for listings by tenant (sessions before it: the default tenant)
 ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT '';
 DO $$ BEGIN

@@ -85,7 +85,7 @@ var addedColumns = [][2]string{
 	{"sessions", `pending_kinds INTEGER NOT NULL DEFAULT 0`}, // store.Kinds of the summary's interrupts, for the inbox by kind
 	{"sessions", `tenant TEXT NOT NULL DEFAULT ''`},          // whose it is, for listings by tenant (sessions before it: the default tenant)
 	{"events", `hash TEXT NOT NULL DEFAULT ''`},              // session.Event.Hash: the tamper-evident chain (events before it: '')
-	{"sessions", `checkpoint TEXT NOT NULL DEFAULT ''`},      // Head.Checkpoint, the last signed one, in JSON ('': none)
+	{"sessions", `checkpoint TEXT NOT NULL DEFAULT ''`},      // Head.Checkpoint, the last signed one (store.EncodeCheckpoint; '': none)
 	{"tombstones", `checkpoint TEXT NOT NULL DEFAULT ''`},    // Tombstone.Checkpoint, kept from the session's row
 }
 
