@@ -362,7 +362,7 @@ func TestTheDoorTableOfWhoSees(t *testing.T) {
 		}
 	}
 
-	for _, path := range []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/events", "/v1/agents/main/chat/" + id + "/stream"} {
+	for _, path := range []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/events", "/v1/sessions/" + id + "/audit", "/v1/agents/main/chat/" + id + "/stream"} {
 		if status, body := e.as("gil", "GET", path, ""); status != 404 || errCode(body) != "not_found" {
 			t.Errorf("gil GET %s: %d %v", path, status, body)
 		}

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
@@ -139,6 +140,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
+	s.mux.HandleFunc("GET /v1/sessions/{id}/audit", s.getAudit)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/invoke", s.invoke)
 	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
@@ -500,6 +502,27 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		evs = []cairn.Event{}
 	}
 	writeListing(w, r, map[string]any{"events": evs})
+}
+
+// getAudit says what the session's record proves (docs/audit.md): how
+// far its chain holds and its last signed checkpoint.
+func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
+	if !s.mayRead(w, r) {
+		return
+	}
+	st, err := s.runner.Audit(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, auditBody{State: st, Summary: st.String()})
+}
+
+// auditBody is audit.State with its line.
+type auditBody struct {
+	audit.State
+	// Summary says it in a line.
+	Summary string `json:"summary"`
 }
 
 func afterParam(w http.ResponseWriter, r *http.Request) (int64, bool) {

@@ -17,6 +17,7 @@ from ._sse import read_messages
 from ._types import (
     Action,
     Agent,
+    AuditState,
     CallbackReply,
     CancelScope,
     Change,
@@ -248,6 +249,10 @@ class Client:
         path = self._path("/v1/sessions/{}/events", session_id) + _query(after=after or None)
         events: List[Dict[str, Any]] = self._call("GET", path)["events"] or []
         return [from_dict(Event, e) for e in events]
+
+    def audit(self, session_id: str) -> AuditState:
+        """What the session's record proves: how far its chain of event hashes holds, and its last signed checkpoint."""
+        return from_dict(AuditState, self._call("GET", self._path("/v1/sessions/{}/audit", session_id)))
 
     def follow(self, session_id: str, after: int = 0, reconnect: bool = True) -> Iterator[Event]:
         """Follows the session's events live: the stored ones after ``after``, then each as it is recorded.

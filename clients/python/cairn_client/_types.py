@@ -386,6 +386,44 @@ class Me:
 
 
 @dataclass
+class Checkpoint:
+    """A signed statement that a session's log up to ``seq`` ends in ``hash`` (docs/audit.md)."""
+
+    seq: int = 0
+    hash: str = ""
+    at: Optional[datetime.datetime] = None
+    key: str = ""
+    sig: str = ""
+
+
+@dataclass
+class Break:
+    """Where a session's record breaks: the first event not as recorded, and why."""
+
+    session: str = ""
+    seq: int = 0
+    what: str = ""
+
+
+@dataclass
+class AuditState:
+    """What a session's record proves: how far its chain holds and its last signed checkpoint.
+
+    ``summary`` says it in a line ("verified up to seq 42; signed checkpoint
+    at seq 42, 2026-11-28 12:03:00 UTC by key k1").
+    """
+
+    session: str = ""
+    events: int = 0
+    verified_seq: int = 0
+    broken: Optional[Break] = None
+    checkpoint: Optional[Checkpoint] = None
+    signed_seq: int = 0
+    unchained: int = 0
+    summary: str = ""
+
+
+@dataclass
 class CallbackReply:
     """Where a session went after a callback completed its call."""
 

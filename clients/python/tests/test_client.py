@@ -195,6 +195,10 @@ class Events(unittest.TestCase):
         stored = self.cairn.events(s.id)
         self.assertEqual([e.seq for e in stored], list(range(1, s.seq + 1)))
         self.assertEqual(stored[0].type, "session_started")
+        record = self.cairn.audit(s.id)  # the paused session's record: chained and signed to its last event
+        self.assertEqual((record.verified_seq, record.signed_seq, record.broken), (s.seq, s.seq, None))
+        self.assertIsNotNone(record.checkpoint)
+        self.assertTrue(record.summary.startswith("verified up to seq %d; signed checkpoint" % s.seq), record.summary)
 
         # Follow from the start; approve from another thread once paused.
         seen = []

@@ -59,6 +59,9 @@ PAIRS = [
     (c.Result, SCHEMAS["Result"]),
     (c.Me, SCHEMAS["MeBody"]),
     (c.CallbackReply, SCHEMAS["CallbackReply"]),
+    (c.AuditState, SCHEMAS["AuditBody"]),
+    (c.Break, prop(SCHEMAS["AuditBody"], "broken")),
+    (c.Checkpoint, prop(SCHEMAS["AuditBody"], "checkpoint")),
     (c.Decision, prop(SCHEMAS["DecisionsRequest"], "decisions")),
 ]
 

@@ -64,6 +64,8 @@ export type Result = Omit<Schemas["Result"], "interrupts"> & { interrupts: Sessi
 export type Me = Schemas["MeBody"];
 /** Where a session went after a callback completed its call. */
 export type CallbackReply = Schemas["CallbackReply"];
+/** What a session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (`summary` says it in a line). */
+export type AuditState = Schemas["AuditBody"];
 /** An item of the cross-session feed: a session that may have changed, or "resync" (read the listings again). */
 export type Change = { type: "session"; session: SessionSummary } | { type: "resync" };
 
@@ -315,6 +317,11 @@ export class Client {
       options,
     );
     return body.events ?? [];
+  }
+
+  /** What the session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (docs/audit.md). */
+  async audit(id: string, options: RequestOptions = {}): Promise<AuditState> {
+    return this.call<AuditState>("GET", `/v1/sessions/${enc(id)}/audit`, undefined, options);
   }
 
   /**

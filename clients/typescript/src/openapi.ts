@@ -382,6 +382,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (docs/audit.md). */
+        get: operations["getAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/cancel": {
         parameters: {
             query?: never;
@@ -499,6 +516,27 @@ export interface components {
             resume?: null | {
                 [key: string]: unknown;
             }[];
+        };
+        AuditBody: {
+            session: string;
+            events: number;
+            verified_seq: number;
+            broken?: null | {
+                session: string;
+                seq: number;
+                what: string;
+            };
+            checkpoint?: null | {
+                seq: number;
+                hash: string;
+                /** Format: date-time */
+                at: string;
+                key: string;
+                sig: string;
+            };
+            signed_seq: number;
+            unchained?: number;
+            summary: string;
         };
         CallbackReply: {
             session_id: string;
@@ -2026,6 +2064,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAudit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the record's state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditBody"];
                 };
             };
             /** @description no bearer token, or not a valid one (only when auth is configured) */

@@ -172,6 +172,9 @@ describe("events", () => {
     const s = await cairn.createSession("ops", "go");
     const stored = await cairn.events(s.id);
     assert.deepEqual(stored.map((e) => e.seq), Array.from({ length: s.seq }, (_, k) => k + 1));
+    const record = await cairn.audit(s.id); // the paused session's record: chained and signed to its last event
+    assert.deepEqual([record.verified_seq, record.signed_seq, record.broken ?? null], [s.seq, s.seq, null]);
+    assert.ok(record.summary.startsWith(`verified up to seq ${s.seq}; signed checkpoint`), record.summary);
     const seen = [];
     for await (const ev of cairn.follow(s.id)) {
       seen.push(ev);
