@@ -656,7 +656,9 @@ func TestCLIClientCommands(t *testing.T) {
 	if out := run("sessions", "cancel", id2); !strings.Contains(out, id2+": cancelled") {
 		t.Fatalf("cancel:\n%s", out)
 	}
-	if out := run("sessions", "show", id2); strings.Contains(out, "<nil>") || !strings.Contains(out, "turn_cancelled") {
+	// The record: chained, and signed at the cancelled turn's end.
+	if out := run("sessions", "show", id2); strings.Contains(out, "<nil>") || !strings.Contains(out, "turn_cancelled") ||
+		!regexp.MustCompile(`record  verified up to seq (\d+); signed checkpoint at seq (\d+), \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC by key k[0-9a-f]{16}\n`).MatchString(out) {
 		t.Fatalf("show:\n%s", out)
 	}
 }

@@ -108,7 +108,11 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 			if err := c.do(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/events", nil, &evs); err != nil {
 				return err
 			}
-			printSession(stdout, &s, evs.Events)
+			var record struct{ Summary string }
+			if err := c.do(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/audit", nil, &record); err != nil {
+				return err
+			}
+			printSession(stdout, &s, record.Summary, evs.Events)
 			return nil
 		},
 	}
@@ -327,7 +331,9 @@ func clip(s string, n int) string {
 	return head + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(rest))
 }
 
-func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {
+// printSession prints a session, what its record proves (record: the
+// audit summary) and its timeline.
+func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Event) {
 	fmt.Fprintf(w, "session %s  agent %s  status %s  seq %d\n", s.ID, s.Agent, s.Status, s.Seq)
 	if s.Owner != "" {
 		fmt.Fprintf(w, "owner   %s\n", s.Owner)
@@ -337,6 +343,9 @@ func printSession(w io.Writer, s *cairn.Session, evs []cairn.Event) {
 	}
 	if s.Output != "" {
 		fmt.Fprintf(w, "output  %s\n", oneLine(s.Output, 200))
+	}
+	if record != "" {
+		fmt.Fprintf(w, "record  %s\n", record)
 	}
 	fmt.Fprintln(w, "\ntimeline:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
