@@ -307,6 +307,11 @@ func TestBrowserInbox(t *testing.T) {
 			t.Fatalf("audit trail lacks %q:\n%s", want, text)
 		}
 	}
+	// What the record proves, beside the trail: chained and signed.
+	run("record", chromedp.WaitVisible(`#record.muted`, chromedp.ByQuery), chromedp.Text("#record", &text, chromedp.ByQuery))
+	if !regexp.MustCompile(`^Record: verified up to seq \d+; signed checkpoint at seq \d+, .* UTC by key k[0-9a-f]{16}$`).MatchString(text) {
+		t.Fatalf("the record line: %q", text)
+	}
 	run("conversation", chromedp.Text("#timeline", &text, chromedp.ByQuery))
 	if !strings.Contains(text, "ana approved deploy") || !strings.Contains(text, "ana rejected deploy") || strings.Contains(text, "someone") {
 		t.Fatalf("the conversation's decisions:\n%s", text)

@@ -798,6 +798,7 @@ async function renderSession(id, signal) {
   const audit = el('table', { id: 'audit' }, el('tr', {}, el('th', {}, 'time'), el('th', {}, 'who'), el('th', {}, 'decision'), el('th', {}, 'arguments'), el('th', {}, 'reason / answer')));
   const head = el('div', { class: 'panel', id: 'session-head' });
   const pending = el('div', { id: 'pending' });
+  const record = el('p', { id: 'record', class: 'muted' });
   const error = el('div', { class: 'error' });
   const text = el('textarea', { id: 'message', placeholder: 'your next message' });
   const depth = new Map();
@@ -851,6 +852,15 @@ async function renderSession(id, signal) {
     if (!text.value.trim()) return;
     try { s = await api('POST', '/v1/sessions/' + encodeURIComponent(id) + '/messages', { text: text.value }); text.value = ''; paint(); } catch (e) { error.textContent = e.message; }
   };
+  // What the record proves (docs/audit.md): how far the chain holds, the
+  // last signed checkpoint; read again as the session moves.
+  const paintRecord = async () => {
+    try {
+      const a = await api('GET', '/v1/sessions/' + encodeURIComponent(id) + '/audit');
+      record.className = a.broken ? 'error' : 'muted';
+      record.textContent = 'Record: ' + a.summary;
+    } catch (e) { record.textContent = ''; }
+  };
   const sendBtn = el('button', { class: 'primary', id: 'send', onclick: () => send() }, 'Send');
   const evs = await api('GET', '/v1/sessions/' + encodeURIComponent(id) + '/events');
   evs.events.forEach(add);
@@ -858,13 +868,14 @@ async function renderSession(id, signal) {
   main().replaceChildren(head, pending, el('div', { class: 'grid2' },
     el('section', {}, el('h3', {}, 'Conversation'), timeline,
       el('div', { class: 'panel' }, text, note, el('div', { class: 'actions' }, sendBtn, error))),
-    el('section', {}, el('h3', {}, 'Audit trail'), audit)));
+    el('section', {}, el('h3', {}, 'Audit trail'), record, audit)));
+  paintRecord();
   let refresh = null;
   follow(() => '/v1/sessions/' + encodeURIComponent(id) + '/events?after=' + last, (type, ev) => {
     if (type === 'open' || !ev || !ev.seq) return;
     add(ev);
     clearTimeout(refresh);
-    refresh = setTimeout(async () => { try { s = await api('GET', '/v1/sessions/' + encodeURIComponent(id)); paint(); } catch (e) { /* next event */ } }, 50);
+    refresh = setTimeout(async () => { try { s = await api('GET', '/v1/sessions/' + encodeURIComponent(id)); paint(); paintRecord(); } catch (e) { /* next event */ } }, 50);
   }, signal);
 }
 
