@@ -65,6 +65,12 @@ type Tool struct {
 	// undecided one past it counts as rejected with the reason "approval
 	// expired", and the session goes on without a person.
 	ApprovalTTL time.Duration
+	// Escalation says when an undecided approval (or external wait)
+	// reminds and escalates to other groups, and what happens at its
+	// deadline: reject with a reason, approve if a condition holds, fail
+	// the session, or ask again (docs/escalation.md). Nil: nothing, and
+	// an expired approval is rejected.
+	Escalation *Escalation
 	// Wait, for a tool whose Handler returns Pending (its work finishes
 	// later), is the deadline of that wait and its outcome; nil: the call
 	// waits with no deadline.
@@ -87,6 +93,9 @@ type ApprovalRule struct {
 	// (the configuration's CEL rules are PolicyFuncs).
 	If Policy
 	Approvers
+	// Escalation, when set, replaces the tool's for the calls the rule
+	// gives.
+	Escalation *Escalation
 }
 
 var agentToolSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task or message for the agent"}},"required":["input"]}`)
@@ -317,6 +326,21 @@ func (t *Tool) compile() (*local.Tool, error) {
 			}
 		}
 		et.Approvers = approversOf(t.Approvers, t.ApprovalRules)
+	}
+	hasRuleEscalation := slices.ContainsFunc(t.ApprovalRules, func(r ApprovalRule) bool { return r.Escalation != nil })
+	if t.Escalation != nil || hasRuleEscalation {
+		if t.Approval.IsNever() && t.Wait == nil {
+			return nil, fmt.Errorf("tool %q: Escalation reminds about approvals and waits, but its calls neither ask (set Approval) nor wait (set Wait)", t.Name)
+		}
+		if err := t.Escalation.check(); err != nil {
+			return nil, fmt.Errorf("tool %q: Escalation: %w", t.Name, err)
+		}
+		for i := range t.ApprovalRules {
+			if err := t.ApprovalRules[i].Escalation.check(); err != nil {
+				return nil, fmt.Errorf("tool %q: ApprovalRules[%d].Escalation: %w", t.Name, i, err)
+			}
+		}
+		et.Escalation = escalationOf(t.Name, t.Escalation, t.ApprovalRules)
 	}
 	if t.Confirmation != "" {
 		tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)

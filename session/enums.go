@@ -24,6 +24,11 @@ func AllCancelScopes() []CancelScope { return []CancelScope{CancelTop, CancelAll
 // AllOnTimeouts lists the outcomes of a missed deadline.
 func AllOnTimeouts() []OnTimeout { return []OnTimeout{OnTimeoutError, OnTimeoutRetry, OnTimeoutAsk} }
 
+// AllExpiryActions lists the outcomes at an approval's deadline.
+func AllExpiryActions() []ExpiryAction {
+	return []ExpiryAction{ExpiryReject, ExpiryApprove, ExpiryFail, ExpiryAsk}
+}
+
 // AllDeciders lists who may decide an interrupt.
 func AllDeciders() []Decider { return []Decider{DeciderApprover, DeciderOwner} }
 
@@ -39,7 +44,7 @@ func AllFields() []Field {
 func AllEventTypes() []EventType {
 	return []EventType{EventSessionStarted, EventUserMessage, EventModelResponse, EventApprovalRequested,
 		EventInputRequested, EventReviewRequested, EventExternalRequested, EventClientRequested, EventWaitExpired,
-		EventDecision, EventApprovalAdded, EventToolStarted, EventToolResult, EventFramePushed, EventFramePopped, EventHandoff,
+		EventDecision, EventApprovalAdded, EventInterruptReminded, EventInterruptEscalated, EventToolStarted, EventToolResult, EventFramePushed, EventFramePopped, EventHandoff,
 		EventAgentMessage, EventOutputRejected, EventTurnPaused, EventTurnCompleted, EventTurnFailed,
 		EventTurnCancelled, EventTurnInterrupted, EventModelDelta, EventModelDeltasSkipped}
 }

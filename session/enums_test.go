@@ -55,7 +55,7 @@ func TestEnumListsAreEveryConstant(t *testing.T) {
 	lists := map[string][]string{
 		"Kind": strs(session.AllKinds()), "Status": strs(session.AllStatuses()), "Action": strs(session.AllActions()),
 		"Mode": strs(session.AllModes()), "CancelScope": strs(session.AllCancelScopes()), "OnTimeout": strs(session.AllOnTimeouts()),
-		"Decider": strs(session.AllDeciders()), "Field": strs(session.AllFields()), "EventType": strs(session.AllEventTypes()),
+		"Decider": strs(session.AllDeciders()), "ExpiryAction": strs(session.AllExpiryActions()), "Field": strs(session.AllFields()), "EventType": strs(session.AllEventTypes()),
 		"Via": strs(session.AllVias()),
 	}
 	for typ, list := range lists {

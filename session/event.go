@@ -55,6 +55,13 @@ const (
 	// (Interrupt.Required); the interrupt stays pending until the last
 	// approval, which is a decision event.
 	EventApprovalAdded EventType = "approval_added"
+	// EventInterruptReminded: a step of a pending interrupt's schedule
+	// reminded the people who may decide it (webhook interrupt.reminder).
+	EventInterruptReminded EventType = "interrupt_reminded"
+	// EventInterruptEscalated: a step of a pending interrupt's schedule
+	// added approver groups, or handed the decision to them (webhook
+	// interrupt.escalated).
+	EventInterruptEscalated EventType = "interrupt_escalated"
 	EventToolStarted   EventType = "tool_started"
 	EventToolResult    EventType = "tool_result"
 	EventFramePushed   EventType = "frame_pushed"

@@ -124,6 +124,11 @@ type Interrupt struct {
 	// ExpiresAt is when an approval counts as rejected without a decision,
 	// or when an external wait's deadline passes (see Tool.Wait).
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Schedule is when it reminds and escalates, and what did so far
+	// (FiredAt); OnExpiry what happens at ExpiresAt without a decision
+	// (nil: an approval is rejected). Both are resolved when it is asked.
+	Schedule []ScheduledStep `json:"schedule,omitempty"`
+	OnExpiry *OnExpiry       `json:"on_expiry,omitempty"`
 	// Approvers, on an approval, limits who may approve it (groups, how
 	// many people, not the requester); nil: any approver. Required is
 	// Approvers.Count when it asks for more than one person, and Approvals

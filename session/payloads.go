@@ -39,6 +39,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &DecisionMade{}
 	case EventApprovalAdded:
 		p = &ApprovalAdded{}
+	case EventInterruptReminded, EventInterruptEscalated:
+		p = &EscalationFired{}
 	case EventToolStarted:
 		p = &ToolStarted{}
 	case EventToolResult:
@@ -158,6 +160,9 @@ type DecisionMade struct {
 	// Approvals, on the last approval of a call that needed several, are
 	// all of them, this one included.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// Rule, on a decision made by a rule rather than a person (the
+	// outcome at expiry), names it: tools.refund.on_expiry.
+	Rule string `json:"rule,omitempty"`
 }
 
 // ApprovalAdded records one approval of a call that needs several: the

@@ -281,6 +281,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 			}
 		}
 	}
+	s.schedule(tool, args, &in)
 	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil
 }

@@ -64,6 +64,8 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectDecisionMade(p, st, ev, frame)
 	case *ApprovalAdded:
 		return projectApprovalAdded(p, st, ev, frame)
+	case *session.EscalationFired:
+		return projectEscalationFired(p, st, ev, frame)
 	case *ToolStarted:
 		return projectToolStarted(p, st, ev, frame)
 	case *ToolResult:

@@ -115,16 +115,33 @@ func (s *State) createdSincePause() []string {
 	return ids
 }
 
-// NextExpiry is when the first pending approval of a paused session
-// expires; zero when none has a deadline.
+// NextExpiry is when something is next due in a paused session: a
+// pending interrupt's deadline, or a step of its schedule (a reminder, an
+// escalation) that has not fired; zero when nothing is.
 func (s *State) NextExpiry() time.Time {
 	var first time.Time
 	if s.Status != session.StatusPaused {
 		return first
 	}
-	for _, in := range s.Interrupts() {
-		if in.ExpiresAt != nil && (first.IsZero() || in.ExpiresAt.Before(first)) {
-			first = *in.ExpiresAt
+	due := func(t time.Time) {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	for _, f := range s.Frames {
+		for _, c := range f.Calls {
+			in := c.Interrupt
+			if c.State != CallAwaiting || in == nil {
+				continue
+			}
+			if in.ExpiresAt != nil {
+				due(*in.ExpiresAt)
+			}
+			for _, step := range in.Schedule {
+				if step.FiredAt == nil {
+					due(step.At)
+				}
+			}
 		}
 	}
 	return first

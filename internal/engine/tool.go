@@ -58,8 +58,12 @@ type Tool struct {
 	// Idempotent tools are re-run after a crash; others ask a person first.
 	Idempotent bool
 	// ApprovalTTL, when positive, is how long an approval request waits for a
-	// decision before it counts as rejected ("approval expired").
+	// decision before its outcome at expiry (rejected: "approval expired").
 	ApprovalTTL time.Duration
+	// Escalation says, for a call with these arguments, when its approval
+	// (or its external wait) reminds and escalates, and what happens at
+	// its deadline; nil, or a nil result: nothing, and expiry rejects.
+	Escalation func(args ToolArgs) (*session.Escalation, error)
 	// Kind says what a call does: run a function (""), start a child frame
 	// (ToolAgent) or hand the frame over to another agent (ToolHandoff).
 	Kind ToolKind

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
@@ -263,6 +262,9 @@ func (s *stepper) expire() error {
 	if st.Status != session.StatusPaused {
 		return errorf(session.CodeConflict, "session %s is %s: nothing to expire", st.SessionID, st.Status)
 	}
+	// Reminders and escalations first: a step due at the deadline is
+	// still told before the outcome.
+	fired := s.fireSchedule()
 	due := 0
 	for _, f := range st.Ordered() {
 		for _, c := range f.Calls {
@@ -275,16 +277,17 @@ func (s *stepper) expire() error {
 				s.expireWait(f, c)
 				continue
 			}
-			s.emit(session.EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: session.ActionReject,
-				Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: session.Actor{Name: "cairn", Role: "expiry"}})
-			s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
-				Content: fmt.Sprintf("approval expired: nobody decided on this call by %s, so it did not run", in.ExpiresAt.UTC().Format(time.RFC3339))})
+			if s.expireApproval(f, c, in) {
+				return nil // the turn failed
+			}
 		}
 	}
-	if due == 0 {
-		return errorf(session.CodeConflict, "session %s has no expired approval", st.SessionID)
+	switch {
+	case due > 0:
+		s.advance()
+	case fired == 0:
+		return errorf(session.CodeConflict, "session %s has nothing due", st.SessionID)
 	}
-	s.advance()
 	return nil
 }
 

@@ -57,6 +57,9 @@ func (s *stepper) waitOnSystem(f *Frame, c *Call, p Pending) {
 			exp := s.now.Add(tool.Wait.Timeout).UTC()
 			in.ExpiresAt = &exp
 		}
+		if v, err := decodeArgs(json.RawMessage(c.Args)); err == nil {
+			s.schedule(tool, ToolArgs{Raw: json.RawMessage(c.Args), Value: v}, &in)
+		}
 	}
 	s.emit(session.EventExternalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 }

@@ -21,7 +21,7 @@ func (r *Runner) hasTTL() bool {
 	}
 	for _, tools := range r.compiled.Load().tools {
 		for _, t := range tools {
-			if t.Engine.ApprovalTTL > 0 || (t.Engine.Wait != nil && t.Engine.Wait.Timeout > 0) {
+			if t.Engine.ApprovalTTL > 0 || (t.Engine.Wait != nil && t.Engine.Wait.Timeout > 0) || t.Engine.Escalation != nil {
 				return true
 			}
 		}
