@@ -144,7 +144,7 @@ func operations() []operation {
 				401: unauthorized, 404: notFound,
 				429: {description: "too many event streams are open (on this session or on the server)"}}},
 		{method: "GET", path: "/v1/sessions/{id}/audit", id: "getAudit",
-			summary: "What the session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (docs/audit.md).",
+			summary:   "What the session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (docs/audit.md).",
 			responses: map[int]reply{200: {"the record's state", auditBody{}}, 401: unauthorized, 404: notFound}},
 		{method: "GET", path: "/v1/interrupts", id: "listInterrupts",
 			summary: "The approval inbox: pending interrupts across sessions, most recently paused first.",

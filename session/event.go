@@ -62,12 +62,12 @@ const (
 	// added approver groups, or handed the decision to them (webhook
 	// interrupt.escalated).
 	EventInterruptEscalated EventType = "interrupt_escalated"
-	EventToolStarted   EventType = "tool_started"
-	EventToolResult    EventType = "tool_result"
-	EventFramePushed   EventType = "frame_pushed"
-	EventFramePopped   EventType = "frame_popped"
-	EventHandoff       EventType = "handoff"
-	EventAgentMessage  EventType = "agent_message"
+	EventToolStarted        EventType = "tool_started"
+	EventToolResult         EventType = "tool_result"
+	EventFramePushed        EventType = "frame_pushed"
+	EventFramePopped        EventType = "frame_popped"
+	EventHandoff            EventType = "handoff"
+	EventAgentMessage       EventType = "agent_message"
 	// EventOutputRejected sends an agent's final answer back to it: it did
 	// not match the agent's output schema. The model sees the reason as a
 	// user message and answers again.

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/audit"
+	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/schema"
