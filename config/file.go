@@ -203,6 +203,10 @@ type ApproversConfig struct {
 type ApprovalRuleConfig struct {
 	If              string `yaml:"if"`
 	ApproversConfig `yaml:",inline"`
+	// Escalation and OnExpiry, when set, replace the tool's for the calls
+	// the rule gives.
+	Escalation []EscalationStepConfig `yaml:"escalation"`
+	OnExpiry   *OnExpiryConfig        `yaml:"on_expiry"`
 }
 
 // ModelConfig is one entry of models.
@@ -298,6 +302,33 @@ type ToolConfig struct {
 	// Approvers and ApprovalRules say who may approve its calls.
 	Approvers     *ApproversConfig     `yaml:"approvers"`
 	ApprovalRules []ApprovalRuleConfig `yaml:"approval_rules"`
+	// Escalation reminds and escalates while a call's approval (or wait)
+	// is undecided; OnExpiry is what happens at the approval's deadline
+	// (docs/escalation.md).
+	Escalation []EscalationStepConfig `yaml:"escalation"`
+	OnExpiry   *OnExpiryConfig        `yaml:"on_expiry"`
+}
+
+// EscalationStepConfig is one step of escalation: after a duration since
+// the approval was asked, or before_expiry its deadline; remind, and/or
+// escalate_to groups (added, or with hand_over: true instead of the
+// approvers' groups).
+type EscalationStepConfig struct {
+	After        string   `yaml:"after"`
+	BeforeExpiry string   `yaml:"before_expiry"`
+	Remind       bool     `yaml:"remind"`
+	EscalateTo   []string `yaml:"escalate_to"`
+	HandOver     bool     `yaml:"hand_over"`
+}
+
+// OnExpiryConfig is the outcome at an approval's deadline: action reject
+// (with reason), approve (if the CEL condition over args holds; else
+// reject with reason), fail, or ask (question).
+type OnExpiryConfig struct {
+	Action   string `yaml:"action"`
+	Reason   string `yaml:"reason"`
+	If       string `yaml:"if"`
+	Question string `yaml:"question"`
 }
 
 // WaitConfig is a tool's wait: its deadline and what happens then.

@@ -136,7 +136,7 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 	p := "tools." + name
 	switch {
 	case tc.Description != "" || tc.Parameters != nil || len(tc.Command) > 0 || tc.Builtin != "":
-		return nil, l.errf(p, "an MCP tool takes only approval, confirmation, timeout, approval_ttl and idempotent here; its description, parameters and command come from the server")
+		return nil, l.errf(p, "an MCP tool takes only approval, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
 	}
 	spec := &cairn.Tool{Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
 	if tc.Approval != "" {
@@ -159,6 +159,12 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 		} else {
 			spec.ApprovalTTL = d
 		}
+	}
+	var err error
+	// Whether its calls ask depends on the server's annotations too:
+	// NewRunner refuses an escalation of a tool that never asks.
+	if spec.Escalation, err = l.escalation(p, tc.Escalation, tc.OnExpiry, spec, true, nil); err != nil {
+		return nil, err
 	}
 	return spec, nil
 }

@@ -96,6 +96,9 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 			return nil, err
 		}
 	}
+	if err := l.escalations(p, tc, t, params); err != nil {
+		return nil, err
+	}
 	if tc.Builtin == "echo" {
 		// Answers with its arguments, in process: for demos and load tests
 		// that should measure Cairn, not a forked command.
@@ -147,6 +150,9 @@ func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
 	if err := l.approvers(p, tc, spec, params); err != nil {
 		return nil, err
 	}
+	if err := l.escalations(p, tc, spec, params); err != nil {
+		return nil, err
+	}
 	return cairn.ClientTool(spec), nil
 }
 
@@ -182,6 +188,103 @@ func (l *loader) approvers(p string, tc ToolConfig, t *cairn.Tool, params map[st
 		t.ApprovalRules = append(t.ApprovalRules, cairn.ApprovalRule{If: cond, Approvers: *a})
 	}
 	return nil
+}
+
+// escalations reads a tool's escalation and on_expiry, and its approval
+// rules' own, into t (after approvers and wait).
+func (l *loader) escalations(p string, tc ToolConfig, t *cairn.Tool, params map[string]any) error {
+	var err error
+	mayWait := !t.Approval.IsNever() || t.Wait != nil
+	if t.Escalation, err = l.escalation(p, tc.Escalation, tc.OnExpiry, t, mayWait, params); err != nil {
+		return err
+	}
+	for i, rc := range tc.ApprovalRules {
+		rp := fmt.Sprintf("%s.approval_rules[%d]", p, i)
+		if t.ApprovalRules[i].Escalation, err = l.escalation(rp, rc.Escalation, rc.OnExpiry, t, mayWait, params); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// escalation reads one escalation and on_expiry at key path p; nil when
+// neither is set. Rules are named by their key paths. mayWait says
+// whether t's calls may wait for a person at all.
+func (l *loader) escalation(p string, steps []EscalationStepConfig, oc *OnExpiryConfig, t *cairn.Tool, mayWait bool, params map[string]any) (*cairn.Escalation, error) {
+	if len(steps) == 0 && oc == nil {
+		return nil, nil
+	}
+	deadline := t.ApprovalTTL > 0 || (t.Wait != nil && t.Wait.Timeout > 0)
+	if !mayWait {
+		return nil, l.errf(p+".escalation", "reminds about approvals and waits, but the tool's calls neither wait for approval (set approval) nor wait on a system (set wait)")
+	}
+	esc := &cairn.Escalation{}
+	for i, sc := range steps {
+		sp := fmt.Sprintf("%s.escalation[%d]", p, i)
+		step := cairn.EscalationStep{Remind: sc.Remind, EscalateTo: sc.EscalateTo, HandOver: sc.HandOver, Rule: sp}
+		switch {
+		case (sc.After == "") == (sc.BeforeExpiry == ""):
+			return nil, l.errf(sp, "give after (a duration since the approval was asked) or before_expiry (before its deadline), one of them")
+		case sc.After != "":
+			d, err := time.ParseDuration(sc.After)
+			if err != nil || d <= 0 {
+				return nil, l.errf(sp+".after", "%q is not a positive duration like 30m", sc.After)
+			}
+			step.After = d
+		default:
+			d, err := time.ParseDuration(sc.BeforeExpiry)
+			if err != nil || d <= 0 {
+				return nil, l.errf(sp+".before_expiry", "%q is not a positive duration like 10m", sc.BeforeExpiry)
+			}
+			if !deadline {
+				return nil, l.errf(sp+".before_expiry", "counts back from a deadline the tool does not have: set approval_ttl (or wait.timeout)")
+			}
+			step.BeforeExpiry = d
+		}
+		switch {
+		case !sc.Remind && len(sc.EscalateTo) == 0:
+			return nil, l.errf(sp, "does nothing: set remind: true, escalate_to: [groups], or both")
+		case sc.HandOver && len(sc.EscalateTo) == 0:
+			return nil, l.errf(sp+".hand_over", "hands the decision to no group: set escalate_to")
+		}
+		for j, g := range sc.EscalateTo {
+			if strings.TrimSpace(g) == "" {
+				return nil, l.errf(fmt.Sprintf("%s.escalate_to[%d]", sp, j), "is empty: name a group of the tokens or the identity provider")
+			}
+		}
+		esc.Steps = append(esc.Steps, step)
+	}
+	if oc != nil {
+		op := p + ".on_expiry"
+		if t.ApprovalTTL <= 0 {
+			return nil, l.errf(op, "says what happens at an approval's deadline, but the tool has none: set approval_ttl")
+		}
+		rule := &cairn.ExpiryRule{Action: cairn.ExpiryAction(oc.Action), Reason: oc.Reason, Question: oc.Question, Rule: op}
+		switch rule.Action {
+		case cairn.ExpiryReject, cairn.ExpiryFail:
+		case cairn.ExpiryApprove:
+			if strings.TrimSpace(oc.If) == "" {
+				return nil, l.errf(op+".if", "is required with approve: a CEL condition over args, such as 'args.amount < 100' (approving every call unattended is approval: never)")
+			}
+			cond, err := celPolicy("args", oc.If)
+			if err != nil {
+				return nil, l.errf(op+".if", "not a valid CEL condition over args: %v", err)
+			}
+			l.warnRule(op+".if", oc.If, params)
+			rule.If = cond
+		case cairn.ExpiryAsk:
+			if strings.TrimSpace(oc.Question) == "" {
+				return nil, l.errf(op+".question", "is required with ask: what the approvers are asked once the deadline passed")
+			}
+		default:
+			return nil, l.errf(op+".action", "%q is none of reject, approve, fail, ask", oc.Action)
+		}
+		if oc.If != "" && rule.Action != cairn.ExpiryApprove {
+			return nil, l.errf(op+".if", "is the condition of approve, not of %s", oc.Action)
+		}
+		esc.OnExpiry = rule
+	}
+	return esc, nil
 }
 
 // approversOf checks one approvers entry at key path p.

@@ -231,8 +231,8 @@ func (ts *toolset) Notify(fn func()) {
 
 // Tool is the server's tool as a Cairn tool named server__tool, with the
 // approval its annotations imply (see Approval); spec, when not nil,
-// overrides Approval (when not the zero Policy), Confirmation, Timeout, Idempotent and
-// ApprovalTTL. Nil when there is no such tool.
+// overrides Approval (when not the zero Policy), Confirmation, Timeout, Idempotent,
+// ApprovalTTL and Escalation. Nil when there is no such tool.
 func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
 	c := h.servers[server]
 	if c == nil {
@@ -297,6 +297,9 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 		}
 		if spec.ApprovalTTL > 0 {
 			out.ApprovalTTL = spec.ApprovalTTL
+		}
+		if spec.Escalation != nil {
+			out.Escalation = spec.Escalation
 		}
 		out.Idempotent = out.Idempotent || spec.Idempotent
 	}
