@@ -350,16 +350,17 @@ func valueSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 		// Every enum that reaches JSON, from its Go list.
-		reflect.TypeFor[session.Kind]():        enum(session.AllKinds()),
-		reflect.TypeFor[session.Status]():      enum(session.AllStatuses()),
-		reflect.TypeFor[session.Action]():      enum(session.AllActions()),
-		reflect.TypeFor[session.Mode]():        enum(session.AllModes()),
-		reflect.TypeFor[session.CancelScope](): enum(session.AllCancelScopes()),
-		reflect.TypeFor[session.OnTimeout]():   enum(session.AllOnTimeouts()),
-		reflect.TypeFor[session.Decider]():     enum(session.AllDeciders()),
-		reflect.TypeFor[session.Field]():       enum(session.AllFields()),
-		reflect.TypeFor[session.EventType]():   enum(session.AllEventTypes()),
-		reflect.TypeFor[session.Via]():         enum(session.AllVias()),
+		reflect.TypeFor[session.Kind]():         enum(session.AllKinds()),
+		reflect.TypeFor[session.Status]():       enum(session.AllStatuses()),
+		reflect.TypeFor[session.Action]():       enum(session.AllActions()),
+		reflect.TypeFor[session.Mode]():         enum(session.AllModes()),
+		reflect.TypeFor[session.CancelScope]():  enum(session.AllCancelScopes()),
+		reflect.TypeFor[session.OnTimeout]():    enum(session.AllOnTimeouts()),
+		reflect.TypeFor[session.ExpiryAction](): enum(session.AllExpiryActions()),
+		reflect.TypeFor[session.Decider]():      enum(session.AllDeciders()),
+		reflect.TypeFor[session.Field]():        enum(session.AllFields()),
+		reflect.TypeFor[session.EventType]():    enum(session.AllEventTypes()),
+		reflect.TypeFor[session.Via]():          enum(session.AllVias()),
 	}
 }
 

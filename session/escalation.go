@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -123,6 +124,40 @@ type EscalationFired struct {
 	EscalateTo []string `json:"escalate_to,omitempty"`
 	HandOver   bool     `json:"hand_over,omitempty"`
 	Rule       string   `json:"rule"`
+	// Interrupt is the interrupt as the step leaves it (who may decide
+	// it, its schedule so far), for readers: the engine's state does not
+	// read it.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
 }
 
 func (*EscalationFired) isPayload() {}
+
+// Fire is in once step i of its schedule fired at at: the step marked,
+// and an escalation's groups added to who may approve it (or, with
+// HandOver, instead of its groups). With no groups to restrict it, anyone
+// who may approve still may: the groups are who is told.
+func (in Interrupt) Fire(i int, at time.Time) Interrupt {
+	in.Schedule = append([]ScheduledStep(nil), in.Schedule...)
+	at = at.UTC()
+	step := &in.Schedule[i]
+	step.FiredAt = &at
+	if len(step.EscalateTo) == 0 {
+		return in
+	}
+	var ap Approvers
+	if in.Approvers != nil {
+		ap = *in.Approvers
+	}
+	switch {
+	case step.HandOver:
+		ap.Groups = append([]string(nil), step.EscalateTo...)
+	case len(ap.Groups) > 0:
+		groups := append(append([]string(nil), ap.Groups...), step.EscalateTo...)
+		slices.Sort(groups)
+		ap.Groups = slices.Compact(groups)
+	}
+	if ap.Restricts() {
+		in.Approvers = &ap
+	}
+	return in
+}

@@ -35,6 +35,14 @@ const (
 	// was completed or failed (by its callback URL, a decision or
 	// Runner.Complete).
 	InterruptCompleted EventType = "interrupt.completed"
+	// InterruptReminder: a step of a pending interrupt's schedule reminds
+	// the people who may decide it (Data.Interrupt, Data.Escalation), with
+	// fresh action links.
+	InterruptReminder EventType = "interrupt.reminder"
+	// InterruptEscalated: a step of a pending interrupt's schedule added
+	// approver groups, or handed the decision to them: the receivers of
+	// those groups get action links.
+	InterruptEscalated EventType = "interrupt.escalated"
 	// SessionCompleted: a turn ended with the root agent's answer.
 	SessionCompleted EventType = "session.completed"
 	// SessionFailed: a turn failed.
@@ -43,7 +51,7 @@ const (
 
 // EventTypes lists every event type, in the order of the constants.
 func EventTypes() []EventType {
-	return []EventType{InterruptCreated, InterruptDecided, InterruptExpired, InterruptCompleted, SessionCompleted, SessionFailed}
+	return []EventType{InterruptCreated, InterruptDecided, InterruptExpired, InterruptCompleted, InterruptReminder, InterruptEscalated, SessionCompleted, SessionFailed}
 }
 
 // EventTypeNames lists the event types, for messages that name them.
@@ -74,8 +82,12 @@ type Data struct {
 	// seq a decision names (interrupt.created). Receivers order a session's
 	// payloads by it; deliveries may arrive out of order.
 	Seq int64 `json:"seq"`
-	// Interrupt is the interrupt created (interrupt.created).
+	// Interrupt is the interrupt created (interrupt.created), or as a step
+	// of its schedule left it (interrupt.reminder, interrupt.escalated).
 	Interrupt *session.Interrupt `json:"interrupt,omitempty"`
+	// Escalation is the step that fired (interrupt.reminder,
+	// interrupt.escalated): its rule, and the groups it escalated to.
+	Escalation *session.EscalationFired `json:"escalation,omitempty"`
 	// Actions are the signed one-time links that decide it without a token
 	// (interrupt.created, approvals and questions).
 	Actions *Actions `json:"actions,omitempty"`

@@ -132,6 +132,24 @@ func (b *Bridge) announce(ctx context.Context, p webhook.Payload) error {
 	case webhook.InterruptCompleted:
 		// A wait on a system or on the caller settled: it had no action
 		// links, so this bridge posted nothing for it.
+	case webhook.InterruptReminder, webhook.InterruptEscalated:
+		// Still undecided: post it again with the fresh links, saying why;
+		// the decision then updates this message.
+		if d.Interrupt == nil || d.Actions == nil {
+			return nil // not for this channel's people to decide
+		}
+		why := "Reminder: still waiting for a decision."
+		if e := d.Escalation; e != nil && len(e.EscalateTo) > 0 {
+			why = fmt.Sprintf("Escalated to %s: still waiting for a decision.", strings.Join(e.EscalateTo, ", "))
+		}
+		blocks := append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, session.Visible(why), false, false), nil, nil)}, approvalBlocks(d)...)
+		_, ts, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(session.Visible(why)+" "+summary(d), false), slack.MsgOptionBlocks(blocks...))
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.messages[d.Interrupt.ID] = ts
+		b.mu.Unlock()
 	case webhook.SessionCompleted:
 		_, _, err := b.Slack.PostMessageContext(ctx, b.Channel, slack.MsgOptionText(session.Visible(fmt.Sprintf("Session %s completed: %s", d.SessionID, d.Output)), false))
 		return err

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -47,8 +46,10 @@ func (s *stepper) fireSchedule() int {
 				if len(step.EscalateTo) > 0 {
 					typ = session.EventInterruptEscalated
 				}
+				after := in.Fire(i, s.now)
 				s.emit(typ, f, &session.EscalationFired{InterruptID: in.ID, CallID: c.ID, Tool: c.Tool, Step: i,
-					Remind: step.Remind, EscalateTo: step.EscalateTo, HandOver: step.HandOver, Rule: step.Rule})
+					Remind: step.Remind, EscalateTo: step.EscalateTo, HandOver: step.HandOver, Rule: step.Rule, Interrupt: &after})
+				in = c.Interrupt // the step fired: the next one reads it
 				fired++
 			}
 		}
@@ -58,7 +59,7 @@ func (s *stepper) fireSchedule() int {
 
 // projectEscalationFired marks a step of an interrupt's schedule fired;
 // an escalation adds its groups to who may approve, or hands the
-// decision to them.
+// decision to them (session.Interrupt.Fire).
 func projectEscalationFired(p *session.EscalationFired, st *State, ev *session.Event, frame *Frame) error {
 	c, err := st.call(ev, frame, p.CallID)
 	if err != nil {
@@ -67,28 +68,7 @@ func projectEscalationFired(p *session.EscalationFired, st *State, ev *session.E
 	if c.State != CallAwaiting || c.Interrupt == nil || c.Interrupt.ID != p.InterruptID || p.Step < 0 || p.Step >= len(c.Interrupt.Schedule) {
 		return fmt.Errorf("event %d: step %d of %q's schedule fired, but call %q does not wait on it", ev.Seq, p.Step, p.InterruptID, p.CallID)
 	}
-	in := *c.Interrupt // a copy: the earlier one may be shared with a copy of the state
-	in.Schedule = slices.Clone(in.Schedule)
-	at := ev.Time.UTC()
-	in.Schedule[p.Step].FiredAt = &at
-	if len(p.EscalateTo) > 0 {
-		var ap session.Approvers
-		if in.Approvers != nil {
-			ap = *in.Approvers
-		}
-		if p.HandOver {
-			ap.Groups = slices.Clone(p.EscalateTo)
-		} else if in.Approvers != nil && len(ap.Groups) > 0 {
-			// Added to groups that restrict; with none, any approver may
-			// decide already, and the groups are who is told.
-			ap.Groups = slices.Concat(ap.Groups, p.EscalateTo)
-			slices.Sort(ap.Groups)
-			ap.Groups = slices.Compact(ap.Groups)
-		}
-		if ap.Restricts() {
-			in.Approvers = &ap
-		}
-	}
+	in := c.Interrupt.Fire(p.Step, ev.Time) // a copy: the earlier one may be shared with a copy of the state
 	c.Interrupt = &in
 	return nil
 }

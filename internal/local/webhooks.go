@@ -134,7 +134,8 @@ func notes(step engine.Step, i int) ([]note, error) {
 	// A filter of event types: only the events a webhook announces.
 	//exhaustive:ignore
 	switch ev.Type {
-	case session.EventTurnPaused, session.EventDecision, session.EventWaitExpired, session.EventTurnCompleted, session.EventTurnFailed:
+	case session.EventTurnPaused, session.EventDecision, session.EventWaitExpired, session.EventTurnCompleted, session.EventTurnFailed,
+		session.EventInterruptReminded, session.EventInterruptEscalated:
 	default:
 		return nil, nil
 	}
@@ -167,6 +168,18 @@ func notes(step engine.Step, i int) ([]note, error) {
 		return []note{{typ: typ, about: p.InterruptID, data: webhook.Data{Decision: p}}}, nil
 	case *engine.WaitExpired:
 		return []note{{typ: webhook.InterruptExpired, about: p.InterruptID, data: webhook.Data{Wait: p}}}, nil
+	case *session.EscalationFired:
+		typ := webhook.InterruptReminder
+		if len(p.EscalateTo) > 0 {
+			typ = webhook.InterruptEscalated
+		}
+		fired := *p
+		fired.Interrupt = nil // it is Data.Interrupt
+		n := note{typ: typ, about: p.InterruptID, data: webhook.Data{Interrupt: p.Interrupt, Escalation: &fired}}
+		if in := p.Interrupt; in != nil && slices.Contains(in.Actions(), session.ActionReject) {
+			n.linked = in // fresh links, for whoever may decide it now
+		}
+		return []note{n}, nil
 	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
 	case *engine.TurnFailed:

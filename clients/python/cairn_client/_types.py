@@ -27,7 +27,7 @@ Via = Literal["token", "oidc", "action_link", "callback"]
 EventType = Literal[
     "session_started", "user_message", "model_response", "approval_requested", "input_requested",
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
-    "approval_added", "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
+    "approval_added", "interrupt_reminded", "interrupt_escalated", "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
     "output_rejected", "turn_paused", "turn_completed", "turn_failed", "turn_cancelled",
     "turn_interrupted", "model_delta", "model_deltas_skipped",
 ]
@@ -144,6 +144,31 @@ class Actor:
     override: bool = False
 
 
+ExpiryAction = Literal["reject", "approve", "fail", "ask"]
+
+
+@dataclass
+class ScheduledStep:
+    """A step of an interrupt's schedule: when it reminds or escalates, and when it fired (None: not yet)."""
+
+    at: Optional[datetime.datetime] = None
+    remind: bool = False
+    escalate_to: List[str] = field(default_factory=_empty)
+    hand_over: bool = False
+    rule: str = ""
+    fired_at: Optional[datetime.datetime] = None
+
+
+@dataclass
+class OnExpiry:
+    """What happens at an approval's deadline with no decision, and the rule that chose it."""
+
+    action: Optional[ExpiryAction] = None
+    reason: str = ""
+    question: str = ""
+    rule: str = ""
+
+
 @dataclass
 class Approvers:
     """Who may approve a call: a member of ``groups``, ``count`` distinct people, not the requester."""
@@ -198,6 +223,8 @@ class Interrupt:
     in_doubt: bool = False
     idempotency_key: str = ""
     expires_at: Optional[datetime.datetime] = None
+    schedule: List[ScheduledStep] = field(default_factory=_empty)
+    on_expiry: Optional[OnExpiry] = None
     approvers: Optional[Approvers] = None
     required: int = 0
     approvals: List[Approval] = field(default_factory=_empty)

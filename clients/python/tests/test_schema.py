@@ -60,6 +60,8 @@ PAIRS = [
     (c.Me, SCHEMAS["MeBody"]),
     (c.CallbackReply, SCHEMAS["CallbackReply"]),
     (c.AuditState, SCHEMAS["AuditBody"]),
+    (c.ScheduledStep, prop(SCHEMAS["Session"], "interrupts", "schedule")),
+    (c.OnExpiry, prop(SCHEMAS["Session"], "interrupts", "on_expiry")),
     (c.Break, prop(SCHEMAS["AuditBody"], "broken")),
     (c.Checkpoint, prop(SCHEMAS["AuditBody"], "checkpoint")),
     (c.Decision, prop(SCHEMAS["DecisionsRequest"], "decisions")),

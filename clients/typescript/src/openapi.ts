@@ -603,7 +603,7 @@ export interface components {
             events: null | {
                 seq: number;
                 /** @enum {string} */
-                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "interrupt_reminded" | "interrupt_escalated" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -646,6 +646,23 @@ export interface components {
             idempotency_key?: string;
             /** Format: date-time */
             expires_at: null | string;
+            schedule?: null | {
+                /** Format: date-time */
+                at: string;
+                remind?: boolean;
+                escalate_to?: null | string[];
+                hand_over?: boolean;
+                rule: string;
+                /** Format: date-time */
+                fired_at?: null | string;
+            }[];
+            on_expiry?: null | {
+                /** @enum {string} */
+                action: "reject" | "approve" | "fail" | "ask";
+                reason?: string;
+                question?: string;
+                rule?: string;
+            };
             approvers?: null | {
                 groups?: null | string[];
                 count?: number;
@@ -771,6 +788,23 @@ export interface components {
             idempotency_key?: string;
             /** Format: date-time */
             expires_at: null | string;
+            schedule?: null | {
+                /** Format: date-time */
+                at: string;
+                remind?: boolean;
+                escalate_to?: null | string[];
+                hand_over?: boolean;
+                rule: string;
+                /** Format: date-time */
+                fired_at?: null | string;
+            }[];
+            on_expiry?: null | {
+                /** @enum {string} */
+                action: "reject" | "approve" | "fail" | "ask";
+                reason?: string;
+                question?: string;
+                rule?: string;
+            };
             approvers?: null | {
                 groups?: null | string[];
                 count?: number;
