@@ -344,3 +344,58 @@ func TestActionLinksSpeakForTheirGroups(t *testing.T) {
 		}
 	}
 }
+
+// A reminder goes to whoever may decide, with links; an escalation adds
+// finance-leads, whose room gets links only then; each once, on the
+// sweep that finds it due.
+func TestWebhooksAnnounceRemindersAndEscalations(t *testing.T) {
+	ctx := context.Background()
+	finance, leads := hooktest.New(t, hookSecret), hooktest.New(t, hookSecret)
+	clk := newClock()
+	var rec counter
+	tool := deleteTool(&rec)
+	tool.Approvers = &cairn.Approvers{Groups: []string{"finance"}}
+	tool.ApprovalTTL = time.Hour
+	tool.Escalation = &cairn.Escalation{Steps: []cairn.EscalationStep{
+		{After: 10 * time.Minute, Remind: true},
+		{BeforeExpiry: 10 * time.Minute, EscalateTo: []string{"finance-leads"}},
+	}}
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1, WebhookDelivery: &webhook.Options{Poll: 20 * time.Millisecond},
+		Webhooks: []webhook.Subscription{
+			{Name: "finance-room", URL: finance.URL, Secret: hookSecret, Groups: []string{"finance"}},
+			{Name: "leads-room", URL: leads.URL, Secret: hookSecret, Groups: []string{"finance-leads"}},
+		}}, tool)
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil || s.Status != cairn.StatusPaused {
+		t.Fatalf("%v %+v", err, s)
+	}
+	if d := leads.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)[0].Data; d.Actions != nil {
+		t.Fatalf("finance-leads got links before the escalation: %+v", d.Actions)
+	}
+	clk.add(10 * time.Minute)
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("ExpireDue = %d, %v", n, err)
+	}
+	reminder := finance.WaitFor(webhook.InterruptReminder, 1, 10*time.Second)[0].Data
+	if reminder.Actions == nil || reminder.Actions.Approve == "" || reminder.Escalation == nil || reminder.Escalation.Rule != "tool delete_file escalation[0]" ||
+		reminder.Interrupt == nil || reminder.Interrupt.Schedule[0].FiredAt == nil {
+		t.Fatalf("the reminder: %+v", reminder)
+	}
+	clk.add(40 * time.Minute)
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("ExpireDue = %d, %v", n, err)
+	}
+	escalated := leads.WaitFor(webhook.InterruptEscalated, 1, 10*time.Second)[0].Data
+	if escalated.Actions == nil || escalated.Actions.Approve == "" || !reflect.DeepEqual(escalated.Escalation.EscalateTo, []string{"finance-leads"}) ||
+		!reflect.DeepEqual(escalated.Interrupt.Approvers.Groups, []string{"finance", "finance-leads"}) {
+		t.Fatalf("the escalation: %+v", escalated)
+	}
+	// A finance lead approves with the escalation's link.
+	done, err := r.FollowActionLink(ctx, token(t, escalated.Actions.Approve), "", nil)
+	if err != nil || done.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("the lead's link: %v %+v", err, done)
+	}
+	if got := len(finance.WaitFor(webhook.InterruptReminder, 1, time.Second)) + len(leads.WaitFor(webhook.InterruptEscalated, 1, time.Second)); got != 2 {
+		t.Fatalf("%d reminders and escalations delivered, want one each", got)
+	}
+}
