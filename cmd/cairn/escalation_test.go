@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/internal/testkit/hooktest"
+	"github.com/cairnhq/cairn/webhook"
+)
+
+// escalationConfig: a refund whose approval (8 s) reminds after 2 s,
+// escalates to finance-leads 3 s before its deadline, and is rejected at
+// it with a reason; a webhook hears all of it.
+const escalationConfig = `
+store: %s
+lease: 3s
+public_url: https://cairn.example.org
+webhooks:
+  - {name: finance-room, url: "%s", secret_env: CAIRN_TEST_WEBHOOK_SECRET, groups: [finance, finance-leads], timeout: 3s}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: refund, arguments: {amount: 40}}]
+      - text: "{{.LastResult}}"
+tools:
+  refund:
+    parameters: {type: object, properties: {amount: {type: number}}, required: [amount]}
+    builtin: echo
+    approval: always
+    approvers: {groups: [finance]}
+    approval_ttl: 8s
+    escalation:
+      - {after: 2s, remind: true}
+      - {before_expiry: 3s, escalate_to: [finance-leads]}
+    on_expiry: {action: reject, reason: "Nobody approved in time."}
+agents:
+  main: {model: demo, tools: [refund]}
+`
+
+// Three replicas on one store, one of them killed with -9 before each
+// step: every session's reminder, escalation and expiry happen exactly
+// once — one event each, recorded with its rule — and the webhook gets
+// each once (one delivery id, however often it is retried).
+func TestReplicasEscalateOnceThroughKill9(t *testing.T) {
+	for name, storeURL := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("CAIRN_TEST_WEBHOOK_SECRET", webhookSecret)
+			rc := hooktest.New(t, webhookSecret)
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "cairn.yaml")
+			if err := os.WriteFile(cfg, []byte(fmt.Sprintf(escalationConfig, storeURL(t), rc.URL)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			nodes, urls := make([]*os.Process, 3), make([]string, 3)
+			for i := range nodes {
+				cmd, url := serve(t, cfg)
+				nodes[i], urls[i] = cmd.Process, url
+			}
+			var ids []string
+			for i := range 6 {
+				_, s := apiCall(t, "POST", urls[i%3]+"/v1/sessions", "", `{"agent":"main","input":"refund order 7"}`)
+				if s["status"] != "paused" {
+					t.Fatalf("session %d: %v", i, s)
+				}
+				ids = append(ids, s["id"].(string))
+			}
+			// kill -9 a replica before the reminder, another before the
+			// escalation and the deadline; each comes back.
+			for round, at := range []time.Duration{time.Second, 4 * time.Second} {
+				time.Sleep(at - time.Duration(round)*time.Second)
+				victim := round + 1
+				_ = nodes[victim].Signal(syscall.SIGKILL)
+				cmd, url := serve(t, cfg)
+				nodes[victim], urls[victim] = cmd.Process, url
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for _, id := range ids {
+				for {
+					_, s := apiCall(t, "GET", urls[0]+"/v1/sessions/"+id, "", "")
+					if s["status"] == "completed" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("session %s is still %v", id, s["status"])
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				counts := map[string]int{}
+				for _, ev := range eventsOf(t, urls[2], id) {
+					typ := ev["type"].(string)
+					counts[typ]++
+					data, _ := json.Marshal(ev["data"])
+					var d struct {
+						Rule   string `json:"rule"`
+						Reason string `json:"reason"`
+						Actor  struct{ Role string }
+					}
+					_ = json.Unmarshal(data, &d)
+					switch typ {
+					case "interrupt_reminded":
+						if d.Rule != "tools.refund.escalation[0]" {
+							t.Errorf("%s: the reminder's rule %q", id, d.Rule)
+						}
+					case "interrupt_escalated":
+						if d.Rule != "tools.refund.escalation[1]" {
+							t.Errorf("%s: the escalation's rule %q", id, d.Rule)
+						}
+					case "decision":
+						if d.Rule != "tools.refund.on_expiry" || d.Reason != "Nobody approved in time." || d.Actor.Role != "expiry" {
+							t.Errorf("%s: the decision at expiry %s", id, data)
+						}
+					}
+				}
+				if counts["interrupt_reminded"] != 1 || counts["interrupt_escalated"] != 1 || counts["decision"] != 1 {
+					t.Errorf("%s: %v, want one reminder, one escalation, one decision", id, counts)
+				}
+			}
+			// Each is delivered under one id per session (retries repeat it).
+			for _, typ := range []webhook.EventType{webhook.InterruptReminder, webhook.InterruptEscalated, webhook.InterruptExpired} {
+				perSession := map[string]int{}
+				waitUntil := time.Now().Add(15 * time.Second)
+				for {
+					perSession = map[string]int{}
+					for id := range rc.Deliveries(typ) {
+						perSession[rc.Payload(id).Data.SessionID]++
+					}
+					if len(perSession) == len(ids) || time.Now().After(waitUntil) {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				for _, id := range ids {
+					if perSession[id] != 1 {
+						t.Errorf("%s of %s: %d delivery ids, want 1", typ, id, perSession[id])
+					}
+				}
+			}
+		})
+	}
+}
