@@ -116,6 +116,8 @@ const (
 	EventAgentMessage       = session.EventAgentMessage
 	EventOutputRejected     = session.EventOutputRejected
 	EventApprovalAdded      = session.EventApprovalAdded
+	EventInterruptReminded  = session.EventInterruptReminded
+	EventInterruptEscalated = session.EventInterruptEscalated
 	EventTurnPaused         = session.EventTurnPaused
 	EventTurnCompleted      = session.EventTurnCompleted
 	EventTurnFailed         = session.EventTurnFailed

@@ -3,8 +3,10 @@ package temporal
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -394,6 +396,78 @@ func TestFourEyesOnTheWorkflow(t *testing.T) {
 	// mirror signs them to the end.
 	keys := audit.Keys{"wf": f.key.Public()}
 	if rep, err := audit.Verify(context.Background(), f.store, audit.Options{Keys: keys}); err != nil || rep.Sessions != 1 || rep.Unchained != 0 || len(rep.Breaks) != 0 || rep.Signed != 1 || rep.Uncovered != 0 {
+		t.Fatalf("the mirror's chain: %+v %v", rep, err)
+	}
+}
+
+// Reminders, escalations and the outcome at expiry are durable timers of
+// the workflow: each fires once, when due, recorded with its rule, and the
+// mirror keeps one signed chain.
+func TestEscalationOnTheWorkflow(t *testing.T) {
+	f := &fixture{t: t, store: store.NewMemory()}
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: time.Hour,
+		Approvers: &cairn.Approvers{Groups: []string{"sre"}},
+		Escalation: &cairn.Escalation{Steps: []cairn.EscalationStep{
+			{After: 10 * time.Minute, Remind: true},
+			{BeforeExpiry: 10 * time.Minute, EscalateTo: []string{"sre-leads"}},
+		}, OnExpiry: &cairn.ExpiryRule{Action: cairn.ExpiryReject, Reason: "Nobody approved the deploy in time."}},
+	}, func(ctx context.Context, a deployArgs) (string, error) {
+		f.runs.Add(1)
+		return "deployed to " + a.Env, nil
+	})
+	f.start(&cairn.Agent{Name: "ops", Model: scripted.New(
+		scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"env":"prod"}`}}},
+		scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{deploy}})
+	fired := func() (reminded, escalated int) {
+		evs, err := f.runner.Events(context.Background(), "ses_wf5", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			switch ev.Type {
+			case cairn.EventInterruptReminded:
+				reminded++
+			case cairn.EventInterruptEscalated:
+				escalated++
+			}
+		}
+		return reminded, escalated
+	}
+	f.env.RegisterDelayedCallback(func() {
+		if r, e := fired(); r != 0 || e != 0 {
+			t.Errorf("at 5 min: %d reminders, %d escalations", r, e)
+		}
+	}, 5*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		if r, e := fired(); r != 1 || e != 0 {
+			t.Errorf("at 20 min: %d reminders, %d escalations", r, e)
+		}
+	}, 20*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		s := f.session("ses_wf5")
+		if r, e := fired(); r != 1 || e != 1 || s.Status != cairn.StatusPaused || !slices.Contains(s.Interrupts[0].Approvers.Groups, "sre-leads") {
+			t.Errorf("at 55 min: %d reminders, %d escalations, %s, approvers %+v", r, e, s.Status, s.Interrupts[0].Approvers)
+		}
+	}, 55*time.Minute)
+	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, 2*time.Hour)
+	f.env.ExecuteWorkflow(WorkflowName, params{Start: &engine.Start{SessionID: "ses_wf5", Agent: "ops", Text: "ship it"}})
+	s := f.session("ses_wf5")
+	if r, e := fired(); s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "Nobody approved the deploy in time.") || f.runs.Load() != 0 || r != 1 || e != 1 {
+		t.Fatalf("after the deadline: %s %q, runs %d, %d reminders, %d escalations", s.Status, s.Output, f.runs.Load(), r, e)
+	}
+	evs, _ := f.runner.Events(context.Background(), "ses_wf5", 0)
+	var rule string
+	for _, ev := range evs {
+		if ev.Type == cairn.EventDecision {
+			var d session.DecisionMade
+			_ = json.Unmarshal(ev.Data, &d)
+			rule = d.Rule
+		}
+	}
+	if rule != "tool deploy on_expiry" {
+		t.Fatalf("the decision at expiry names rule %q", rule)
+	}
+	if rep, err := audit.Verify(context.Background(), f.store, audit.Options{Keys: audit.Keys{"wf": f.key.Public()}}); err != nil || len(rep.Breaks) != 0 || rep.Signed != 1 {
 		t.Fatalf("the mirror's chain: %+v %v", rep, err)
 	}
 }
