@@ -44,7 +44,8 @@ func startWorker(t *testing.T, cfg string) *exec.Cmd {
 }
 
 // temporalConfig: a deploy tool that needs approval, logs its start and
-// end, and takes 1.5 s; a 2 s approval deadline on another tool.
+// end, and takes 1.5 s; a 3 s approval deadline on another tool, which
+// reminds after 1 s and escalates 1 s before it.
 const temporalConfig = `
 store: %s
 driver: temporal
@@ -67,7 +68,9 @@ tools:
   hurry:
     command: ["sh", "-c", "echo hurried"]
     approval: always
-    approval_ttl: 2s
+    approval_ttl: 3s
+    escalation: [{after: 1s, remind: true}, {before_expiry: 1s, escalate_to: [leads]}]
+    on_expiry: {action: reject, reason: "Nobody hurried in time."}
 agents:
   main: {model: demo, tools: [deploy]}
   hasty: {model: demo, tools: [hurry]}
@@ -307,7 +310,7 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 		}
 		decided <- answer{code, out}
 	}()
-	time.Sleep(3 * time.Second) // elapsed time: past the 2 s deadline, with no worker
+	time.Sleep(4 * time.Second) // elapsed time: past the 3 s deadline and its reminder and escalation, with no worker
 	if got := getJSON(t, url+"/v1/sessions/"+hasty["id"].(string)); got["status"] != "paused" {
 		t.Fatalf("with no worker, the expired approval's session is %v", got["status"])
 	}
@@ -325,7 +328,19 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 		got = getJSON(t, url+"/v1/sessions/"+hasty["id"].(string))
 		return got["status"] == "completed"
 	})
-	if out, _ := got["output"].(string); !strings.Contains(out, "approval expired") {
+	if out, _ := got["output"].(string); !strings.Contains(out, "approval expired") || !strings.Contains(out, "Nobody hurried in time.") {
 		t.Fatalf("the expired approval: %v", got)
+	}
+	// The reminder, the escalation and the outcome, each once, with its rule.
+	counts := map[string]int{}
+	for _, ev := range eventsOf(t, url, hasty["id"].(string)) {
+		typ := ev["type"].(string)
+		counts[typ]++
+		if data, _ := ev["data"].(map[string]any); typ == "decision" && data["rule"] != "tools.hurry.on_expiry" {
+			t.Errorf("the decision at expiry: %v", data)
+		}
+	}
+	if counts["interrupt_reminded"] != 1 || counts["interrupt_escalated"] != 1 || counts["decision"] != 1 {
+		t.Fatalf("the hasty session's events: %v", counts)
 	}
 }
