@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/hooktest"
 	"github.com/cairnhq/cairn/webhook"
@@ -142,5 +146,60 @@ func TestReplicasEscalateOnceThroughKill9(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// browserEscalationConfig: no auth (loopback), a refund approval of a
+// minute that reminds after 1 s and escalates to finance-leads after 2 s.
+const browserEscalationConfig = `store: memory
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: refund, arguments: {amount: 40}}]
+      - text: "{{.LastResult}}"
+tools:
+  refund:
+    parameters: {type: object, properties: {amount: {type: number}}, required: [amount]}
+    builtin: echo
+    approval: always
+    approvers: {groups: [finance]}
+    approval_ttl: 1m
+    escalation:
+      - {after: 1s, remind: true}
+      - {after: 2s, escalate_to: [finance-leads]}
+      - {before_expiry: 10s, remind: true}
+    on_expiry: {action: reject, reason: "Nobody approved in time."}
+agents:
+  main: {model: demo, tools: [refund]}
+`
+
+// The inbox card shows the time left, the reminder sent, the escalation
+// and what comes next, as they happen (no reload); cairn sessions show
+// lists them in the timeline.
+func TestBrowserInboxShowsEscalation(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	if err := os.WriteFile(cfg, []byte(browserEscalationConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, base := serve(t, cfg)
+	run := stepper(t, ctx)
+	run("the inbox", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#inbox-empty", chromedp.ByID))
+	_, s := apiCall(t, "POST", base+"/v1/sessions", "", `{"agent":"main","input":"refund order 7"}`)
+	id := s["id"].(string)
+	var text string
+	run("escalated", chromedp.WaitVisible(item(id)+" .escalation .badge.reminded", chromedp.ByQuery),
+		chromedp.Poll(`(document.querySelector('`+item(id)+` .escalation') || {}).textContent.includes('escalated to finance-leads')`, nil),
+		chromedp.TextContent(item(id), &text, chromedp.ByQuery))
+	for _, want := range []string{"reminded", "escalated to finance-leads", "next: a reminder in", "at the deadline: rejected (Nobody approved in time.)", "expires in", "Decided by a member of finance or finance-leads"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the card lacks %q:\n%s", want, text)
+		}
+	}
+	out, err := exec.Command(binary, "sessions", "show", id, "--server", base).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "interrupt_reminded") || !strings.Contains(string(out), "escalated to finance-leads (tools.refund.escalation[1])") {
+		t.Fatalf("cairn sessions show: %v\n%s", err, out)
 	}
 }

@@ -423,7 +423,22 @@ func describe(ev cairn.Event) string {
 		if d.Remember != "" {
 			out += " [remember " + d.Remember + "]"
 		}
+		if d.Rule != "" {
+			out += " (" + d.Rule + ")"
+		}
 		return out
+	case *session.EscalationFired:
+		what := "reminded"
+		if len(d.EscalateTo) > 0 {
+			what = "escalated to " + strings.Join(d.EscalateTo, ", ")
+			if d.HandOver {
+				what = "handed to " + strings.Join(d.EscalateTo, ", ")
+			}
+			if d.Remind {
+				what += ", reminded"
+			}
+		}
+		return fmt.Sprintf("%s %s %s (%s)", d.InterruptID, d.Tool, what, d.Rule)
 	case *session.ToolStarted:
 		return fmt.Sprintf("%s %s", d.Tool, compact(d.Arguments))
 	case *session.ToolResult:

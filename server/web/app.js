@@ -398,6 +398,7 @@ function interruptCard(s, it, agent) {
     it.arguments !== undefined && !ask.reply && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
     ask.warning && el('div', { class: 'warning' }, ask.warning),
     whoDecides(it),
+    escalationNote(it),
     el('div', { class: 'meta' }, 'session ', el('a', { href: '#/sessions/' + s.id }, s.id), ' · ', ago(s.updated_at),
       it.expires_at ? ' · ' : '', it.expires_at ? el('span', { class: 'expiry', dataset: { at: it.expires_at } }, countdown(it.expires_at)) : ''),
     actions(s, it, agent, card, error),
@@ -419,6 +420,33 @@ function whoDecides(it) {
     parts.push(got.length + ' of ' + it.required + ' approvals' + (got.length ? ': ' + got.join(', ') + ' approved' : ''));
   }
   return el('p', { class: 'approvers' }, parts.join(' · '));
+}
+
+// escalationNote says what the interrupt's schedule did and will do (its
+// reminders sent, its escalations, the next step) and what happens at
+// its deadline; nothing for one without a schedule.
+function escalationNote(it) {
+  const steps = it.schedule || [];
+  if (!steps.length && !it.on_expiry) return null;
+  const parts = [];
+  const reminders = steps.filter((st) => st.fired_at && st.remind).length;
+  if (reminders) parts.push(el('span', { class: 'badge reminded' }, reminders > 1 ? 'reminded ' + reminders + ' times' : 'reminded'));
+  for (const st of steps.filter((st) => st.fired_at && (st.escalate_to || []).length)) {
+    parts.push((st.hand_over ? 'handed to ' : 'escalated to ') + st.escalate_to.join(', ') + ' ' + ago(st.fired_at));
+  }
+  const next = steps.find((st) => !st.fired_at);
+  if (next) {
+    const left = countdown(next.at).replace('expires in', 'in');
+    parts.push('next: ' + ((next.escalate_to || []).length ? (next.hand_over ? 'hand to ' : 'escalate to ') + next.escalate_to.join(', ') : 'a reminder') + ' ' + (left === 'expired' ? 'now' : left));
+  }
+  const o = it.on_expiry;
+  if (o && it.expires_at) {
+    const what = { reject: 'rejected', approve: 'approved', fail: 'the session fails', ask: 'asked again' }[o.action] || o.action;
+    parts.push('at the deadline: ' + what + (o.reason ? ' (' + o.reason + ')' : ''));
+  }
+  const p = el('p', { class: 'escalation' });
+  parts.forEach((part, i) => p.append(i ? ' · ' : '', part));
+  return p;
 }
 
 // requestText is the session's request (the start of the user's last
