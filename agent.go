@@ -48,6 +48,10 @@ type Agent struct {
 	// Approvers is who approves the calls of its tools that name no
 	// Approvers of their own (see Tool.Approvers).
 	Approvers *Approvers
+	// Escalation reminds, escalates and decides at the deadline for the
+	// approvals of its tools that have no Escalation of their own (see
+	// Tool.Escalation); its unnamed rules are "agent NAME escalation[i]".
+	Escalation *Escalation
 }
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
@@ -109,6 +113,12 @@ func (a *Agent) compile() (*local.Agent, error) {
 					}
 					ct.Engine.Approvers = approversOf(a.Approvers, nil)
 					ct.Info.Approvers = a.Approvers
+				}
+				if a.Escalation != nil && ct.Engine.Escalation == nil && ct.Engine.NeedsApproval != nil {
+					if err := a.Escalation.check(); err != nil {
+						return nil, fmt.Errorf("cairn: agent %q: Escalation: %w", a.Name, err)
+					}
+					ct.Engine.Escalation = escalationOf("agent "+a.Name+" ", a.Escalation, nil)
 				}
 				out = append(out, ct)
 			}

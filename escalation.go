@@ -91,19 +91,20 @@ func (e *Escalation) check() error {
 	return nil
 }
 
-// compile is e for the engine, its rules named after tool (name) and
-// where (the tool itself, or one of its approval rules).
-func (e *Escalation) compile(name, where string) *compiledEscalation {
+// compile is e for the engine, its unnamed rules named after where it
+// was given ("tool refund ", "tool refund approval_rules[0] ", "agent
+// main ").
+func (e *Escalation) compile(where string) *compiledEscalation {
 	if e == nil {
 		return nil
 	}
 	c := &compiledEscalation{steps: slices.Clone(e.Steps)}
 	for i := range c.steps {
-		c.steps[i].Rule = cmpOr(c.steps[i].Rule, fmt.Sprintf("tool %s %sescalation[%d]", name, where, i))
+		c.steps[i].Rule = cmpOr(c.steps[i].Rule, fmt.Sprintf("%sescalation[%d]", where, i))
 	}
 	if o := e.OnExpiry; o != nil {
 		r := *o
-		r.Rule = cmpOr(r.Rule, fmt.Sprintf("tool %s %son_expiry", name, where))
+		r.Rule = cmpOr(r.Rule, where+"on_expiry")
 		c.onExpiry = &r
 	}
 	return c
@@ -138,12 +139,13 @@ func (c *compiledEscalation) resolve(a engine.ToolArgs) *session.Escalation {
 }
 
 // escalationOf is the engine's rule for a call's escalation: that of the
-// first approval rule whose If holds and that has one, else the tool's.
-func escalationOf(name string, def *Escalation, rules []ApprovalRule) func(engine.ToolArgs) (*session.Escalation, error) {
-	tool := def.compile(name, "")
+// first approval rule whose If holds and that has one, else def (named
+// after where: "tool refund ").
+func escalationOf(where string, def *Escalation, rules []ApprovalRule) func(engine.ToolArgs) (*session.Escalation, error) {
+	tool := def.compile(where)
 	perRule := make([]*compiledEscalation, len(rules))
 	for i := range rules {
-		perRule[i] = rules[i].Escalation.compile(name, fmt.Sprintf("approval_rules[%d] ", i))
+		perRule[i] = rules[i].Escalation.compile(fmt.Sprintf("%sapproval_rules[%d] ", where, i))
 	}
 	rules = slices.Clone(rules)
 	return func(a engine.ToolArgs) (*session.Escalation, error) {

@@ -340,7 +340,7 @@ func (t *Tool) compile() (*local.Tool, error) {
 				return nil, fmt.Errorf("tool %q: ApprovalRules[%d].Escalation: %w", t.Name, i, err)
 			}
 		}
-		et.Escalation = escalationOf(t.Name, t.Escalation, t.ApprovalRules)
+		et.Escalation = escalationOf("tool "+t.Name+" ", t.Escalation, t.ApprovalRules)
 	}
 	if t.Confirmation != "" {
 		tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Confirmation)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/suggest"
@@ -30,6 +31,13 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 			return nil, nil, err
 		}
 		agent.Approvers = approvers
+	}
+	// Which of its tools have a deadline is theirs to say: checked as for
+	// a tool that asks and has one (the engine leaves out a before_expiry
+	// step of an approval without a deadline).
+	var err error
+	if agent.Escalation, err = l.escalation(p, a.Escalation, a.OnExpiry, &cairn.Tool{Approval: cairn.Always(), ApprovalTTL: time.Hour}, true, nil); err != nil {
+		return nil, nil, err
 	}
 	if a.OutputSchema != nil {
 		b, err := json.Marshal(a.OutputSchema)

@@ -31,8 +31,16 @@ tools:
         groups: [finance-leads]
         escalation: [{after: 1h, escalate_to: [cfo], hand_over: true}]
         on_expiry: {action: fail, reason: "A large refund waits for no one."}
+  restart:
+    builtin: echo
+    approval: always
+    approval_ttl: 1h
 agents:
-  main: {model: default, tools: [refund]}
+  main:
+    model: default
+    tools: [refund, restart]
+    escalation: [{after: 15m, remind: true}]
+    on_expiry: {action: reject, reason: "Restarts wait an hour at most."}
 `
 
 // A tool's escalation and on_expiry, and an approval rule's own for the
@@ -48,6 +56,10 @@ func TestEscalationConfig(t *testing.T) {
 		e.Steps[1].BeforeExpiry != 10*time.Minute || e.Steps[1].Rule != "tools.refund.escalation[1]" ||
 		e.OnExpiry == nil || e.OnExpiry.Action != cairn.ExpiryApprove || e.OnExpiry.If.Rule() != "args.amount < 100" {
 		t.Fatalf("the tool's escalation: %+v", e)
+	}
+	// The agent's escalation: for its tools that have none.
+	if e := cfg.Agents[0].Escalation; e == nil || len(e.Steps) != 1 || e.Steps[0].Rule != "agents.main.escalation[0]" || e.OnExpiry.Rule != "agents.main.on_expiry" {
+		t.Fatalf("the agent's escalation: %+v", e)
 	}
 	r, err := cairn.NewRunner(cfg.Agents, nil)
 	if err != nil {

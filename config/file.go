@@ -344,13 +344,18 @@ type WaitConfig struct {
 // AgentConfig is one entry of agents.
 type AgentConfig struct {
 	// Approvers approve the calls of its tools that name none.
-	Approvers     *ApproversConfig `yaml:"approvers"`
-	Model         string           `yaml:"model"`
-	Instructions  string           `yaml:"instructions"`
-	Tools         []string         `yaml:"tools"`
-	Subagents     []SubagentConfig `yaml:"subagents"`
-	Handoffs      []HandoffConfig  `yaml:"handoffs"`
-	MaxIterations int              `yaml:"max_iterations"`
+	Approvers *ApproversConfig `yaml:"approvers"`
+	// Escalation and OnExpiry apply to the approvals of its tools that
+	// have none of their own (a before_expiry step and on_expiry only to
+	// those with an approval_ttl).
+	Escalation    []EscalationStepConfig `yaml:"escalation"`
+	OnExpiry      *OnExpiryConfig        `yaml:"on_expiry"`
+	Model         string                 `yaml:"model"`
+	Instructions  string                 `yaml:"instructions"`
+	Tools         []string               `yaml:"tools"`
+	Subagents     []SubagentConfig       `yaml:"subagents"`
+	Handoffs      []HandoffConfig        `yaml:"handoffs"`
+	MaxIterations int                    `yaml:"max_iterations"`
 	// OutputSchema is the JSON Schema of the agent's final answer: the
 	// answer is JSON matching it (sent back to the model until it is).
 	OutputSchema map[string]any `yaml:"output_schema"`

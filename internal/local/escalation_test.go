@@ -160,3 +160,71 @@ func TestEscalationOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// An agent's escalation is that of its tools that have none; a tool's
+// own wins.
+func TestAgentEscalationForItsTools(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	plain := cairn.NewTool(&cairn.Tool{Name: "restart", Description: "Restart.", Approval: cairn.Always(), ApprovalTTL: time.Hour},
+		func(ctx context.Context, a struct{}) (string, error) { return "restarted", nil })
+	own := cairn.NewTool(&cairn.Tool{Name: "refund", Description: "Refund.", Approval: cairn.Always(), ApprovalTTL: time.Hour,
+		Escalation: &cairn.Escalation{Steps: []cairn.EscalationStep{{After: time.Minute, Remind: true}}}},
+		func(ctx context.Context, a refundArgs) (string, error) { return "refunded", nil })
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "restart", Arguments: `{}`}, {Name: "refund", Arguments: `{"amount":1}`}}}, scripted.Reply{Text: "done"})
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{plain, own},
+		Escalation: &cairn.Escalation{Steps: []cairn.EscalationStep{{After: 30 * time.Minute, EscalateTo: []string{"oncall"}}},
+			OnExpiry: &cairn.ExpiryRule{Action: cairn.ExpiryFail}}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
+	s, err := r.Start(ctx, "main", "restart and refund", nil)
+	if err != nil || len(s.Interrupts) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	restart, refund := s.Interrupts[0], s.Interrupts[1]
+	if len(restart.Schedule) != 1 || restart.Schedule[0].Rule != "agent main escalation[0]" || restart.OnExpiry == nil || restart.OnExpiry.Action != cairn.ExpiryFail {
+		t.Fatalf("restart, which has no escalation: %+v %+v", restart.Schedule, restart.OnExpiry)
+	}
+	if len(refund.Schedule) != 1 || refund.Schedule[0].Rule != "tool refund escalation[0]" || refund.OnExpiry != nil {
+		t.Fatalf("refund, which has its own: %+v %+v", refund.Schedule, refund.OnExpiry)
+	}
+}
+
+// A wait on a system reminds, and escalates to the people who may
+// complete it by hand, on the same schedule as an approval: before its
+// deadline, once each.
+func TestWaitOnASystemEscalates(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	tool := pipelineTool(func(string) {}, &cairn.Wait{Timeout: 30 * time.Minute})
+	tool.Escalation = &cairn.Escalation{Steps: []cairn.EscalationStep{
+		{After: 5 * time.Minute, Remind: true},
+		{BeforeExpiry: 5 * time.Minute, EscalateTo: []string{"release-managers"}},
+	}}
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "run_pipeline", Arguments: `{"ref":"main"}`}}}, scripted.Reply{Text: "{{.LastResult}}"})
+	r := runnerFor(t, []*cairn.Agent{{Name: "ci", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Now: clk.now, ExpirySweep: -1})
+	s, err := r.Start(ctx, "ci", "ship main", nil)
+	if err != nil || s.Status != cairn.StatusPaused || s.Interrupts[0].Kind != cairn.KindExternal || len(s.Interrupts[0].Schedule) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, step := range []time.Duration{5 * time.Minute, 20 * time.Minute} {
+		clk.add(step)
+		if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+			t.Fatalf("after %s: ExpireDue = %d, %v", step, n, err)
+		}
+		if n, _ := r.ExpireDue(ctx); n != 0 {
+			t.Fatalf("after %s: a second sweep fired again", step)
+		}
+	}
+	s, _ = r.Session(ctx, s.ID)
+	in := s.Interrupts[0]
+	if s.Status != cairn.StatusPaused || in.Schedule[0].FiredAt == nil || in.Schedule[1].FiredAt == nil ||
+		in.Approvers != nil && !slices.Contains(in.Approvers.Groups, "release-managers") {
+		t.Fatalf("before the deadline: %s, %+v", s.Status, in)
+	}
+	clk.add(5 * time.Minute)
+	if n, err := r.ExpireDue(ctx); n != 1 || err != nil {
+		t.Fatalf("at the deadline: %d %v", n, err)
+	}
+	if s, _ = r.Session(ctx, s.ID); s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "did not finish") {
+		t.Fatalf("after the deadline: %s %q", s.Status, s.Output)
+	}
+}
