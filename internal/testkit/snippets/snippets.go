@@ -294,3 +294,25 @@ func Waits(ci pipelines) *cairn.Tool {
 		})
 	return pipeline
 }
+
+// refundArgs are a refund's arguments.
+type refundArgs struct {
+	Amount int `json:"amount"`
+}
+
+// Escalation is docs/escalation.md's refund.
+func Escalation(refundHandler func(context.Context, refundArgs) (string, error)) *cairn.Tool {
+	refund := cairn.NewTool(&cairn.Tool{
+		Name: "refund", Approval: cairn.Always(), ApprovalTTL: 2 * time.Hour,
+		Approvers: &cairn.Approvers{Groups: []string{"finance"}},
+		Escalation: &cairn.Escalation{
+			Steps: []cairn.EscalationStep{
+				{After: 30 * time.Minute, Remind: true},
+				{BeforeExpiry: 10 * time.Minute, EscalateTo: []string{"finance-leads"}},
+			},
+			OnExpiry: &cairn.ExpiryRule{Action: cairn.ExpiryApprove,
+				If: cairn.ApprovalIf(func(a refundArgs) bool { return a.Amount < 100 })},
+		},
+	}, refundHandler)
+	return refund
+}
