@@ -244,3 +244,47 @@ func TestSignedCheckpoints(t *testing.T) {
 		broken(t, verify(path, trust(t, key)), "the tombstone of its purge: its signature by key k1 does not verify")
 	})
 }
+
+// A time range keeps the sessions last updated in it, and the tombstones
+// of purges then; an export since a time holds those sessions whole and
+// verifies on its own.
+func TestVerifyAndExportATimeRange(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	key := newKey(t, "k1")
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: scripted.New(scripted.Reply{Text: "hello"})}},
+		&cairn.RunnerOptions{Store: st, Signer: key, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for day := range 3 { // one session on each of Nov 1, 2 and 3
+		at = time.Date(2026, 11, 1+day, 9, 0, 0, 0, time.UTC)
+		if _, err := r.Start(ctx, "main", "hi", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nov2, nov3 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		since, until time.Time
+		want         int
+	}{{time.Time{}, time.Time{}, 3}, {nov2, time.Time{}, 2}, {nov2, nov3, 1}, {time.Time{}, nov2, 1}} {
+		rep, err := audit.Verify(ctx, st, audit.Options{Since: c.since, Until: c.until, Keys: trust(t, key)})
+		if err != nil || rep.Sessions != c.want || rep.Signed != c.want || len(rep.Breaks) != 0 {
+			t.Errorf("since %v until %v: %+v %v, want %d sessions", c.since, c.until, rep, err, c.want)
+		}
+	}
+	var buf strings.Builder
+	if rep, err := audit.Export(ctx, st, &buf, audit.ExportOptions{Since: nov2, Keys: trust(t, key)}); err != nil || rep.Sessions != 2 {
+		t.Fatalf("export since Nov 2: %+v %v", rep, err)
+	}
+	rep, keys, err := audit.VerifyExport(strings.NewReader(buf.String()), nil)
+	if err != nil || rep.Sessions != 2 || rep.Signed != 2 || len(rep.Breaks) != 0 || len(keys) != 1 {
+		t.Fatalf("the export: %+v %v %v", rep, keys, err)
+	}
+	// Trusting another key only, the export's checkpoints do not verify.
+	if rep, _, err := audit.VerifyExport(strings.NewReader(buf.String()), trust(t, newKey(t, "k2"))); err != nil || len(rep.Breaks) != 2 {
+		t.Fatalf("trusting k2 only: %+v %v", rep, err)
+	}
+}

@@ -198,6 +198,14 @@ func TestBrowserInboxShowsEscalation(t *testing.T) {
 			t.Fatalf("the card lacks %q:\n%s", want, text)
 		}
 	}
+	// The session page: the escalation history in the audit trail.
+	run("the session page", chromedp.Navigate(base+"/#/sessions/"+id), chromedp.WaitVisible("#audit tr.escalation:nth-of-type(3)", chromedp.ByQuery),
+		chromedp.Text("#audit", &text, chromedp.ByQuery))
+	for _, want := range []string{"reminded refund", "rule tools.refund.escalation[0]", "escalated refund to finance-leads", "rule tools.refund.escalation[1]"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the audit trail lacks %q:\n%s", want, text)
+		}
+	}
 	out, err := exec.Command(binary, "sessions", "show", id, "--server", base).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "interrupt_reminded") || !strings.Contains(string(out), "escalated to finance-leads (tools.refund.escalation[1])") {
 		t.Fatalf("cairn sessions show: %v\n%s", err, out)

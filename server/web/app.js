@@ -791,6 +791,8 @@ function eventLine(ev, depth, names, said) {
       const what = (PAST[d.action] || d.action) + (d.tool ? ' ' + d.tool : '');
       return row('', el('span', { class: 'frame' }, who ? who + ' ' + what : what[0].toUpperCase() + what.slice(1)));
     }
+    case 'interrupt_reminded': return row('', el('span', { class: 'frame' }, 'reminded who may decide ' + d.tool));
+    case 'interrupt_escalated': return row('', el('span', { class: 'frame' }, (d.hand_over ? 'handed ' : 'escalated ') + d.tool + ' to ' + (d.escalate_to || []).join(', ')));
     case 'turn_completed': return row('', el('span', { class: 'frame' }, 'turn completed'));
     case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)));
     case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'));
@@ -814,10 +816,15 @@ function toggleFrame(btn) {
 
 function auditRow(ev) {
   const d = ev.data;
+  const when = el('td', {}, new Date(ev.time).toLocaleTimeString());
+  if (ev.type !== 'decision') { // a step of the interrupt's schedule: the escalation history
+    const what = ev.type === 'interrupt_reminded' ? 'reminded ' + d.tool : (d.hand_over ? 'handed ' : 'escalated ') + d.tool + ' to ' + (d.escalate_to || []).join(', ');
+    return el('tr', { class: 'escalation' }, when, el('td', {}, 'cairn (schedule)'), el('td', {}, what), el('td', {}, ''), el('td', {}, 'rule ' + d.rule));
+  }
   const who = d.actor ? (d.actor.name || 'no name') + (d.actor.role ? ' (' + d.actor.role + ')' : '') : '';
-  return el('tr', {}, el('td', {}, new Date(ev.time).toLocaleTimeString()), el('td', {}, who), el('td', {}, d.action + ' ' + (d.tool || '') + (d.remember ? ' [remember ' + d.remember + ']' : '')),
+  return el('tr', {}, when, el('td', {}, who), el('td', {}, d.action + ' ' + (d.tool || '') + (d.remember ? ' [remember ' + d.remember + ']' : '')),
     el('td', {}, d.arguments !== undefined ? el('pre', {}, pretty(d.arguments)) : '', d.new_arguments !== undefined ? el('pre', { class: 'edited' }, '→ ' + pretty(d.new_arguments)) : ''),
-    el('td', {}, d.reason || d.text || ''));
+    el('td', {}, (d.reason || d.text || '') + (d.rule ? ' (rule ' + d.rule + ')' : '')));
 }
 
 async function renderSession(id, signal) {
@@ -869,7 +876,7 @@ async function renderSession(id, signal) {
     if (ev.type === 'handoff') depth.set(ev.data.to, depth.get(ev.data.from) || 0);
     const line = eventLine(ev, depth.get(ev.frame) || 0, names, said);
     if (line) timeline.append(line);
-    if (ev.type === 'decision') audit.append(auditRow(ev));
+    if (ev.type === 'decision' || ev.type === 'interrupt_reminded' || ev.type === 'interrupt_escalated') audit.append(auditRow(ev));
   };
   const cancel = async (scope) => {
     error.textContent = '';
