@@ -127,7 +127,7 @@ func TestReplicasEscalateOnceThroughKill9(t *testing.T) {
 			}
 			// Each is delivered under one id per session (retries repeat it).
 			for _, typ := range []webhook.EventType{webhook.InterruptReminder, webhook.InterruptEscalated, webhook.InterruptExpired} {
-				perSession := map[string]int{}
+				var perSession map[string]int
 				waitUntil := time.Now().Add(15 * time.Second)
 				for {
 					perSession = map[string]int{}

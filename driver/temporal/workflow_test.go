@@ -424,6 +424,8 @@ func TestEscalationOnTheWorkflow(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range evs {
+			// Only the steps.
+			//exhaustive:ignore
 			switch ev.Type {
 			case cairn.EventInterruptReminded:
 				reminded++
