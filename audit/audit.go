@@ -93,17 +93,12 @@ const pageSize = 500
 // in the report.
 func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	var r Report
-	cps, _ := st.(store.Checkpoints)
 	check := func(id string, headSeq int64) error {
 		// The checkpoint first, then the events: a turn that commits in
 		// between adds events after the checkpoint read, never before it.
-		var cp session.Checkpoint
-		var cpErr error = store.ErrNotFound
-		if cps != nil {
-			cp, cpErr = cps.Checkpoint(ctx, id)
-			if cpErr != nil && !errors.Is(cpErr, store.ErrNotFound) && !errors.Is(cpErr, store.ErrUnreadable) {
-				return fmt.Errorf("audit: read the checkpoint of %s: %w", id, cpErr)
-			}
+		cp, unreadable, err := checkpointOf(ctx, st, id)
+		if err != nil {
+			return err
 		}
 		evs, err := st.Events(ctx, id, 0)
 		if err != nil {
@@ -119,13 +114,13 @@ func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 		b := Chain(id, evs, headSeq)
 		switch {
 		case b != nil:
-		case errors.Is(cpErr, store.ErrNotFound):
+		case unreadable != nil:
+			b = unreadableBreak(id, headSeq, unreadable)
+		case cp == nil:
 			r.Unsigned++
-		case cpErr != nil:
-			b = &Break{Session: id, Seq: headSeq, What: fmt.Sprintf("its signed checkpoint cannot be read: %v", cpErr)}
 		default:
-			if b = Signed(id, evs, cp, opts.Keys); b == nil {
-				r.signed(id, cp, int64(len(evs)))
+			if b = Signed(id, evs, *cp, opts.Keys); b == nil {
+				r.signed(id, *cp, int64(len(evs)))
 			}
 		}
 		if b != nil {
@@ -151,48 +146,21 @@ func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 		}
 		return r, check(h.ID, h.Seq)
 	}
-	var after store.Position
-walk:
-	for {
-		page, err := st.List(ctx, store.ListOptions{After: after, Limit: pageSize})
-		if err != nil {
-			return r, fmt.Errorf("audit: list the sessions: %w", err)
+	err := eachSession(ctx, st, opts.Since, func(h store.Head) error {
+		if !opts.inRange(h.UpdatedAt) {
+			return nil
 		}
-		for _, h := range page {
-			if !opts.Since.IsZero() && h.UpdatedAt.Before(opts.Since) {
-				break walk // most recently updated first: the rest are older
-			}
-			if !opts.inRange(h.UpdatedAt) {
-				continue
-			}
-			if err := check(h.ID, h.Seq); err != nil {
-				return r, err
-			}
-		}
-		if len(page) < pageSize {
-			break
-		}
-		after = page[len(page)-1].Position()
+		return check(h.ID, h.Seq)
+	})
+	if err != nil {
+		return r, err
 	}
-	p, ok := st.(store.Purger)
-	if !ok {
-		return r, nil
-	}
-	for last := ""; ; {
-		page, err := p.Tombstones(ctx, last, pageSize)
-		if err != nil {
-			return r, fmt.Errorf("audit: list the tombstones: %w", err)
+	return r, eachTombstone(ctx, st, func(t store.Tombstone) error {
+		if opts.inRange(t.PurgedAt) {
+			r.tombstone(t, opts.Keys)
 		}
-		for _, t := range page {
-			if opts.inRange(t.PurgedAt) {
-				r.tombstone(t, opts.Keys)
-			}
-		}
-		if len(page) < pageSize {
-			return r, nil
-		}
-		last = page[len(page)-1].ID
-	}
+		return nil
+	})
 }
 
 // signed counts a session whose checkpoint cp verified.

@@ -103,74 +103,47 @@ func Export(ctx context.Context, st store.Store, w io.Writer, opts ExportOptions
 			return r, err
 		}
 	}
-	cps, _ := st.(store.Checkpoints)
-	var after store.Position
-walk:
-	for {
-		page, err := st.List(ctx, store.ListOptions{After: after, Limit: pageSize})
+	err := eachSession(ctx, st, opts.Since, func(h store.Head) error {
+		rec := record{Kind: "session", ID: h.ID, Status: string(h.Status), UpdatedAt: &h.UpdatedAt}
+		cp, _, err := checkpointOf(ctx, st, h.ID) // one that cannot be read is left out: the verifier finds it unsigned
 		if err != nil {
-			return r, fmt.Errorf("audit: list the sessions: %w", err)
+			return err
 		}
-		for _, h := range page {
-			if !opts.Since.IsZero() && h.UpdatedAt.Before(opts.Since) {
-				break walk
-			}
-			rec := record{Kind: "session", ID: h.ID, Status: string(h.Status), UpdatedAt: &h.UpdatedAt}
-			if cps != nil {
-				cp, err := cps.Checkpoint(ctx, h.ID)
-				switch {
-				case err == nil:
-					rec.Signed = signedOf(&cp)
-				case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrUnreadable):
-					return r, fmt.Errorf("audit: read the checkpoint of %s: %w", h.ID, err)
-				}
-			}
-			evs, err := st.Events(ctx, h.ID, 0)
-			if err != nil {
-				return r, fmt.Errorf("audit: read the events of %s: %w", h.ID, err)
-			}
-			rec.Seq = h.Seq
-			if n := len(evs); n > 0 && evs[n-1].Seq > rec.Seq {
-				rec.Seq = evs[n-1].Seq // a turn committed since the head was read
-			}
-			if err := enc.Encode(rec); err != nil {
-				return r, err
-			}
-			prev := ""
-			for i := range evs {
-				if err := enc.Encode(eventRecord(h.ID, &evs[i], prev)); err != nil {
-					return r, err
-				}
-				prev = evs[i].Hash
-			}
-			r.Sessions++
-			r.Events += len(evs)
+		rec.Signed = signedOf(cp)
+		evs, err := st.Events(ctx, h.ID, 0)
+		if err != nil {
+			return fmt.Errorf("audit: read the events of %s: %w", h.ID, err)
 		}
-		if len(page) < pageSize {
-			break
+		rec.Seq = h.Seq
+		if n := len(evs); n > 0 && evs[n-1].Seq > rec.Seq {
+			rec.Seq = evs[n-1].Seq // a turn committed since the head was read
 		}
-		after = page[len(page)-1].Position()
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		prev := ""
+		for i := range evs {
+			if err := enc.Encode(eventRecord(h.ID, &evs[i], prev)); err != nil {
+				return err
+			}
+			prev = evs[i].Hash
+		}
+		r.Sessions++
+		r.Events += len(evs)
+		return nil
+	})
+	if err != nil {
+		return r, err
 	}
-	if p, ok := st.(store.Purger); ok {
-		for last := ""; ; {
-			page, err := p.Tombstones(ctx, last, pageSize)
-			if err != nil {
-				return r, fmt.Errorf("audit: list the tombstones: %w", err)
-			}
-			for _, t := range page {
-				if !opts.Since.IsZero() && t.PurgedAt.Before(opts.Since) {
-					continue
-				}
-				if err := enc.Encode(record{Kind: "tombstone", ID: t.ID, Seq: t.Seq, PurgedAt: &t.PurgedAt, Signed: signedOf(t.Checkpoint)}); err != nil {
-					return r, err
-				}
-				r.Tombstones++
-			}
-			if len(page) < pageSize {
-				break
-			}
-			last = page[len(page)-1].ID
+	err = eachTombstone(ctx, st, func(t store.Tombstone) error {
+		if !opts.Since.IsZero() && t.PurgedAt.Before(opts.Since) {
+			return nil
 		}
+		r.Tombstones++
+		return enc.Encode(record{Kind: "tombstone", ID: t.ID, Seq: t.Seq, PurgedAt: &t.PurgedAt, Signed: signedOf(t.Checkpoint)})
+	})
+	if err != nil {
+		return r, err
 	}
 	return r, bw.Flush()
 }

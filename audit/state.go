@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cairnhq/cairn/session"
@@ -55,18 +54,9 @@ func SessionState(ctx context.Context, st store.Store, id string, keys Keys) (St
 	if err != nil {
 		return s, err
 	}
-	var cp *session.Checkpoint
-	var cpErr error
-	if cps, ok := st.(store.Checkpoints); ok {
-		var c session.Checkpoint
-		switch c, cpErr = cps.Checkpoint(ctx, id); {
-		case cpErr == nil:
-			cp = &c
-		case errors.Is(cpErr, store.ErrNotFound):
-			cpErr = nil
-		case !errors.Is(cpErr, store.ErrUnreadable):
-			return s, cpErr
-		}
+	cp, unreadable, err := checkpointOf(ctx, st, id)
+	if err != nil {
+		return s, err
 	}
 	evs, err := st.Events(ctx, id, 0)
 	if err != nil {
@@ -78,8 +68,8 @@ func SessionState(ctx context.Context, st store.Store, id string, keys Keys) (St
 			s.Unchained++
 		}
 	}
-	if s.Broken = Chain(id, evs, h.Seq); s.Broken == nil && cpErr != nil {
-		s.Broken = &Break{Session: id, Seq: h.Seq, What: fmt.Sprintf("its signed checkpoint cannot be read: %v", cpErr)}
+	if s.Broken = Chain(id, evs, h.Seq); s.Broken == nil && unreadable != nil {
+		s.Broken = unreadableBreak(id, h.Seq, unreadable)
 	}
 	if s.Broken == nil && cp != nil {
 		s.Broken = Signed(id, evs, *cp, keys)
