@@ -21,6 +21,7 @@ import (
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
 	"github.com/cairnhq/cairn/store/sqlite"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -156,5 +157,33 @@ func TestBridgeShowsHiddenCharactersAndCutsLongArguments(t *testing.T) {
 	}
 	if n := utf8.RuneCountInString(args); n > 3000 || !strings.Contains(args, "more characters: the approve link's page shows them whole") {
 		t.Fatalf("arguments block: %d characters, ends %q", n, args[len(args)-80:])
+	}
+}
+
+// A reminder or an escalation for the channel's people posts the call
+// again, saying why, with the fresh links as buttons; one with no links
+// for them posts nothing.
+func TestBridgePostsRemindersAndEscalations(t *testing.T) {
+	ctx := context.Background()
+	fs := NewFakeSlack("xoxb-test", "signing-secret")
+	slackSrv := httptest.NewServer(fs.Handler())
+	defer slackSrv.Close()
+	b := &Bridge{Slack: slack.New("xoxb-test", slack.OptionAPIURL(slackSrv.URL+"/api/")), Channel: "C_APPROVALS",
+		Log: slog.Default(), seen: map[string]bool{}, messages: map[string]string{}}
+	in := &cairn.Interrupt{ID: "int_1", Tool: "refund", Message: "Refund 40 EUR?", Arguments: []byte(`{"amount":40}`)}
+	links := &webhook.Actions{Approve: "http://cairn/a", Reject: "http://cairn/r"}
+	for _, p := range []webhook.Payload{
+		{Type: webhook.InterruptReminder, Data: webhook.Data{Agent: "ops", Interrupt: in, Actions: links, Escalation: &session.EscalationFired{Remind: true, Rule: "tools.refund.escalation[0]"}}},
+		{Type: webhook.InterruptEscalated, Data: webhook.Data{Agent: "ops", Interrupt: in, Actions: links, Escalation: &session.EscalationFired{EscalateTo: []string{"finance-leads"}, Rule: "tools.refund.escalation[1]"}}},
+		{Type: webhook.InterruptEscalated, Data: webhook.Data{Agent: "ops", Interrupt: in, Escalation: &session.EscalationFired{EscalateTo: []string{"cfo"}}}}, // not this channel's to decide
+	} {
+		if err := b.announce(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := fs.Messages()
+	if len(msgs) != 2 || !strings.HasPrefix(msgs[0].Text, "Reminder: still waiting for a decision.") || len(msgs[0].Buttons) != 2 ||
+		!strings.HasPrefix(msgs[1].Text, "Escalated to finance-leads: still waiting for a decision.") || msgs[1].Buttons[0].Value != "http://cairn/a" {
+		t.Fatalf("messages %+v", msgs)
 	}
 }
