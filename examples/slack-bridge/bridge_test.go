@@ -20,8 +20,8 @@ import (
 	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/server"
-	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store/sqlite"
 	"github.com/cairnhq/cairn/webhook"
 )
 
