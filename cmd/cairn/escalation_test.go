@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/hooktest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/webhook"
 )
 
@@ -77,24 +78,17 @@ func TestReplicasEscalateOnceThroughKill9(t *testing.T) {
 			// kill -9 a replica before the reminder, another before the
 			// escalation and the deadline; each comes back.
 			for round, at := range []time.Duration{time.Second, 4 * time.Second} {
-				time.Sleep(at - time.Duration(round)*time.Second)
+				time.Sleep(at - time.Duration(round)*time.Second) // elapsed time: a replica dies before each step of the schedule
 				victim := round + 1
 				_ = nodes[victim].Signal(syscall.SIGKILL)
 				cmd, url := serve(t, cfg)
 				nodes[victim], urls[victim] = cmd.Process, url
 			}
-			deadline := time.Now().Add(30 * time.Second)
 			for _, id := range ids {
-				for {
+				testwait.For(t, 30*time.Second, "session "+id+" to complete at its deadline", func() bool {
 					_, s := apiCall(t, "GET", urls[0]+"/v1/sessions/"+id, "", "")
-					if s["status"] == "completed" {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("session %s is still %v", id, s["status"])
-					}
-					time.Sleep(200 * time.Millisecond)
-				}
+					return s["status"] == "completed"
+				})
 				counts := map[string]int{}
 				for _, ev := range eventsOf(t, urls[2], id) {
 					typ := ev["type"].(string)
@@ -128,17 +122,13 @@ func TestReplicasEscalateOnceThroughKill9(t *testing.T) {
 			// Each is delivered under one id per session (retries repeat it).
 			for _, typ := range []webhook.EventType{webhook.InterruptReminder, webhook.InterruptEscalated, webhook.InterruptExpired} {
 				var perSession map[string]int
-				waitUntil := time.Now().Add(15 * time.Second)
-				for {
+				testwait.For(t, 15*time.Second, string(typ)+" of every session to be delivered", func() bool {
 					perSession = map[string]int{}
 					for id := range rc.Deliveries(typ) {
 						perSession[rc.Payload(id).Data.SessionID]++
 					}
-					if len(perSession) == len(ids) || time.Now().After(waitUntil) {
-						break
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+					return len(perSession) == len(ids)
+				})
 				for _, id := range ids {
 					if perSession[id] != 1 {
 						t.Errorf("%s of %s: %d delivery ids, want 1", typ, id, perSession[id])
