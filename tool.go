@@ -62,8 +62,9 @@ type Tool struct {
 	// idempotency key (see IdempotencyKey).
 	Idempotent bool
 	// ApprovalTTL, when positive, is how long an approval request waits: an
-	// undecided one past it counts as rejected with the reason "approval
-	// expired", and the session goes on without a person.
+	// undecided one past it gets its Escalation's OnExpiry (by default it
+	// counts as rejected with the reason "approval expired"), and the
+	// session goes on without a person.
 	ApprovalTTL time.Duration
 	// Escalation says when an undecided approval (or external wait)
 	// reminds and escalates to other groups, and what happens at its
