@@ -252,15 +252,18 @@ func TestVerifyAndExportATimeRange(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemory()
 	key := newKey(t, "k1")
+	var mu sync.Mutex // the runner's sweeps read the clock too
 	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: scripted.New(scripted.Reply{Text: "hello"})}},
-		&cairn.RunnerOptions{Store: st, Signer: key, Now: func() time.Time { return at }})
+		&cairn.RunnerOptions{Store: st, Signer: key, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return at }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	for day := range 3 { // one session on each of Nov 1, 2 and 3
+		mu.Lock()
 		at = time.Date(2026, 11, 1+day, 9, 0, 0, 0, time.UTC)
+		mu.Unlock()
 		if _, err := r.Start(ctx, "main", "hi", nil); err != nil {
 			t.Fatal(err)
 		}

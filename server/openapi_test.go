@@ -293,9 +293,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	}
 	big := `{"input":"` + strings.Repeat("x", maxInvokeBody+1) + `"}`
 	sessionPaths := func(id string) []string {
-		return []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/messages", "/v1/sessions/" + id + "/decisions", "/v1/sessions/" + id + "/cancel", "/v1/sessions/" + id + "/events"}
+		return []string{"/v1/sessions/" + id, "/v1/sessions/" + id + "/messages", "/v1/sessions/" + id + "/decisions", "/v1/sessions/" + id + "/cancel", "/v1/sessions/" + id + "/events", "/v1/sessions/" + id + "/audit"}
 	}
-	methodOf := map[string]string{"": "GET", "messages": "POST", "decisions": "POST", "cancel": "POST", "events": "GET"}
+	methodOf := map[string]string{"": "GET", "messages": "POST", "decisions": "POST", "cancel": "POST", "events": "GET", "audit": "GET"}
 
 	// Sessions: create, read, list; a user's session is hidden from another user.
 	paused := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it"}`, 201)
@@ -312,6 +312,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("GET", "/v1/interrupts", uma, "", 403)
 	do("GET", "/v1/sessions/"+id+"/events", uma, "", 200)
 	do("GET", "/v1/sessions/"+id+"/events?after=abc", uma, "", 400)
+	do("GET", "/v1/sessions/"+id+"/audit", uma, "", 200)
 	for _, p := range append(sessionPaths(id), "/v1/sessions", "/v1/interrupts") {
 		method := "GET"
 		if strings.Count(p, "/") == 4 {
@@ -322,7 +323,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		do(method, p, nobody, `{}`, 401)
 	}
 	do("GET", "/v1/sessions", nobody, "", 401)
-	bodyOf := map[string]string{"": "", "messages": `{"text":"hi"}`, "cancel": `{"scope":"all"}`, "events": "",
+	bodyOf := map[string]string{"": "", "messages": `{"text":"hi"}`, "cancel": `{"scope":"all"}`, "events": "", "audit": "",
 		"decisions": `{"seq":1,"decisions":[{"interrupt_id":"x","action":"approve"}]}`}
 	for _, p := range sessionPaths(id) {
 		kind := ""
