@@ -11,7 +11,12 @@ type (
 	Checkpoint = session.Checkpoint
 	// CheckpointSigner signs checkpoints: RunnerOptions.Signer.
 	CheckpointSigner = session.CheckpointSigner
-	Session          = session.Session
+	// ScheduledStep is a step of an interrupt's schedule, resolved
+	// (Interrupt.Schedule): when it fires, and when it fired.
+	ScheduledStep = session.ScheduledStep
+	// OnExpiry is what happens at an interrupt's deadline (Interrupt.OnExpiry).
+	OnExpiry = session.OnExpiry
+	Session  = session.Session
 	// Status is the lifecycle state of a session.
 	Status = session.Status
 	// Kind is what an interrupt waits for.

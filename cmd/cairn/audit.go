@@ -254,13 +254,13 @@ func newAuditKeygenCmd(stdout io.Writer) *cobra.Command {
 // trustedKeys are the public keys a check of cfg's store trusts: the
 // config's (audit.signing_key_env's and audit.public_keys), and the
 // store's own key when the config gives no signing key (the runtime signs
-// with it then).
+// with it then, or did before audit.sign: false).
 func trustedKeys(ctx context.Context, cfg *config.Config, st store.Store) (audit.Keys, error) {
 	keys := maps.Clone(cfg.Audit.Keys)
 	if keys == nil {
 		keys = audit.Keys{}
 	}
-	if cfg.Audit.Key == nil && cfg.Audit.Sign {
+	if cfg.Audit.Key == nil {
 		k, err := storeKey(ctx, cfg, st)
 		if err != nil {
 			return nil, err

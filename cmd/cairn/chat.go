@@ -519,6 +519,9 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		agent = it.Path[n-1].Agent
 	}
 	fmt.Fprintf(c.out, "%s%s wants to run %s with %s\n", where, agent, it.Tool, clip(string(it.Arguments), 300))
+	if note := deadlineNote(it, time.Now()); note != "" {
+		fmt.Fprintf(c.out, "%s  %s\n", where, note)
+	}
 	for {
 		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testkit/hooktest"
 	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/webhook"
@@ -197,7 +198,27 @@ func TestBrowserInboxShowsEscalation(t *testing.T) {
 		}
 	}
 	out, err := exec.Command(binary, "sessions", "show", id, "--server", base).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "interrupt_reminded") || !strings.Contains(string(out), "escalated to finance-leads (tools.refund.escalation[1])") {
+	if err != nil || !strings.Contains(string(out), "interrupt_reminded") || !strings.Contains(string(out), "escalated to finance-leads (tools.refund.escalation[1])") ||
+		!strings.Contains(string(out), "reminded; escalated to finance-leads; next: a reminder at") || !strings.Contains(string(out), "then: rejected (Nobody approved in time.)") {
 		t.Fatalf("cairn sessions show: %v\n%s", err, out)
+	}
+}
+
+// deadlineNote, the line cairn chat and cairn sessions show print under
+// an approval with a deadline or a schedule.
+func TestDeadlineNote(t *testing.T) {
+	now := time.Date(2026, 11, 28, 11, 49, 0, 0, time.UTC)
+	exp, fired := now.Add(14*time.Minute), now.Add(-time.Minute)
+	in := cairn.Interrupt{ExpiresAt: &exp, Schedule: []cairn.ScheduledStep{
+		{At: fired, Remind: true, FiredAt: &fired},
+		{At: fired, EscalateTo: []string{"finance-leads"}, FiredAt: &fired},
+		{At: now.Add(6 * time.Minute), EscalateTo: []string{"cfo"}},
+	}, OnExpiry: &cairn.OnExpiry{Action: cairn.ExpiryReject, Reason: "Nobody approved in time."}}
+	want := "decide by 12:03:00 UTC (in 14m0s); reminded; escalated to finance-leads; next: escalate to cfo at 11:55:00 UTC; then: rejected (Nobody approved in time.)"
+	if got := deadlineNote(in, now); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := deadlineNote(cairn.Interrupt{}, now); got != "" {
+		t.Fatalf("an interrupt with no deadline: %q", got)
 	}
 }

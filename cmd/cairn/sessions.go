@@ -340,6 +340,9 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 	}
 	for _, in := range s.Interrupts {
 		fmt.Fprintf(w, "waits   %s %s\n", in.ID, brief(&cairn.Session{Interrupts: []cairn.Interrupt{in}}))
+		if note := deadlineNote(in, time.Now()); note != "" {
+			fmt.Fprintf(w, "        %s\n", note)
+		}
 	}
 	if s.Output != "" {
 		fmt.Fprintf(w, "output  %s\n", oneLine(s.Output, 200))
@@ -353,6 +356,44 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Agent, ev.Type, describe(ev))
 	}
 	tw.Flush()
+}
+
+// deadlineNote says when an interrupt must be decided by, what its
+// schedule did and does next, and what happens at its deadline
+// (docs/escalation.md): "decide by 12:03:00 UTC (in 14m); reminded;
+// escalated to finance-leads; next: escalate to cfo at 11:55:00 UTC; then:
+// rejected (Nobody approved in time.)". "" for an interrupt with none.
+func deadlineNote(in cairn.Interrupt, now time.Time) string {
+	var parts []string
+	if in.ExpiresAt != nil {
+		parts = append(parts, fmt.Sprintf("decide by %s (in %s)", in.ExpiresAt.UTC().Format("15:04:05 UTC"), max(in.ExpiresAt.Sub(now), 0).Round(time.Second)))
+	}
+	var next *cairn.ScheduledStep
+	for i, st := range in.Schedule {
+		switch {
+		case st.FiredAt == nil && next == nil:
+			next = &in.Schedule[i]
+		case st.FiredAt != nil && len(st.EscalateTo) > 0:
+			parts = append(parts, "escalated to "+strings.Join(st.EscalateTo, ", "))
+		case st.FiredAt != nil:
+			parts = append(parts, "reminded")
+		}
+	}
+	if next != nil {
+		what := "a reminder"
+		if len(next.EscalateTo) > 0 {
+			what = "escalate to " + strings.Join(next.EscalateTo, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("next: %s at %s", what, next.At.UTC().Format("15:04:05 UTC")))
+	}
+	if o := in.OnExpiry; o != nil && in.ExpiresAt != nil {
+		then := map[cairn.ExpiryAction]string{cairn.ExpiryReject: "rejected", cairn.ExpiryApprove: "approved", cairn.ExpiryFail: "the session fails", cairn.ExpiryAsk: "asked again"}[o.Action]
+		if o.Reason != "" {
+			then += " (" + session.Visible(o.Reason) + ")"
+		}
+		parts = append(parts, "then: "+then)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // actorOf names who made a decision: "ana (approver)", or "anonymous"
