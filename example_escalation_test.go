@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn"
@@ -16,7 +17,13 @@ import (
 // finds each step due.
 func Example_escalation() {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	var clock struct { // the runner's background loops read it too
+		sync.Mutex
+		t time.Time
+	}
+	clock.t = start
+	now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
 	refund := cairn.NewTool(&cairn.Tool{
 		Name: "refund", Description: "Refund an order.", Approval: cairn.Always(), ApprovalTTL: time.Hour,
 		Approvers: &cairn.Approvers{Groups: []string{"finance"}},
@@ -36,7 +43,7 @@ func Example_escalation() {
 		scripted.Reply{Text: "{{.LastResult}}"},
 	)
 	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "billing", Model: model, Tools: []*cairn.Tool{refund}}},
-		&cairn.RunnerOptions{Now: func() time.Time { return now }, ExpirySweep: -1})
+		&cairn.RunnerOptions{Now: now, ExpirySweep: -1})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,10 +54,12 @@ func Example_escalation() {
 		log.Fatal(err)
 	}
 	for _, step := range s.Interrupts[0].Schedule {
-		fmt.Println(step.At.Sub(now), step.Rule)
+		fmt.Println(step.At.Sub(start), step.Rule)
 	}
 	for _, after := range []time.Duration{30 * time.Minute, 20 * time.Minute, 10 * time.Minute} {
-		now = now.Add(after)
+		clock.Lock()
+		clock.t = clock.t.Add(after)
+		clock.Unlock()
 		if _, err := runner.ExpireDue(ctx); err != nil {
 			log.Fatal(err)
 		}
