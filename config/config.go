@@ -31,7 +31,7 @@ import (
 // Audit is the audit section, read: who signs checkpoints and which
 // public keys verifications trust.
 type Audit struct {
-	// Sign is false with audit.sign: false.
+	// Sign is audit.sign: by default true, but for a memory store.
 	Sign bool
 	// Key is the key of signing_key_env; nil: the store's own
 	// (audit.StoreKey), which the runtime gets from the store.

@@ -113,3 +113,24 @@ agents: {main: {model: default, tools: [lookup]}}
 		t.Fatalf("the escalation of a tool that never asks: %v", err)
 	}
 }
+
+// Checkpoints are signed by default on a durable store, not on a memory
+// one (nobody can edit it, a restart loses it) unless audit.sign says so.
+func TestAuditSignsDurableStoresByDefault(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		store, audit string
+		sign         bool
+	}{
+		{"memory", "", false},
+		{"memory", "audit: {sign: true}\n", true},
+		{"sqlite:./cairn.db", "", true},
+		{"sqlite:./cairn.db", "audit: {sign: false}\n", false},
+	} {
+		src := strings.Replace(escalationConfig, "store: memory\n", "store: "+c.store+"\n"+c.audit, 1)
+		cfg, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(src), governanceEnv)
+		if err != nil || cfg.Audit.Sign != c.sign {
+			t.Errorf("store %s, %q: sign %v %v, want %v", c.store, c.audit, cfg != nil && cfg.Audit.Sign, err, c.sign)
+		}
+	}
+}

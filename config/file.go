@@ -56,7 +56,8 @@ type File struct {
 // AuditConfig is the audit section: the key that signs checkpoints and
 // the older keys verifications still trust.
 type AuditConfig struct {
-	// Sign: false signs no checkpoints (default: sign).
+	// Sign: false signs no checkpoints (default: sign, but for a memory
+	// store, whose log nobody can edit and which a restart loses).
 	Sign *bool `yaml:"sign"`
 	// SigningKeyEnv names the variable holding the Ed25519 private key
 	// (PEM or base64); without it the store keeps a key it generated.
