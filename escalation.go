@@ -1,6 +1,7 @@
 package cairn
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,11 +101,11 @@ func (e *Escalation) compile(where string) *compiledEscalation {
 	}
 	c := &compiledEscalation{steps: slices.Clone(e.Steps)}
 	for i := range c.steps {
-		c.steps[i].Rule = cmpOr(c.steps[i].Rule, fmt.Sprintf("%sescalation[%d]", where, i))
+		c.steps[i].Rule = cmp.Or(c.steps[i].Rule, fmt.Sprintf("%sescalation[%d]", where, i))
 	}
 	if o := e.OnExpiry; o != nil {
 		r := *o
-		r.Rule = cmpOr(r.Rule, where+"on_expiry")
+		r.Rule = cmp.Or(r.Rule, where+"on_expiry")
 		c.onExpiry = &r
 	}
 	return c
@@ -159,11 +160,4 @@ func escalationOf(where string, def *Escalation, rules []ApprovalRule) func(engi
 		}
 		return tool.resolve(a), nil
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

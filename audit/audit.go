@@ -94,37 +94,20 @@ const pageSize = 500
 func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	var r Report
 	check := func(id string, headSeq int64) error {
-		// The checkpoint first, then the events: a turn that commits in
-		// between adds events after the checkpoint read, never before it.
-		cp, unreadable, err := checkpointOf(ctx, st, id)
+		one, err := checkSession(ctx, st, id, headSeq, opts.Keys)
 		if err != nil {
 			return err
 		}
-		evs, err := st.Events(ctx, id, 0)
-		if err != nil {
-			return fmt.Errorf("audit: read the events of %s: %w", id, err)
-		}
 		r.Sessions++
-		r.Events += len(evs)
-		for i := range evs {
-			if evs[i].Hash == "" {
-				r.Unchained++
-			}
-		}
-		b := Chain(id, evs, headSeq)
+		r.Events += one.Events
+		r.Unchained += one.Unchained
 		switch {
-		case b != nil:
-		case unreadable != nil:
-			b = unreadableBreak(id, headSeq, unreadable)
-		case cp == nil:
+		case one.Broken != nil:
+			r.Breaks = append(r.Breaks, *one.Broken)
+		case one.Checkpoint == nil:
 			r.Unsigned++
 		default:
-			if b = Signed(id, evs, *cp, opts.Keys); b == nil {
-				r.signed(id, *cp, int64(len(evs)))
-			}
-		}
-		if b != nil {
-			r.Breaks = append(r.Breaks, *b)
+			r.signed(id, *one.Checkpoint, one.VerifiedSeq)
 		}
 		if opts.Progress != nil {
 			opts.Progress(r)
@@ -163,10 +146,11 @@ func Verify(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	})
 }
 
-// signed counts a session whose checkpoint cp verified.
-func (r *Report) signed(id string, cp session.Checkpoint, headSeq int64) {
+// signed counts a session whose checkpoint cp verified; last is the seq
+// of its last event.
+func (r *Report) signed(id string, cp session.Checkpoint, last int64) {
 	r.Signed++
-	r.Uncovered += int(headSeq - cp.Seq)
+	r.Uncovered += int(last - cp.Seq)
 	if r.LastCheckpoint == nil || cp.At.After(r.LastCheckpoint.At) {
 		r.LastCheckpoint, r.LastCheckpointSession = &cp, id
 	}

@@ -49,18 +49,26 @@ func (s State) String() string {
 // SessionState checks session id's chain and last signed checkpoint in
 // st against keys.
 func SessionState(ctx context.Context, st store.Store, id string, keys Keys) (State, error) {
-	s := State{Session: id}
 	h, err := st.Head(ctx, id)
 	if err != nil {
-		return s, err
+		return State{Session: id}, err
 	}
+	return checkSession(ctx, st, id, h.Seq, keys)
+}
+
+// checkSession checks one session whose head said headSeq: its
+// checkpoint first, then its events (a turn that commits in between adds
+// events after the checkpoint read, never before it), then the chain and
+// the signature. Verify and SessionState both report from it.
+func checkSession(ctx context.Context, st store.Store, id string, headSeq int64, keys Keys) (State, error) {
+	s := State{Session: id}
 	cp, unreadable, err := checkpointOf(ctx, st, id)
 	if err != nil {
 		return s, err
 	}
 	evs, err := st.Events(ctx, id, 0)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("audit: read the events of %s: %w", id, err)
 	}
 	s.Events, s.Checkpoint = len(evs), cp
 	for i := range evs {
@@ -68,10 +76,11 @@ func SessionState(ctx context.Context, st store.Store, id string, keys Keys) (St
 			s.Unchained++
 		}
 	}
-	if s.Broken = Chain(id, evs, h.Seq); s.Broken == nil && unreadable != nil {
-		s.Broken = unreadableBreak(id, h.Seq, unreadable)
-	}
-	if s.Broken == nil && cp != nil {
+	switch s.Broken = Chain(id, evs, headSeq); {
+	case s.Broken != nil:
+	case unreadable != nil:
+		s.Broken = unreadableBreak(id, headSeq, unreadable)
+	case cp != nil:
 		s.Broken = Signed(id, evs, *cp, keys)
 	}
 	switch {

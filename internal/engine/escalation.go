@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -83,7 +84,7 @@ func (s *stepper) expireApproval(f *Frame, c *Call, in *session.Interrupt) bool 
 	}
 	expired := fmt.Sprintf("nobody decided on this call by %s", in.ExpiresAt.UTC().Format(time.RFC3339))
 	decision := &DecisionMade{InterruptID: in.ID, Kind: in.Kind, CallID: c.ID, Tool: c.Tool, Action: session.ActionReject,
-		Reason: "approval expired", Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args),
+		Reason: cmp.Or(o.Reason, "approval expired"), Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args),
 		Actor: session.Actor{Name: "cairn", Role: "expiry"}, Rule: o.Rule}
 	switch o.Action {
 	case session.ExpiryApprove:
@@ -99,17 +100,11 @@ func (s *stepper) expireApproval(f *Frame, c *Call, in *session.Interrupt) bool 
 		}
 		s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: again})
 	case session.ExpiryFail:
-		if o.Reason != "" {
-			decision.Reason = o.Reason
-		}
 		s.emit(session.EventDecision, f, decision)
 		s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "approval_expired",
 			Message: fmt.Sprintf("the approval of tool %s expired (%s) and rule %s fails the session", c.Tool, expired, o.Rule)}})
 		return true
 	case session.ExpiryReject:
-		if o.Reason != "" {
-			decision.Reason = o.Reason
-		}
 		s.emit(session.EventDecision, f, decision)
 		content := fmt.Sprintf("approval expired: %s, so it did not run", expired)
 		if o.Reason != "" {
