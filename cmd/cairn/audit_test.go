@@ -270,3 +270,68 @@ func dbExec(t *testing.T, url string) func(q string) {
 		}
 	}
 }
+
+// A key from the config signs; after a rotation to another key, the old
+// one kept in audit.public_keys still verifies what it signed, and
+// without it verify names the key it does not trust.
+func TestAuditKeyRotation(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	store := "sqlite:" + filepath.Join(dir, "cairn.db")
+	keygen := func() (private, public string) {
+		t.Helper()
+		out, err := exec.Command(binary, "audit", "keygen").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		if _, err := fmt.Sscanf(string(out), "# public key %s id %s", &public, &id); err != nil {
+			t.Fatalf("keygen said %q: %v", out, err)
+		}
+		return string(out), strings.TrimSuffix(public, ",")
+	}
+	k1, pub1 := keygen()
+	k2, _ := keygen()
+	write := func(audit string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(auditConfig, store)+audit), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("CAIRN_AUDIT_KEY", k1)
+	write("audit: {signing_key_env: CAIRN_AUDIT_KEY, key_id: k1}\n")
+	cmd, base := serve(t, cfg)
+	_, s := apiCall(t, "POST", base+"/v1/sessions", "", `{"agent":"main","input":"ship it"}`)
+	if s["status"] != "paused" {
+		t.Fatalf("%v", s)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	verify := func() (string, bool) {
+		out, err := exec.Command(binary, "audit", "verify", "--config", cfg).CombinedOutput()
+		return string(out), err == nil
+	}
+	if out, ok := verify(); !ok || !strings.Contains(out, "by key k1") || !strings.Contains(out, "signed: 1 sessions") {
+		t.Fatalf("signed with k1: %v\n%s", ok, out)
+	}
+	// Rotated to k2, with k1 kept.
+	t.Setenv("CAIRN_AUDIT_KEY", k2)
+	write("audit: {signing_key_env: CAIRN_AUDIT_KEY, key_id: k2, public_keys: {k1: " + pub1 + "}}\n")
+	if out, ok := verify(); !ok || !strings.Contains(out, "key k1: "+pub1) || !strings.Contains(out, "key k2: ") {
+		t.Fatalf("after the rotation, k1 kept: %v\n%s", ok, out)
+	}
+	// Rotated without keeping k1: the checkpoint it signed is not trusted.
+	write("audit: {signing_key_env: CAIRN_AUDIT_KEY, key_id: k2}\n")
+	if out, ok := verify(); ok || !strings.Contains(out, `signed by key "k1", which is not among the keys trusted (k2)`) {
+		t.Fatalf("after the rotation, k1 dropped: %v\n%s", ok, out)
+	}
+	// The config's mistakes name the key path.
+	write("audit: {signing_key_env: CAIRN_NO_SUCH_KEY}\n")
+	if out, ok := verify(); ok || !strings.Contains(out, "audit.signing_key_env: environment variable CAIRN_NO_SUCH_KEY is not set") {
+		t.Fatalf("an unset key variable: %v\n%s", ok, out)
+	}
+	write("audit: {signing_key_env: CAIRN_AUDIT_KEY, key_id: k2, public_keys: {k2: " + pub1 + "}}\n")
+	if out, ok := verify(); ok || !strings.Contains(out, "key id k2 names two different public keys") {
+		t.Fatalf("one id for two keys: %v\n%s", ok, out)
+	}
+}
