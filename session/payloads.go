@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cairnhq/cairn/model"
 )
@@ -97,6 +98,28 @@ type UserMessage struct {
 	Text string `json:"text"`
 	// Actor is who sent it, when known (the audit trail).
 	Actor Actor `json:"actor,omitzero"`
+	// Call, in the first message of a session of a direct agent, is the
+	// one call the sender asks to have made (an approval request, a gateway
+	// call): no model is asked, and the session's answer is its result.
+	Call *CallRequest `json:"call,omitempty"`
+}
+
+// CallRequest is a tool call a caller asks for, not a model: the one call
+// of a session of a direct agent (POST /v1/approvals, the MCP gateway).
+type CallRequest struct {
+	// ID is the call's id (the session's only call).
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Message, when set, is what the approver reads instead of the tool's
+	// confirmation.
+	Message string `json:"message,omitempty"`
+	// Schema, when set, is the JSON Schema the arguments (and an
+	// approver's edit of them) must match.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// ExpiresAt, when set, is when the approval stops waiting (its outcome
+	// at expiry applies), instead of the tool's approval TTL.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // ModelResponse is the assistant message of one model call.

@@ -27,7 +27,7 @@ func idempotencyKey(st *State, f *Frame, c *Call) string {
 // arguments, the result first says so, with both, so that the model's next
 // step reasons about what really ran.
 func (c *Call) told(result string) string {
-	if c.Requested == "" {
+	if c.Requested == "" || c.Caller {
 		return result
 	}
 	return fmt.Sprintf("[A person approved this call with other arguments than you asked for. You asked for %s; it ran with %s.]\n%s", c.Requested, c.Args, result)
@@ -148,7 +148,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 	// are carried out before anything else of it runs. A handoff that needs
 	// approval holds the message until it is decided.
 	for _, c := range f.Calls {
-		if t := agent.Tools[c.Tool]; t != nil && t.Kind == ToolHandoff {
+		if t := agent.tool(c.Tool); t != nil && t.Kind == ToolHandoff {
 			switch c.State {
 			case CallNew:
 				if ok, _ := s.classify(agent, f, c); ok {
@@ -219,7 +219,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
 		return false, nil
 	}
-	tool := agent.Tools[c.Tool]
+	tool := agent.tool(c.Tool)
 	if tool == nil {
 		names := agent.toolNames(f.Mode)
 		return fail(fmt.Sprintf("unknown tool %q; available tools: %s%s", c.Tool, strings.Join(names, ", "), suggest.Hint(c.Tool, names)))
@@ -233,6 +233,10 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		if _, err := guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) }); err != nil {
 			return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
 		}
+	}
+	req := s.st.request(c)
+	if err := s.checkRequested(req, v); err != nil {
+		return fail(fmt.Sprintf("the arguments of tool %q do not match the request's schema: %v", c.Tool, err))
 	}
 	args := ToolArgs{Raw: json.RawMessage(c.Args), Value: v}
 	memo := s.st.remembered(f.Agent, c.Tool)
@@ -257,6 +261,9 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		return true, v
 	}
 	msg := confirmation(tool, c.Tool, args)
+	if req != nil && req.Message != "" {
+		msg = req.Message
+	}
 	in := session.Interrupt{
 		ID: derivedID(s.st.scope(), f.ID, c.Origin, c.ID, ""), Kind: session.KindApproval,
 		Path: append(s.st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID}),
@@ -264,6 +271,10 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	}
 	if tool.ApprovalTTL > 0 {
 		exp := s.now.Add(tool.ApprovalTTL).UTC()
+		in.ExpiresAt = &exp
+	}
+	if req != nil && req.ExpiresAt != nil {
+		exp := req.ExpiresAt.UTC()
 		in.ExpiresAt = &exp
 	}
 	if tool.Approvers != nil {
@@ -286,6 +297,24 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	return false, nil
 }
 
+// request is the caller's request of call c, when the session is a direct
+// agent's and c its call.
+func (s *State) request(c *Call) *session.CallRequest {
+	if s.Request != nil && s.Request.ID == c.ID {
+		return s.Request
+	}
+	return nil
+}
+
+// checkRequested checks arguments against a request's schema.
+func (s *stepper) checkRequested(req *session.CallRequest, v any) error {
+	if req == nil || len(req.Schema) == 0 || s.m.opts.CheckAnswer == nil {
+		return nil
+	}
+	_, err := guarded("the request's schema", func() (struct{}, error) { return struct{}{}, s.m.opts.CheckAnswer(req.Schema, v) })
+	return err
+}
+
 // confirmation is the text an approver reads about a call with args: the
 // tool's template, or a generic question when it has none or it fails.
 func confirmation(tool *Tool, name string, args ToolArgs) string {
@@ -303,7 +332,7 @@ func confirmation(tool *Tool, name string, args ToolArgs) string {
 // which case it waits its turn. args are the call's arguments decoded, or
 // nil when the caller has not decoded them: only an agent tool reads them.
 func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
-	tool := agent.Tools[c.Tool]
+	tool := agent.tool(c.Tool)
 	if tool == nil { // the agent's tools changed since the call was approved
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})
@@ -436,4 +465,7 @@ type Call struct {
 	// Reruns counts the times a person approved running this call again
 	// after it was in doubt: each run waits under its own id too.
 	Reruns int `json:",omitempty"`
+	// Caller: the call is a caller's request (a direct agent's session),
+	// not a model's; its result goes back as it is, with no note for a model.
+	Caller bool `json:",omitempty"`
 }

@@ -230,11 +230,14 @@ func (s *stepper) replacementArgs(i int, d session.Decision, f *Frame, c *Call) 
 	}
 	var tool *Tool
 	if a := s.m.agents[f.Agent]; a != nil {
-		tool = a.Tools[c.Tool]
+		tool = a.tool(c.Tool)
 	}
 	v, err := decodeArgs(d.Arguments)
 	if err == nil && tool != nil && tool.Validate != nil {
 		_, err = guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) })
+	}
+	if err == nil {
+		err = s.checkRequested(s.st.request(c), v)
 	}
 	if err != nil {
 		return nil, &session.Error{Code: session.CodeInvalidArguments, Interrupt: d.InterruptID,
@@ -320,7 +323,7 @@ func (s *stepper) record(p decided) {
 				added.NewArgsDigest = digest(string(p.newArgs))
 				var tool *Tool
 				if a := s.m.agents[p.f.Agent]; a != nil {
-					tool = a.Tools[p.c.Tool]
+					tool = a.tool(p.c.Tool)
 				}
 				v, _ := decodeArgs(p.newArgs) // checked when the decision was
 				added.Message = confirmation(tool, p.c.Tool, ToolArgs{Raw: p.newArgs, Value: v})

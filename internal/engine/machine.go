@@ -27,6 +27,9 @@ type Start struct {
 	// Actor is who sent the first message, recorded in its event; the
 	// session belongs to its tenant (Actor.Tenant).
 	Actor session.Actor
+	// Call is the one call a session of a direct agent makes (Agent.Direct):
+	// required for one, refused for any other.
+	Call *session.CallRequest
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -198,7 +201,9 @@ type Options struct {
 	// tests and trusted runs.
 	AutoApprove bool
 	// CheckAnswer validates an answer's content against the JSON Schema of
-	// the question it answers; nil checks only that it is an object.
+	// the question it answers, and a requested call's arguments against
+	// the request's (session.CallRequest.Schema); nil checks only that it
+	// is an object.
 	CheckAnswer func(schema json.RawMessage, content any) error
 	// Authority decides who may decide an interrupt: every Decide's actor
 	// is checked against it (session.Authority.MayDecide).

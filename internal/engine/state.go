@@ -51,6 +51,9 @@ type State struct {
 	// duties (session.Approvers.NotRequester).
 	Starter session.Actor `json:",omitzero"`
 	Speaker session.Actor `json:",omitzero"`
+	// Request is the call a direct agent's session was started with (nil
+	// for any other session).
+	Request *session.CallRequest `json:",omitempty"`
 	// Log is the driver's bookkeeping of the log's size since the last
 	// snapshot; it is not part of the session.
 	Log LogStats `json:"-"`

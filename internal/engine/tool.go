@@ -125,6 +125,22 @@ type Agent struct {
 	// Review, when set, says whether a final answer that matches the
 	// output schema waits for a person first (given the answer's JSON).
 	Review func(output json.RawMessage) (bool, error)
+	// Direct agents have no model: a session starts with the one call its
+	// starter asks for (Start.Call), goes through the tool's policies like
+	// a model's call, and answers with the call's result.
+	Direct bool
+	// CallerTool, for a direct agent, is the tool of a call whose name
+	// Tools does not have: the caller's own function (an approval request
+	// names any tool).
+	CallerTool *Tool
+}
+
+// tool is the agent's tool named name, nil when it has none.
+func (a *Agent) tool(name string) *Tool {
+	if t := a.Tools[name]; t != nil {
+		return t
+	}
+	return a.CallerTool
 }
 
 // DefaultOutputRetries is Agent.OutputRetries when 0.

@@ -33,6 +33,32 @@ func projectUserMessage(p *UserMessage, st *State, ev *session.Event, frame *Fra
 	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
 	frame.Iterations, frame.Rejected, frame.Said, frame.SaidSeq = 0, 0, "", 0
 	st.Status, st.Output, st.OutputJSON, st.Error = session.StatusRunning, "", nil, nil
+	if p.Call != nil {
+		// The requested call is the frame's assistant message, as a model's
+		// would be: the rest of the engine cannot tell them apart.
+		tc := model.ToolCall{ID: p.Call.ID, Name: p.Call.Tool, Arguments: string(p.Call.Arguments)}
+		frame.Messages = append(frame.Messages, model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{tc}})
+		frame.Calls = []*Call{{ID: tc.ID, Tool: tc.Name, Args: canonicalArgs(tc.Arguments), Origin: ev.Seq, State: CallNew, Caller: true}}
+		st.Request = p.Call
+	}
+	return nil
+}
+
+// checkCall checks a direct session's call against its agent: a direct
+// agent needs one, any other takes none.
+func checkCall(a *Agent, call *session.CallRequest) error {
+	switch {
+	case a.Direct && call == nil:
+		return errorf(session.CodeInvalidRequest, "agent %q has no model: start its sessions with a call (the tool and arguments to approve)", a.Name)
+	case !a.Direct && call != nil:
+		return errorf(session.CodeInvalidRequest, "agent %q answers messages: a session of it starts with a message, not a call", a.Name)
+	case call == nil:
+		return nil
+	case call.ID == "" || call.Tool == "":
+		return errorf(session.CodeInvalidRequest, "a requested call needs an id and a tool name")
+	case !isJSONObject(string(call.Arguments)):
+		return errorf(session.CodeInvalidArguments, "the arguments of tool %q must be a JSON object", call.Tool)
+	}
 	return nil
 }
 
@@ -84,8 +110,11 @@ func (s *stepper) start(in Start) error {
 	if s.m.agents[in.Agent] == nil {
 		return errorf(session.CodeUnknownAgent, "unknown agent %q; configured agents: %s%s", in.Agent, strings.Join(s.m.agentNames(), ", "), suggest.Hint(in.Agent, s.m.agentNames()))
 	}
+	if err := checkCall(s.m.agents[in.Agent], in.Call); err != nil {
+		return err
+	}
 	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant})
-	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor})
+	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor, Call: in.Call})
 	s.advance()
 	return nil
 }
@@ -94,6 +123,9 @@ func (s *stepper) message(in Message) error {
 	st := s.st
 	if in.Seq != 0 && in.Seq != st.Seq {
 		return errorf(session.CodeConflict, "stale seq %d: session %s is at seq %d; reload it and retry", in.Seq, st.SessionID, st.Seq)
+	}
+	if a := s.m.agents[st.Agent]; a != nil && a.Direct {
+		return errorf(session.CodeConflict, "session %s makes one requested call (agent %q has no model): it takes no messages", st.SessionID, st.Agent)
 	}
 	top := st.Top()
 	switch st.Status {
@@ -302,7 +334,7 @@ func (s *stepper) recover() error {
 			if c.State != CallStarted {
 				continue
 			}
-			if agent != nil && agent.Tools[c.Tool] != nil && agent.Tools[c.Tool].Idempotent {
+			if agent != nil && agent.tool(c.Tool) != nil && agent.tool(c.Tool).Idempotent {
 				// Recorded as a decision so the log says why it ran twice.
 				s.emit(session.EventDecision, f, &DecisionMade{CallID: c.ID, Kind: session.KindApproval, Tool: c.Tool, Action: session.ActionApprove,
 					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
@@ -384,6 +416,11 @@ func (s *stepper) pass() (Effect, bool) {
 			return nil, true
 		}
 		if len(f.Calls) == 0 {
+			if agent.Direct {
+				// The requested call has its result: it is the answer.
+				s.finishFrame(f, f.Messages[len(f.Messages)-1].Content, nil)
+				return nil, true
+			}
 			if agent.MaxIterations > 0 && f.Iterations >= agent.MaxIterations {
 				s.failFrame(f, session.Failure{Code: "max_iterations",
 					Message: fmt.Sprintf("agent %q stopped after %d iterations without a final answer (max_iterations: %d)", f.Agent, f.Iterations, agent.MaxIterations)})
