@@ -52,6 +52,16 @@ type Agent struct {
 	// approvals of its tools that have no Escalation of their own (see
 	// Tool.Escalation); its unnamed rules are "agent NAME escalation[i]".
 	Escalation *Escalation
+	// Direct agents have no Model: a session of one makes the one call
+	// its starter asks for (StartOptions.Call, RequestApproval, the MCP
+	// gateway) under the tool's policies, as if a model had asked for
+	// it, and its answer is the call's result. It takes no messages.
+	Direct bool
+	// CallerTools, on a direct agent, takes calls of tools it does not
+	// list: each is a function its caller runs (like a ClientTool), that
+	// always waits for approval under Approvers and Escalation, and then
+	// for the caller's result (RecordCallResult). ApprovalsAgent is one.
+	CallerTools bool
 }
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
@@ -124,6 +134,18 @@ func (a *Agent) compile() (*local.Agent, error) {
 			}
 			return out, nil
 		}}
+	if a.CallerTools {
+		if !a.Direct {
+			return nil, fmt.Errorf("cairn: agent %q: CallerTools needs a direct agent (Direct: true)", a.Name)
+		}
+		spec := &Tool{Name: "caller", Approval: Always(), Approvers: a.Approvers, Escalation: a.Escalation}
+		ct, err := ClientTool(spec).compile()
+		if err != nil {
+			return nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
+		}
+		ra.CallerTool = ct
+	}
+	ra.Direct = a.Direct
 	if len(a.Toolsets) > 0 {
 		ra.Notify = func(fn func()) {
 			for _, ts := range a.Toolsets {

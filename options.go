@@ -167,6 +167,10 @@ type StartOptions struct {
 	// (telegram_123_456); 1–128 letters, digits and . _ - :. A session that
 	// already has it is ErrConflict.
 	ID string
+	// Call is the one call a session of a direct agent makes (see
+	// Agent.Direct; RequestApproval fills it in): required for one,
+	// refused for any other.
+	Call *CallRequest
 }
 
 // runtime is o as the runtime takes it: the same fields, so that the

@@ -59,6 +59,16 @@ type (
 	Error = session.Error
 	// OnTimeout is what happens when a call's wait passes its deadline.
 	OnTimeout = session.OnTimeout
+	// CallRequest is the one call a direct agent's session makes
+	// (StartOptions.Call).
+	CallRequest = session.CallRequest
+	// CallApproval is where an approval request stands (RequestApproval).
+	CallApproval = session.CallApproval
+	// CallResult is what the caller's function did after its approval.
+	CallResult = session.CallResult
+	// ApprovalStatus is where an approval request stands: pending,
+	// approved, rejected, expired or cancelled.
+	ApprovalStatus = session.ApprovalStatus
 )
 
 // Statuses, interrupt kinds, decision actions, frame modes, cancel scopes

@@ -39,4 +39,6 @@ type Start struct {
 	Metadata map[string]any
 	// Actor is who sends the first message.
 	Actor session.Actor
+	// Call is a direct agent's session's one call (engine.Start.Call).
+	Call *session.CallRequest
 }

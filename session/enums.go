@@ -15,6 +15,11 @@ func AllActions() []Action {
 	return []Action{ActionApprove, ActionReject, ActionAnswer, ActionEdit, ActionComplete, ActionFail}
 }
 
+// AllApprovalStatuses lists where an approval request may stand.
+func AllApprovalStatuses() []ApprovalStatus {
+	return []ApprovalStatus{ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalExpired, ApprovalCancelled}
+}
+
 // AllModes lists the frame modes.
 func AllModes() []Mode { return []Mode{ModeMain, ModeTool, ModeInteractive} }
 

@@ -232,7 +232,10 @@ func (r *Runner) compile(agents []*Agent) error {
 		if r.agents[a.Name] != nil {
 			return fmt.Errorf("cairn: agent %q is defined twice", a.Name)
 		}
-		if a.Model == nil {
+		switch {
+		case a.Direct && a.Model != nil:
+			return fmt.Errorf("cairn: agent %q is direct (it makes the calls its callers ask for): it takes no model", a.Name)
+		case !a.Direct && a.Model == nil:
 			return fmt.Errorf("cairn: agent %q has no model", a.Name)
 		}
 		r.agents[a.Name] = a

@@ -23,6 +23,7 @@ type StartOptions struct {
 	Actor    session.Actor
 	Observe  func(session.Event)
 	ID       string
+	Call     *session.CallRequest
 }
 
 // firstActor is who sends the first message: Actor, or else Owner.
@@ -54,7 +55,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return r.startWith(ctx, id, agent, input, opts)
 	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor()}
+	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor(), Call: opts.Call}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err

@@ -34,6 +34,10 @@ type Agent struct {
 	// changed (a toolset said so). An agent with Notify may come to have
 	// tools with an approval TTL, so the expiry sweeper runs for it.
 	Notify func(fn func())
+	// Direct agents have no Model (engine.Agent.Direct); CallerTool is
+	// the tool of the calls of names they do not list (nil: none).
+	Direct     bool
+	CallerTool *Tool
 }
 
 // Tool is a cairn.Tool compiled: what the engine knows of it, the handler
