@@ -103,6 +103,28 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 	return agent, slots, nil
 }
 
+// approvals builds the approvals agent from the approvals section (nil:
+// any approver, no escalation).
+func (l *loader) approvals(ac *ApprovalsConfig) (*cairn.Agent, error) {
+	if ac == nil {
+		return cairn.ApprovalsAgent(nil, nil), nil
+	}
+	var approvers *cairn.Approvers
+	if ac.Approvers != nil {
+		var err error
+		if approvers, err = l.approversOf("approvals.approvers", *ac.Approvers); err != nil {
+			return nil, err
+		}
+	}
+	// A request says its own expiry (expires_in): a before_expiry step
+	// applies to those that have one.
+	escalation, err := l.escalation("approvals", ac.Escalation, ac.OnExpiry, &cairn.Tool{Approval: cairn.Always(), ApprovalTTL: time.Hour}, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cairn.ApprovalsAgent(approvers, escalation), nil
+}
+
 // subagent builds the tool that offers another agent (subagents[i] of p).
 func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bool) (*cairn.Tool, error) {
 	if err := l.otherAgent(p+".subagents", fmt.Sprintf("subagents[%d].agent", i), sa.Agent, ""); err != nil {

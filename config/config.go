@@ -273,8 +273,11 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 	if err := l.server(f, cfg); err != nil {
 		return nil, err
 	}
-	if len(f.Agents) == 0 {
-		return nil, l.errf("agents", "no agents are defined; add at least one under agents:")
+	if len(f.Agents) == 0 && f.Approvals == nil {
+		return nil, l.errf("agents", "no agents are defined; add at least one under agents: (or an approvals: section, to approve only your own code's calls)")
+	}
+	if _, ok := f.Agents[cairn.ApprovalsAgentName]; ok {
+		return nil, l.errf("agents."+cairn.ApprovalsAgentName, "the name %q is Cairn's own: it takes the approval requests of POST /v1/approvals (configure it under approvals:); choose another name", cairn.ApprovalsAgentName)
 	}
 	l.agents = f.Agents
 	models := map[string]model.Model{}
@@ -319,6 +322,11 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		}
 		cfg.Agents, slots = append(cfg.Agents, agent), append(slots, s)
 	}
+	approvals, err := l.approvals(f.Approvals)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Agents, slots = append(cfg.Agents, approvals), append(slots, nil)
 	cfg.warnings = l.warnings
 	if len(l.servers) == 0 {
 		for i, a := range cfg.Agents {

@@ -51,6 +51,17 @@ type File struct {
 	// Audit is how the runtime signs checkpoints of the sessions' logs;
 	// see docs/audit.md.
 	Audit *AuditConfig `yaml:"audit"`
+	// Approvals is who decides approval requests from callers' own code
+	// (POST /v1/approvals, agent approvals); see docs/gateway.md.
+	Approvals *ApprovalsConfig `yaml:"approvals"`
+}
+
+// ApprovalsConfig is the approvals section: the approvers and escalation
+// of the approvals agent, whose calls are its callers' own functions.
+type ApprovalsConfig struct {
+	Approvers  *ApproversConfig       `yaml:"approvers"`
+	Escalation []EscalationStepConfig `yaml:"escalation"`
+	OnExpiry   *OnExpiryConfig        `yaml:"on_expiry"`
 }
 
 // AuditConfig is the audit section: the key that signs checkpoints and

@@ -257,46 +257,91 @@ func TestTheDoorTable(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			e.t = t
 			id, in, seq := e.pausedDeploy()
-			before, runs := e.stored(id), e.runs.Load()
-			for _, c := range []struct{ who, as, want string }{
-				{"dev", "wrong group", "not_an_approver"},
-				{"gil", "other tenant", "not_found"},
-				{"uma", "requester under separation of duties", "not_an_approver"},
-			} {
-				want := c.want
-				if a, ok := d.answers[c.who]; ok {
-					want = a
+			e.decideOnDoor(d, id, in, seq, func(sess *cairn.Session, runs int32) {
+				if sess.Status != cairn.StatusCompleted || e.runs.Load() != runs+1 {
+					t.Fatalf("after the second approval: %s, %d runs", sess.Status, e.runs.Load()-runs)
 				}
-				if got := d.decide(e, c.who, id, in, seq); got != want {
-					t.Errorf("%s (%s): %s, want %s", c.who, c.as, got, want)
-				}
-				if now := e.stored(id); now != before || e.runs.Load() != runs {
-					t.Fatalf("%s (%s) changed the store (or ran the tool)", c.who, c.as)
-				}
-			}
-			if got := d.decide(e, "ana", id, in, seq); got != "ok" {
-				t.Fatalf("ana (right group, first of two): %s", got)
-			}
-			sess, err := e.runner.Session(context.Background(), id)
-			if err != nil || sess.Status != cairn.StatusPaused || len(sess.Interrupts[0].Approvals) != 1 || e.runs.Load() != runs {
-				t.Fatalf("after the first approval: %v %+v, %d runs", err, sess, e.runs.Load()-runs)
-			}
-			again := "already_approved"
-			if a, ok := d.answers["ana again"]; ok {
-				again = a
-			}
-			if got := d.decide(e, "ana", id, in, sess.Seq); got != again {
-				t.Errorf("ana again: %s, want %s", got, again)
-			}
-			if got := d.decide(e, "bob", id, in, sess.Seq); got != "ok" {
-				t.Fatalf("bob (four-eyes second approver): %s", got)
-			}
-			sess, _ = e.runner.Session(context.Background(), id)
-			if sess.Status != cairn.StatusCompleted || e.runs.Load() != runs+1 {
-				t.Fatalf("after the second approval: %s, %d runs", sess.Status, e.runs.Load()-runs)
-			}
+			})
 		})
 	}
+}
+
+// The door table again, for an approval request from uma's own code
+// (POST /v1/approvals): its approvers are the deploy's, and every door
+// that decides by interrupt (not the chat protocols, which speak for an
+// agent of their own) holds them alike; approved, it waits for uma's
+// result and runs nothing.
+func TestTheDoorTableDecidesApprovalRequests(t *testing.T) {
+	e := newDoorEnv(t)
+	for _, d := range doors() {
+		if d.name == "AG-UI" || d.name == "AI SDK chat" {
+			continue
+		}
+		t.Run(d.name, func(t *testing.T) {
+			e.t = t
+			status, a := e.as("uma", "POST", "/v1/approvals", `{"tool":"rotate_keys","arguments":{"service":"billing"},"message":"Rotate billing's keys?"}`)
+			if status != 201 || a["status"] != "pending" {
+				t.Fatalf("uma's request: %d %v", status, a)
+			}
+			id := a["id"].(string)
+			in := a["interrupt"].(map[string]any)["id"].(string)
+			sess, err := e.runner.Session(context.Background(), id)
+			if err != nil || sess.Tenant != "acme" {
+				t.Fatalf("%v %+v", err, sess)
+			}
+			e.decideOnDoor(d, id, in, sess.Seq, func(sess *cairn.Session, runs int32) {
+				_, got := e.as("uma", "GET", "/v1/approvals/"+id, "")
+				if got["status"] != "approved" || sess.Status != cairn.StatusPaused || sess.Interrupts[0].Kind != cairn.KindClient || e.runs.Load() != runs {
+					t.Fatalf("after the second approval: %v, session %s", got, sess.Status)
+				}
+			})
+		})
+	}
+}
+
+// decideOnDoor plays the door table on one door for the call that session
+// id waits on under interrupt in: the wrong group, the other tenant and
+// the requester are refused and change nothing; the first approval of
+// two leaves it pending; the second decides it (then is checked).
+func (e *doorEnv) decideOnDoor(d door, id, in string, seq int64, check func(sess *cairn.Session, runs int32)) {
+	t := e.t
+	t.Helper()
+	before, runs := e.stored(id), e.runs.Load()
+	for _, c := range []struct{ who, as, want string }{
+		{"dev", "wrong group", "not_an_approver"},
+		{"gil", "other tenant", "not_found"},
+		{"uma", "requester under separation of duties", "not_an_approver"},
+	} {
+		want := c.want
+		if a, ok := d.answers[c.who]; ok {
+			want = a
+		}
+		if got := d.decide(e, c.who, id, in, seq); got != want {
+			t.Errorf("%s (%s): %s, want %s", c.who, c.as, got, want)
+		}
+		if now := e.stored(id); now != before || e.runs.Load() != runs {
+			t.Fatalf("%s (%s) changed the store (or ran the tool)", c.who, c.as)
+		}
+	}
+	if got := d.decide(e, "ana", id, in, seq); got != "ok" {
+		t.Fatalf("ana (right group, first of two): %s", got)
+	}
+	sess, err := e.runner.Session(context.Background(), id)
+	if err != nil || sess.Status != cairn.StatusPaused || len(sess.Interrupts[0].Approvals) != 1 || e.runs.Load() != runs {
+		t.Fatalf("after the first approval: %v %+v, %d runs", err, sess, e.runs.Load()-runs)
+	}
+	again := "already_approved"
+	if a, ok := d.answers["ana again"]; ok {
+		again = a
+	}
+	if got := d.decide(e, "ana", id, in, sess.Seq); got != again {
+		t.Errorf("ana again: %s, want %s", got, again)
+	}
+	if got := d.decide(e, "bob", id, in, sess.Seq); got != "ok" {
+		t.Fatalf("bob (four-eyes second approver): %s", got)
+	}
+	sess, _ = e.runner.Session(context.Background(), id)
+	check(sess, runs)
 }
 
 // What each person sees of acme's paused deploy, on every door that

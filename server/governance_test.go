@@ -70,7 +70,8 @@ func deployRunnerWith(t *testing.T, approvers *cairn.Approvers, runs *atomic.Int
 		})
 	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
 	opts.Store = st
-	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}}, opts)
+	// Approval requests from callers' code have the deploy's approvers.
+	runner, err := cairn.NewRunner([]*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{deploy}}, cairn.ApprovalsAgent(approvers, nil)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,25 @@ func operations() []operation {
 				{"kind", "only interrupts of these kinds, comma-separated (external: calls waiting on other systems)", "string"}}, pageQuery...),
 			responses: map[int]reply{200: {"a page of pending interrupts", interruptsPage{}}, 400: badRequest,
 				401: unauthorized, 403: forbidden}},
+		{method: "POST", path: "/v1/approvals", id: "createApproval",
+			summary: "Ask a person to approve a call your own code makes: a session of the approvals agent paused on one approval interrupt (the inbox, webhooks, governance and audit apply). A repeated idempotency_key answers 200 with the same request. See docs/gateway.md.",
+			request: approvalRequest{}, responses: map[int]reply{
+				201: {"the request, pending", &cairn.CallApproval{}}, 200: {"the request the idempotency_key names", &cairn.CallApproval{}},
+				400: badRequest, 401: unauthorized,
+				409: {description: "the idempotency_key names another request (another tool or other arguments); nothing changed"},
+				413: tooLarge, 503: stopping}},
+		{method: "GET", path: "/v1/approvals/{id}", id: "getApproval",
+			summary: "Where an approval request stands: pending, approved (with the arguments as approved), rejected or expired (with the reason), cancelled; with wait, answers once it is decided or the wait ends.",
+			query:   []param{{"wait", "wait up to this long (like 30s; at most 60s) for a decision", "string"}},
+			responses: map[int]reply{200: {"the request", &cairn.CallApproval{}}, 400: badRequest, 401: unauthorized,
+				404: {description: "no such request (or it is another user's)"}}},
+		{method: "POST", path: "/v1/approvals/{id}/result", id: "postApprovalResult",
+			summary: "Record what the approved function did (output or error), once: the request's session completes and its audit trail shows it.",
+			request: resultRequest{}, responses: map[int]reply{
+				200: {"the request with its result", &cairn.CallApproval{}}, 400: badRequest, 401: unauthorized,
+				403: {description: "only the request's owner or an admin records its result"},
+				404: {description: "no such request (or it is another user's)"},
+				409: {description: "the request is not approved, or its result is recorded already; nothing changed"}, 413: tooLarge}},
 		{method: "POST", path: "/v1/agents/{agent}/invoke", id: "invoke",
 			summary: "Run an agent statelessly, or resume a continuation token with decisions; nothing is kept on the server.",
 			request: invokeRequest{}, responses: map[int]reply{
@@ -249,6 +268,11 @@ func openAPIDocument() ([]byte, error) {
 			s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: wireSchemas()})
 			if err != nil {
 				return nil, fmt.Errorf("schema of %s: %w", t, err)
+			}
+			if t == reflect.TypeFor[session.CallApproval]() && s.Properties != nil {
+				// A pointer to a referenced schema would read "null only".
+				s.Properties["interrupt"] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "null"}, {Ref: "#/components/schemas/Interrupt"}},
+					Description: "what the request waits on: the approval while pending, the caller's result once approved; absent once done"}
 			}
 			if t == reflect.TypeFor[session.Session]() && s.Properties != nil {
 				// Session.MarshalJSON: a structured answer is a JSON value.

@@ -158,6 +158,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			Tools: []*cairn.Tool{pipeline, holdCITool}},
 		{Name: "chat", Model: scripted.New(scripted.Reply{Text: "hello"})},
 		{Name: "slow", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}), Tools: []*cairn.Tool{hold}},
+		cairn.ApprovalsAgent(nil, nil),
 	}, &cairn.RunnerOptions{Now: clock, ExpirySweep: -1, CompletionWait: 200 * time.Millisecond, ContinuationKeys: [][]byte{bytes.Repeat([]byte("k"), 32)},
 		PublicURL: "https://cairn.example.org", Webhooks: []webhook.Subscription{{URL: hooks.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []webhook.EventType{webhook.InterruptCreated}}}})
 	if err != nil {
@@ -364,6 +365,44 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/sessions/"+late["id"].(string)+"/decisions", approver,
 		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, late["seq"], lateIn), 410)
 
+	// Approval requests from the caller's own code: created (201), named
+	// again by their key (200) or misnamed (409); read, waited on, and
+	// their result recorded once, by their owner only.
+	apr := do("POST", "/v1/approvals", uma, `{"tool":"refund","arguments":{"order":"A-1"},"message":"Refund A-1?","idempotency_key":"r1","expires_in":"24h"}`, 201)
+	aprID := apr["id"].(string)
+	if apr["status"] != "pending" || apr["session_id"] != aprID || apr["interrupt"].(map[string]any)["message"] != "Refund A-1?" {
+		t.Fatalf("approval request: %v", apr)
+	}
+	do("POST", "/v1/approvals", uma, `{"tool":"refund","arguments":{"order":"A-1"},"idempotency_key":"r1"}`, 200)
+	do("POST", "/v1/approvals", uma, `{"tool":"refund","arguments":{"order":"A-2"},"idempotency_key":"r1"}`, 409)
+	do("POST", "/v1/approvals", uma, `{"arguments":{}}`, 400)
+	do("POST", "/v1/approvals", uma, `{"tool":"refund","expires_in":"soon"}`, 400)
+	do("POST", "/v1/approvals", uma, `{"tool":"refund","arguments":{},"schema":{"required":["order"]}}`, 400)
+	do("POST", "/v1/approvals", uma, big, 413)
+	for _, p := range []string{"/v1/approvals", "/v1/approvals/" + aprID + "/result"} {
+		do("POST", p, nobody, `{}`, 401)
+	}
+	do("GET", "/v1/approvals/"+aprID, nobody, "", 401)
+	do("GET", "/v1/approvals/"+aprID, uma, "", 200)
+	do("GET", "/v1/approvals/"+aprID+"?wait=bogus", uma, "", 400)
+	do("GET", "/v1/approvals/"+aprID, ulf, "", 404)
+	do("GET", "/v1/approvals/apr_missing", admin, "", 404)
+	do("POST", "/v1/approvals/"+aprID+"/result", uma, `{"output":{"refunded":true}}`, 409) // not approved yet
+	do("POST", "/v1/approvals/"+aprID+"/result", uma, `{"outptu":1}`, 400)
+	do("POST", "/v1/approvals/"+aprID+"/result", uma, big, 413)
+	do("POST", "/v1/approvals/"+aprID+"/result", ulf, `{"output":1}`, 404)
+	do("POST", "/v1/approvals/"+aprID+"/result", approver, `{"output":1}`, 403)
+	aprIn := apr["interrupt"].(map[string]any)["id"].(string)
+	aprSess := do("GET", "/v1/sessions/"+aprID, uma, "", 200)
+	do("POST", "/v1/sessions/"+aprID+"/decisions", approver, fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","arguments":{"order":"A-1","note":"ok"}}]}`, aprSess["seq"], aprIn), 200)
+	if got := do("GET", "/v1/approvals/"+aprID+"?wait=5s", uma, "", 200); got["status"] != "approved" || got["actor"].(map[string]any)["name"] != "ana" || got["edited"] != true {
+		t.Fatalf("approved: %v", got)
+	}
+	if got := do("POST", "/v1/approvals/"+aprID+"/result", uma, `{"output":{"refunded":true}}`, 200); got["result"].(map[string]any)["output"].(map[string]any)["refunded"] != true {
+		t.Fatalf("result: %v", got)
+	}
+	do("POST", "/v1/approvals/"+aprID+"/result", uma, `{"output":{"refunded":true}}`, 409)
+
 	// Cancel: a bad scope, nothing to cancel, then a real one.
 	do("POST", "/v1/sessions/"+id+"/cancel", uma, `{"scope":"sideways"}`, 400)
 	do("POST", "/v1/sessions/"+id+"/cancel", uma, `{"scope":"all"}`, 409)
@@ -408,7 +447,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	stream.Body.Close()
 	do("GET", "/v1/events", nobody, "", 401)
 	agents := do("GET", "/v1/agents", uma, "", 200)
-	if list, _ := agents["agents"].([]any); len(list) != 5 {
+	if list, _ := agents["agents"].([]any); len(list) != 6 {
 		t.Fatalf("agents: %v", agents)
 	}
 	do("GET", "/v1/agents", nobody, "", 401)
@@ -576,6 +615,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		"/v1/sessions":                          `{"agent":"ops","input":"deploy"}`,
 		"/v1/sessions/" + busyID + "/messages":  `{"text":"again"}`,
 		"/v1/sessions/" + busyID + "/decisions": `{"seq":1,"decisions":[{"interrupt_id":"int_x","action":"approve"}]}`,
+		"/v1/approvals":                         `{"tool":"refund"}`,
 	} {
 		token := uma
 		if strings.HasSuffix(path, "/decisions") {

@@ -7,6 +7,9 @@ import "encoding/json"
 type AgentInfo struct {
 	Name  string     `json:"name"`
 	Tools []ToolInfo `json:"tools"`
+	// Direct agents have no model: each session makes one call its
+	// caller asks for (approvals, the MCP gateway); they take no messages.
+	Direct bool `json:"direct,omitempty"`
 }
 
 // ToolInfo describes one tool of an agent.

@@ -24,6 +24,8 @@ type CallApproval struct {
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
 	// Reason is the rejection's, or why it expired.
 	Reason string `json:"reason,omitempty"`
+	// Owner is who asked: the session's owner.
+	Owner string `json:"owner,omitempty"`
 	// Actor is who decided (for an expiry, {"name":"cairn","role":"expiry"}).
 	Actor *Actor `json:"actor,omitempty"`
 	// Result is what the caller's function did, once recorded.

@@ -73,10 +73,16 @@ func newChatCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 func pickAgent(cfg *config.Config, agent string) (string, error) {
 	var names []string
 	for _, a := range cfg.Agents {
+		if a.Direct {
+			continue // it takes calls (approvals, the gateway), not messages
+		}
 		names = append(names, a.Name)
 		if agent == "" && a.Name == "main" {
 			agent = "main"
 		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("%s has no agent to chat with (it only takes approval requests); add one under agents:", cfg.Path)
 	}
 	if agent == "" {
 		return names[0], nil

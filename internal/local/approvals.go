@@ -203,7 +203,7 @@ func (r *Runner) CallApproval(ctx context.Context, id string) (*session.CallAppr
 // stands from the session and its events: the one reading every door
 // shows.
 func CallApprovalOf(s *session.Session, events []session.Event) (*session.CallApproval, error) {
-	a := &session.CallApproval{ID: s.ID, SessionID: s.ID, Status: session.ApprovalPending, Metadata: s.Metadata, CreatedAt: s.CreatedAt}
+	a := &session.CallApproval{ID: s.ID, SessionID: s.ID, Status: session.ApprovalPending, Owner: s.Owner, Metadata: s.Metadata, CreatedAt: s.CreatedAt}
 	found := false
 	for _, ev := range events {
 		p, err := session.DecodeEvent(ev)

@@ -72,6 +72,9 @@ func New(r *cairn.Runner, opts *Options) *sdk.Server {
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "cairn", Version: "1"}, nil)
 	for _, a := range r.Agents() {
+		if a.Direct {
+			continue // it takes calls, not messages: the gateway's to offer
+		}
 		name := a.Name
 		sdk.AddTool(srv, &sdk.Tool{Name: name, Description: agentDescription(a)},
 			func(ctx context.Context, req *sdk.CallToolRequest, in agentInput) (*sdk.CallToolResult, any, error) {

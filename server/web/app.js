@@ -915,7 +915,8 @@ async function renderSession(id, signal) {
 }
 
 async function renderNew() {
-  const agent = el('select', { id: 'new-agent' }, ...state.agents.map((a) => el('option', { value: a.name }, a.name)));
+  // A direct agent takes calls (approval requests, the gateway), not a first message.
+  const agent = el('select', { id: 'new-agent' }, ...state.agents.filter((a) => !a.direct).map((a) => el('option', { value: a.name }, a.name)));
   const input = el('textarea', { id: 'new-input', placeholder: 'the first message' });
   const error = el('div', { class: 'error' });
   main().replaceChildren(el('h2', {}, 'New session'), el('div', { class: 'panel' }, el('label', {}, 'agent ', agent), input,

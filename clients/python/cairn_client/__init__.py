@@ -10,6 +10,7 @@
 See docs/clients.md.
 """
 
+from ._approval import CairnRejected, require_approval
 from ._client import CairnError, Client
 from ._types import (
     Action,
@@ -18,11 +19,14 @@ from ._types import (
     AgentTool,
     Approval,
     ApprovalRule,
+    ApprovalStatus,
     Approvers,
     Ask,
     AuditState,
     Break,
+    CallApproval,
     CallbackReply,
+    CallResult,
     CancelScope,
     Change,
     Checkpoint,
@@ -61,12 +65,16 @@ __all__ = [
     "AgentTool",
     "Approval",
     "ApprovalRule",
+    "ApprovalStatus",
     "Approvers",
     "Ask",
     "AuditState",
     "Break",
     "CairnError",
+    "CairnRejected",
+    "CallApproval",
     "CallbackReply",
+    "CallResult",
     "CancelScope",
     "Change",
     "Checkpoint",
@@ -97,4 +105,5 @@ __all__ = [
     "Usage",
     "Via",
     "parse_time",
+    "require_approval",
 ]

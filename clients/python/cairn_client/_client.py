@@ -11,13 +11,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import typing
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
+from ._approval import F, Key, Message, require_approval
 from ._sse import read_messages
 from ._types import (
     Action,
     Agent,
     AuditState,
+    CallApproval,
     CallbackReply,
     CancelScope,
     Change,
@@ -339,6 +341,53 @@ class Client:
         (``CAIRN_CALLBACK_URL``), with ``output`` or an ``error`` text. The URL is the credential."""
         body: Dict[str, Any] = {"error": error} if error is not None else {"output": output}
         return from_dict(CallbackReply, self._call("POST", url, body, auth=False))
+
+    # Approvals of your own code's calls
+
+    def request_approval(
+        self,
+        tool: str,
+        arguments: Optional[Dict[str, Any]] = None,
+        message: Optional[str] = None,
+        schema: Optional[Dict[str, Any]] = None,
+        expires_in: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> CallApproval:
+        """Asks a person to approve a call your code makes (POST /v1/approvals); answers it ``pending``.
+
+        The same ``idempotency_key`` again answers the same request.
+        ``expires_in`` is a duration like ``"1h"``.
+        """
+        body: Dict[str, Any] = {"tool": tool, "arguments": arguments or {}}
+        for k, v in (("message", message), ("schema", schema), ("expires_in", expires_in),
+                     ("idempotency_key", idempotency_key), ("metadata", metadata)):
+            if v:
+                body[k] = v
+        return from_dict(CallApproval, self._call("POST", "/v1/approvals", body))
+
+    def get_approval(self, approval_id: str, wait: Optional[str] = None) -> CallApproval:
+        """Reads an approval request; with ``wait`` (like ``"30s"``, at most 60s) answers once it is decided or the wait ends."""
+        path = self._path("/v1/approvals/{}", approval_id) + _query(wait=wait)
+        return from_dict(CallApproval, self._call("GET", path))
+
+    def record_result(self, approval_id: str, output: Any = None, error: Optional[str] = None) -> CallApproval:
+        """Records what the approved function did: its ``output``, or an ``error`` text. Once."""
+        body: Dict[str, Any] = {"error": error} if error is not None else {"output": output}
+        return from_dict(CallApproval, self._call("POST", self._path("/v1/approvals/{}/result", approval_id), body))
+
+    def require_approval(
+        self,
+        tool: Optional[str] = None,
+        message: Message = None,
+        schema: Optional[Dict[str, Any]] = None,
+        expires_in: Optional[str] = None,
+        idempotency_key: Key = None,
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> Callable[[F], F]:
+        """A decorator: the function runs only after a person approves the call (see ``cairn_client.require_approval``)."""
+        return require_approval(self, tool=tool, message=message, schema=schema, expires_in=expires_in,
+                                idempotency_key=idempotency_key, metadata=metadata)
 
     def me(self) -> Me:
         """Who the server takes this client's token to be."""

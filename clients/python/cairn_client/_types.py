@@ -24,6 +24,7 @@ CancelScope = Literal["top", "all"]
 Decider = Literal["approver", "owner"]
 Field = Literal["reason", "text", "content", "arguments", "output"]
 Via = Literal["token", "oidc", "action_link", "callback"]
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "cancelled"]
 EventType = Literal[
     "session_started", "user_message", "model_response", "approval_requested", "input_requested",
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
@@ -384,6 +385,7 @@ class Agent:
 
     name: str = ""
     tools: List[AgentTool] = field(default_factory=_empty)
+    direct: bool = False
 
 
 @dataclass
@@ -521,3 +523,39 @@ class Decision:
             if value is not None and value != "":
                 out[name] = value
         return out
+
+
+@dataclass
+class CallResult:
+    """What an approved function did: its ``output`` (any JSON value), or the ``error`` it ended with."""
+
+    output: Any = None
+    error: str = ""
+
+
+@dataclass
+class CallApproval:
+    """An approval request for a call your own code makes (POST /v1/approvals).
+
+    ``status`` is ``pending`` until a person (or the expiry) decides:
+    ``approved`` (run it with ``arguments``, maybe edited: ``edited``),
+    ``rejected`` or ``expired`` (``reason``), ``cancelled``. ``interrupt`` is
+    what it waits on: the approval, then your result. ``result`` is what
+    you recorded.
+    """
+
+    id: str = ""
+    session_id: str = ""
+    status: Optional[ApprovalStatus] = None
+    tool: str = ""
+    arguments: Any = None
+    edited: bool = False
+    interrupt: Optional[Interrupt] = None
+    reason: str = ""
+    owner: str = ""
+    actor: Optional[Actor] = None
+    result: Optional[CallResult] = None
+    metadata: Optional[Dict[str, Any]] = None
+    created_at: Optional[datetime.datetime] = None
+    expires_at: Optional[datetime.datetime] = None
+    decided_at: Optional[datetime.datetime] = None

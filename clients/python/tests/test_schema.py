@@ -65,6 +65,8 @@ PAIRS = [
     (c.Break, prop(SCHEMAS["AuditBody"], "broken")),
     (c.Checkpoint, prop(SCHEMAS["AuditBody"], "checkpoint")),
     (c.Decision, prop(SCHEMAS["DecisionsRequest"], "decisions")),
+    (c.CallApproval, SCHEMAS["CallApproval"]),
+    (c.CallResult, prop(SCHEMAS["CallApproval"], "result")),
 ]
 
 # Schemas whose fields are a subset of a dataclass's: the listings' shorter
@@ -78,6 +80,8 @@ SUBSETS = [
 
 def compatible(tp: typing.Any, schema: dict) -> bool:
     """Whether a field's Python type can hold what the schema allows."""
+    if "anyOf" in schema:  # null or a reference
+        (schema,) = [s for s in schema["anyOf"] if s.get("type") != "null"]
     schema = resolve(schema)
     if tp is typing.Any:
         return True

@@ -262,6 +262,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask a person to approve a call your own code makes: a session of the approvals agent paused on one approval interrupt (the inbox, webhooks, governance and audit apply). A repeated idempotency_key answers 200 with the same request. See docs/gateway.md. */
+        post: operations["createApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where an approval request stands: pending, approved (with the arguments as approved), rejected or expired (with the reason), cancelled; with wait, answers once it is decided or the wait ends. */
+        get: operations["getApproval"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}/result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record what the approved function did (output or error), once: the request's session completes and its audit trail shows it. */
+        post: operations["postApprovalResult"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/callbacks/{token}": {
         parameters: {
             query?: never;
@@ -502,6 +553,7 @@ export interface components {
                         not_requester?: boolean;
                     }[];
                 }[];
+                direct?: boolean;
             }[];
         };
         AguiDoc: {
@@ -516,6 +568,25 @@ export interface components {
             resume?: null | {
                 [key: string]: unknown;
             }[];
+        };
+        ApprovalRequest: {
+            /** @description the call's name: 1–128 letters, digits, _ . : / - */
+            tool: string;
+            /** @description the call's arguments, a JSON object (default {}) */
+            arguments?: unknown;
+            /** @description what the approver reads (default: the tool and its arguments) */
+            message?: string;
+            /** @description the arguments' JSON Schema: the request and an approver's edit must match it */
+            schema?: unknown;
+            /** @description the same caller asking again with it gets the same request (200), on any server */
+            idempotency_key?: string;
+            /** @description how long it waits for a decision, like 1h; then it expires */
+            expires_in?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description the direct agent that takes it (default approvals) */
+            agent?: string;
         };
         AuditBody: {
             session: string;
@@ -537,6 +608,46 @@ export interface components {
             signed_seq: number;
             unchained?: number;
             summary: string;
+        };
+        CallApproval: {
+            id: string;
+            session_id: string;
+            /** @enum {string} */
+            status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+            tool: string;
+            /** @description any JSON value */
+            arguments: unknown;
+            edited?: boolean;
+            /** @description what the request waits on: the approval while pending, the caller's result once approved; absent once done */
+            interrupt?: null | components["schemas"]["Interrupt"];
+            reason?: string;
+            owner?: string;
+            actor?: null | {
+                name?: string;
+                role?: string;
+                subject?: string;
+                issuer?: string;
+                groups?: null | string[];
+                tenant?: string;
+                /** @enum {string} */
+                via?: "token" | "oidc" | "action_link" | "callback";
+                override?: boolean;
+                all_tenants?: boolean;
+            };
+            result?: null | {
+                /** @description any JSON value */
+                output?: unknown;
+                error?: string;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at?: null | string;
+            /** Format: date-time */
+            decided_at?: null | string;
         };
         CallbackReply: {
             session_id: string;
@@ -891,6 +1002,12 @@ export interface components {
                 };
             };
             continuation?: string;
+        };
+        ResultRequest: {
+            /** @description what the function returned (any JSON value but null) */
+            output?: unknown;
+            /** @description why the function failed */
+            error?: string;
         };
         Session: {
             id: string;
@@ -1746,6 +1863,216 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SpentBody"];
+                };
+            };
+            /** @description the body is larger than the server accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApprovalRequest"];
+            };
+        };
+        responses: {
+            /** @description the request the idempotency_key names */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallApproval"];
+                };
+            };
+            /** @description the request, pending */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallApproval"];
+                };
+            };
+            /** @description the request is malformed; error.message names the field and the fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the idempotency_key names another request (another tool or other arguments); nothing changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than the server accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getApproval: {
+        parameters: {
+            query?: {
+                /** @description wait up to this long (like 30s; at most 60s) for a decision */
+                wait?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallApproval"];
+                };
+            };
+            /** @description the request is malformed; error.message names the field and the fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such request (or it is another user's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postApprovalResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResultRequest"];
+            };
+        };
+        responses: {
+            /** @description the request with its result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallApproval"];
+                };
+            };
+            /** @description the request is malformed; error.message names the field and the fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description only the request's owner or an admin records its result */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such request (or it is another user's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request is not approved, or its result is recorded already; nothing changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description the body is larger than the server accepts */
