@@ -79,8 +79,9 @@ func (r *Runner) AwaitCallApproval(ctx context.Context, id string, wait time.Dur
 }
 
 // RecordCallResult records what the caller's function did after its
-// approval (c.Output, or c.Error): once, for the audit trail and the
-// inbox's history; the request's session then completes.
+// approval (c.Output, nil or null when it returned nothing; or c.Error):
+// once, for the audit trail and the inbox's history; the request's
+// session then completes.
 func (r *Runner) RecordCallResult(ctx context.Context, id string, c Completion, opts *TurnOptions) (*CallApproval, error) {
 	return r.rt.RecordCallResult(ctx, id, local.Completion(c), opts.rt())
 }

@@ -125,6 +125,23 @@ func TestTypeScriptClient(t *testing.T) {
 	run(t, ts, []string{"CAIRN_BIN=" + cairnBinary(t)}, node, append([]string{"--test"}, tests...)...)
 }
 
+// An OpenAI Agents SDK agent (@openai/agents, on Node 22 as it needs)
+// whose function tool is wrapped by requireApproval pauses in Cairn's
+// inbox; approved through REST (with an edit) the tool runs once, and
+// rejected the agent sees the reason (clients/typescript/test/openai-agents.mjs).
+func TestOpenAIAgentsTool(t *testing.T) {
+	ts := filepath.Join(dir(t), "typescript")
+	node22 := filepath.Join(dir(t), "..", "server", "testdata", "clients", "node_modules", "node22", "bin", "node")
+	if _, err := os.Stat(node22); err != nil {
+		t.Skip("Node 22 is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
+	}
+	if _, err := os.Stat(filepath.Join(ts, "node_modules", "@openai", "agents")); err != nil {
+		t.Skip("@openai/agents is not installed: (cd clients/typescript && npm ci); .ci/run does it")
+	}
+	buildTS(t)
+	run(t, ts, []string{"CAIRN_BIN=" + cairnBinary(t)}, node22, "--test", filepath.Join(ts, "test", "openai-agents.mjs"))
+}
+
 // tsBin is a dev dependency's command, or skips the test when they are
 // not installed.
 func tsBin(t *testing.T, name string) string {

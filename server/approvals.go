@@ -26,7 +26,7 @@ type approvalRequest struct {
 
 // resultRequest is POST /v1/approvals/{id}/result.
 type resultRequest struct {
-	Output json.RawMessage `json:"output,omitempty" jsonschema:"what the function returned (any JSON value but null)"`
+	Output json.RawMessage `json:"output,omitempty" jsonschema:"what the function returned (any JSON value; null when it returned nothing)"`
 	Error  string          `json:"error,omitempty" jsonschema:"why the function failed"`
 }
 
@@ -97,6 +97,10 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postApprovalResult(w http.ResponseWriter, r *http.Request) {
 	var req resultRequest
 	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Output == nil && req.Error == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `"output" (what the function returned, any JSON value; null for nothing) or "error" (why it failed) is required`)
 		return
 	}
 	if !s.maySpeak(w, r, "records a result") {

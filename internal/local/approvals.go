@@ -312,7 +312,15 @@ func (r *Runner) RecordCallResult(ctx context.Context, id string, c Completion, 
 	case a.Interrupt == nil || a.Interrupt.Kind != session.KindClient:
 		return nil, &session.Error{Code: session.CodeConflict, Message: fmt.Sprintf("approval %s does not wait for its caller's result", id)}
 	}
-	if _, err := r.Complete(ctx, id, a.Interrupt.ID, c, opts); err != nil {
+	// A function may return nothing: its result is null, which a waiting
+	// call's completion otherwise refuses (a missing output).
+	d := session.Decision{InterruptID: a.Interrupt.ID, Action: session.ActionComplete, Output: json.RawMessage("null")}
+	if c.Error != "" || (len(c.Output) > 0 && string(c.Output) != "null") {
+		if d, err = c.decision(a.Interrupt.ID); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.complete(ctx, id, d, opts); err != nil {
 		return nil, err
 	}
 	return r.CallApproval(ctx, id)

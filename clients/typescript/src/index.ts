@@ -66,6 +66,55 @@ export type Me = Schemas["MeBody"];
 export type CallbackReply = Schemas["CallbackReply"];
 /** What a session's record proves: how far its chain of event hashes holds, and its last signed checkpoint (`summary` says it in a line). */
 export type AuditState = Schemas["AuditBody"];
+/** An approval request for a call your own code makes (POST /v1/approvals). */
+export type CallApproval = Schemas["CallApproval"];
+/** Where an approval request stands: pending, approved, rejected, expired, cancelled. */
+export type ApprovalStatus = CallApproval["status"];
+
+/** What `requestApproval` (and `requireApproval`) send besides the tool and its arguments. */
+export interface ApprovalOptions {
+  /** What the approver reads; default: the tool and its arguments. */
+  message?: string;
+  /** The arguments' JSON Schema: the request and an approver's edit must match it. */
+  schema?: Record<string, unknown>;
+  /** How long it waits for a decision, like "1h"; then it expires. */
+  expiresIn?: string;
+  /** Names the request: the same caller asking again with it gets the same request. */
+  idempotencyKey?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * The options of `requireApproval`: the tool name (default: the
+ * function's name), and `message` and `idempotencyKey` as text or as a
+ * function of the call's arguments.
+ */
+export interface RequireApprovalOptions<A> extends Omit<ApprovalOptions, "message" | "idempotencyKey"> {
+  tool?: string;
+  message?: string | ((args: A) => string);
+  idempotencyKey?: string | ((args: A) => string);
+  /** Ends the wait for a decision (the request stays pending). */
+  signal?: AbortSignal;
+}
+
+/**
+ * The call was not approved: rejected (`reason` says why), expired or
+ * cancelled. `approval` is the request as it ended.
+ */
+export class CairnRejected extends Error {
+  readonly approval: CallApproval;
+  readonly status: string;
+  readonly reason: string;
+  constructor(approval: CallApproval) {
+    const reason = approval.reason || approval.status;
+    super(`${approval.tool} was ${approval.status}: ${reason}`);
+    this.name = "CairnRejected";
+    this.approval = approval;
+    this.status = approval.status;
+    this.reason = reason;
+  }
+}
+
 /** An item of the cross-session feed: a session that may have changed, or "resync" (read the listings again). */
 export type Change = { type: "session"; session: SessionSummary } | { type: "resync" };
 
@@ -410,6 +459,45 @@ export class Client {
     return this.call<CallbackReply>("POST", url, result, options, false);
   }
 
+  // Approvals of your own code's calls
+
+  /**
+   * Asks a person to approve a call your code makes (POST /v1/approvals);
+   * answers it pending. The same idempotencyKey again answers the same
+   * request.
+   */
+  requestApproval(tool: string, args: Record<string, unknown> = {}, options: ApprovalOptions & RequestOptions = {}): Promise<CallApproval> {
+    const body: Record<string, unknown> = { tool, arguments: args };
+    if (options.message) body.message = options.message;
+    if (options.schema) body.schema = options.schema;
+    if (options.expiresIn) body.expires_in = options.expiresIn;
+    if (options.idempotencyKey) body.idempotency_key = options.idempotencyKey;
+    if (options.metadata) body.metadata = options.metadata;
+    return this.call<CallApproval>("POST", "/v1/approvals", body, options);
+  }
+
+  /** Reads an approval request; with `wait` (like "30s", at most 60s) answers once it is decided or the wait ends. */
+  getApproval(id: string, options: { wait?: string } & RequestOptions = {}): Promise<CallApproval> {
+    return this.call<CallApproval>("GET", `/v1/approvals/${enc(id)}${qs({ wait: options.wait })}`, undefined, options);
+  }
+
+  /** Records what the approved function did: its output, or an error text. Once. */
+  recordResult(id: string, result: { output: unknown } | { error: string }, options: RequestOptions = {}): Promise<CallApproval> {
+    return this.call<CallApproval>("POST", `/v1/approvals/${enc(id)}/result`, result, options);
+  }
+
+  /**
+   * Wraps a function of one arguments object so that it runs only after a
+   * person approves the call, with the approved arguments (an approver may
+   * have edited them); see the standalone `requireApproval`.
+   */
+  requireApproval<A extends Record<string, unknown>, R>(
+    fn: (args: A) => R | Promise<R>,
+    options: RequireApprovalOptions<A> = {},
+  ): (args: A) => Promise<R> {
+    return requireApproval(fn, { ...options, client: this });
+  }
+
   /** Who the server takes this client's token to be. */
   me(options: RequestOptions = {}): Promise<Me> {
     return this.call<Me>("GET", "/v1/me", undefined, options);
@@ -470,6 +558,44 @@ export class Client {
       throw new CairnError(resp.status, "invalid_response", `${method} ${url}: the answer is not JSON: ${excerpt(text)}`);
     }
   }
+}
+
+/**
+ * Wraps `fn` so that each call asks Cairn first (POST /v1/approvals), waits
+ * for the decision, and runs `fn` with the approved arguments; a rejection,
+ * an expiry or a cancellation rejects with `CairnRejected`. What `fn`
+ * returned (or threw) is recorded as the request's result. With an
+ * `idempotencyKey`, a caller that restarts and calls again finds the same
+ * request, and once its result is recorded gets that result back instead
+ * of running `fn` twice.
+ */
+export function requireApproval<A extends Record<string, unknown>, R>(
+  fn: (args: A) => R | Promise<R>,
+  options: RequireApprovalOptions<A> & { client: Client },
+): (args: A) => Promise<R> {
+  const { client, tool = fn.name, signal } = options;
+  if (!tool) throw new TypeError("requireApproval: the function has no name; give options.tool");
+  return async (args: A): Promise<R> => {
+    const message = typeof options.message === "function" ? options.message(args) : options.message;
+    const idempotencyKey = typeof options.idempotencyKey === "function" ? options.idempotencyKey(args) : options.idempotencyKey;
+    let a = await client.requestApproval(tool, args, { message, idempotencyKey, schema: options.schema, expiresIn: options.expiresIn, metadata: options.metadata, signal });
+    while (a.status === "pending") a = await client.getApproval(a.id, { wait: "60s", signal });
+    if (a.status !== "approved") throw new CairnRejected(a);
+    if (a.result) {
+      // The function ran for this approval already (a caller that restarted).
+      if (a.result.error) throw new Error(`${tool} failed when it ran for approval ${a.id}: ${a.result.error}`);
+      return a.result.output as R;
+    }
+    let value: R;
+    try {
+      value = await fn(a.arguments as A);
+    } catch (err) {
+      await client.recordResult(a.id, { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+      throw err;
+    }
+    await client.recordResult(a.id, { output: value === undefined ? null : value });
+    return value;
+  };
 }
 
 /** Fills in session_id and seq on a session's interrupts. */

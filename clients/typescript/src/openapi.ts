@@ -1004,7 +1004,7 @@ export interface components {
             continuation?: string;
         };
         ResultRequest: {
-            /** @description what the function returned (any JSON value but null) */
+            /** @description what the function returned (any JSON value; null when it returned nothing) */
             output?: unknown;
             /** @description why the function failed */
             error?: string;
