@@ -78,6 +78,13 @@ func (r *Runner) AwaitCallApproval(ctx context.Context, id string, wait time.Dur
 	return r.rt.AwaitCallApproval(ctx, id, wait)
 }
 
+// NeedsApproval reports whether a call of agent's tool with args would
+// wait for a person, by the tool's policy (an error in the policy asks):
+// what the MCP gateway passes straight through when it does not.
+func (r *Runner) NeedsApproval(agent, tool string, args json.RawMessage) (bool, error) {
+	return r.rt.NeedsApproval(agent, tool, args)
+}
+
 // RecordCallResult records what the caller's function did after its
 // approval (c.Output, nil or null when it returned nothing; or c.Error):
 // once, for the audit trail and the inbox's history; the request's

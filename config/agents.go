@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,6 +124,54 @@ func (l *loader) approvals(ac *ApprovalsConfig) (*cairn.Agent, error) {
 		return nil, err
 	}
 	return cairn.ApprovalsAgent(approvers, escalation), nil
+}
+
+// gateway reads the gateway section: the gateway and its direct agent,
+// whose tools are every tool of its servers (resolved once they run).
+func (l *loader) gateway(f *File) (*Gateway, *cairn.Agent, []toolSlot, error) {
+	gc, p := f.Gateway, "gateway"
+	gw := &Gateway{Hold: DefaultHold}
+	if len(gc.Servers) == 0 {
+		return nil, nil, nil, l.errf(p+".servers", "name the mcp_servers whose tools the gateway offers, like servers: [fs]")
+	}
+	var slots []toolSlot
+	for i, name := range gc.Servers {
+		if _, ok := f.MCPServers[name]; !ok {
+			names := sortedKeys(f.MCPServers)
+			return nil, nil, nil, l.errf(p+".servers", "servers[%d]: no MCP server %q; configured: %s%s", i, name, strings.Join(names, ", "), suggest.Hint(name, names))
+		}
+		if slices.Contains(gw.Servers, name) {
+			return nil, nil, nil, l.errf(p+".servers", "servers[%d]: %q is listed twice", i, name)
+		}
+		gw.Servers = append(gw.Servers, name)
+		slots = append(slots, toolSlot{key: p + ".servers", i: i, ref: name + ".*"})
+	}
+	if gc.Hold != "" {
+		d, err := time.ParseDuration(gc.Hold)
+		if err != nil || d <= 0 {
+			return nil, nil, nil, l.errf(p+".hold", "%q is not a positive duration like 30s or 10m", gc.Hold)
+		}
+		gw.Hold = d
+	}
+	switch gc.Sessions {
+	case "", "approvals":
+	case "all":
+		gw.AllSessions = true
+	default:
+		return nil, nil, nil, l.errf(p+".sessions", "%q is not one of approvals (a call that needs nobody's approval passes straight through), all (every call is a session)%s", gc.Sessions, suggest.Hint(gc.Sessions, []string{"approvals", "all"}))
+	}
+	agent := &cairn.Agent{Name: GatewayAgent, Direct: true}
+	if gc.Approvers != nil {
+		var err error
+		if agent.Approvers, err = l.approversOf(p+".approvers", *gc.Approvers); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	var err error
+	if agent.Escalation, err = l.escalation(p, gc.Escalation, gc.OnExpiry, &cairn.Tool{Approval: cairn.Always(), ApprovalTTL: time.Hour}, true, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	return gw, agent, slots, nil
 }
 
 // subagent builds the tool that offers another agent (subagents[i] of p).

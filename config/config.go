@@ -79,6 +79,9 @@ type Config struct {
 	TombstoneRetention time.Duration
 	// Audit is the audit section, keys read.
 	Audit Audit
+	// Gateway is the gateway section (nil without one); its agent,
+	// GatewayAgent, is among Agents once Connect started the servers.
+	Gateway *Gateway
 	// MCPServers are the file's MCP servers; Connect starts them.
 	MCPServers []mcptools.Server
 	// MCP holds the connections to the file's MCP servers once Connect
@@ -104,6 +107,23 @@ type Config struct {
 	// warnings are the loader's (see Preflight).
 	warnings []string
 }
+
+// Gateway is the gateway section, read.
+type Gateway struct {
+	// Servers are the MCP servers whose tools it offers.
+	Servers []string
+	// Hold is how long a call is held open for a person (DefaultHold).
+	Hold time.Duration
+	// AllSessions: every call is a session, not only those that ask.
+	AllSessions bool
+}
+
+// GatewayAgent is the name of the gateway's direct agent: each call it
+// holds for a person is a session of it.
+const GatewayAgent = "gateway"
+
+// DefaultHold is gateway.hold when unset.
+const DefaultHold = 10 * time.Minute
 
 // keyed is a value of the file with its key path, for messages.
 type keyed[T any] struct {
@@ -273,8 +293,11 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 	if err := l.server(f, cfg); err != nil {
 		return nil, err
 	}
-	if len(f.Agents) == 0 && f.Approvals == nil {
-		return nil, l.errf("agents", "no agents are defined; add at least one under agents: (or an approvals: section, to approve only your own code's calls)")
+	if len(f.Agents) == 0 && f.Approvals == nil && f.Gateway == nil {
+		return nil, l.errf("agents", "no agents are defined; add at least one under agents: (or an approvals: or gateway: section, to approve only your own code's or MCP clients' calls)")
+	}
+	if _, ok := f.Agents[GatewayAgent]; ok {
+		return nil, l.errf("agents."+GatewayAgent, "the name %q is Cairn's own: it holds the MCP gateway's calls (configure it under gateway:); choose another name", GatewayAgent)
 	}
 	if _, ok := f.Agents[cairn.ApprovalsAgentName]; ok {
 		return nil, l.errf("agents."+cairn.ApprovalsAgentName, "the name %q is Cairn's own: it takes the approval requests of POST /v1/approvals (configure it under approvals:); choose another name", cairn.ApprovalsAgentName)
@@ -327,6 +350,14 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		return nil, err
 	}
 	cfg.Agents, slots = append(cfg.Agents, approvals), append(slots, nil)
+	if f.Gateway != nil {
+		gw, agent, s, err := l.gateway(f)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Gateway = gw
+		cfg.Agents, slots = append(cfg.Agents, agent), append(slots, s)
+	}
 	cfg.warnings = l.warnings
 	if len(l.servers) == 0 {
 		for i, a := range cfg.Agents {

@@ -54,6 +54,27 @@ type File struct {
 	// Approvals is who decides approval requests from callers' own code
 	// (POST /v1/approvals, agent approvals); see docs/gateway.md.
 	Approvals *ApprovalsConfig `yaml:"approvals"`
+	// Gateway offers the tools of mcp_servers to any MCP client under
+	// Cairn's approval policies (cairn gateway, /mcp/gateway); see
+	// docs/gateway.md.
+	Gateway *GatewayConfig `yaml:"gateway"`
+}
+
+// GatewayConfig is the gateway section.
+type GatewayConfig struct {
+	// Servers name mcp_servers whose tools are offered (server__tool).
+	Servers []string `yaml:"servers"`
+	// Hold is how long a tools/call waits for a person before it answers
+	// that the call is still pending (default 10m).
+	Hold string `yaml:"hold"`
+	// Sessions: approvals (default: a call that needs nobody's approval
+	// passes straight through) or all (every call is a session).
+	Sessions string `yaml:"sessions"`
+	// Approvers, Escalation and OnExpiry apply to the calls of tools that
+	// have none of their own under tools:.
+	Approvers  *ApproversConfig       `yaml:"approvers"`
+	Escalation []EscalationStepConfig `yaml:"escalation"`
+	OnExpiry   *OnExpiryConfig        `yaml:"on_expiry"`
 }
 
 // ApprovalsConfig is the approvals section: the approvers and escalation

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/session"
 )
@@ -222,6 +223,21 @@ func CallApprovalOf(s *session.Session, events []session.Event) (*session.CallAp
 				a.Status, a.Reason, a.Actor, a.DecidedAt = session.ApprovalPending, "", nil, nil
 				a.ExpiresAt = p.Interrupt.ExpiresAt
 			}
+		case *session.ToolStarted:
+			if a.Status == session.ApprovalPending && a.Actor == nil {
+				// It ran without anyone's approval: its policy asked nobody.
+				a.Status = session.ApprovalApproved
+			}
+		case *session.ToolResult:
+			// A tool run here (not by the caller): its result, once approved.
+			if a.Status == session.ApprovalApproved && a.Result == nil {
+				if p.IsError {
+					a.Result = &session.CallResult{Error: p.Content}
+				} else {
+					out, _ := json.Marshal(p.Content)
+					a.Result = &session.CallResult{Output: out}
+				}
+			}
 		case *session.DecisionMade:
 			switch {
 			case p.Kind == session.KindApproval && (p.Action == session.ActionApprove || p.Action == session.ActionReject):
@@ -254,6 +270,24 @@ func CallApprovalOf(s *session.Session, events []session.Event) (*session.CallAp
 		a.Interrupt = &in
 	}
 	return a, nil
+}
+
+// NeedsApproval is cairn.Runner.NeedsApproval (documented there).
+func (r *Runner) NeedsApproval(agent, tool string, args json.RawMessage) (bool, error) {
+	c := r.compiled.Load()
+	t := c.tools[agent][tool]
+	if t == nil {
+		return false, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("agent %q has no tool %q", agent, tool)}
+	}
+	if t.Engine.NeedsApproval == nil {
+		return false, nil
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return true, nil // the engine refuses it; a person would see why
+	}
+	asks, err := t.Engine.NeedsApproval(engine.ToolArgs{Raw: args, Value: v})
+	return asks || err != nil, nil // a policy that fails asks (fail closed)
 }
 
 // AwaitCallApproval is cairn.Runner.AwaitCallApproval (documented there).

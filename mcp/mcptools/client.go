@@ -55,7 +55,13 @@ type Options struct {
 	// (elicitation) is held for the answer; 0 means one hour. After that
 	// the call is cancelled, and the answer, if it comes, finds it gone.
 	HoldFor time.Duration
+	// MaxResultBytes bounds the text of one result: a larger one is an
+	// error result saying so (the call ran); 0 means DefaultMaxResultBytes.
+	MaxResultBytes int
 }
+
+// DefaultMaxResultBytes is Options.MaxResultBytes when 0.
+const DefaultMaxResultBytes = 1 << 20
 
 // Hub holds the connections to MCP servers and their tools as Cairn tools.
 type Hub struct {
@@ -65,6 +71,8 @@ type Hub struct {
 	timeout time.Duration
 	holdFor time.Duration
 	held    held
+	// maxResult bounds a result's text (Options.MaxResultBytes).
+	maxResult int
 }
 
 // conn is one server's session, reconnected after a crash.
@@ -94,7 +102,10 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Hub, error)
 	if opts == nil {
 		opts = &Options{}
 	}
-	h := &Hub{servers: map[string]*conn{}, log: opts.Logger, timeout: opts.Timeout, holdFor: opts.HoldFor}
+	h := &Hub{servers: map[string]*conn{}, log: opts.Logger, timeout: opts.Timeout, holdFor: opts.HoldFor, maxResult: opts.MaxResultBytes}
+	if h.maxResult <= 0 {
+		h.maxResult = DefaultMaxResultBytes
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -141,6 +152,76 @@ func (h *Hub) ToolNames(server string) []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+// Servers are the hub's servers' names, in the order they were given.
+func (h *Hub) Servers() []string { return slices.Clone(h.order) }
+
+// Listed is the server's tools as it lists them (with their annotations),
+// every tool listed so far; nil for a server the hub does not have.
+// OnChange hears when it changes.
+func (h *Hub) Listed(server string) []*sdk.Tool {
+	c := h.servers[server]
+	if c == nil {
+		return nil
+	}
+	return slices.Clone(c.listed())
+}
+
+// OnChange registers fn to be called, on any goroutine, after a server's
+// tools changed (it said so, or it was restarted).
+func (h *Hub) OnChange(fn func()) {
+	for _, c := range h.servers {
+		c.mu.Lock()
+		c.listeners = append(c.listeners, fn)
+		c.mu.Unlock()
+	}
+}
+
+// Call runs a server's tool as it is, outside any session (the gateway's
+// pass-through of calls that need nobody's approval): within the hub's
+// timeout, a server that is down restarted first, a result larger than
+// MaxResultBytes an error result. A question the server asks is declined.
+func (h *Hub) Call(ctx context.Context, server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	c := h.servers[server]
+	if c == nil {
+		return nil, fmt.Errorf("no mcp server %q", server)
+	}
+	sess, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	hc := c.startCall(sess, "", tool, args, h.timeout)
+	for {
+		select {
+		case <-hc.done:
+			if hc.err != nil {
+				return nil, fmt.Errorf("mcp server %s: %s: %w", server, tool, hc.err)
+			}
+			if n := resultSize(hc.res); n > h.maxResult {
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: tooLarge(server, tool, n, h.maxResult)}}}, nil
+			}
+			return hc.res, nil
+		case <-hc.asks:
+			hc.replies <- &sdk.ElicitResult{Action: "decline"}
+		case <-ctx.Done():
+			hc.cancel()
+			go c.probe(hc.sess)
+			return nil, fmt.Errorf("mcp server %s: %s gave no result within %s", server, tool, h.timeout)
+		}
+	}
+}
+
+// resultSize is about how many bytes a result holds.
+func resultSize(res *sdk.CallToolResult) int {
+	b, _ := json.Marshal(res)
+	return len(b)
+}
+
+func tooLarge(server, tool string, n, limit int) string {
+	return fmt.Sprintf("mcp server %s: the result of %s is %d bytes, more than the %d Cairn passes on (mcp limit); the call ran", server, tool, n, limit)
 }
 
 func (c *conn) listed() []*sdk.Tool {

@@ -96,6 +96,9 @@ func (h *Hub) wait(ctx context.Context, c *conn, name string, hc *heldCall) (str
 			return "", fmt.Errorf("mcp server %s: %s: %w", c.spec.Name, name, hc.err)
 		}
 		text := resultText(hc.res)
+		if len(text) > h.maxResult {
+			return "", errors.New(tooLarge(c.spec.Name, name, len(text), h.maxResult))
+		}
 		if hc.res.IsError {
 			return "", errors.New(text)
 		}
