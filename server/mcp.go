@@ -19,11 +19,37 @@ import (
 // with the API's tokens: a token's name owns the sessions it starts, and
 // only approvers and admins decide (see docs/mcp.md).
 func (s *Server) mcpHandler() http.Handler {
-	opts := &mcpserver.Options{Logger: s.log, Caller: s.mcpCaller}
-	if s.baseURL != "" {
-		opts.Inbox = func(id string) string { return strings.TrimSuffix(s.baseURL, "/") + "/#/sessions/" + id }
+	opts := &mcpserver.Options{Logger: s.log, Caller: s.mcpCaller, Inbox: s.inboxLink()}
+	return s.mcpAuth(mcpserver.New(s.runner, opts))
+}
+
+// gatewayHandler serves the MCP approval gateway at /mcp/gateway, with the
+// API's tokens as /mcp has them.
+func (s *Server) gatewayHandler(opts mcpserver.GatewayOptions) http.Handler {
+	opts.Caller, opts.Inbox = s.mcpCaller, s.inboxLink()
+	if opts.Logger == nil {
+		opts.Logger = s.log
 	}
-	srv := mcpserver.New(s.runner, opts)
+	srv, err := mcpserver.NewGateway(s.runner, &opts)
+	if err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		})
+	}
+	return s.mcpAuth(srv)
+}
+
+// inboxLink makes the page's link to a session, or is nil without a base URL.
+func (s *Server) inboxLink() func(string) string {
+	if s.baseURL == "" {
+		return nil
+	}
+	return func(id string) string { return strings.TrimSuffix(s.baseURL, "/") + "/#/sessions/" + id }
+}
+
+// mcpAuth serves srv over streamable HTTP, its callers authenticated by
+// the API's tokens.
+func (s *Server) mcpAuth(srv *sdk.Server) http.Handler {
 	h := http.Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	if s.authOn() {
 		// authenticate already refused unknown tokens; this hands the

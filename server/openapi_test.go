@@ -27,6 +27,8 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testkit/hooktest"
 	"github.com/cairnhq/cairn/internal/testkit/testwait"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
+	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -150,7 +152,22 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		<-holdCI
 		return "held", nil
 	})
+	// An upstream MCP server (the Go SDK's, over HTTP) for the gateway.
+	upstreamSrv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
+	sdk.AddTool(upstreamSrv, &sdk.Tool{Name: "erase", Description: "Erases a volume."}, func(context.Context, *sdk.CallToolRequest, struct {
+		Volume string `json:"volume"`
+	}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "erased"}}}, nil, nil
+	})
+	upstream := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return upstreamSrv }, nil))
+	defer upstream.Close()
+	hub, err := mcptools.Connect(ctx, []mcptools.Server{{Name: "vol", URL: upstream.URL}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
 	runner, err := cairn.NewRunner([]*cairn.Agent{
+		{Name: "gateway", Direct: true, Toolsets: []cairn.Toolset{hub.Toolset("vol", nil)}},
 		{Name: "ops", Model: ops, Tools: []*cairn.Tool{deploy}},
 		{Name: "ci", Model: scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pipeline", Arguments: `{}`}}}, scripted.Reply{Text: "{{.LastResult}}"}),
 			Tools: []*cairn.Tool{pipeline}},
@@ -165,15 +182,16 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runner.Close()
-	srv := New(runner, &Options{MaxStreamsPerSession: 1, MaxStreams: 2, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		io.WriteString(w, "# the exporter's answer\n")
-	}), Tokens: []Token{
-		{Name: "root", Secret: "admin-token-0123456789", Role: RoleAdmin},
-		{Name: "ana", Secret: "approver-token-0123456789", Role: RoleApprover},
-		{Name: "uma", Secret: "user-token-uma-0123456789", Role: RoleUser},
-		{Name: "ulf", Secret: "user-token-ulf-0123456789", Role: RoleUser},
-	}})
+	srv := New(runner, &Options{Gateway: &mcpserver.GatewayOptions{Agent: "gateway", Hub: hub, Servers: []string{"vol"}, Hold: 200 * time.Millisecond},
+		MaxStreamsPerSession: 1, MaxStreams: 2, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			io.WriteString(w, "# the exporter's answer\n")
+		}), Tokens: []Token{
+			{Name: "root", Secret: "admin-token-0123456789", Role: RoleAdmin},
+			{Name: "ana", Secret: "approver-token-0123456789", Role: RoleApprover},
+			{Name: "uma", Secret: "user-token-uma-0123456789", Role: RoleUser},
+			{Name: "ulf", Secret: "user-token-ulf-0123456789", Role: RoleUser},
+		}})
 
 	var mu sync.Mutex
 	seen := map[string]map[int]bool{} // "METHOD /path" → statuses
@@ -447,7 +465,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	stream.Body.Close()
 	do("GET", "/v1/events", nobody, "", 401)
 	agents := do("GET", "/v1/agents", uma, "", 200)
-	if list, _ := agents["agents"].([]any); len(list) != 6 {
+	if list, _ := agents["agents"].([]any); len(list) != 7 {
 		t.Fatalf("agents: %v", agents)
 	}
 	do("GET", "/v1/agents", nobody, "", 401)
@@ -482,6 +500,22 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("MCP call: %v %+v", err, mcpRes)
 	}
 	cs.Close()
+
+	// The MCP gateway: the same tokens; a user's destructive call is held
+	// for a person, and past the hold answers that it is still pending.
+	for _, m := range []string{"POST", "GET", "DELETE"} {
+		do(m, "/mcp/gateway", nobody, "", 401)
+	}
+	gs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: api.URL + "/mcp/gateway", HTTPClient: &http.Client{Transport: bearer(uma)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwRes, err := gs.CallTool(ctx, &sdk.CallToolParams{Name: "vol__erase", Arguments: map[string]any{"volume": "scratch"}})
+	if err != nil || !gwRes.IsError || !strings.Contains(gwRes.Content[0].(*sdk.TextContent).Text, "still waiting for a person") {
+		t.Fatalf("gateway call: %v %+v", err, gwRes)
+	}
+	gs.Close()
 
 	// The AI SDK chat protocol: answers are event streams, so raw requests.
 	rawCall := func(method, path, tok, body string) (*http.Response, string) {

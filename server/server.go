@@ -27,6 +27,7 @@ import (
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/internal/suggest"
+	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -97,6 +98,9 @@ type Options struct {
 	// OIDC, when set, accepts bearer JWTs from an OpenID Provider besides
 	// Tokens (either one turns authentication on).
 	OIDC *OIDC
+	// Gateway, when set, serves the MCP approval gateway at /mcp/gateway
+	// (its Caller and Inbox are the server's: the same tokens, the page).
+	Gateway *mcpserver.GatewayOptions
 }
 
 // New returns a server for runner. opts may be nil.
@@ -166,6 +170,12 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.Handle("POST /mcp", mcpHandler) // a tool call runs a turn: it is waited for
 	s.mux.Handle("GET /mcp", s.endsOnStop(mcpHandler))
 	s.mux.Handle("DELETE /mcp", mcpHandler)
+	if opts.Gateway != nil {
+		gw := s.gatewayHandler(*opts.Gateway)
+		s.mux.Handle("POST /mcp/gateway", gw) // a held call waits for a person
+		s.mux.Handle("GET /mcp/gateway", s.endsOnStop(gw))
+		s.mux.Handle("DELETE /mcp/gateway", gw)
+	}
 	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

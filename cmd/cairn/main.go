@@ -73,7 +73,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	_ = serve.MarkFlagRequired("config")
 	// What people read passes a visibleWriter; MCP's stdout is a protocol.
 	shown := newVisibleWriter(stdout)
-	root.AddCommand(serve, newSessionsCmd(shown), newAgentsCmd(shown), newChatCmd(stdin, shown, stderr), newMCPCmd(stdin, stdout, stderr), newWorkerCmd(stderr), newAuditCmd(shown))
+	root.AddCommand(serve, newSessionsCmd(shown), newAgentsCmd(shown), newChatCmd(stdin, shown, stderr), newMCPCmd(stdin, stdout, stderr), newGatewayCmd(stdin, stdout, stderr), newWorkerCmd(stderr), newAuditCmd(shown))
 	return root
 }
 
@@ -133,7 +133,8 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 		return err
 	}
 	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), OIDC: serverOIDC(cfg.OIDC), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
-		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins}).HTTPServer()
+		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
+		Gateway: gatewayOptions(cfg, log)}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
@@ -166,6 +167,9 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	}
 	if len(cfg.Webhooks) > 0 {
 		fmt.Fprintf(stderr, "webhooks: %d endpoint(s), delivered from the store's outbox; action links under %s\n", len(cfg.Webhooks), cfg.PublicURL+cairn.ActionLinkPath)
+	}
+	if g := cfg.Gateway; g != nil {
+		fmt.Fprintf(stderr, "mcp gateway: the tools of %s at /mcp/gateway; a call is held up to %s for a person\n", strings.Join(g.Servers, ", "), g.Hold)
 	}
 	fmt.Fprintf(stderr, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
