@@ -62,6 +62,10 @@ type Agent struct {
 	// always waits for approval under Approvers and Escalation, and then
 	// for the caller's result (RecordCallResult). ApprovalsAgent is one.
 	CallerTools bool
+	// NoClientTools refuses tools a caller declares with its message
+	// (StartOptions.ClientTools, TurnOptions.ClientTools: AG-UI frontend
+	// tools); by default they are offered to the model for that message.
+	NoClientTools bool
 }
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
@@ -145,7 +149,7 @@ func (a *Agent) compile() (*local.Agent, error) {
 		}
 		ra.CallerTool = ct
 	}
-	ra.Direct = a.Direct
+	ra.Direct, ra.NoClientTools = a.Direct, a.NoClientTools
 	if len(a.Toolsets) > 0 {
 		ra.Notify = func(fn func()) {
 			for _, ts := range a.Toolsets {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/internal/local"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/store"
 	"github.com/cairnhq/cairn/webhook"
 )
@@ -171,6 +172,12 @@ type StartOptions struct {
 	// Agent.Direct; RequestApproval fills it in): required for one,
 	// refused for any other.
 	Call *CallRequest
+	// ClientTools are tools the caller runs itself, declared with the
+	// first message (AG-UI frontend tools): offered to the model with the
+	// agent's until the next message; a call of one waits for the
+	// caller's result (KindClient), its arguments checked against the
+	// declared parameters. An agent with NoClientTools refuses them.
+	ClientTools []model.ToolDefinition
 }
 
 // runtime is o as the runtime takes it: the same fields, so that the
@@ -188,6 +195,9 @@ type TurnOptions struct {
 	// EventModelDelta, Seq 0, not stored), in order, on the goroutine that
 	// runs the turn; the turn waits for it. Stream wraps it in an iterator.
 	Observe func(Event)
+	// ClientTools, for Send, are tools the caller runs itself, declared
+	// with the message (see StartOptions.ClientTools).
+	ClientTools []model.ToolDefinition
 }
 
 // rt is o as the runtime takes it.

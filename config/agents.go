@@ -25,7 +25,8 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 	if a.MaxIterations < 0 {
 		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
 	}
-	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations}
+	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations,
+		NoClientTools: a.FrontendTools != nil && !*a.FrontendTools}
 	if a.Approvers != nil {
 		approvers, err := l.approversOf(p+".approvers", *a.Approvers)
 		if err != nil {

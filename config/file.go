@@ -395,6 +395,9 @@ type AgentConfig struct {
 	// Review says when the final answer waits for a person: never
 	// (default), always, or a CEL expression over output.
 	Review string `yaml:"review"`
+	// FrontendTools: false refuses tools a client declares with its
+	// message (AG-UI frontend tools); default true.
+	FrontendTools *bool `yaml:"frontend_tools"`
 }
 
 // HandoffConfig lets an agent hand the conversation over to another agent:

@@ -6,6 +6,7 @@ package driver
 import (
 	"context"
 
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -23,9 +24,8 @@ type Driver interface {
 	// Resume applies decisions (see cairn.Runner.Resume) and answers after the
 	// resumed turn.
 	Resume(ctx context.Context, id string, seq int64, decisions []session.Decision, actor session.Actor) (*session.Session, error)
-	// Send gives the user's next message (see cairn.Runner.Send); actor is who
-	// sent it.
-	Send(ctx context.Context, id, text string, seq int64, actor session.Actor) (*session.Session, error)
+	// Send gives the user's next message (see cairn.Runner.Send).
+	Send(ctx context.Context, id string, msg Message) (*session.Session, error)
 	// Cancel cancels the top interactive agent or the whole turn (see
 	// Runner.Cancel); actor is who cancelled.
 	Cancel(ctx context.Context, id string, scope session.CancelScope, actor session.Actor) (*session.Session, error)
@@ -41,4 +41,16 @@ type Start struct {
 	Actor session.Actor
 	// Call is a direct agent's session's one call (engine.Start.Call).
 	Call *session.CallRequest
+	// Tools are tools the sender runs itself (session.UserMessage.Tools).
+	Tools []model.ToolDefinition
+}
+
+// Message is a user's next message: its text, the seq it was written at
+// (0: whatever is current), who sent it, and the tools the sender runs
+// itself (session.UserMessage.Tools).
+type Message struct {
+	Text  string
+	Seq   int64
+	Actor session.Actor
+	Tools []model.ToolDefinition
 }

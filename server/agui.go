@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -24,15 +25,42 @@ type aguiInput struct {
 	Messages []aguiMessage   `json:"messages"`
 	Resume   []aguiResume    `json:"resume"`
 	State    json.RawMessage `json:"state"`
-	// Tools are the frontend tools the client runs. Cairn does not take
-	// new tools from a client: those the agent declares as client tools
-	// (kind: client) and the client names here are run by the client,
-	// AG-UI's way (TOOL_CALL events, then a tool message in the next run).
+	// Tools are the frontend tools the client runs, AG-UI's way (TOOL_CALL
+	// events, then a tool message in the next run): the agent's own
+	// client tools (kind: client) the client names here, and tools the
+	// agent does not have, offered to its model with this run's message
+	// (cairn.StartOptions.ClientTools) unless its config forbids them.
 	Tools []aguiTool `json:"tools"`
 }
 
 type aguiTool struct {
-	Name string `json:"name"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// maxClientResult bounds the result a client sends for one of its tools:
+// untrusted input, which the model reads.
+const maxClientResult = 256 << 10
+
+// declared are the client's tools the agent does not have: the ones it
+// declares for this message.
+func (s *Server) declared(agent string, tools []aguiTool) []model.ToolDefinition {
+	own := map[string]bool{}
+	for _, a := range s.runner.Agents() {
+		if a.Name == agent {
+			for _, t := range a.Tools {
+				own[t.Name] = true
+			}
+		}
+	}
+	var out []model.ToolDefinition
+	for _, t := range tools {
+		if !own[t.Name] {
+			out = append(out, model.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
+	}
+	return out
 }
 
 type aguiMessage struct {
@@ -161,12 +189,14 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			st.fail("invalid_request", "the last message is not a user message with text, and there is nothing to resume")
 			return
 		}
+		declared := s.declared(agent, in.Tools)
 		if sess == nil {
-			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Actor: actorOf(p), Observe: st.observe})
+			out, err = s.runner.Start(ctx, agent, text, &cairn.StartOptions{ID: in.ThreadID, Owner: p.name, Actor: actorOf(p), Observe: st.observe, ClientTools: declared})
 		} else if !canSpeak(p, sess) {
 			st.fail("forbidden", notTheirs)
 			return
 		} else {
+			opts.ClientTools = declared
 			out, err = s.runner.Send(ctx, sess.ID, text, 0, opts)
 		}
 		if err != nil {
@@ -216,6 +246,11 @@ func aguiToolResults(sess *cairn.Session, ms []aguiMessage) []cairn.Decision {
 		}
 		delete(calls, ms[i].ToolCallID)
 		id := in.ID
+		if n := len(ms[i].Content) + len(ms[i].Error); n > maxClientResult {
+			ds = append(ds, cairn.Decision{InterruptID: id, Action: cairn.ActionFail,
+				Reason: fmt.Sprintf("the client's result of %s was %d bytes, more than the %d Cairn takes; it was not passed on", in.Tool, n, maxClientResult)})
+			continue
+		}
 		if ms[i].Error != "" {
 			ds = append(ds, cairn.Decision{InterruptID: id, Action: cairn.ActionFail, Reason: ms[i].Error})
 			continue

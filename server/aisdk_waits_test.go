@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/model/openai"
 	"github.com/cairnhq/cairn/server"
 )
 
@@ -191,5 +194,66 @@ func TestAGUIResumeOutputByTheThreadsUser(t *testing.T) {
 	}
 	if s, err := r.Session(t.Context(), "loc-1"); err != nil || s.Status != cairn.StatusCompleted || s.Output != `You are in {"city":"Lyon"}` {
 		t.Fatalf("after the output: %v %+v", err, s)
+	}
+}
+
+// The real AG-UI client declares a frontend tool only in the run's tools
+// (the agent has none: CopilotKit's frontend actions): the model (the
+// official OpenAI SDK against a fake Chat Completions server) is offered
+// it, calls it, the client's tool message completes it in the next run,
+// and the session completes. An agent whose config forbids frontend tools
+// refuses the run and records nothing.
+func TestAGUIDeclaredFrontendTool(t *testing.T) {
+	fake := fakeopenai.Start(t, func(req fakeopenai.Request) fakeopenai.Reply {
+		if l := req.Messages[len(req.Messages)-1]; l.Role == "tool" {
+			return fakeopenai.Reply{Content: "Shown: " + l.Text()}
+		}
+		for _, tl := range req.Tools {
+			if strings.Contains(string(tl), `"show_weather"`) && strings.Contains(string(tl), `"city"`) {
+				return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_w", Name: "show_weather", Arguments: `{"city":"Oslo"}`}}}
+			}
+		}
+		return fakeopenai.Reply{Content: "no tool was offered"}
+	})
+	m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: fake.BaseURL(), APIKey: "sk-test"})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ui", Model: m}, {Name: "locked", Model: m, NoClientTools: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, nil))
+	defer srv.Close()
+	params := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
+
+	out := nodeClient(t, "agui-frontend-tool.mjs", "@ag-ui/client", nil, srv.URL+"/v1/agents/ui/ag-ui", "", "agui_weather", "weather in Oslo?", "show_weather", `"card shown"`, params)
+	var got struct {
+		Outcomes []map[string]any `json:"outcomes"`
+		Errors   []any            `json:"errors"`
+		Ran      []struct {
+			ID   string         `json:"id"`
+			Args map[string]any `json:"args"`
+		} `json:"ran"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 || len(got.Ran) != 1 || got.Ran[0].ID != "call_w" || got.Ran[0].Args["city"] != "Oslo" || len(got.Outcomes) != 2 {
+		t.Fatalf("%s", out)
+	}
+	s, err := r.Session(context.Background(), "agui_weather")
+	if err != nil || s.Status != cairn.StatusCompleted || s.Output != "Shown: card shown" {
+		t.Fatalf("the session: %v %+v", err, s)
+	}
+	// The first request offered the declared tool, as the client declared it.
+	if first := fake.Requests()[0]; len(first.Tools) != 1 || !strings.Contains(string(first.Tools[0]), `"required":["city"]`) {
+		t.Fatalf("offered: %s", first.Tools)
+	}
+
+	out = nodeClient(t, "agui-frontend-tool.mjs", "@ag-ui/client", nil, srv.URL+"/v1/agents/locked/ag-ui", "", "agui_locked", "weather in Oslo?", "show_weather", `"x"`, params)
+	if !strings.Contains(string(out), "takes no tools from the client") {
+		t.Fatalf("a locked agent: %s", out)
+	}
+	if _, err := r.Session(context.Background(), "agui_locked"); !errors.Is(err, cairn.ErrNotFound) {
+		t.Fatalf("a refused run recorded a session: %v", err)
 	}
 }

@@ -102,6 +102,10 @@ type UserMessage struct {
 	// one call the sender asks to have made (an approval request, a gateway
 	// call): no model is asked, and the session's answer is its result.
 	Call *CallRequest `json:"call,omitempty"`
+	// Tools are tools the sender runs itself, declared with the message
+	// (AG-UI frontend tools): offered to the model until the next
+	// message, their calls wait for the sender's result.
+	Tools []model.ToolDefinition `json:"tools,omitempty"`
 }
 
 // CallRequest is a tool call a caller asks for, not a model: the one call

@@ -38,7 +38,7 @@ func (d *Driver) Start(ctx context.Context, in driver.Start, detach bool) (*cair
 		ID: in.ID, TaskQueue: d.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, WorkflowName, params{Start: &engine.Start{SessionID: in.ID, Nonce: in.Nonce, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner, Actor: in.Actor, Call: in.Call}})
+	}, WorkflowName, params{Start: &engine.Start{SessionID: in.ID, Nonce: in.Nonce, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner, Actor: in.Actor, Call: in.Call, Tools: in.Tools}})
 	h, err := d.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: UpdateWait, Args: []any{WaitArgs{Started: detach}},
@@ -56,8 +56,8 @@ func (d *Driver) Resume(ctx context.Context, id string, seq int64, decisions []c
 }
 
 // Send implements cairn.Driver.
-func (d *Driver) Send(ctx context.Context, id, text string, seq int64, actor cairn.Actor) (*cairn.Session, error) {
-	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: text, Seq: seq, Actor: actor})
+func (d *Driver) Send(ctx context.Context, id string, msg driver.Message) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: msg.Text, Seq: msg.Seq, Actor: msg.Actor, Tools: msg.Tools})
 }
 
 // Cancel implements cairn.Driver.

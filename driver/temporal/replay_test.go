@@ -57,7 +57,7 @@ var histories = map[string]func(t *testing.T, d *ctemporal.Driver){
 		if s, err = d.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, cairn.Actor{Name: "ana"}); err != nil || s.Status != cairn.StatusCompleted {
 			t.Fatalf("approve: %v %+v", err, s)
 		}
-		if s, err = d.Send(ctx, s.ID, "again", 0, cairn.Actor{}); err != nil || s.Status != cairn.StatusPaused {
+		if s, err = d.Send(ctx, s.ID, driver.Message{Text: "again"}); err != nil || s.Status != cairn.StatusPaused {
 			t.Fatalf("message: %v %+v", err, s)
 		}
 	},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -59,6 +60,8 @@ type MessageArgs struct {
 	Text  string
 	Seq   int64
 	Actor session.Actor // who sent it
+	// Tools are tools the sender runs itself (UserMessage.Tools).
+	Tools []model.ToolDefinition `json:",omitempty"`
 }
 
 // CancelArgs are the arguments of UpdateCancel.
@@ -217,7 +220,9 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a DecideArgs) error { return validate(ctx, decide(a)) }}); err != nil {
 		return err
 	}
-	message := func(a MessageArgs) engine.Input { return engine.Message{Text: a.Text, Seq: a.Seq, Actor: a.Actor} }
+	message := func(a MessageArgs) engine.Input {
+		return engine.Message{Text: a.Text, Seq: a.Seq, Actor: a.Actor, Tools: a.Tools}
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateMessage,
 		func(ctx workflow.Context, a MessageArgs) (*cairn.Session, error) { return apply(ctx, message(a)) },
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a MessageArgs) error { return validate(ctx, message(a)) }}); err != nil {

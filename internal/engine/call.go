@@ -148,7 +148,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 	// are carried out before anything else of it runs. A handoff that needs
 	// approval holds the message until it is decided.
 	for _, c := range f.Calls {
-		if t := agent.tool(c.Tool); t != nil && t.Kind == ToolHandoff {
+		if t := s.toolOf(agent, f, c.Tool); t != nil && t.Kind == ToolHandoff {
 			switch c.State {
 			case CallNew:
 				if ok, _ := s.classify(agent, f, c); ok {
@@ -219,7 +219,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: msg, IsError: true})
 		return false, nil
 	}
-	tool := agent.tool(c.Tool)
+	tool := s.toolOf(agent, f, c.Tool)
 	if tool == nil {
 		names := agent.toolNames(f.Mode)
 		return fail(fmt.Sprintf("unknown tool %q; available tools: %s%s", c.Tool, strings.Join(names, ", "), suggest.Hint(c.Tool, names)))
@@ -332,7 +332,7 @@ func confirmation(tool *Tool, name string, args ToolArgs) string {
 // which case it waits its turn. args are the call's arguments decoded, or
 // nil when the caller has not decoded them: only an agent tool reads them.
 func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun, started, pushed bool) {
-	tool := agent.tool(c.Tool)
+	tool := s.toolOf(agent, f, c.Tool)
 	if tool == nil { // the agent's tools changed since the call was approved
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
 			Content: fmt.Sprintf("tool %q is no longer available; the call did not run", c.Tool)})

@@ -230,7 +230,7 @@ func (s *stepper) replacementArgs(i int, d session.Decision, f *Frame, c *Call) 
 	}
 	var tool *Tool
 	if a := s.m.agents[f.Agent]; a != nil {
-		tool = a.tool(c.Tool)
+		tool = s.toolOf(a, f, c.Tool)
 	}
 	v, err := decodeArgs(d.Arguments)
 	if err == nil && tool != nil && tool.Validate != nil {
@@ -323,7 +323,7 @@ func (s *stepper) record(p decided) {
 				added.NewArgsDigest = digest(string(p.newArgs))
 				var tool *Tool
 				if a := s.m.agents[p.f.Agent]; a != nil {
-					tool = a.tool(p.c.Tool)
+					tool = s.toolOf(a, p.f, p.c.Tool)
 				}
 				v, _ := decodeArgs(p.newArgs) // checked when the decision was
 				added.Message = confirmation(tool, p.c.Tool, ToolArgs{Raw: p.newArgs, Value: v})

@@ -216,6 +216,10 @@ type Frame struct {
 	// Calls are the tool calls of the last assistant message until every one
 	// has a result; then their results join Messages in call order.
 	Calls []*Call
+	// SenderTools are the tools the sender of the frame's last message
+	// runs itself (UserMessage.Tools): offered to its model besides the
+	// agent's, until the next message.
+	SenderTools []model.ToolDefinition `json:",omitempty"`
 	// sealed: the chunks a snapshot already wrote for these messages.
 	sealed sealed
 }

@@ -30,6 +30,8 @@ type Start struct {
 	// Call is the one call a session of a direct agent makes (Agent.Direct):
 	// required for one, refused for any other.
 	Call *session.CallRequest
+	// Tools are tools the sender runs itself (UserMessage.Tools).
+	Tools []model.ToolDefinition
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -40,6 +42,8 @@ type Message struct {
 	Seq  int64
 	// Actor is who sent it, recorded in its event for the audit trail.
 	Actor session.Actor
+	// Tools are tools the sender runs itself (UserMessage.Tools).
+	Tools []model.ToolDefinition
 }
 
 // Decide answers some or all pending approval and input interrupts. Seq

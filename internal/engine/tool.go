@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -133,6 +134,64 @@ type Agent struct {
 	// Tools does not have: the caller's own function (an approval request
 	// names any tool).
 	CallerTool *Tool
+	// NoSenderTools refuses messages that declare tools of their own
+	// (UserMessage.Tools, AG-UI frontend tools).
+	NoSenderTools bool
+}
+
+// maxSenderTools bounds the tools one message may declare.
+const maxSenderTools = 64
+
+// checkSenderTools checks the tools a message declares: allowed for the
+// agent, named as tools are, none twice or named as one of the agent's,
+// parameters a JSON object.
+func checkSenderTools(a *Agent, tools []model.ToolDefinition) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	if a.NoSenderTools || a.Direct {
+		return errorf(session.CodeInvalidRequest, "agent %q takes no tools from the client (its configuration forbids frontend tools); send the message without tools", a.Name)
+	}
+	if len(tools) > maxSenderTools {
+		return errorf(session.CodeInvalidRequest, "tools: %d declared; at most %d", len(tools), maxSenderTools)
+	}
+	seen := map[string]bool{}
+	for i, t := range tools {
+		switch {
+		case !senderToolName.MatchString(t.Name):
+			return errorf(session.CodeInvalidRequest, "tools[%d].name: %q is not a tool name (1–64 letters, digits, _ or -)", i, t.Name)
+		case seen[t.Name]:
+			return errorf(session.CodeInvalidRequest, "tools[%d].name: %q is declared twice", i, t.Name)
+		case a.Tools[t.Name] != nil || t.Name == CompleteTool:
+			return errorf(session.CodeInvalidRequest, "tools[%d].name: agent %q has a tool %q of its own; name the client's tool otherwise", i, a.Name, t.Name)
+		case len(t.Parameters) > 0 && !isJSONObject(string(t.Parameters)):
+			return errorf(session.CodeInvalidRequest, "tools[%d].parameters: the JSON Schema of %q's arguments must be a JSON object", i, t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}
+
+var senderToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// toolOf is the tool of a call named name in frame f: the agent's, or one
+// the frame's sender runs itself (a client tool whose arguments are checked
+// against the parameters it declared).
+func (s *stepper) toolOf(a *Agent, f *Frame, name string) *Tool {
+	if t := a.tool(name); t != nil || f == nil {
+		return t
+	}
+	for _, d := range f.SenderTools {
+		if d.Name != name {
+			continue
+		}
+		t := &Tool{Definition: d, Kind: ToolClient}
+		if check := s.m.opts.CheckAnswer; check != nil && len(d.Parameters) > 0 {
+			t.Validate = func(v any) error { return check(d.Parameters, v) }
+		}
+		return t
+	}
+	return nil
 }
 
 // tool is the agent's tool named name, nil when it has none.

@@ -30,6 +30,7 @@ func projectUserMessage(p *UserMessage, st *State, ev *session.Event, frame *Fra
 		st.Starter = p.Actor
 	}
 	st.Speaker = p.Actor
+	frame.SenderTools = p.Tools
 	frame.Messages = append(frame.Messages, model.Message{Role: model.RoleUser, Content: p.Text})
 	frame.Iterations, frame.Rejected, frame.Said, frame.SaidSeq = 0, 0, "", 0
 	st.Status, st.Output, st.OutputJSON, st.Error = session.StatusRunning, "", nil, nil
@@ -113,8 +114,11 @@ func (s *stepper) start(in Start) error {
 	if err := checkCall(s.m.agents[in.Agent], in.Call); err != nil {
 		return err
 	}
+	if err := checkSenderTools(s.m.agents[in.Agent], in.Tools); err != nil {
+		return err
+	}
 	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant})
-	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor, Call: in.Call})
+	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor, Call: in.Call, Tools: in.Tools})
 	s.advance()
 	return nil
 }
@@ -144,7 +148,12 @@ func (s *stepper) message(in Message) error {
 	default:
 		return errorf(session.CodeConflict, "session %s is %s: wait until its turn ends", st.SessionID, st.Status)
 	}
-	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text, Actor: in.Actor})
+	if top != nil {
+		if err := checkSenderTools(s.m.agents[top.Agent], in.Tools); err != nil {
+			return err
+		}
+	}
+	s.emit(session.EventUserMessage, top, &UserMessage{Text: in.Text, Actor: in.Actor, Tools: in.Tools})
 	s.advance()
 	return nil
 }
@@ -334,7 +343,7 @@ func (s *stepper) recover() error {
 			if c.State != CallStarted {
 				continue
 			}
-			if agent != nil && agent.tool(c.Tool) != nil && agent.tool(c.Tool).Idempotent {
+			if agent != nil && s.toolOf(agent, f, c.Tool) != nil && s.toolOf(agent, f, c.Tool).Idempotent {
 				// Recorded as a decision so the log says why it ran twice.
 				s.emit(session.EventDecision, f, &DecisionMade{CallID: c.ID, Kind: session.KindApproval, Tool: c.Tool, Action: session.ActionApprove,
 					Reason: "idempotent tool re-run after a crash", Arguments: json.RawMessage(c.Args), Actor: session.Actor{Name: "cairn", Role: "recovery"}})
@@ -427,6 +436,9 @@ func (s *stepper) pass() (Effect, bool) {
 				return nil, true
 			}
 			tools := agent.Definitions
+			if len(f.SenderTools) > 0 {
+				tools = append(tools[:len(tools):len(tools)], f.SenderTools...)
+			}
 			if f.Mode == session.ModeInteractive {
 				tools = append(tools[:len(tools):len(tools)], completeDefinition)
 			}

@@ -67,7 +67,7 @@ func (s *stepper) waitOnSystem(f *Frame, c *Call, p Pending) {
 // tool is the tool of call c in frame f, nil when the agent no longer has it.
 func (s *stepper) tool(f *Frame, c *Call) *Tool {
 	if a := s.m.agents[f.Agent]; a != nil {
-		return a.tool(c.Tool)
+		return s.toolOf(a, f, c.Tool)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *S
 		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), suggest.Hint(agent, names))}
 	}
 	return r.observed(ctx, id, 0, func() (*session.Session, error) {
-		return r.driver.Start(ctx, driver.Start{ID: id, Nonce: newNonce(), Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor(), Call: opts.Call}, opts.Detach)
+		return r.driver.Start(ctx, driver.Start{ID: id, Nonce: newNonce(), Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools}, opts.Detach)
 	})
 }
 

@@ -9,7 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairnhq/cairn/driver"
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/internal/schema"
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
@@ -17,13 +20,29 @@ import (
 // StartOptions are cairn.StartOptions (documented there), which convert to
 // them.
 type StartOptions struct {
-	Metadata map[string]any
-	Detach   bool
-	Owner    string
-	Actor    session.Actor
-	Observe  func(session.Event)
-	ID       string
-	Call     *session.CallRequest
+	Metadata    map[string]any
+	Detach      bool
+	Owner       string
+	Actor       session.Actor
+	Observe     func(session.Event)
+	ID          string
+	Call        *session.CallRequest
+	ClientTools []model.ToolDefinition
+}
+
+// checkClientTools checks that the tools a caller declares have argument
+// schemas that compile (the engine checks the rest): refused, nothing is
+// recorded.
+func checkClientTools(tools []model.ToolDefinition) error {
+	for i, t := range tools {
+		if len(t.Parameters) == 0 {
+			continue
+		}
+		if _, err := schema.Compile(t.Parameters); err != nil {
+			return &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("tools[%d].parameters: %q's JSON Schema: %v", i, t.Name, err)}
+		}
+	}
+	return nil
 }
 
 // firstActor is who sends the first message: Actor, or else Owner.
@@ -45,6 +64,9 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		opts = &StartOptions{}
 	}
 	ctx = withObserver(ctx, opts.Observe)
+	if err := checkClientTools(opts.ClientTools); err != nil {
+		return nil, err
+	}
 	id := opts.ID
 	if id == "" {
 		id = r.newID()
@@ -55,7 +77,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return r.startWith(ctx, id, agent, input, opts)
 	}
 	st := &engine.State{}
-	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor(), Call: opts.Call}
+	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
@@ -198,6 +220,13 @@ func approvesOnly(decisions []session.Decision) bool {
 // Send is cairn.Runner.Send (documented there).
 func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, opts *TurnOptions) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
+	var tools []model.ToolDefinition
+	if opts != nil {
+		tools = opts.ClientTools
+	}
+	if err := checkClientTools(tools); err != nil {
+		return nil, err
+	}
 	if r.driver != nil {
 		after := seq
 		if after == 0 {
@@ -207,9 +236,11 @@ func (r *Runner) Send(ctx context.Context, sessionID, text string, seq int64, op
 			}
 			after = h.Seq
 		}
-		return r.observed(ctx, sessionID, after, func() (*session.Session, error) { return r.driver.Send(ctx, sessionID, text, seq, actor) })
+		return r.observed(ctx, sessionID, after, func() (*session.Session, error) {
+			return r.driver.Send(ctx, sessionID, driver.Message{Text: text, Seq: seq, Actor: actor, Tools: tools})
+		})
 	}
-	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq, Actor: actor})
+	return r.apply(ctx, sessionID, engine.Message{Text: text, Seq: seq, Actor: actor, Tools: tools})
 }
 
 // Session is cairn.Runner.Session (documented there).

@@ -3,14 +3,16 @@ package local
 import (
 	"context"
 
+	"github.com/cairnhq/cairn/model"
 	"github.com/cairnhq/cairn/session"
 )
 
 // TurnOptions are cairn.TurnOptions (documented there), which convert to
 // them.
 type TurnOptions struct {
-	Actor   session.Actor
-	Observe func(session.Event)
+	Actor       session.Actor
+	Observe     func(session.Event)
+	ClientTools []model.ToolDefinition
 }
 
 // apply returns ctx carrying the observer, and the actor.

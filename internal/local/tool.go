@@ -38,6 +38,8 @@ type Agent struct {
 	// the tool of the calls of names they do not list (nil: none).
 	Direct     bool
 	CallerTool *Tool
+	// NoClientTools refuses tools a caller declares (engine.Agent.NoSenderTools).
+	NoClientTools bool
 }
 
 // Tool is a cairn.Tool compiled: what the engine knows of it, the handler

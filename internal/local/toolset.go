@@ -21,7 +21,7 @@ func (r *Runner) compileAll() (*compiled, error) {
 	for _, name := range r.order {
 		a := r.agents[name]
 		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations,
-			OutputSchema: a.OutputSchema, CheckOutput: a.CheckOutput, OutputRetries: a.OutputRetries, Review: a.Review, Direct: a.Direct}
+			OutputSchema: a.OutputSchema, CheckOutput: a.CheckOutput, OutputRetries: a.OutputRetries, Review: a.Review, Direct: a.Direct, NoSenderTools: a.NoClientTools}
 		if a.CallerTool != nil {
 			spec.CallerTool = a.CallerTool.Engine
 		}

@@ -4,14 +4,15 @@
 // TOOL_CALL events, the client runs it, adds a tool message with the
 // result and runs again.
 //
-//   node agui-frontend-tool.mjs URL TOKEN THREAD TEXT TOOL OUTPUT_JSON
+//   node agui-frontend-tool.mjs URL TOKEN THREAD TEXT TOOL OUTPUT_JSON [PARAMETERS_JSON]
 //
 // Prints the runs' outcomes, the calls it ran and the messages as JSON.
 import { HttpAgent } from "@ag-ui/client";
 
-const [url, token, threadId, text, toolName, outputJSON] = process.argv.slice(2);
+const [url, token, threadId, text, toolName, outputJSON, parametersJSON] = process.argv.slice(2);
 const agent = new HttpAgent({ url, threadId, headers: token ? { Authorization: `Bearer ${token}` } : {} });
-const tools = [{ name: toolName, description: "Runs in the client.", parameters: { type: "object", properties: {} } }];
+const parameters = parametersJSON ? JSON.parse(parametersJSON) : { type: "object", properties: {} };
+const tools = [{ name: toolName, description: "Runs in the client.", parameters }];
 const outcomes = [];
 const errors = [];
 const calls = [];
