@@ -22,6 +22,8 @@
 //   - effects.go, workers.go: model calls and tool calls, the tool workers.
 //   - ask.go: a tool's questions to the user and their answers.
 //   - complete.go: completions of calls that wait (Complete, callback URLs).
+//   - approvals.go: approval requests for calls the caller makes (sessions
+//     of a direct agent), read as where their approval stands.
 //   - lease.go: who owns a running turn, renewals, takeover, shutdown, cancel.
 //   - expiry.go: approvals and waits past their deadline.
 //   - retention.go: purges of finished sessions, and their tombstones.
