@@ -82,7 +82,7 @@ func pickAgent(cfg *config.Config, agent string) (string, error) {
 		}
 	}
 	if len(names) == 0 {
-		return "", fmt.Errorf("%s has no agent to chat with (it only takes approval requests); add one under agents:", cfg.Path)
+		return "", fmt.Errorf("%s has no agent to chat with (it only takes approval requests and gateway calls): add one under agents", cfg.Path)
 	}
 	if agent == "" {
 		return names[0], nil
