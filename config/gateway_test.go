@@ -56,7 +56,7 @@ gateway:
   sessions: all
   approvers: {groups: [ops]}
 tools:
-  fs.write_file: {confirmation: "Write {{.path}}?"}
+  fs.write_file: {confirmation: "Write {{.path}}?", approvers: {groups: [leads], count: 2}}
 `), noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ tools:
 		for _, ts := range a.Toolsets {
 			for _, tl := range ts.Tools() {
 				names = append(names, tl.Name)
-				if tl.Name == "fs__write_file" && tl.Confirmation != "Write {{.path}}?" {
+				if tl.Name == "fs__write_file" && (tl.Confirmation != "Write {{.path}}?" || tl.Approvers == nil || tl.Approvers.Groups[0] != "leads" || tl.Approvers.Count != 2) {
 					t.Errorf("the override: %+v", tl)
 				}
 			}

@@ -136,9 +136,20 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 	p := "tools." + name
 	switch {
 	case tc.Description != "" || tc.Parameters != nil || len(tc.Command) > 0 || tc.Builtin != "":
-		return nil, l.errf(p, "an MCP tool takes only approval, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
+		return nil, l.errf(p, "an MCP tool takes only approval, approvers, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
+	case len(tc.ApprovalRules) > 0:
+		return nil, l.errf(p+".approval_rules", "an MCP tool takes approvers, not approval_rules: give its approval a CEL rule and its approvers one set")
 	}
 	spec := &cairn.Tool{Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
+	if tc.Approvers != nil {
+		// A tool its annotations never ask about refuses approvers when the
+		// runner compiles it: set approval too.
+		a, err := l.approversOf(p+".approvers", *tc.Approvers)
+		if err != nil {
+			return nil, err
+		}
+		spec.Approvers = a
+	}
 	if tc.Approval != "" {
 		pol, err := approvalPolicy(tc.Approval)
 		if err != nil {

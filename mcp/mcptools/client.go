@@ -312,8 +312,9 @@ func (ts *toolset) Notify(fn func()) {
 
 // Tool is the server's tool as a Cairn tool named server__tool, with the
 // approval its annotations imply (see Approval); spec, when not nil,
-// overrides Approval (when not the zero Policy), Confirmation, Timeout, Idempotent,
-// ApprovalTTL and Escalation. Nil when there is no such tool.
+// overrides Approval (when not the zero Policy), Approvers, Confirmation,
+// Timeout, Idempotent, ApprovalTTL and Escalation. Nil when there is no
+// such tool.
 func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
 	c := h.servers[server]
 	if c == nil {
@@ -381,6 +382,9 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 		}
 		if spec.Escalation != nil {
 			out.Escalation = spec.Escalation
+		}
+		if spec.Approvers != nil {
+			out.Approvers = spec.Approvers
 		}
 		out.Idempotent = out.Idempotent || spec.Idempotent
 	}
