@@ -211,15 +211,17 @@ func serveDemo(t *testing.T) string {
 
 // exampleOutput is what each example prints (in part) against the demo.
 var exampleOutput = map[string][]string{
-	"python/examples/approve.py":         {"paused", "deploy_code {'environment': 'production'} Deploy to production?", "completed Deployed build 1042 to production."},
-	"python/examples/answer.py":          {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
-	"python/examples/follow.py":          {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
-	"python/examples/choose.py":          {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
-	"typescript/examples/choose.mjs":     {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
-	"typescript/examples/approve.mjs":    {"paused", "deploy_code { environment: 'production' } Deploy to production?", "completed Deployed build 1042 to production."},
-	"typescript/examples/answer.mjs":     {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
-	"typescript/examples/follow.mjs":     {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
-	"typescript/examples/aisdk-chat.mjs": {"tool-deploy_code { environment: 'production' }", "Deployed build 1042 to production."},
+	"python/examples/approve.py":               {"paused", "deploy_code {'environment': 'production'} Deploy to production?", "completed Deployed build 1042 to production."},
+	"python/examples/answer.py":                {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
+	"python/examples/follow.py":                {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
+	"python/examples/choose.py":                {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
+	"typescript/examples/choose.mjs":           {"approval · Deploy to production?", "Approve (arguments) | Reject (reason)", "completed Deployed build 1042 to production."},
+	"typescript/examples/approve.mjs":          {"paused", "deploy_code { environment: 'production' } Deploy to production?", "completed Deployed build 1042 to production."},
+	"typescript/examples/answer.mjs":           {"Which environment should the release go to", "Planned: build 1042 goes to staging on Tuesday."},
+	"typescript/examples/follow.mjs":           {"7 turn_paused\n8 decision", "turn_completed", "409 already_decided", "was already decided: approve by"},
+	"typescript/examples/aisdk-chat.mjs":       {"tool-deploy_code { environment: 'production' }", "Deployed build 1042 to production."},
+	"python/examples/require_approval.py":      {"asked: Refund 120 EUR on order A-17?", "refunded: {'refunded': 100}"},
+	"typescript/examples/require-approval.mjs": {"asked: Refund 120 EUR on A-17?", "refunded: { refunded: 100 }"},
 }
 
 // Every example of clients/*/examples runs against the demo and prints what
