@@ -230,7 +230,7 @@ mcp_servers:
     env: {RUNS: %q, SLOW_MS: "4000"}
 gateway:
   servers: [slow]
-  hold: 12s
+  hold: 8s
 `
 
 // kill -9 of the cairn serve holding a gateway call after its approval and
