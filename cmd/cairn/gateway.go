@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,36 +39,19 @@ func newGatewayCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func gatewayCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return err
+	hasGateway := func(cfg *config.Config) error {
+		if cfg.Gateway == nil {
+			return fmt.Errorf("%s has no gateway section: add one naming the mcp_servers to offer, like\n  gateway:\n    servers: [fs]\n(see docs/gateway.md)", cfg.Path)
+		}
+		return nil
 	}
-	defer cfg.Close()
-	if cfg.Gateway == nil {
-		return fmt.Errorf("%s has no gateway section: add one naming the mcp_servers to offer, like\n  gateway:\n    servers: [fs]\n(see docs/gateway.md)", cfg.Path)
-	}
-	if err := cfg.Connect(ctx); err != nil {
-		return err
-	}
-	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, Lease: cfg.Lease, PublicURL: cfg.PublicURL}, log, nil)
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	opts := gatewayOptions(cfg, log)
-	if cfg.PublicURL != "" {
-		opts.Inbox = func(id string) string { return cfg.PublicURL + "/#/sessions/" + id }
-	}
-	srv, err := mcpserver.NewGateway(rt.runner, opts)
-	if err != nil {
-		return err
-	}
-	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	if ctx.Err() != nil || errors.Is(err, io.EOF) {
-		return nil // stopped by a signal, or the client closed stdin
-	}
-	return err
+	return serveStdio(ctx, cfgPath, stdin, stdout, stderr, hasGateway, func(cfg *config.Config, runner *cairn.Runner, log *slog.Logger) (*sdk.Server, error) {
+		opts := gatewayOptions(cfg, log)
+		if cfg.PublicURL != "" {
+			opts.Inbox = func(id string) string { return cfg.PublicURL + "/#/sessions/" + id }
+		}
+		return mcpserver.NewGateway(runner, opts)
+	})
 }
 
 // gatewayOptions are the config's gateway section for mcpserver.NewGateway

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -37,25 +38,43 @@ func newMCPCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func mcpCmd(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return serveStdio(ctx, cfgPath, stdin, stdout, stderr, nil, func(cfg *config.Config, runner *cairn.Runner, log *slog.Logger) (*sdk.Server, error) {
+		return mcpserver.New(runner, &mcpserver.Options{Logger: log}), nil
+	})
+}
+
+// serveStdio loads the config, starts its MCP servers and a runner on its
+// store, and serves the MCP server serve builds on stdin and stdout until
+// a signal or the client's end of stdin. check, when set, refuses a config
+// before anything starts. Logs (warnings and worse) go to stderr.
+func serveStdio(ctx context.Context, cfgPath string, stdin io.Reader, stdout, stderr io.Writer, check func(*config.Config) error,
+	serve func(*config.Config, *cairn.Runner, *slog.Logger) (*sdk.Server, error)) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
 	}
 	defer cfg.Close()
+	if check != nil {
+		if err := check(cfg); err != nil {
+			return err
+		}
+	}
 	if err := cfg.Connect(ctx); err != nil {
 		return err
 	}
-	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, Lease: cfg.Lease}, log, nil)
+	rt, err := openRuntime(ctx, cfg, cairn.RunnerOptions{Logger: log, Lease: cfg.Lease, PublicURL: cfg.PublicURL}, log, nil)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	runner := rt.runner
-	srv := mcpserver.New(runner, &mcpserver.Options{Logger: log})
+	srv, err := serve(cfg, rt.runner, log)
+	if err != nil {
+		return err
+	}
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	if ctx.Err() != nil {
-		return nil // stopped by a signal
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil // stopped by a signal, or the client closed stdin
 	}
 	return err
 }
