@@ -185,19 +185,29 @@ const ApprovalsAgent = "approvals"
 
 // CallApproval is cairn.Runner.CallApproval (documented there).
 func (r *Runner) CallApproval(ctx context.Context, id string) (*session.CallApproval, error) {
+	a, _, err := r.callApproval(ctx, id)
+	return a, err
+}
+
+// callApproval reads request id as of its head's seq (also returned):
+// the events a commit adds between the two reads are left for the next.
+func (r *Runner) callApproval(ctx context.Context, id string) (*session.CallApproval, int64, error) {
 	s, err := r.Session(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	evs, err := r.store.Events(ctx, id, 0)
 	if err != nil {
-		return nil, storeError(err, id)
+		return nil, 0, storeError(err, id)
+	}
+	for i, ev := range evs {
+		if ev.Seq > s.Seq {
+			evs = evs[:i]
+			break
+		}
 	}
 	a, err := CallApprovalOf(s, evs)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+	return a, s.Seq, err
 }
 
 // CallApprovalOf reads where the approval of a direct session's call
@@ -295,21 +305,16 @@ func (r *Runner) AwaitCallApproval(ctx context.Context, id string, wait time.Dur
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		s, err := r.Session(ctx, id)
-		if err != nil {
+		a, seq, err := r.callApproval(ctx, id)
+		if err != nil && ctx.Err() != nil {
 			return r.awaited(ctx, id, err)
 		}
-		evs, err := r.store.Events(ctx, id, 0)
-		if err != nil {
-			return r.awaited(ctx, id, storeError(err, id))
-		}
-		a, err := CallApprovalOf(s, evs)
 		if err != nil || a.Status.Decided() {
 			return a, err
 		}
 		// Wait for the session's next event, from any replica (the
 		// store's feed), then read again.
-		events, stop := r.Subscribe(id, s.Seq)
+		events, stop := r.Subscribe(id, seq)
 		select {
 		case <-events:
 			stop()

@@ -16,8 +16,10 @@ if typing.TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# How long one GET /v1/approvals/{id}?wait= waits (the server's limit).
-_POLL = "60s"
+def _poll(client: "Client") -> str:
+    """How long one GET /v1/approvals/{id}?wait= waits: the server's limit
+    (60 s), within the client's own timeout."""
+    return f"{max(1, min(60, int(client.timeout) - 5))}s"
 
 
 class CairnRejected(Exception):
@@ -81,7 +83,7 @@ def require_approval(
             a = client.request_approval(name, arguments, message=text, schema=schema, expires_in=expires_in,
                                         idempotency_key=key, metadata=metadata)
             while a.status == "pending":
-                a = client.get_approval(a.id, wait=_POLL)
+                a = client.get_approval(a.id, wait=_poll(client))
             if a.status != "approved":
                 raise CairnRejected(a)
             return a

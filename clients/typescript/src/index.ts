@@ -187,7 +187,8 @@ export class Client {
   readonly baseUrl: string;
   readonly token?: string;
   private readonly fetcher: typeof fetch;
-  private readonly timeoutMs?: number;
+  /** Bounds each call in milliseconds (ClientOptions.timeoutMs). */
+  readonly timeoutMs?: number;
   private readonly retries: number;
   private readonly retryBackoffMs: number;
 
@@ -579,7 +580,9 @@ export function requireApproval<A extends Record<string, unknown>, R>(
     const message = typeof options.message === "function" ? options.message(args) : options.message;
     const idempotencyKey = typeof options.idempotencyKey === "function" ? options.idempotencyKey(args) : options.idempotencyKey;
     let a = await client.requestApproval(tool, args, { message, idempotencyKey, schema: options.schema, expiresIn: options.expiresIn, metadata: options.metadata, signal });
-    while (a.status === "pending") a = await client.getApproval(a.id, { wait: "60s", signal });
+    // Each wait is the server's limit (60 s), within the client's own timeout.
+    const wait = `${Math.max(1, Math.min(60, Math.floor((client.timeoutMs ?? 65_000) / 1000) - 5))}s`;
+    while (a.status === "pending") a = await client.getApproval(a.id, { wait, signal });
     if (a.status !== "approved") throw new CairnRejected(a);
     if (a.result) {
       // The function ran for this approval already (a caller that restarted).
