@@ -107,7 +107,9 @@ func sessionEvents(resp *http.Response) <-chan map[string]any {
 // sees everyone's pauses, a user only their own.
 func TestCrossSessionFeed(t *testing.T) {
 	base := feedServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// The budget covers the two turns below too: on a loaded CI machine
+	// (every package's race tests at once) 15 s was once not enough.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	approverFeed := sessionEvents(authGet(t, ctx, base+"/v1/events", "approver-token-0123456789"))
 	umaFeed := sessionEvents(authGet(t, ctx, base+"/v1/events", "user-token-uma-0123456789"))
