@@ -56,7 +56,10 @@ gateway:
   sessions: all
   approvers: {groups: [ops]}
 tools:
-  fs.write_file: {confirmation: "Write {{.path}}?", approvers: {groups: [leads], count: 2}}
+  fs.write_file:
+    confirmation: "Write {{.path}}?"
+    approvers: {groups: [leads], count: 2}
+    approval_rules: [{if: 'args.path.endsWith(".env")', groups: [security]}]
 `), noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +82,8 @@ tools:
 		for _, ts := range a.Toolsets {
 			for _, tl := range ts.Tools() {
 				names = append(names, tl.Name)
-				if tl.Name == "fs__write_file" && (tl.Confirmation != "Write {{.path}}?" || tl.Approvers == nil || tl.Approvers.Groups[0] != "leads" || tl.Approvers.Count != 2) {
+				if tl.Name == "fs__write_file" && (tl.Confirmation != "Write {{.path}}?" || tl.Approvers == nil || tl.Approvers.Groups[0] != "leads" || tl.Approvers.Count != 2 ||
+					len(tl.ApprovalRules) != 1 || tl.ApprovalRules[0].Approvers.Groups[0] != "security") {
 					t.Errorf("the override: %+v", tl)
 				}
 			}
@@ -95,8 +99,17 @@ tools:
 		"gateway: {servers: [fs], hold: soon}":      "gateway.hold",
 		"gateway: {servers: [fs], sessions: reads}": "gateway.sessions",
 		"gateway: {servers: [fs], frontend: true}":  `unknown key "frontend"`,
+		"gateway: {servers: [fs]}\ntools: {fs.write_file: {approval_rules: [{groups: [x]}]}}":                                        "tools.fs.write_file.approval_rules[0].if: is required",
+		"gateway: {servers: [fs]}\ntools: {fs.write_file: {approval_rules: [{if: 'true', groups: [x], on_expiry: {action: fail}}]}}": "an MCP tool's approval rule takes if and approvers",
 	} {
-		if _, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(servers+text), noEnv); err == nil || !strings.Contains(err.Error(), want) {
+		// An override of a tool the gateway offers by server.* is read
+		// when Connect lists the server's tools.
+		cfg, err := config.Parse(filepath.Join(dir, "cairn.yaml"), []byte(servers+text), noEnv)
+		if err == nil {
+			err = cfg.Connect(t.Context())
+			cfg.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", text, err, want)
 		}
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -136,9 +137,7 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 	p := "tools." + name
 	switch {
 	case tc.Description != "" || tc.Parameters != nil || len(tc.Command) > 0 || tc.Builtin != "":
-		return nil, l.errf(p, "an MCP tool takes only approval, approvers, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
-	case len(tc.ApprovalRules) > 0:
-		return nil, l.errf(p+".approval_rules", "an MCP tool takes approvers, not approval_rules: give its approval a CEL rule and its approvers one set")
+		return nil, l.errf(p, "an MCP tool takes only approval, approvers, approval_rules, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
 	}
 	spec := &cairn.Tool{Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
 	if tc.Approvers != nil {
@@ -149,6 +148,24 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 			return nil, err
 		}
 		spec.Approvers = a
+	}
+	for i, rc := range tc.ApprovalRules {
+		rp := fmt.Sprintf("%s.approval_rules[%d]", p, i)
+		switch {
+		case strings.TrimSpace(rc.If) == "":
+			return nil, l.errf(rp+".if", "is required: a CEL condition over args, such as 'args.path.startsWith(\"/etc/\")'")
+		case len(rc.Escalation) > 0 || rc.OnExpiry != nil:
+			return nil, l.errf(rp, "an MCP tool's approval rule takes if and approvers (groups, count, not_requester); give the tool's escalation and on_expiry on the tool")
+		}
+		cond, err := celPolicy("args", rc.If)
+		if err != nil {
+			return nil, l.errf(rp+".if", "not a valid CEL condition over args: %v", err)
+		}
+		a, err := l.approversOf(rp, rc.ApproversConfig)
+		if err != nil {
+			return nil, err
+		}
+		spec.ApprovalRules = append(spec.ApprovalRules, cairn.ApprovalRule{If: cond, Approvers: *a})
 	}
 	if tc.Approval != "" {
 		pol, err := approvalPolicy(tc.Approval)

@@ -312,7 +312,7 @@ func (ts *toolset) Notify(fn func()) {
 
 // Tool is the server's tool as a Cairn tool named server__tool, with the
 // approval its annotations imply (see Approval); spec, when not nil,
-// overrides Approval (when not the zero Policy), Approvers, Confirmation,
+// overrides Approval (when not the zero Policy), Approvers, ApprovalRules, Confirmation,
 // Timeout, Idempotent, ApprovalTTL and Escalation. Nil when there is no
 // such tool.
 func (h *Hub) Tool(server, name string, spec *cairn.Tool) *cairn.Tool {
@@ -385,6 +385,9 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 		}
 		if spec.Approvers != nil {
 			out.Approvers = spec.Approvers
+		}
+		if len(spec.ApprovalRules) > 0 {
+			out.ApprovalRules = spec.ApprovalRules
 		}
 		out.Idempotent = out.Idempotent || spec.Idempotent
 	}
