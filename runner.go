@@ -2,6 +2,7 @@ package cairn
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 	"time"
 
@@ -59,6 +60,17 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // who decided; opts may be nil.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []Decision, opts *TurnOptions) (*Session, error) {
 	return r.rt.Resume(ctx, sessionID, seq, decisions, opts.rt())
+}
+
+// Preview computes the dry run (Tool.Preview) of a pending approval's call
+// with arguments a person may approve it with instead of its own: what an
+// edit would do, before deciding. The arguments are checked as a
+// decision's (ErrInvalidArguments), and opts.Actor must be one who may
+// approve the call; nil args preview the call's own. Nothing is
+// recorded, and the session does not change. A dry run that fails is a
+// Preview with Error, not an error.
+func (r *Runner) Preview(ctx context.Context, sessionID, interruptID string, args json.RawMessage, opts *TurnOptions) (*Preview, error) {
+	return r.rt.Preview(ctx, sessionID, interruptID, args, opts.rt())
 }
 
 // Send gives the user's next message to the top of the session's stack: an

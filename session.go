@@ -69,7 +69,29 @@ type (
 	// ApprovalStatus is where an approval request stands: pending,
 	// approved, rejected, expired or cancelled.
 	ApprovalStatus = session.ApprovalStatus
+	// Preview is what an approval's call would do: its tool's dry run
+	// (Tool.Preview), shown beside the arguments.
+	Preview = session.Preview
+	// PreviewFormat says how a preview reads: text, diff or json.
+	PreviewFormat = session.PreviewFormat
 )
+
+// Preview formats (Preview.Format), and the most a preview's content
+// may have (longer text is cut, longer JSON refused).
+const (
+	PreviewText     = session.PreviewText
+	PreviewDiff     = session.PreviewDiff
+	PreviewJSON     = session.PreviewJSON
+	MaxPreviewBytes = session.MaxPreviewBytes
+)
+
+// TextPreview is a preview of plain text (PreviewText) or of a unified
+// diff (PreviewDiff), for a Tool.Preview to return.
+func TextPreview(format PreviewFormat, text string) Preview { return session.TextPreview(format, text) }
+
+// JSONPreview is a preview of a JSON value (PreviewJSON), for a
+// Tool.Preview to return.
+func JSONPreview(v any) (Preview, error) { return session.JSONPreview(v) }
 
 // Statuses, interrupt kinds, decision actions, frame modes, cancel scopes
 // and the streamed event type; see package session.

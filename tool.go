@@ -58,6 +58,17 @@ type Tool struct {
 	Runs string
 	// Timeout bounds one run of Handler; 0 means no limit beyond the turn's context.
 	Timeout time.Duration
+	// Preview is the tool's dry run: what a call with these arguments
+	// would do (a diff, a terraform plan, the rows a DELETE would touch),
+	// computed before the session pauses on the call's approval, stored
+	// with the interrupt and shown beside its arguments at every door
+	// (docs/previews.md). It must be free of side effects. An error, a
+	// panic or running past PreviewTimeout is shown as the preview's
+	// error: it never blocks the decision. Only for a tool whose Approval
+	// may ask. TextPreview and JSONPreview build its result.
+	Preview func(ctx context.Context, args json.RawMessage) (Preview, error)
+	// PreviewTimeout bounds one run of Preview; 0 means 10 seconds.
+	PreviewTimeout time.Duration
 	// Idempotent marks a tool that is safe to run twice with the same
 	// idempotency key (see IdempotencyKey).
 	Idempotent bool
@@ -356,7 +367,17 @@ func (t *Tool) compile() (*local.Tool, error) {
 			return strings.ReplaceAll(b.String(), "<no value>", ""), nil
 		}
 	}
-	return &local.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params)}, nil
+	if t.Preview != nil {
+		if t.Approval.IsNever() {
+			return nil, fmt.Errorf("tool %q: Preview is shown to the person approving a call, but its Approval never asks: set Approval (Always(), ApprovalIf)", t.Name)
+		}
+		if t.PreviewTimeout < 0 {
+			return nil, fmt.Errorf("tool %q: PreviewTimeout cannot be negative", t.Name)
+		}
+		et.Preview = true
+	}
+	return &local.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params),
+		Preview: t.Preview, PreviewTimeout: t.PreviewTimeout}, nil
 }
 
 // checkApprovers refuses approvers that no one could satisfy.

@@ -392,6 +392,7 @@ func valueSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[session.Field]():          enum(session.AllFields()),
 		reflect.TypeFor[session.EventType]():      enum(session.AllEventTypes()),
 		reflect.TypeFor[session.Via]():            enum(session.AllVias()),
+		reflect.TypeFor[session.PreviewFormat]():  enum(session.AllPreviewFormats()),
 	}
 }
 

@@ -20,6 +20,11 @@ func AllApprovalStatuses() []ApprovalStatus {
 	return []ApprovalStatus{ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalExpired, ApprovalCancelled}
 }
 
+// AllPreviewFormats lists the formats of a preview.
+func AllPreviewFormats() []PreviewFormat {
+	return []PreviewFormat{PreviewText, PreviewDiff, PreviewJSON}
+}
+
 // AllModes lists the frame modes.
 func AllModes() []Mode { return []Mode{ModeMain, ModeTool, ModeInteractive} }
 

@@ -56,7 +56,7 @@ func TestEnumListsAreEveryConstant(t *testing.T) {
 		"Kind": strs(session.AllKinds()), "Status": strs(session.AllStatuses()), "Action": strs(session.AllActions()),
 		"Mode": strs(session.AllModes()), "CancelScope": strs(session.AllCancelScopes()), "OnTimeout": strs(session.AllOnTimeouts()),
 		"Decider": strs(session.AllDeciders()), "ExpiryAction": strs(session.AllExpiryActions()), "Field": strs(session.AllFields()), "EventType": strs(session.AllEventTypes()),
-		"Via": strs(session.AllVias()), "ApprovalStatus": strs(session.AllApprovalStatuses()),
+		"Via": strs(session.AllVias()), "ApprovalStatus": strs(session.AllApprovalStatuses()), "PreviewFormat": strs(session.AllPreviewFormats()),
 	}
 	for typ, list := range lists {
 		if got := declared[typ]; !slices.Equal(got, list) {

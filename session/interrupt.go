@@ -92,6 +92,11 @@ type Interrupt struct {
 	// Message is the rendered confirmation text (approval), or what the
 	// system waited on said when it started (external).
 	Message string `json:"message,omitempty"`
+	// Preview, on an approval whose tool has a dry run (a config
+	// "preview:", cairn.Tool.Preview), is what the call would do: computed
+	// before the pause, stored with the interrupt, shown beside the
+	// arguments. Untrusted output, normalised (Preview.Normalize).
+	Preview *Preview `json:"preview,omitempty"`
 	// Handle, on an external wait, is the started work's own id (a
 	// pipeline run, a payment), as the tool gave it.
 	Handle string `json:"handle,omitempty"`

@@ -19,6 +19,9 @@ const (
 	ActivityMirror = "cairn.Mirror"
 	ActivityModel  = "cairn.Model"
 	ActivityTools  = "cairn.Tools"
+	// ActivityPreviews computes the dry runs of approvals about to be
+	// asked for (free of side effects: retried like a model call).
+	ActivityPreviews = "cairn.Previews"
 )
 
 // mirrorArgs are a step's events and the head to store with them.
@@ -98,6 +101,21 @@ func (a *activities) Model(ctx context.Context, in modelArgs) (modelResult, erro
 func (a *activities) Tools(ctx context.Context, in toolsArgs) ([]engine.ToolOutcome, error) {
 	var out []engine.ToolOutcome
 	a.beating(ctx, func(ctx context.Context) { out = a.core.RunTools(ctx, in.Effect) })
+	return out, nil
+}
+
+// previewsArgs are a RunPreviews effect.
+type previewsArgs struct {
+	Effect engine.RunPreviews
+}
+
+// Previews computes the dry runs of approvals about to be asked for.
+func (a *activities) Previews(ctx context.Context, in previewsArgs) ([]engine.PreviewOutcome, error) {
+	var out []engine.PreviewOutcome
+	a.beating(ctx, func(ctx context.Context) { out = a.core.RunPreviews(ctx, in.Effect) })
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // cancelled: the workflow decides
+	}
 	return out, nil
 }
 

@@ -64,6 +64,7 @@ func Register(w worker.Registry, runner *cairn.Runner, opts *Options) {
 	w.RegisterActivityWithOptions(acts.Mirror, activity.RegisterOptions{Name: ActivityMirror})
 	w.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
 	w.RegisterActivityWithOptions(acts.Tools, activity.RegisterOptions{Name: ActivityTools})
+	w.RegisterActivityWithOptions(acts.Previews, activity.RegisterOptions{Name: ActivityPreviews})
 }
 
 // WorkflowRegistry is where RegisterWorkflow registers the workflow: a

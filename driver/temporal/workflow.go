@@ -360,6 +360,23 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
 		}
 		return engine.Recover{}, nil
+	case engine.RunPreviews:
+		// Previews are free of side effects, so a lost batch is computed
+		// again; one that keeps failing pauses with each preview's error
+		// rather than not at all.
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: r.w.opts.ToolTimeout, HeartbeatTimeout: r.w.opts.Heartbeat,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		var out []engine.PreviewOutcome
+		if err := workflow.ExecuteActivity(actx, ActivityPreviews, previewsArgs{Effect: eff}).Get(ctx, &out); err != nil {
+			out = nil
+			for _, p := range eff.Previews {
+				out = append(out, engine.PreviewOutcome{InterruptID: p.InterruptID,
+					Preview: session.Preview{Error: fmt.Sprintf("the preview activity did not complete: %v", err)}})
+			}
+		}
+		return engine.PreviewsDone{Results: out}, nil
 	}
 	return nil, fmt.Errorf("cairn: unknown effect %T", eff)
 }

@@ -446,6 +446,7 @@ func projectApprovalAdded(p *ApprovalAdded, st *State, ev *session.Event, frame 
 		}
 		c.Args, c.ArgsSeq = string(p.NewArgs), ev.Seq
 		in.Arguments, in.Approvals = p.NewArgs, []session.Approval{approval}
+		in.Preview = nil // computed again for the new arguments at the next pause
 		if p.Message != "" {
 			in.Message = p.Message // the approvers after the edit read about these arguments
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // Input is what drives a session forward: one of Start, Message, Decide,
-// Cancel, ModelDone, ToolsDone, Recover.
+// Cancel, ModelDone, ToolsDone, PreviewsDone, Recover, Interrupted, Expire.
 type Input interface{ isInput() }
 
 // Start opens a new session on an agent with the user's first message.
@@ -257,6 +257,8 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 		s.emit(session.EventTurnInterrupted, st.Root(), &TurnInterrupted{Reason: in.Reason})
 	case Expire:
 		err = s.expire()
+	case PreviewsDone:
+		err = s.previewsDone(in)
 	default:
 		err = fmt.Errorf("engine: unknown input %T", in)
 	}
@@ -273,6 +275,9 @@ type stepper struct {
 	out      []session.Event
 	payloads []any // of out
 	effects  []Effect
+	// previews are the dry runs a PreviewsDone brought, by interrupt id,
+	// for the pause this step records.
+	previews map[string]session.Preview
 	// room is where out, payloads and effects start: most steps record
 	// 2–4 events and one effect, so a step allocates once (the stepper),
 	// not once per slice.

@@ -58,6 +58,9 @@ type Tool struct {
 	Confirm func(args ToolArgs) (string, error)
 	// Idempotent tools are re-run after a crash; others ask a person first.
 	Idempotent bool
+	// Preview says the tool has a dry run: the driver computes it
+	// (RunPreviews) before the session pauses on a call's approval.
+	Preview bool
 	// ApprovalTTL, when positive, is how long an approval request waits for a
 	// decision before its outcome at expiry (rejected: "approval expired").
 	ApprovalTTL time.Duration

@@ -65,6 +65,7 @@ func checkCall(a *Agent, call *session.CallRequest) error {
 
 func projectTurnPaused(p *TurnPaused, st *State, ev *session.Event, frame *Frame) error {
 	st.Status, st.Paused = session.StatusPaused, ev.Seq
+	storePreviews(st, p.Interrupts)
 	return nil
 }
 
@@ -400,7 +401,13 @@ func (s *stepper) advance() {
 	if s.st.Status != session.StatusRunning {
 		return
 	}
-	ins := s.st.Interrupts()
+	if due := s.previewsDue(); len(due) > 0 {
+		// The person deciding sees what the calls would do: their dry runs
+		// first, then the pause that shows them.
+		s.effects = append(s.room.effects[:0], RunPreviews{Session: s.st.SessionID, Previews: due})
+		return
+	}
+	ins := s.withPreviews(s.st.Interrupts())
 	if len(ins) == 0 {
 		// Unreachable by construction; fail loudly rather than hang.
 		s.emit(session.EventTurnFailed, s.st.Root(), &TurnFailed{Error: session.Failure{Code: "internal", Message: "engine: the session can neither move nor pause"}})

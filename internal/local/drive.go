@@ -155,6 +155,10 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		var results []engine.ToolOutcome
 		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff) })
 		in = engine.ToolsDone{Frame: eff.Frame, Results: results}
+	case engine.RunPreviews:
+		var results []engine.PreviewOutcome
+		run(ctx, false, func(ctx context.Context) { results = r.runPreviews(ctx, eff) })
+		in = engine.PreviewsDone{Results: results}
 	default:
 		return nil, fmt.Errorf("cairn: unknown effect %T", eff)
 	}

@@ -124,6 +124,12 @@ func (c Core) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOu
 	return c.r.runTools(ctx, eff)
 }
 
+// RunPreviews performs a RunPreviews effect (never fails: a preview that
+// cannot be computed is reported as its error).
+func (c Core) RunPreviews(ctx context.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
+	return c.r.runPreviews(ctx, eff)
+}
+
 // driverLease is the lease a durable driver's mirror writes: an owner no
 // runner has, until a time no clock reaches, so no Runner on the store
 // takes these sessions over or appends to them.

@@ -50,6 +50,11 @@ type Tool struct {
 	// Timeout bounds one run of Handler; 0 means none.
 	Timeout time.Duration
 	Info    session.ToolInfo
+	// Preview is the tool's dry run (cairn.Tool.Preview), bounded by
+	// PreviewTimeout (0: DefaultPreviewTimeout); nil: none. Engine.Preview
+	// is set with it.
+	Preview        func(ctx context.Context, args json.RawMessage) (session.Preview, error)
+	PreviewTimeout time.Duration
 }
 
 // Call is what a running tool finds in its context: its idempotency key
