@@ -249,6 +249,9 @@ type loader struct {
 	hub      *mcptools.Hub
 	mcpTools map[string]ToolConfig
 	servers  []mcptools.Server
+	// previewTools are the MCP tools previews call (server.tool, by the
+	// key path naming them), checked once the servers run.
+	previewTools []keyed[string]
 	// warnings are what the file says that will not work as written
 	// although it loads (Config.Preflight reports them).
 	warnings []string
@@ -328,6 +331,9 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		}
 		if argv := f.Tools[name].Command; len(argv) > 0 {
 			cfg.commands = append(cfg.commands, keyed[[]string]{"tools." + name + ".command", argv})
+		}
+		if pc := f.Tools[name].Preview; pc != nil && len(pc.Command) > 0 {
+			cfg.commands = append(cfg.commands, keyed[[]string]{"tools." + name + ".preview.command", pc.Command})
 		}
 		if t.Wait != nil && cfg.PublicURL == "" {
 			return nil, l.errf("tools."+name+".wait", "the command is given a callback URL built from public_url, which is not set: add public_url: https://cairn.example.org (the address the system doing the work reaches this server at)")

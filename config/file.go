@@ -340,6 +340,24 @@ type ToolConfig struct {
 	// (docs/escalation.md).
 	Escalation []EscalationStepConfig `yaml:"escalation"`
 	OnExpiry   *OnExpiryConfig        `yaml:"on_expiry"`
+	// Preview is the dry run a person approving a call sees beside its
+	// arguments (docs/previews.md).
+	Preview *PreviewConfig `yaml:"preview"`
+}
+
+// PreviewConfig is a tool's dry run, computed before the session pauses
+// on a call's approval: a command (run as a command tool is, with the
+// arguments on stdin and CAIRN_PREVIEW=1; its stdout is the preview) or
+// an MCP server's tool (mcp: SERVER.TOOL, called with the arguments). It
+// must be free of side effects.
+type PreviewConfig struct {
+	Command []string `yaml:"command"`
+	MCP     string   `yaml:"mcp"`
+	// Timeout bounds one run (default 10s); one that fails or times out
+	// is shown as its error and never blocks the decision.
+	Timeout string `yaml:"timeout"`
+	// Format is text (default), diff or json.
+	Format string `yaml:"format"`
 }
 
 // EscalationStepConfig is one step of escalation: after a duration since

@@ -41,6 +41,12 @@ func (l *loader) mcpServers(f *File) error {
 			l.mcpTools[name] = tc
 		}
 	}
+	for _, ref := range l.previewTools {
+		if server, _, _ := strings.Cut(ref.v, "."); f.MCPServers[server].Command == nil && f.MCPServers[server].URL == "" {
+			names := sortedKeys(f.MCPServers)
+			return l.errf(ref.path, "no MCP server %q; configured: %s%s", server, strings.Join(names, ", "), suggest.Hint(server, names))
+		}
+	}
 	for _, name := range sortedKeys(l.mcpTools) {
 		server, _, _ := strings.Cut(name, ".")
 		if len(f.MCPServers) == 0 {
@@ -82,6 +88,13 @@ func (l *loader) connectMCP(ctx context.Context) (*mcptools.Hub, error) {
 	hub, err := mcptools.Connect(ctx, l.servers, nil)
 	if err != nil {
 		return nil, &Error{File: l.path, Line: l.line("mcp_servers"), Path: "mcp_servers", Msg: err.Error()}
+	}
+	for _, ref := range l.previewTools {
+		server, tool, _ := strings.Cut(ref.v, ".")
+		if names := hub.ToolNames(server); !slices.Contains(names, tool) {
+			hub.Close()
+			return nil, l.errf(ref.path, "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), suggest.Hint(tool, names))
+		}
 	}
 	for _, name := range sortedKeys(l.mcpTools) {
 		server, tool, _ := strings.Cut(name, ".")
@@ -137,7 +150,7 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 	p := "tools." + name
 	switch {
 	case tc.Description != "" || tc.Parameters != nil || len(tc.Command) > 0 || tc.Builtin != "":
-		return nil, l.errf(p, "an MCP tool takes only approval, approvers, approval_rules, confirmation, timeout, approval_ttl, escalation, on_expiry and idempotent here; its description, parameters and command come from the server")
+		return nil, l.errf(p, "an MCP tool takes only approval, approvers, approval_rules, confirmation, timeout, approval_ttl, escalation, on_expiry, preview and idempotent here; its description, parameters and command come from the server")
 	}
 	spec := &cairn.Tool{Confirmation: tc.Confirmation, Idempotent: tc.Idempotent}
 	if tc.Approvers != nil {
@@ -187,6 +200,10 @@ func (l *loader) mcpOverride(name string) (*cairn.Tool, error) {
 		} else {
 			spec.ApprovalTTL = d
 		}
+	}
+	// Its preview may be another tool of the same server (a dry run).
+	if err := l.preview(p, name, tc.Preview, spec); err != nil {
+		return nil, err
 	}
 	var err error
 	// Whether its calls ask depends on the server's annotations too:

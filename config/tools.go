@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/command"
+	"github.com/cairnhq/cairn/internal/suggest"
+	"github.com/cairnhq/cairn/session"
 )
 
 func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
@@ -97,6 +101,12 @@ func (l *loader) tool(name string, tc ToolConfig) (*cairn.Tool, error) {
 		}
 	}
 	if err := l.escalations(p, tc, t, params); err != nil {
+		return nil, err
+	}
+	if tc.Preview != nil && t.Approval.IsNever() {
+		return nil, l.errf(p+".preview", "a preview is shown to the person approving a call, and this tool never asks: set approval (always, or a CEL condition)")
+	}
+	if err := l.preview(p, name, tc.Preview, t); err != nil {
 		return nil, err
 	}
 	if tc.Builtin == "echo" {
@@ -427,4 +437,65 @@ func shellLine(argv []string) string {
 		words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 	}
 	return strings.Join(words, " ")
+}
+
+// preview reads a tool's preview: (p is the tool's key path) into
+// t.Preview: a command's stdout, or an MCP tool's result, read as its
+// format.
+func (l *loader) preview(p, name string, pc *PreviewConfig, t *cairn.Tool) error {
+	if pc == nil {
+		return nil
+	}
+	p += ".preview"
+	format := cairn.PreviewFormat(cmp.Or(pc.Format, string(cairn.PreviewText)))
+	if !format.Known() {
+		return l.errf(p+".format", "%q is not a preview format; use text, diff or json", pc.Format)
+	}
+	timeout, err := l.duration(p+".timeout", pc.Timeout, 0) // 0: the runner's default
+	if err != nil {
+		return err
+	}
+	t.PreviewTimeout = timeout
+	switch {
+	case len(pc.Command) > 0 && pc.MCP != "":
+		return l.errf(p, "give command or mcp, not both")
+	case len(pc.Command) > 0:
+		run := command.Preview(name, pc.Command, l.dir, cairn.MaxPreviewBytes)
+		t.Preview = func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			out, cut, err := run(ctx, args)
+			if err != nil {
+				return cairn.Preview{}, err
+			}
+			if cut && format == cairn.PreviewJSON {
+				return cairn.Preview{}, fmt.Errorf("the preview printed more than %d bytes of JSON", cairn.MaxPreviewBytes)
+			}
+			out2 := session.PreviewOfOutput(format, out)
+			out2.Truncated = out2.Truncated || cut
+			return out2, nil
+		}
+	case pc.MCP != "":
+		server, tool, ok := strings.Cut(pc.MCP, ".")
+		if !ok || server == "" || tool == "" {
+			return l.errf(p+".mcp", "%q is not SERVER.TOOL, an MCP server's tool to call with the call's arguments", pc.MCP)
+		}
+		if l.hub != nil { // an MCP tool's override, read once its server runs
+			if names := l.hub.ToolNames(server); !slices.Contains(names, tool) {
+				return l.errf(p+".mcp", "MCP server %s has no tool %q; its tools: %s%s", server, tool, strings.Join(names, ", "), suggest.Hint(tool, names))
+			}
+		}
+		l.previewTools = append(l.previewTools, keyed[string]{p + ".mcp", pc.MCP})
+		t.Preview = func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			if l.hub == nil {
+				return cairn.Preview{}, fmt.Errorf("the MCP server %s is not connected", server)
+			}
+			out, err := l.hub.CallText(ctx, server, tool, args)
+			if err != nil {
+				return cairn.Preview{}, err
+			}
+			return session.PreviewOfOutput(format, out), nil
+		}
+	default:
+		return l.errf(p, "give command (the argv of a dry run: arguments on stdin, stdout is the preview) or mcp (SERVER.TOOL)")
+	}
+	return nil
 }

@@ -137,6 +137,12 @@ func operations() []operation {
 				200: {"the session", &cairn.Session{}}, 400: badRequest, 401: unauthorized,
 				403: {description: "only the session's owner or an admin cancels (an approver reads it)"},
 				404: notFound, 409: {description: "nothing to cancel"}}},
+		{method: "POST", path: "/v1/sessions/{id}/interrupts/{interrupt_id}/preview", id: "postPreview",
+			summary: "Compute the dry run (preview) of a pending approval's call with edited arguments, without deciding: the arguments are checked as a decision's, the caller must be one who may approve it, and nothing is recorded. See docs/previews.md.",
+			request: previewRequest{}, responses: map[int]reply{
+				200: {"the preview (a dry run that failed is a preview with error)", &cairn.Preview{}},
+				400: {description: "the arguments do not match the tool's schema (invalid_arguments), the interrupt is not pending (unknown_interrupt), or its tool has no preview"},
+				401: unauthorized, 403: forbidden, 404: notFound, 413: tooLarge}},
 		{method: "GET", path: "/v1/sessions/{id}/events", id: "getEvents",
 			summary: "Read the session's events after a seq; with Accept: text/event-stream, follow them live.",
 			query:   []param{{"after", "return the events with a greater seq (default 0)", "integer"}}, sse: true,

@@ -121,7 +121,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	var clockMu sync.Mutex
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: time.Hour},
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), ApprovalTTL: time.Hour,
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			return cairn.TextPreview(cairn.PreviewText, "would deploy "+string(args)), nil
+		}},
 		func(ctx context.Context, a struct {
 			Env string `json:"env"`
 		}) (string, error) {
@@ -367,6 +370,25 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	// oversize body are refused; an approval past its TTL is gone.
 	decide := func(seq int64, action string) string {
 		return fmt.Sprintf(`{"seq":%d,"decisions":[{"interrupt_id":%q,"action":%q}]}`, seq, interrupt, action)
+	}
+	// Previews: stored with the interrupt; one of edited arguments is
+	// computed for one who may approve the call, and recorded nowhere.
+	if p, _ := paused["interrupts"].([]any)[0].(map[string]any)["preview"].(map[string]any); p == nil || p["content"] != `would deploy {"env":"prod"}` {
+		t.Fatalf("the paused session's interrupt has preview %v", p)
+	}
+	preview := "/v1/sessions/" + id + "/interrupts/" + interrupt + "/preview"
+	if got := do("POST", preview, approver, `{"arguments":{"env":"staging"}}`, 200); got["content"] != `would deploy {"env":"staging"}` || got["format"] != "text" {
+		t.Fatalf("preview of an edit = %v", got)
+	}
+	if got := do("POST", preview, approver, `{"arguments":{"env":5}}`, 400); got["error"].(map[string]any)["code"] != "invalid_arguments" {
+		t.Fatalf("preview of invalid arguments = %v", got)
+	}
+	do("POST", preview, uma, `{}`, 403)
+	do("POST", preview, nobody, `{}`, 401)
+	do("POST", preview, ulf, `{}`, 404)
+	do("POST", preview, approver, big, 413)
+	if got := do("GET", "/v1/sessions/"+id, uma, "", 200); int64(got["seq"].(float64)) != seq {
+		t.Fatalf("previews recorded events: seq %v, was %d", got["seq"], seq)
 	}
 	do("POST", "/v1/sessions/"+id+"/decisions", uma, decide(seq, "approve"), 403)
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, decide(seq-1, "approve"), 409)

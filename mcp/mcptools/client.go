@@ -214,6 +214,20 @@ func (h *Hub) Call(ctx context.Context, server, tool string, args json.RawMessag
 	}
 }
 
+// CallText runs a server's tool as Call does and returns its result as
+// text (what a model would read of it); an error result is an error with
+// that text.
+func (h *Hub) CallText(ctx context.Context, server, tool string, args json.RawMessage) (string, error) {
+	res, err := h.Call(ctx, server, tool, args)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", fmt.Errorf("mcp server %s: %s: %s", server, tool, resultText(res))
+	}
+	return resultText(res), nil
+}
+
 // resultSize is about how many bytes a result holds.
 func resultSize(res *sdk.CallToolResult) int {
 	b, _ := json.Marshal(res)
@@ -390,6 +404,7 @@ func (h *Hub) tool(c *conn, t *sdk.Tool, spec *cairn.Tool) *cairn.Tool {
 			out.ApprovalRules = spec.ApprovalRules
 		}
 		out.Idempotent = out.Idempotent || spec.Idempotent
+		out.Preview, out.PreviewTimeout = spec.Preview, spec.PreviewTimeout
 	}
 	name := t.Name
 	out.Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
