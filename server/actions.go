@@ -41,18 +41,21 @@ func (p *actionPage) MoreChars() int { return utf8.RuneCountInString(p.More) }
 // The page shows what a model, a tool or a person wrote through visible
 // (session.Visible): a right-to-left override cannot turn "gpj.exe" into
 // "exe.jpg", here or in the arguments.
-var actionTemplate = template.Must(template.New("action").Funcs(template.FuncMap{"visible": session.Visible}).Parse(`<!doctype html>
+var actionTemplate = template.Must(template.New("action").Funcs(template.FuncMap{"visible": session.Visible, "previewLines": previewLines}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>{{.Title}} · Cairn</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}p,code{overflow-wrap:anywhere}button{font-size:1rem;padding:.5rem 1.25rem;border-radius:.3rem;border:1px solid #888;cursor:pointer}
 .approve{background:#1a7f37;color:#fff;border-color:#1a7f37}.reject{background:#cf222e;color:#fff;border-color:#cf222e}
-textarea{width:100%;min-height:4rem;font:inherit}.note{color:#555}</style></head><body>
+textarea{width:100%;min-height:4rem;font:inherit}.note{color:#555}
+.preview pre span{display:block}.preview .add{background:#e6ffec;color:#116329}.preview .del{background:#ffebe9;color:#82071e}.preview .hunk{color:#0550ae}.preview-error{color:#cf222e}</style></head><body>
 <h1>{{.Title}}</h1>
 {{if .Message}}<p>{{visible .Message}}</p>{{end}}
 {{with .In}}<p><strong>{{if .Message}}{{visible .Message}}{{else if .Question}}{{visible .Question}}{{else}}Tool {{visible .Tool}}{{end}}</strong></p>
 {{if .Tool}}<p class="note">Tool <code>{{visible .Tool}}</code> in session <code>{{$.Link.SessionID}}</code>{{with .ExpiresAt}}, waiting until {{.Format "2006-01-02 15:04 MST"}}{{end}}.</p>{{end}}
-{{if $.Args}}<pre>{{visible $.Args}}{{if $.More}}…{{end}}</pre>{{if $.More}}<details><summary>expand ({{$.MoreChars}} more characters)</summary><pre>{{visible $.More}}</pre></details>{{end}}{{end}}{{end}}
+{{if $.Args}}<pre>{{visible $.Args}}{{if $.More}}…{{end}}</pre>{{if $.More}}<details><summary>expand ({{$.MoreChars}} more characters)</summary><pre>{{visible $.More}}</pre></details>{{end}}{{end}}
+{{with .Preview}}<section class="preview"><p class="note">What the call would do (its tool's dry run, computed before you were asked):</p>
+{{if .Error}}<p class="preview-error">Preview failed: {{visible .Error}}</p>{{else}}<pre class="preview-{{.Format}}">{{range previewLines .}}<span{{with .Class}} class="{{.}}"{{end}}>{{visible .Text}}</span>{{end}}</pre>{{end}}</section>{{end}}{{end}}
 {{if and .In (not .Done)}}<form method="post">
 {{if eq .Link.Action "reject"}}<p><label>Reason (the agent sees it)<br><textarea name="reason"></textarea></label></p>
 <button class="reject" type="submit">Reject</button>{{else}}<button class="approve" type="submit">Approve</button>{{end}}

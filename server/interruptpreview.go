@@ -3,6 +3,9 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
+
+	"github.com/cairnhq/cairn/session"
 )
 
 // previewRequest is the body of POST …/interrupts/{interrupt_id}/preview.
@@ -29,4 +32,36 @@ func (s *Server) postPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+// previewLine is one line of a preview as a page draws it: a diff's
+// added, removed and hunk lines have a class that colours them.
+type previewLine struct {
+	Class, Text string
+}
+
+// previewLines are a preview's lines for a page (the action-link page;
+// the web page draws the same in app.js): JSON indented, a diff's lines
+// classed add, del or hunk. The page escapes and marks them (visible):
+// a preview is a tool's output, never HTML.
+func previewLines(p *session.Preview) []previewLine {
+	text := strings.TrimRight(p.Text(), "\n")
+	var out []previewLine
+	for _, line := range strings.Split(text, "\n") {
+		class := ""
+		if p.Format == session.PreviewDiff {
+			switch {
+			case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+				class = "file"
+			case strings.HasPrefix(line, "+"):
+				class = "add"
+			case strings.HasPrefix(line, "-"):
+				class = "del"
+			case strings.HasPrefix(line, "@@"):
+				class = "hunk"
+			}
+		}
+		out = append(out, previewLine{Class: class, Text: line})
+	}
+	return out
 }

@@ -5,11 +5,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/session"
 )
 
 // PreviewBytes bounds each long value a listing inlines (GET /v1/sessions,
 // GET /v1/interrupts, the cross-session feed): a session's output and
-// error, an interrupt's arguments, message, question and text. A page of
+// error, an interrupt's arguments, message, question, text and preview. A page of
 // 1,000 sessions stays a few MiB whatever the models wrote; the session
 // itself has every value whole.
 const PreviewBytes = 2 << 10
@@ -61,6 +62,17 @@ func previewInterrupt(in cairn.Interrupt) (cairn.Interrupt, bool) {
 	if v, ok := preview(string(in.Arguments)); ok {
 		in.Arguments, _ = json.Marshal(v) // a string: the start of the JSON
 		in.Truncated, cut = append(in.Truncated, "arguments"), true
+	}
+	if p := in.Preview; p != nil && len(p.Content) > PreviewBytes {
+		text := string(p.Content) // the start of a JSON preview's JSON
+		if p.Format != session.PreviewJSON {
+			text = p.Text()
+		}
+		v, _ := preview(text)
+		short := *p
+		short.Content, _ = json.Marshal(v) // a string, as a cut argument is
+		in.Preview = &short
+		in.Truncated, cut = append(in.Truncated, "preview"), true
 	}
 	return in, cut
 }

@@ -149,9 +149,10 @@ type Interrupt struct {
 	// decide it (the runner's decision point; false: they may only see
 	// it). Never recorded.
 	MayDecide *bool `json:"may_decide,omitempty"`
-	// Truncated, in a listing, names the fields shown as a preview
-	// ("arguments", "message", "question", "text"); a preview of arguments
-	// is a string. The session has them whole.
+	// Truncated, in a listing, names the fields shown cut short
+	// ("arguments", "message", "question", "text", "preview"); cut
+	// arguments, and a cut preview's content, are a string of their
+	// start. The session has them whole.
 	Truncated []string `json:"truncated,omitempty"`
 }
 

@@ -525,6 +525,7 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		agent = it.Path[n-1].Agent
 	}
 	fmt.Fprintf(c.out, "%s%s wants to run %s with %s\n", where, agent, it.Tool, clip(string(it.Arguments), 300))
+	fmt.Fprint(c.out, previewBlock(it.Preview, where+"  ", maxPreviewLines))
 	if note := deadlineNote(it, time.Now()); note != "" {
 		fmt.Fprintf(c.out, "%s  %s\n", where, note)
 	}

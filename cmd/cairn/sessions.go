@@ -343,6 +343,7 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 		if note := deadlineNote(in, time.Now()); note != "" {
 			fmt.Fprintf(w, "        %s\n", note)
 		}
+		fmt.Fprint(w, previewBlock(in.Preview, "        ", maxPreviewLines))
 	}
 	if s.Output != "" {
 		fmt.Fprintf(w, "output  %s\n", oneLine(s.Output, 200))
@@ -356,6 +357,33 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Agent, ev.Type, describe(ev))
 	}
 	tw.Flush()
+}
+
+// maxPreviewLines is how many lines of a preview a terminal shows; the
+// rest is counted (the page and the API have it whole).
+const maxPreviewLines = 60
+
+// previewBlock is a call's preview as a terminal shows it: a heading
+// ("preview (diff):"), then its lines indented, at most maxLines of them;
+// "" when there is none. The writer marks hidden characters (visible.go).
+func previewBlock(p *cairn.Preview, indent string, maxLines int) string {
+	if p == nil {
+		return ""
+	}
+	if p.Error != "" {
+		return indent + "preview failed: " + p.Error + "\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%spreview (%s):\n", indent, p.Format)
+	lines := strings.Split(strings.TrimRight(p.Text(), "\n"), "\n")
+	for i, line := range lines {
+		if i == maxLines {
+			fmt.Fprintf(&b, "%s  … %d more lines\n", indent, len(lines)-maxLines)
+			break
+		}
+		b.WriteString(indent + "  " + line + "\n")
+	}
+	return b.String()
 }
 
 // deadlineNote says when an interrupt must be decided by, what its

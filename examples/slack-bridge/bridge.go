@@ -190,6 +190,14 @@ func approvalBlocks(d webhook.Data) []slack.Block {
 	if len(d.Interrupt.Arguments) > 0 {
 		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+shownArgs(d.Interrupt.Arguments)+"```", false, false), nil, nil))
 	}
+	if p := d.Interrupt.Preview; p != nil {
+		// The tool's dry run: what approving would do (a diff, a plan).
+		text := "*Preview failed:* " + session.Visible(p.Error)
+		if p.Error == "" {
+			text = fmt.Sprintf("*Preview (%s):*\n```%s```", p.Format, shownArgs([]byte(p.Text())))
+		}
+		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil))
+	}
 	var buttons []slack.BlockElement
 	if d.Actions.Approve != "" {
 		buttons = append(buttons, slack.NewButtonBlockElement("approve", d.Actions.Approve, slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false)).WithStyle(slack.StylePrimary))

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,7 +40,10 @@ type deployArgs struct {
 func TestBridgeApprovesFromSlack(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int32
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?"},
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?",
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			return cairn.TextPreview(cairn.PreviewDiff, "--- live\n+++ planned\n-replicas: 1\n+replicas: 3\n"), nil
+		}},
 		func(ctx context.Context, a deployArgs) (string, error) {
 			runs.Add(1)
 			return "deployed to " + a.Environment, nil
@@ -87,6 +92,9 @@ func TestBridgeApprovesFromSlack(t *testing.T) {
 	if !strings.Contains(msg.Text, "Deploy to production?") || msg.Buttons[0].Label != "Approve" || msg.Buttons[1].Label != "Reject" ||
 		!strings.HasPrefix(msg.Buttons[0].Value, cairnURL+"/v1/actions/") {
 		t.Fatalf("the approval message: %+v", msg)
+	}
+	if !slices.ContainsFunc(msg.Sections, func(s string) bool { return strings.Contains(s, "*Preview (diff):*") && strings.Contains(s, "+replicas: 3") }) {
+		t.Fatalf("the message has no preview of the call: %q", msg.Sections)
 	}
 
 	approve := msg.Buttons[0]

@@ -36,8 +36,10 @@ type FakeSlack struct {
 // FakeMessage is a message in the fake channel.
 type FakeMessage struct {
 	Channel, TS, Text string
-	Buttons           []FakeButton
-	Updates           int
+	// Sections are the texts of its section blocks, in order.
+	Sections []string
+	Buttons  []FakeButton
+	Updates  int
 }
 
 // FakeButton is a button of a message's actions block.
@@ -83,7 +85,7 @@ func (f *FakeSlack) chat(w http.ResponseWriter, r *http.Request, update bool) {
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
-	buttons, err := parseButtons(r.PostForm.Get("blocks"))
+	sections, buttons, err := parseBlocks(r.PostForm.Get("blocks"))
 	if err != nil {
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_blocks"})
 		return
@@ -102,10 +104,10 @@ func (f *FakeSlack) chat(w http.ResponseWriter, r *http.Request, update bool) {
 			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
 			return
 		}
-		m.Text, m.Buttons = text, buttons
+		m.Text, m.Sections, m.Buttons = text, sections, buttons
 		m.Updates++
 	} else {
-		m = &FakeMessage{Channel: channel, TS: fmt.Sprintf("1700000000.%06d", len(f.messages)+1), Text: text, Buttons: buttons}
+		m = &FakeMessage{Channel: channel, TS: fmt.Sprintf("1700000000.%06d", len(f.messages)+1), Text: text, Sections: sections, Buttons: buttons}
 		f.messages = append(f.messages, m)
 	}
 	ts := m.TS
@@ -113,14 +115,18 @@ func (f *FakeSlack) chat(w http.ResponseWriter, r *http.Request, update bool) {
 	json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": channel, "ts": ts, "text": text})
 }
 
-// parseButtons reads the buttons of a message's Block Kit JSON.
-func parseButtons(blocks string) ([]FakeButton, error) {
+// parseBlocks reads the section texts and the buttons of a message's
+// Block Kit JSON.
+func parseBlocks(blocks string) ([]string, []FakeButton, error) {
 	if blocks == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var bs []struct {
-		Type     string `json:"type"`
-		BlockID  string `json:"block_id"`
+		Type    string `json:"type"`
+		BlockID string `json:"block_id"`
+		Text    *struct {
+			Text string `json:"text"`
+		} `json:"text"`
 		Elements []struct {
 			Type     string `json:"type"`
 			ActionID string `json:"action_id"`
@@ -131,17 +137,21 @@ func parseButtons(blocks string) ([]FakeButton, error) {
 		} `json:"elements"`
 	}
 	if err := json.Unmarshal([]byte(blocks), &bs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var sections []string
 	var out []FakeButton
 	for _, b := range bs {
+		if b.Type == "section" && b.Text != nil {
+			sections = append(sections, b.Text.Text)
+		}
 		for _, e := range b.Elements {
 			if b.Type == "actions" && e.Type == "button" {
 				out = append(out, FakeButton{BlockID: b.BlockID, ActionID: e.ActionID, Value: e.Value, Label: e.Text.Text})
 			}
 		}
 	}
-	return out, nil
+	return sections, out, nil
 }
 
 // Messages returns a copy of the channel's messages, oldest first.

@@ -396,6 +396,7 @@ function interruptCard(s, it, agent) {
     ask.text && el('p', { class: 'msg' }, askText(s, it)),
     it.output !== undefined && el('pre', { class: 'output' }, cardValue(s, it, 'output')),
     it.arguments !== undefined && !ask.reply && el('pre', { class: 'args' }, cardValue(s, it, 'arguments')),
+    previewBlock(s, it),
     ask.warning && el('div', { class: 'warning' }, ask.warning),
     whoDecides(it),
     escalationNote(it),
@@ -404,6 +405,62 @@ function interruptCard(s, it, agent) {
     actions(s, it, agent, card, error),
     error].filter(Boolean));
   return card;
+}
+
+// ---------- previews: what a call would do ----------
+
+// previewBlock is a call's preview (its tool's dry run, computed before the
+// pause): a diff's lines coloured, JSON folded, text as it is, a failure
+// as its message. A preview is a tool's output: drawn through el() as
+// text, never as HTML. A listing cuts a long one; "expand" loads it whole.
+function previewBlock(s, it) {
+  const p = it.preview;
+  if (!p) return null;
+  const cut = (it.truncated || []).includes('preview');
+  return el('div', { class: 'preview' },
+    el('span', { class: 'label' }, p.error ? 'Preview' : 'Preview (' + p.format + '): what the call would do'),
+    cut ? previewCut(s, it) : previewBody(p));
+}
+
+function previewBody(p) {
+  if (p.error) return el('div', { class: 'preview-error error' }, 'Preview failed: ' + p.error);
+  let body;
+  if (p.format === 'json') {
+    body = el('div', { class: 'preview-json' }, jsonTree(p.content, 0));
+  } else if (p.format === 'diff') {
+    body = el('pre', { class: 'preview-diff' }, ...String(p.content).replace(/\n$/, '').split('\n').map((line) => el('span', { class: diffClass(line) }, marked(line))));
+  } else {
+    body = el('pre', { class: 'preview-text' }, marked(String(p.content)));
+  }
+  return p.truncated ? el('div', {}, body, el('span', { class: 'muted' }, 'cut: the dry run printed more than a preview keeps')) : body;
+}
+
+function previewCut(s, it) {
+  const box = el('span', { class: 'folded' });
+  const expand = el('button', { class: 'expand', type: 'button', title: 'load and show the whole preview' }, 'expand (the whole preview)');
+  expand.addEventListener('click', async () => {
+    try { box.replaceChildren(previewBody((await wholeInterrupt(s, it)).preview)); } catch (e) { expand.textContent = e.message; }
+  });
+  box.append(el('pre', { class: 'preview-text' }, marked(String(it.preview.content).replace(/…$/, ''))), '… ', expand);
+  return box;
+}
+
+function diffClass(line) {
+  if (line.startsWith('+++') || line.startsWith('---')) return 'file';
+  if (line.startsWith('+')) return 'add';
+  if (line.startsWith('-')) return 'del';
+  if (line.startsWith('@@')) return 'hunk';
+  return 'ctx';
+}
+
+// jsonTree folds a JSON value: an object or array is a <details> (open at
+// the top), its members indented under it.
+function jsonTree(v, depth) {
+  if (v === null || typeof v !== 'object') return el('span', { class: 'json-value' }, JSON.stringify(v));
+  const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+  const summary = Array.isArray(v) ? '[' + entries.length + (entries.length === 1 ? ' item]' : ' items]') : '{' + entries.length + (entries.length === 1 ? ' key}' : ' keys}');
+  return el('details', { class: 'json', open: depth < 1 }, el('summary', {}, summary),
+    ...entries.map(([k, x]) => el('div', { class: 'json-member' }, el('span', { class: 'json-key' }, Array.isArray(v) ? k + ': ' : JSON.stringify(k) + ': '), jsonTree(x, depth + 1))));
 }
 
 // whoDecides says who may approve a call (its approvers) and, for one
@@ -618,13 +675,21 @@ async function openEditor(s, it, agent, card, error, choice, submit) {
     try { it = await wholeInterrupt(s, it); } catch (e) { error.textContent = e.message; return; }
   }
   const tool = toolOf(agent, it.tool);
-  schemaForm(card, choice.schema || (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments', submit);
+  // A call with a preview shows what the edited arguments would do before
+  // anyone approves them (POST …/preview records nothing).
+  const preview = it.preview ? async (args, fieldErrors, out) => {
+    try {
+      const p = await api('POST', '/v1/sessions/' + encodeURIComponent(s.id) + '/interrupts/' + encodeURIComponent(it.id) + '/preview', { arguments: args });
+      out.replaceChildren(el('span', { class: 'label' }, 'Preview of these arguments'), previewBody(p));
+    } catch (e) { fieldErrors(e.message); }
+  } : null;
+  schemaForm(card, choice.schema || (tool && tool.parameters) || {}, it.arguments || {}, false, 'Approve with these arguments', submit, preview);
 }
 
 // schemaForm adds to card a form generated from a JSON Schema, filled with
 // values (and the schema's defaults when useDefaults), that calls submit
 // with the object and a function that shows a 400's message at its field.
-function schemaForm(card, schema, values, useDefaults, label, submit) {
+function schemaForm(card, schema, values, useDefaults, label, submit, preview) {
   const props = schema.properties || {};
   const required = new Set(schema.required || []);
   const args = values;
@@ -655,8 +720,14 @@ function schemaForm(card, schema, values, useDefaults, label, submit) {
   const raw = fields.length ? null : el('textarea', { name: '(arguments)' }, pretty(args));
   if (raw) form.append(el('label', {}, 'arguments (JSON)', raw));
   const formError = el('div', { class: 'error form-error' });
+  const previewOut = el('div', { class: 'preview edited-preview' });
   form.append(formError, el('div', { class: 'actions' }, el('button', { class: 'primary', type: 'submit' }, label),
-    !useDefaults && el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')));
+    preview && el('button', { type: 'button', class: 'preview-edit', onclick: async () => {
+      formError.textContent = '';
+      const value = collect();
+      if (value) await preview(value, fieldErrors, previewOut);
+    } }, 'Preview'),
+    !useDefaults && el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')), preview && previewOut);
 
   const collect = () => {
     let ok = true;
