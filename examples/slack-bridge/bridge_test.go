@@ -93,7 +93,9 @@ func TestBridgeApprovesFromSlack(t *testing.T) {
 		!strings.HasPrefix(msg.Buttons[0].Value, cairnURL+"/v1/actions/") {
 		t.Fatalf("the approval message: %+v", msg)
 	}
-	if !slices.ContainsFunc(msg.Sections, func(s string) bool { return strings.Contains(s, "*Preview (diff):*") && strings.Contains(s, "+replicas: 3") }) {
+	if !slices.ContainsFunc(msg.Sections, func(s string) bool {
+		return strings.Contains(s, "*Preview (diff):*") && strings.Contains(s, "+replicas: 3")
+	}) {
 		t.Fatalf("the message has no preview of the call: %q", msg.Sections)
 	}
 
