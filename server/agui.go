@@ -103,6 +103,9 @@ type aguiInterrupt struct {
 	ToolCallID     string          `json:"toolCallId,omitempty"`
 	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
 	ExpiresAt      string          `json:"expiresAt,omitempty"`
+	// Metadata carries Cairn's word on the call: its preview ("preview",
+	// the tool's dry run), for the client to draw beside the approval.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
@@ -344,6 +347,9 @@ func (s *Server) aguiInterrupts(sess *cairn.Session, st *aguiStream, frontend ma
 		switch in.Kind {
 		case cairn.KindApproval:
 			ai.Reason, ai.Message = "tool_call", cmp.Or(in.Message, fmt.Sprintf("Run %s with %s?", in.Tool, in.Arguments))
+			if in.Preview != nil {
+				ai.Metadata = map[string]any{"preview": in.Preview}
+			}
 			args := s.toolParameters(in)
 			ai.ResponseSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":` + string(args) +
 				`,"reason":{"type":"string","description":"told to the model when not approved"}},"required":["approved"]}`)

@@ -19,6 +19,12 @@ type aguiRun struct {
 			Message        string          `json:"message"`
 			ToolCallID     string          `json:"toolCallId"`
 			ResponseSchema json.RawMessage `json:"responseSchema"`
+			Metadata       struct {
+				Preview *struct {
+					Format  string `json:"format"`
+					Content string `json:"content"`
+				} `json:"preview"`
+			} `json:"metadata"`
 		} `json:"interrupts"`
 	} `json:"outcomes"`
 	Errors   []map[string]string `json:"errors"`
@@ -52,6 +58,9 @@ func TestAGUIInterruptAndResume(t *testing.T) {
 	if first.Type != "interrupt" || len(first.Interrupts) != 1 || first.Interrupts[0].Reason != "tool_call" || first.Interrupts[0].ToolCallID != "call_abc" ||
 		first.Interrupts[0].Message != "Deploy to production?" || !strings.Contains(string(first.Interrupts[0].ResponseSchema), `"editedArgs":{`) {
 		t.Fatalf("the pause: %+v", first)
+	}
+	if p := first.Interrupts[0].Metadata.Preview; p == nil || p.Format != "diff" || !strings.Contains(p.Content, "+release: v42") {
+		t.Fatalf("the interrupt's preview (metadata): %+v", p)
 	}
 	if got.Outcomes[1].Type != "success" || !slices.Equal(e.runs("deploy_code"), []string{"staging"}) {
 		t.Fatalf("after the resume: %+v, deploys %v", got.Outcomes[1], e.runs("deploy_code"))

@@ -75,6 +75,10 @@ type (
 		ToolCallID string `json:"toolCallId"`
 		ToolName   string `json:"toolName"`
 		Input      any    `json:"input"`
+		// ProviderMetadata carries Cairn's word on the call: its preview
+		// ({"cairn": {"preview": …}}), which the client keeps as the
+		// part's callProviderMetadata. Every ai version takes it here.
+		ProviderMetadata map[string]map[string]any `json:"providerMetadata,omitempty"`
 	}
 	chunkApproval struct {
 		Type       string `json:"type"`
@@ -331,9 +335,18 @@ func (u *uiStream) modelDone(calls []shownCall) {
 }
 
 func (u *uiStream) approval(callID string, in cairn.Interrupt, known bool) {
-	if !known {
-		u.step()
-		u.send(chunkToolInput{Type: "tool-input-available", ToolCallID: callID, ToolName: in.Tool, Input: argsValue(in.Arguments)})
+	if !known || in.Preview != nil {
+		if !known {
+			u.step()
+		}
+		// What the call would do rides along for the client to draw
+		// beside the approval; a known call's input is sent again with it
+		// (in the step that showed it, so the client updates that part).
+		chunk := chunkToolInput{Type: "tool-input-available", ToolCallID: callID, ToolName: in.Tool, Input: argsValue(in.Arguments)}
+		if in.Preview != nil {
+			chunk.ProviderMetadata = map[string]map[string]any{"cairn": {"preview": in.Preview}}
+		}
+		u.send(chunk)
 	}
 	u.send(chunkApproval{Type: "tool-approval-request", ApprovalID: in.ID, ToolCallID: callID})
 }

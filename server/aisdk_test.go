@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn"
 )
 
 // uiMessages is what the AI SDK's chat client ends with.
@@ -17,20 +19,24 @@ type uiMessages struct {
 	Status   string   `json:"status"`
 	Errors   []string `json:"errors"`
 	Messages []struct {
-		ID    string `json:"id"`
-		Role  string `json:"role"`
-		Parts []struct {
-			Type     string          `json:"type"`
-			Text     string          `json:"text"`
-			State    string          `json:"state"`
-			Input    json.RawMessage `json:"input"`
-			Output   json.RawMessage `json:"output"`
-			Approval *struct {
-				ID       string `json:"id"`
-				Approved bool   `json:"approved"`
-			} `json:"approval"`
-		} `json:"parts"`
+		ID    string   `json:"id"`
+		Role  string   `json:"role"`
+		Parts []uiPart `json:"parts"`
 	} `json:"messages"`
+}
+
+// uiPart is one part of a UI message.
+type uiPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	State    string          `json:"state"`
+	Input    json.RawMessage `json:"input"`
+	Output   json.RawMessage `json:"output"`
+	Approval *struct {
+		ID       string `json:"id"`
+		Approved bool   `json:"approved"`
+	} `json:"approval"`
+	CallProviderMetadata map[string]map[string]json.RawMessage `json:"callProviderMetadata"`
 }
 
 // nodeClient runs a script of server/testdata/clients with Node, or skips
@@ -90,6 +96,16 @@ func aiChat(t *testing.T, e *env, c aiClient, chatID, text, decisions string) ui
 	return got
 }
 
+// toolPart is the first tool part of parts.
+func toolPart(parts []uiPart) uiPart {
+	for _, p := range parts {
+		if strings.HasPrefix(p.Type, "tool-") {
+			return p
+		}
+	}
+	return uiPart{}
+}
+
 // toolStates lists the tool parts of the messages as "state:input".
 func (m uiMessages) toolStates() []string {
 	var out []string
@@ -133,6 +149,12 @@ func TestAISDKChatApprovals(t *testing.T) {
 			}
 			if runs := e.runs("deploy_code"); !slices.Equal(runs, []string{"production"}) {
 				t.Fatalf("deploys: %v", runs)
+			}
+			// The call's preview rides on its part as Cairn's provider metadata.
+			var preview cairn.Preview
+			if p := got.Messages[1].Parts; json.Unmarshal(toolPart(p).CallProviderMetadata["cairn"]["preview"], &preview) != nil ||
+				preview.Format != cairn.PreviewDiff || !strings.Contains(preview.Text(), "+release: v42") {
+				t.Fatalf("the approval part's preview: %+v", toolPart(p).CallProviderMetadata)
 			}
 			_, s := e.do("GET", "/v1/sessions/chat_approve_"+c.module, "")
 			if s["status"] != "completed" {

@@ -79,7 +79,15 @@ func newEnvWith(t *testing.T, stream bool, opts server.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy the latest build.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?"}, func(ctx context.Context, a deployArgs) (string, error) {
+	// Its preview (a dry run) is a diff of the environment's release.
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy_code", Description: "Deploy the latest build.", Approval: cairn.Always(), Confirmation: "Deploy to {{.environment}}?",
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			var a deployArgs
+			if err := json.Unmarshal(args, &a); err != nil {
+				return cairn.Preview{}, err
+			}
+			return cairn.TextPreview(cairn.PreviewDiff, "--- "+a.Environment+"\n+++ "+a.Environment+"\n-release: v41\n+release: v42\n"), nil
+		}}, func(ctx context.Context, a deployArgs) (string, error) {
 		e.record("deploy_code", a.Environment)
 		return "Deployment successful to " + a.Environment, nil
 	})

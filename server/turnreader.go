@@ -40,6 +40,13 @@ type shownCall struct {
 	Args     json.RawMessage
 }
 
+// waitingApproval is an approval asked for and not shown yet.
+type waitingApproval struct {
+	callID string
+	in     cairn.Interrupt
+	known  bool
+}
+
 // turnReader reads a session's events and calls its sink.
 type turnReader struct {
 	mu       sync.Mutex
@@ -49,6 +56,10 @@ type turnReader struct {
 	asked    map[string]string // interrupt id → call id, of approvals and questions
 	denied   map[string]bool
 	decided  map[string]bool // interrupts a decision of the learnt log answered
+	// waiting are the approvals asked for since the last pause, shown
+	// when the session pauses: its turn_paused has them with their
+	// previews, computed after they were asked for.
+	waiting []waitingApproval
 	// streamed is the text the open model call streamed. Deltas are a
 	// beginning of the reply (a stream that skips some skips the rest, with
 	// a model_deltas_skipped marker): its model_response adds what is left.
@@ -153,7 +164,18 @@ func (t *turnReader) observe(ev cairn.Event) {
 		}
 		known := t.shown[id]
 		t.shown[id] = true
-		t.sink.approval(id, d.Interrupt, known)
+		t.waiting = append(t.waiting, waitingApproval{id, d.Interrupt, known})
+	case *session.TurnPaused:
+		for _, w := range t.waiting {
+			in := w.in
+			for _, paused := range d.Interrupts {
+				if paused.ID == in.ID {
+					in = paused // with its preview
+				}
+			}
+			t.sink.approval(w.callID, in, w.known)
+		}
+		t.waiting = nil
 	case *session.ReviewRequested:
 		if !talking {
 			return

@@ -6,6 +6,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -376,6 +378,15 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 	if len(in.Output) > 0 {
 		fmt.Fprintf(&b, "\n%s", in.Output) // what a review is about; arguments are in the text and the form
 	}
+	if pv := in.Preview; pv != nil {
+		// What the call would do (its tool's dry run), as text: a client
+		// shows the message as it is.
+		head, rest := session.Fold(pv.Text(), maxPreviewChars)
+		fmt.Fprintf(&b, "\n\nPreview (%s):\n%s", cmp.Or(string(pv.Format), "failed"), head)
+		if rest != "" {
+			fmt.Fprintf(&b, "\n… (%d more characters: the inbox shows it whole)", utf8.RuneCountInString(rest))
+		}
+	}
 	if ask.Warning != "" {
 		fmt.Fprintf(&b, "\n\n%s", ask.Warning)
 	}
@@ -422,6 +433,9 @@ func (s *server) elicitation(sess *cairn.Session, in cairn.Interrupt, refused st
 	p.Message = b.String()
 	return p
 }
+
+// maxPreviewChars is how much of a preview an elicitation's message shows.
+const maxPreviewChars = 4000
 
 // fieldTitle is a form field's title.
 func fieldTitle(f session.Field) string {

@@ -19,7 +19,10 @@ import (
 // needs approval: a nested pause. deployed counts the deploys.
 func servedRunner(t *testing.T, deployed *atomic.Int32) *cairn.Runner {
 	t.Helper()
-	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), Confirmation: "Deploy {{.service}}?"},
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(), Confirmation: "Deploy {{.service}}?",
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			return cairn.TextPreview(cairn.PreviewDiff, "-image: api:v1\n+image: api:v2\n"), nil
+		}},
 		func(ctx context.Context, a struct {
 			Service string `json:"service"`
 		}) (string, error) {
@@ -105,7 +108,8 @@ func TestServedAgentAsksByElicitation(t *testing.T) {
 	if got := text(res); got != "lead: ops: deployed api" || deployed.Load() != 1 {
 		t.Fatalf("result %q, deployed %d times", got, deployed.Load())
 	}
-	if len(asked) != 2 || !strings.Contains(asked[0], "lead › ops › Deploy api?") || !strings.Contains(asked[1], "That answer was refused") {
+	if len(asked) != 2 || !strings.Contains(asked[0], "lead › ops › Deploy api?") || !strings.Contains(asked[1], "That answer was refused") ||
+		!strings.Contains(asked[0], "Preview (diff):\n-image: api:v1\n+image: api:v2") {
 		t.Fatalf("asked: %q", asked)
 	}
 }
