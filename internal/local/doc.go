@@ -20,6 +20,8 @@
 //   - commit.go, snapshot.go: one step's events in one store write, with
 //     the head and the snapshots it carries.
 //   - effects.go, workers.go: model calls and tool calls, the tool workers.
+//   - preview.go: the dry runs of approvals about to be asked for
+//     (previews), and Preview for edited arguments.
 //   - ask.go: a tool's questions to the user and their answers.
 //   - complete.go: completions of calls that wait (Complete, callback URLs).
 //   - approvals.go: approval requests for calls the caller makes (sessions

@@ -28,6 +28,7 @@ from ._types import (
     Interrupt,
     InterruptsPage,
     Me,
+    Preview,
     Result,
     Session,
     SessionsPage,
@@ -165,6 +166,17 @@ class Client:
         """
         body = {"seq": seq, "decisions": [d.to_dict() for d in decisions]}
         return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/decisions", session_id), body))
+
+    def preview(self, interrupt: Interrupt, arguments: Any = None) -> Preview:
+        """Computes the preview (the tool's dry run) of a pending approval's call with edited ``arguments``.
+
+        Nothing is decided or recorded; the arguments are checked as a
+        decision's (``CairnError`` 400 ``invalid_arguments``), and the caller
+        must be one who may approve the call. ``interrupt.preview`` is the
+        one computed before the pause, with the call's own arguments.
+        """
+        path = self._path("/v1/sessions/{}/interrupts/{}/preview", interrupt.session_id, interrupt.id)
+        return from_dict(Preview, self._call("POST", path, {"arguments": arguments}))
 
     def approve(self, interrupt: Interrupt, arguments: Any = None, remember: str = "") -> Session:
         """Approves an interrupt's call, with replacement ``arguments`` if given."""

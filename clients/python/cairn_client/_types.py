@@ -25,6 +25,7 @@ Decider = Literal["approver", "owner"]
 Field = Literal["reason", "text", "content", "arguments", "output"]
 Via = Literal["token", "oidc", "action_link", "callback"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "cancelled"]
+PreviewFormat = Literal["text", "diff", "json"]
 EventType = Literal[
     "session_started", "user_message", "model_response", "approval_requested", "input_requested",
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
@@ -198,6 +199,22 @@ class Approval:
 
 
 @dataclass
+class Preview:
+    """What an approval's call would do: its tool's dry run, computed before the pause.
+
+    ``content`` is text (``format`` ``text`` or ``diff``: a unified diff)
+    or a JSON value (``json``); ``error`` instead says why there is none
+    (the dry run failed or timed out: it never blocks the decision).
+    ``truncated`` says the content was cut.
+    """
+
+    format: Optional[PreviewFormat] = None
+    content: Any = None
+    truncated: bool = False
+    error: str = ""
+
+
+@dataclass
 class Interrupt:
     """Something a person (or a system) must decide before the session goes on.
 
@@ -213,6 +230,7 @@ class Interrupt:
     tool: str = ""
     arguments: Any = None
     message: str = ""
+    preview: Optional[Preview] = None
     handle: str = ""
     result_schema: Any = None
     question: str = ""

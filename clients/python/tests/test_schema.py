@@ -67,6 +67,7 @@ PAIRS = [
     (c.Decision, prop(SCHEMAS["DecisionsRequest"], "decisions")),
     (c.CallApproval, SCHEMAS["CallApproval"]),
     (c.CallResult, prop(SCHEMAS["CallApproval"], "result")),
+    (c.Preview, SCHEMAS["Preview"]),
 ]
 
 # Schemas whose fields are a subset of a dataclass's: the listings' shorter

@@ -70,6 +70,8 @@ export type AuditState = Schemas["AuditBody"];
 export type CallApproval = Schemas["CallApproval"];
 /** Where an approval request stands: pending, approved, rejected, expired, cancelled. */
 export type ApprovalStatus = CallApproval["status"];
+/** What an approval's call would do: its tool's dry run (a diff, a plan, rows), or why there is none. */
+export type Preview = Schemas["Preview"];
 
 /** What `requestApproval` (and `requireApproval`) send besides the tool and its arguments. */
 export interface ApprovalOptions {
@@ -265,6 +267,17 @@ export class Client {
    */
   async decide(id: string, seq: number, decisions: Decision[], options: RequestOptions = {}): Promise<Session> {
     return withIds(await this.call<Session>("POST", `/v1/sessions/${enc(id)}/decisions`, { seq, decisions }, options));
+  }
+
+  /**
+   * Computes the preview (the tool's dry run) of a pending approval's call
+   * with edited `args`, without deciding: checked as a decision's arguments
+   * (a CairnError 400 `invalid_arguments` otherwise), for a caller who may
+   * approve it; nothing is recorded. `interrupt.preview` is the one stored
+   * with the call's own arguments.
+   */
+  async preview(interrupt: Interrupt, args?: unknown, options: RequestOptions = {}): Promise<Preview> {
+    return this.call<Preview>("POST", `/v1/sessions/${enc(interrupt.session_id)}/interrupts/${enc(interrupt.id)}/preview`, { arguments: args }, options);
   }
 
   /** Approves an interrupt's call, with replacement `arguments` if given (checked against the tool's schema). */

@@ -520,6 +520,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/interrupts/{interrupt_id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Compute the dry run (preview) of a pending approval's call with edited arguments, without deciding: the arguments are checked as a decision's, the caller must be one who may approve it, and nothing is recorded. See docs/previews.md. */
+        post: operations["postPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/messages": {
         parameters: {
             query?: never;
@@ -760,6 +777,14 @@ export interface components {
             /** @description any JSON value */
             arguments?: unknown;
             message?: string;
+            preview?: null | {
+                /** @enum {string} */
+                format?: "text" | "diff" | "json";
+                /** @description any JSON value */
+                content?: unknown;
+                truncated?: boolean;
+                error?: string;
+            };
             handle?: string;
             /** @description any JSON value */
             result_schema?: unknown;
@@ -902,6 +927,14 @@ export interface components {
             /** @description any JSON value */
             arguments?: unknown;
             message?: string;
+            preview?: null | {
+                /** @enum {string} */
+                format?: "text" | "diff" | "json";
+                /** @description any JSON value */
+                content?: unknown;
+                truncated?: boolean;
+                error?: string;
+            };
             handle?: string;
             /** @description any JSON value */
             result_schema?: unknown;
@@ -1001,6 +1034,18 @@ export interface components {
             seq: number;
             /** Format: date-time */
             paused_at: string;
+        };
+        Preview: {
+            /** @enum {string} */
+            format?: "text" | "diff" | "json";
+            /** @description any JSON value */
+            content?: unknown;
+            truncated?: boolean;
+            error?: string;
+        };
+        PreviewRequest: {
+            /** @description any JSON value */
+            arguments: unknown;
         };
         Result: {
             /** @enum {string} */
@@ -2825,6 +2870,78 @@ export interface operations {
             };
             /** @description too many event streams are open (on this session or on the server) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                interrupt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description the preview (a dry run that failed is a preview with error) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            /** @description the arguments do not match the tool's schema (invalid_arguments), the interrupt is not pending (unknown_interrupt), or its tool has no preview */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token's role may not do this, or the session belongs to another user */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than the server accepts */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
