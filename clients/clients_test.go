@@ -182,7 +182,7 @@ func serveDemo(t *testing.T) string {
 	t.Helper()
 	bin := cairnBinary(t)
 	work := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		b, err := os.ReadFile(filepath.Join(dir(t), "..", "examples", "demo", name))
 		if err != nil {
 			t.Fatal(err)

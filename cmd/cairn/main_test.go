@@ -316,7 +316,7 @@ func mustRead(t *testing.T, path string) []byte {
 // and completes once approved.
 func TestDemoQuickStart(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		b := mustRead(t, filepath.Join("..", "..", "examples", "demo", name))
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
 			t.Fatal(err)
@@ -440,7 +440,7 @@ func TestDepth3StackSurvivesKill9(t *testing.T) {
 // The CLI client: list, show (the audit timeline), approve.
 func TestSessionsCommands(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -458,6 +458,11 @@ func TestSessionsCommands(t *testing.T) {
 	}
 	if out := run("list", "--status", "paused"); !strings.Contains(out, id) || !strings.Contains(out, "approval: deploy_code: Deploy to production?") || !strings.Contains(out, "approve [--args]") {
 		t.Fatalf("list:\n%s", out)
+	}
+	// The deploy's preview (examples/demo/plan.sh, a diff) shows under what waits.
+	if out := run("show", id); !strings.Contains(out, "        preview (diff):\n          --- production/release.yaml (running now)") ||
+		!strings.Contains(out, "          +build: 1042\n") {
+		t.Fatalf("show of a paused session lacks its preview:\n%s", out)
 	}
 	if out := run("approve", id, "--args", `{"environment":"staging"}`); !strings.Contains(out, id+": completed") {
 		t.Fatalf("approve:\n%s", out)
@@ -487,7 +492,7 @@ func TestSessionsCommands(t *testing.T) {
 
 func TestChat(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -502,7 +507,8 @@ func TestChat(t *testing.T) {
 		return string(out)
 	}
 	out := chat("Deploy to production please\ny\n")
-	if !strings.Contains(out, "approve? Deploy to production? This cannot be undone.") || !strings.Contains(out, "main> Deployed build 1042 to production.") {
+	if !strings.Contains(out, "approve? Deploy to production? This cannot be undone.") || !strings.Contains(out, "main> Deployed build 1042 to production.") ||
+		!strings.Contains(out, "  preview (diff):\n") || !strings.Contains(out, "    -build: 1041\n    +build: 1042\n") {
 		t.Fatalf("approve:\n%s", out)
 	}
 	out = chat("Deploy to production please\nnot today\n")
@@ -527,7 +533,7 @@ func TestChat(t *testing.T) {
 // billing, whose refund waits for approval.
 func TestDemoNestingAndHandoff(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -562,7 +568,7 @@ func TestDemoNestingAndHandoff(t *testing.T) {
 // process); --agent is checked at start.
 func TestChatContinuesASession(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -595,7 +601,7 @@ func TestChatContinuesASession(t *testing.T) {
 // The CLI does what the page does: start, send, cancel, tail, agents.
 func TestCLIClientCommands(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}

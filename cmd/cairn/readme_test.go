@@ -29,7 +29,7 @@ func TestReadmeQuickStartAsWritten(t *testing.T) {
 	block = strings.ReplaceAll(block, "\\\n", "")
 
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}

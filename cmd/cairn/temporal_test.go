@@ -184,7 +184,7 @@ func TestTemporalDriverServesTheAPI(t *testing.T) {
 func TestTemporalNestingAndHandoff(t *testing.T) {
 	addr := temporaltest.Server(t)
 	dir := t.TempDir()
-	for _, name := range []string{"cairn.yaml", "deploy.sh"} {
+	for _, name := range []string{"cairn.yaml", "deploy.sh", "plan.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, name), mustRead(t, filepath.Join("..", "..", "examples", "demo", name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
