@@ -206,9 +206,12 @@ type ApprovalAdded struct {
 	NewArgs       json.RawMessage `json:"new_arguments,omitempty"`
 	ArgsDigest    string          `json:"arguments_sha256,omitempty"`
 	NewArgsDigest string          `json:"new_arguments_sha256,omitempty"`
-	// Message, with NewArgs, is the confirmation text for them.
-	Message string `json:"message,omitempty"`
-	Actor   Actor  `json:"actor"`
+	// Message, with NewArgs, is the confirmation text for them, and
+	// Preview their tool's dry run (the one of the old arguments no longer
+	// holds): what the approvers after the edit see.
+	Message string   `json:"message,omitempty"`
+	Preview *Preview `json:"preview,omitempty"`
+	Actor   Actor    `json:"actor"`
 }
 
 // ToolStarted is recorded durably before a tool runs.

@@ -98,14 +98,14 @@ func PreviewOfOutput(format PreviewFormat, output string) Preview {
 // through it before it is stored.
 func (p Preview) Normalize() Preview {
 	if p.Error != "" {
-		return Preview{Error: Visible(clip(p.Error, 1000))}
+		return Preview{Error: clip(Visible(p.Error), 1000)}
 	}
 	format := p.Format
 	if format == "" {
 		format = PreviewText
 	}
 	if !format.Known() {
-		return Preview{Error: fmt.Sprintf("the preview's format %q is not one of text, diff, json", clip(string(format), 40))}
+		return Preview{Error: Visible(fmt.Sprintf("the preview's format %q is not one of text, diff, json", clip(string(format), 40)))}
 	}
 	if format == PreviewJSON {
 		var buf bytes.Buffer
@@ -170,10 +170,11 @@ func cutAtRune(s string, n int) string {
 	return s[:n]
 }
 
-// clip shortens s to about n bytes for a message.
+// clip shortens s to at most n bytes for a message, ending in "…" when
+// it is cut (so a clipped text clips to itself).
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return cutAtRune(s, n) + "…"
+	return cutAtRune(s, n-len("…")) + "…"
 }

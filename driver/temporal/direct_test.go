@@ -3,6 +3,8 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,5 +72,50 @@ func TestSenderToolsOnTheWorkflow(t *testing.T) {
 	if spoke == nil || spoke.err != nil || spoke.result == nil || spoke.result.Status != cairn.StatusPaused ||
 		len(spoke.result.Interrupts) != 1 || spoke.result.Interrupts[0].Kind != cairn.KindClient || len(offered) != 1 {
 		t.Fatalf("the message with a tool: %+v, offered %v", spoke, offered)
+	}
+}
+
+// A tool's preview on the workflow: computed by its activity before the
+// pause, mirrored with the interrupt; a preview that fails is shown as
+// its error and the decision goes through.
+func TestPreviewOnTheWorkflow(t *testing.T) {
+	f := &fixture{t: t, store: store.NewMemory()}
+	var previews atomic.Int32
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always(),
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			previews.Add(1)
+			return cairn.TextPreview(cairn.PreviewDiff, "-env: none\n+env: "+string(args)), nil
+		}},
+		func(ctx context.Context, a deployArgs) (string, error) {
+			f.runs.Add(1)
+			return "deployed to " + a.Env, nil
+		})
+	broken := cairn.NewTool(&cairn.Tool{Name: "drop", Description: "Drop.", Approval: cairn.Always(),
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			return cairn.Preview{}, errors.New("no database")
+		}},
+		func(ctx context.Context, a struct{}) (string, error) { return "dropped", nil })
+	m := model.Func(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
+			return &model.Response{Message: model.Message{Content: "done"}}, nil
+		}
+		return &model.Response{Message: model.Message{ToolCalls: []model.ToolCall{{ID: "c1", Name: "deploy", Arguments: `{"env":"prod"}`}, {ID: "c2", Name: "drop", Arguments: `{}`}}}}, nil
+	})
+	f.start(&cairn.Agent{Name: "ops", Model: m, Tools: []*cairn.Tool{deploy, broken}})
+	var approved *outcome
+	f.env.RegisterDelayedCallback(func() {
+		s := f.session("ses_preview")
+		if s.Status != cairn.StatusPaused || len(s.Interrupts) != 2 || s.Interrupts[0].Preview == nil ||
+			s.Interrupts[0].Preview.Text() != "-env: none\n+env: {\"env\":\"prod\"}" || s.Interrupts[1].Preview == nil || s.Interrupts[1].Preview.Error != "no database" {
+			t.Errorf("mirror at the pause: %+v", s.Interrupts)
+			return
+		}
+		approved = f.update(UpdateDecide, DecideArgs{Seq: s.Seq, Decisions: []cairn.Decision{
+			{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}, {InterruptID: s.Interrupts[1].ID, Action: cairn.ActionReject}}})
+	}, time.Second)
+	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, 2*time.Second)
+	f.env.ExecuteWorkflow(WorkflowName, params{Start: &engine.Start{SessionID: "ses_preview", Agent: "ops", Text: "ship"}})
+	if approved == nil || approved.err != nil || approved.result == nil || approved.result.Status != cairn.StatusCompleted || f.runs.Load() != 1 || previews.Load() != 1 {
+		t.Fatalf("approved: %+v, %d runs, %d previews", approved, f.runs.Load(), previews.Load())
 	}
 }

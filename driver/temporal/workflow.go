@@ -216,7 +216,18 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		return engine.Decide{Seq: a.Seq, Decisions: a.Decisions, Actor: a.Actor}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
-		func(ctx workflow.Context, a DecideArgs) (*cairn.Session, error) { return apply(ctx, decide(a)) },
+		func(ctx workflow.Context, a DecideArgs) (*cairn.Session, error) {
+			d := decide(a).(engine.Decide)
+			if runs := r.w.core.EditPreviews(r.st, d); len(runs) > 0 {
+				// An edit of a call that waits for more approvers records
+				// the preview of its new arguments: computed first.
+				d.Previews = map[string]session.Preview{}
+				for _, o := range r.previews(ctx, engine.RunPreviews{Session: r.st.SessionID, Previews: runs}) {
+					d.Previews[o.InterruptID] = o.Preview
+				}
+			}
+			return apply(ctx, d)
+		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a DecideArgs) error { return validate(ctx, decide(a)) }}); err != nil {
 		return err
 	}
@@ -361,24 +372,28 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 		}
 		return engine.Recover{}, nil
 	case engine.RunPreviews:
-		// Previews are free of side effects, so a lost batch is computed
-		// again; one that keeps failing pauses with each preview's error
-		// rather than not at all.
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: r.w.opts.ToolTimeout, HeartbeatTimeout: r.w.opts.Heartbeat,
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
-		})
-		var out []engine.PreviewOutcome
-		if err := workflow.ExecuteActivity(actx, ActivityPreviews, previewsArgs{Effect: eff}).Get(ctx, &out); err != nil {
-			out = nil
-			for _, p := range eff.Previews {
-				out = append(out, engine.PreviewOutcome{InterruptID: p.InterruptID,
-					Preview: session.Preview{Error: fmt.Sprintf("the preview activity did not complete: %v", err)}})
-			}
-		}
-		return engine.PreviewsDone{Results: out}, nil
+		return engine.PreviewsDone{Results: r.previews(ctx, eff)}, nil
 	}
 	return nil, fmt.Errorf("cairn: unknown effect %T", eff)
+}
+
+// previews computes dry runs as an activity. They are free of side
+// effects, so a lost batch is computed again; one that keeps failing is
+// reported as each preview's error rather than hold anything up.
+func (r *sessionRun) previews(ctx workflow.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: r.w.opts.ToolTimeout, HeartbeatTimeout: r.w.opts.Heartbeat,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var out []engine.PreviewOutcome
+	if err := workflow.ExecuteActivity(actx, ActivityPreviews, previewsArgs{Effect: eff}).Get(ctx, &out); err != nil {
+		out = nil
+		for _, p := range eff.Previews {
+			out = append(out, engine.PreviewOutcome{InterruptID: p.InterruptID,
+				Preview: session.Preview{Error: fmt.Sprintf("the preview activity did not complete: %v", err)}})
+		}
+	}
+	return out
 }
 
 // refusal carries a refused input to the caller as an application error

@@ -29,6 +29,7 @@ type decided struct {
 // refused request changes nothing.
 func (s *stepper) decide(in Decide) error {
 	st := s.st
+	s.editPreviews = in.Previews
 	if st.Status != session.StatusPaused {
 		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
 	}
@@ -327,6 +328,14 @@ func (s *stepper) record(p decided) {
 				}
 				v, _ := decodeArgs(p.newArgs) // checked when the decision was
 				added.Message = confirmation(tool, p.c.Tool, ToolArgs{Raw: p.newArgs, Value: v})
+				if tool != nil && tool.Preview {
+					pv, ok := s.editPreviews[p.d.InterruptID]
+					if !ok {
+						pv = session.Preview{Error: "no preview was computed for the edited arguments"}
+					}
+					pv = pv.Normalize()
+					added.Preview = &pv
+				}
 			}
 			s.emit(session.EventApprovalAdded, p.f, added)
 			return
@@ -446,7 +455,7 @@ func projectApprovalAdded(p *ApprovalAdded, st *State, ev *session.Event, frame 
 		}
 		c.Args, c.ArgsSeq = string(p.NewArgs), ev.Seq
 		in.Arguments, in.Approvals = p.NewArgs, []session.Approval{approval}
-		in.Preview = nil // computed again for the new arguments at the next pause
+		in.Preview = p.Preview // of the new arguments (nil: their tool has none)
 		if p.Message != "" {
 			in.Message = p.Message // the approvers after the edit read about these arguments
 		}

@@ -52,6 +52,10 @@ type Decide struct {
 	Seq       int64
 	Decisions []session.Decision
 	Actor     session.Actor
+	// Previews are the dry runs of edited arguments, by interrupt id, that
+	// the driver computed for the decisions EditPreviews named: an edit of
+	// a call that needs more approvers records its preview with it.
+	Previews map[string]session.Preview `json:",omitempty"`
 }
 
 // Cancel pops the top interactive frame (its parent sees "cancelled by the
@@ -276,8 +280,9 @@ type stepper struct {
 	payloads []any // of out
 	effects  []Effect
 	// previews are the dry runs a PreviewsDone brought, by interrupt id,
-	// for the pause this step records.
-	previews map[string]session.Preview
+	// for the pause this step records; editPreviews those a Decide brought
+	// for edited arguments.
+	previews, editPreviews map[string]session.Preview
 	// room is where out, payloads and effects start: most steps record
 	// 2–4 events and one effect, so a step allocates once (the stepper),
 	// not once per slice.

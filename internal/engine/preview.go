@@ -176,3 +176,28 @@ func (m *Machine) PreviewFor(st *State, interruptID string, args json.RawMessage
 	}
 	return PreviewRun{InterruptID: interruptID, Frame: f.ID, Agent: f.Agent, Tool: c.Tool, Args: newArgs}, nil
 }
+
+// EditPreviews names the dry runs a driver computes before it applies in:
+// those of edited arguments on calls that will wait for more approvers
+// (an approval by a person of a call that needs several, with new
+// arguments: its approval_added records the preview, since the session
+// stays paused). Decisions the step would refuse are left out; it refuses
+// them.
+func (m *Machine) EditPreviews(st *State, in Decide) []PreviewRun {
+	if st.Status != session.StatusPaused || in.Actor.Trusted() {
+		return nil
+	}
+	var out []PreviewRun
+	for _, d := range in.Decisions {
+		if d.Action != session.ActionApprove || len(d.Arguments) == 0 || string(d.Arguments) == "null" {
+			continue
+		}
+		if _, c := st.findInterrupt(d.InterruptID); c == nil || c.Interrupt.Required < 2 {
+			continue
+		}
+		if run, err := m.PreviewFor(st, d.InterruptID, d.Arguments, in.Actor); err == nil {
+			out = append(out, run)
+		}
+	}
+	return out
+}

@@ -23,6 +23,9 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*sessio
 	if err != nil {
 		return nil, err
 	}
+	if d, ok := in.(engine.Decide); ok {
+		in = r.withEditPreviews(ctx, st, d)
+	}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		if session.CodeOf(err) != session.CodeInternal {

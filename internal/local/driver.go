@@ -130,6 +130,12 @@ func (c Core) RunPreviews(ctx context.Context, eff engine.RunPreviews) []engine.
 	return c.r.runPreviews(ctx, eff)
 }
 
+// EditPreviews names the dry runs to compute before Decide d applies
+// (engine.Machine.EditPreviews): deterministic, no I/O.
+func (c Core) EditPreviews(st *engine.State, d engine.Decide) []engine.PreviewRun {
+	return c.r.compiled.Load().machine.EditPreviews(st, d)
+}
+
 // driverLease is the lease a durable driver's mirror writes: an owner no
 // runner has, until a time no clock reaches, so no Runner on the store
 // takes these sessions over or appends to them.

@@ -96,3 +96,18 @@ func (r *Runner) Preview(ctx context.Context, sessionID, interruptID string, arg
 	p := r.preview(ctx, run)
 	return &p, nil
 }
+
+// withEditPreviews computes the dry runs of the edited arguments d
+// carries for calls that will wait for more approvers (engine.EditPreviews)
+// and returns d with them.
+func (r *Runner) withEditPreviews(ctx context.Context, st *engine.State, d engine.Decide) engine.Decide {
+	runs := r.compiled.Load().machine.EditPreviews(st, d)
+	if len(runs) == 0 {
+		return d
+	}
+	d.Previews = map[string]session.Preview{}
+	for _, o := range r.runPreviews(ctx, engine.RunPreviews{Session: st.SessionID, Previews: runs}) {
+		d.Previews[o.InterruptID] = o.Preview
+	}
+	return d
+}
