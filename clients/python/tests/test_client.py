@@ -55,6 +55,16 @@ class Approvals(unittest.TestCase):
         same = self.cairn.get_session(s.id)
         self.assertEqual((same.status, same.seq), ("paused", s.seq), "a refused decision changes nothing")
 
+        # The preview of the edit: computed, not recorded; of invalid arguments, refused.
+        assert i.preview is not None
+        self.assertEqual((i.preview.format, i.preview.content), ("diff", '-build: 1041\n+{"environment":"production"}'))
+        edited = self.cairn.preview(i, {"environment": "staging"})
+        self.assertEqual((edited.format, edited.content), ("diff", '-build: 1041\n+{"environment":"staging"}'))
+        with self.assertRaises(CairnError) as bad_preview:
+            self.cairn.preview(i, {"environment": "moon"})
+        self.assertEqual((bad_preview.exception.status, bad_preview.exception.code), (400, "invalid_arguments"))
+        self.assertEqual(self.cairn.get_session(s.id).seq, s.seq, "a preview records nothing")
+
         done = self.cairn.approve(i, arguments={"environment": "staging"})
         self.assertIn("approved this call with other arguments", done.output)
         self.assertTrue(done.output.endswith('{"environment":"staging"}'), done.output)

@@ -51,6 +51,13 @@ describe("decisions", () => {
     assert.match(bad.message, /environment/);
     const same = await cairn.getSession(s.id);
     assert.deepEqual([same.status, same.seq], ["paused", s.seq], "a refused decision changes nothing");
+    // The preview of the edit: computed, not recorded; of invalid arguments, refused.
+    assert.deepEqual([i.preview?.format, i.preview?.content], ["diff", '-build: 1041\n+{"environment":"production"}']);
+    const edited = await cairn.preview(i, { environment: "staging" });
+    assert.deepEqual([edited.format, edited.content], ["diff", '-build: 1041\n+{"environment":"staging"}']);
+    const badPreview = await refused(cairn.preview(i, { environment: "moon" }));
+    assert.deepEqual([badPreview.status, badPreview.code], [400, "invalid_arguments"]);
+    assert.equal((await cairn.getSession(s.id)).seq, s.seq, "a preview records nothing");
     const done = await cairn.approve(i, { arguments: { environment: "staging" } });
     assert.match(done.output, /approved this call with other arguments/);
     assert.ok(done.output.endsWith('{"environment":"staging"}'), done.output);
