@@ -316,3 +316,26 @@ func Escalation(refundHandler func(context.Context, refundArgs) (string, error))
 	}, refundHandler)
 	return refund
 }
+
+// unifiedDiff and writeFile stand for the program's own diff and handler.
+func unifiedDiff(path, old, new string) string { return "" }
+
+func writeFile(ctx context.Context, a struct{ Path, Content string }) (string, error) { return "", nil }
+
+// Previews is docs/previews.md's tool with a preview.
+func Previews() *cairn.Tool {
+	writeConfig := cairn.NewTool(&cairn.Tool{
+		Name:     "write_config",
+		Approval: cairn.Always(),
+		Preview: func(ctx context.Context, args json.RawMessage) (cairn.Preview, error) {
+			var a struct{ Path, Content string }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return cairn.Preview{}, err
+			}
+			old, _ := os.ReadFile(a.Path)
+			return cairn.TextPreview(cairn.PreviewDiff, unifiedDiff(a.Path, string(old), a.Content)), nil
+		},
+		PreviewTimeout: 5 * time.Second,
+	}, writeFile)
+	return writeConfig
+}
