@@ -73,6 +73,21 @@ func (r *Runner) Preview(ctx context.Context, sessionID, interruptID string, arg
 	return r.rt.Preview(ctx, sessionID, interruptID, args, opts.rt())
 }
 
+// DecideMany decides many pending calls across sessions in one request:
+// req's list of decisions, each naming its session, or the interrupts its
+// Selector picks (those opts.Actor may decide, newest pause first, at most
+// its Limit) with its one Action and Reason. Each call is decided exactly
+// as Resume decides it, at its session's current seq, with the same
+// checks and events, and the batch's id on its decision event
+// (data.batch); one call's failure (stale, expired, already decided,
+// forbidden) is its own result and does not stop the others, and a call
+// decided meanwhile by anyone is reported as already decided, never
+// decided twice. The error is for a malformed request only
+// (ErrInvalidRequest).
+func (r *Runner) DecideMany(ctx context.Context, req BulkRequest, opts *TurnOptions) (*BulkResponse, error) {
+	return r.rt.DecideMany(ctx, req, opts.rt())
+}
+
 // Send gives the user's next message to the top of the session's stack: an
 // interactive agent waiting for the user, or the root agent when the last
 // turn has ended. It runs the turn until it ends or pauses. seq 0 means

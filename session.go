@@ -74,6 +74,19 @@ type (
 	Preview = session.Preview
 	// PreviewFormat says how a preview reads: text, diff or json.
 	PreviewFormat = session.PreviewFormat
+	// BulkRequest decides many pending calls across sessions at once
+	// (Runner.DecideMany): a list, or a Selector with one action.
+	BulkRequest = session.BulkRequest
+	// BulkDecision is one decision of a BulkRequest's list, with its session.
+	BulkDecision = session.BulkDecision
+	// Selector picks the pending interrupts a BulkRequest decides.
+	Selector = session.Selector
+	// BulkResponse is what a bulk decision did, call by call.
+	BulkResponse = session.BulkResponse
+	// BulkResult is what happened to one call of a bulk decision.
+	BulkResult = session.BulkResult
+	// ErrorBody is an error as the HTTP API answers it.
+	ErrorBody = session.ErrorBody
 )
 
 // Preview formats (Preview.Format), and the most a preview's content

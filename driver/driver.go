@@ -23,7 +23,7 @@ type Driver interface {
 	Start(ctx context.Context, in Start, detach bool) (*session.Session, error)
 	// Resume applies decisions (see cairn.Runner.Resume) and answers after the
 	// resumed turn.
-	Resume(ctx context.Context, id string, seq int64, decisions []session.Decision, actor session.Actor) (*session.Session, error)
+	Resume(ctx context.Context, id string, d Decide) (*session.Session, error)
 	// Send gives the user's next message (see cairn.Runner.Send).
 	Send(ctx context.Context, id string, msg Message) (*session.Session, error)
 	// Cancel cancels the top interactive agent or the whole turn (see
@@ -43,6 +43,16 @@ type Start struct {
 	Call *session.CallRequest
 	// Tools are tools the sender runs itself (session.UserMessage.Tools).
 	Tools []model.ToolDefinition
+}
+
+// Decide is decisions on a paused session as a Driver gets them: the seq
+// they were made at, who made them, and the bulk decision they are part
+// of (session.BulkResponse.Batch; "" for a decision of its own).
+type Decide struct {
+	Seq       int64
+	Decisions []session.Decision
+	Actor     session.Actor
+	Batch     string
 }
 
 // Message is a user's next message: its text, the seq it was written at

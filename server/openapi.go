@@ -158,6 +158,12 @@ func operations() []operation {
 				{"kind", "only interrupts of these kinds, comma-separated (external: calls waiting on other systems)", "string"}}, pageQuery...),
 			responses: map[int]reply{200: {"a page of pending interrupts", interruptsPage{}}, 400: badRequest,
 				401: unauthorized, 403: forbidden}},
+		{method: "POST", path: "/v1/decisions", id: "postBulkDecisions",
+			summary: "Decide many pending calls across sessions: a list of decisions (each with its session_id), or a select (kind, tool, agent, session_ids) with one action, reason and limit. Each call is decided as through its session's decisions endpoint (same checks, same events, data.batch on each); one call's failure is its own result. See docs/http-api.md.",
+			request: cairn.BulkRequest{}, responses: map[int]reply{
+				200: {"a result per call (status 200 decided; 400, 403, 404, 409, 410 refused with error; 503 busy, nothing recorded) and the batch id", &cairn.BulkResponse{}},
+				400: {description: "the request is malformed: both or neither of decisions and select, a select without approve or reject, a limit out of range, a decision listed twice"},
+				401: unauthorized, 403: {description: "only approvers and admins decide in bulk"}, 413: tooLarge}},
 		{method: "POST", path: "/v1/approvals", id: "createApproval",
 			summary: "Ask a person to approve a call your own code makes: a session of the approvals agent paused on one approval interrupt (the inbox, webhooks, governance and audit apply). A repeated idempotency_key answers 200 with the same request. See docs/gateway.md.",
 			request: approvalRequest{}, responses: map[int]reply{

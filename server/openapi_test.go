@@ -395,6 +395,29 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, `{"seq":1,"decisions":[]}`, 400)
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, big, 413)
 	do("POST", "/v1/sessions/"+id+"/decisions", approver, decide(seq, "approve"), 200)
+
+	// Bulk decisions: a selector, a list; each call's result its own.
+	b1 := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship one"}`, 201)
+	b2 := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship two"}`, 201)
+	bulk := do("POST", "/v1/decisions", approver, `{"select":{"tool":"deploy","agent":"ops"},"action":"approve","limit":1}`, 200)
+	if rs := bulk["results"].([]any); len(rs) != 1 || rs[0].(map[string]any)["session_id"] != b2["id"] || rs[0].(map[string]any)["status"] != 200.0 ||
+		!strings.HasPrefix(bulk["batch"].(string), "bat_") {
+		t.Fatalf("bulk by selector: %v", bulk)
+	}
+	b1In := b1["interrupts"].([]any)[0].(map[string]any)["id"]
+	list := fmt.Sprintf(`{"decisions":[{"session_id":%q,"interrupt_id":%q,"action":"reject","reason":"not today"}]}`, b1["id"], b1In)
+	if rs := do("POST", "/v1/decisions", approver, list, 200)["results"].([]any); rs[0].(map[string]any)["status"] != 200.0 {
+		t.Fatalf("bulk by list: %v", rs)
+	}
+	if rs := do("POST", "/v1/decisions", approver, list, 200)["results"].([]any); rs[0].(map[string]any)["status"] != 409.0 ||
+		rs[0].(map[string]any)["error"].(map[string]any)["code"] != "already_decided" {
+		t.Fatalf("the same list again: %v", rs)
+	}
+	do("POST", "/v1/decisions", approver, `{}`, 400)
+	do("POST", "/v1/decisions", approver, `{"select":{"tool":"deploy"},"action":"edit"}`, 400)
+	do("POST", "/v1/decisions", uma, list, 403)
+	do("POST", "/v1/decisions", nobody, list, 401)
+	do("POST", "/v1/decisions", approver, big, 413)
 	late := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it later"}`, 201)
 	do("POST", "/v1/sessions", uma, `{"agent":"ci","input":"build, later"}`, 201)
 	lateCallback := <-callbacks

@@ -147,6 +147,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/audit", s.getAudit)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
+	s.mux.HandleFunc("POST /v1/decisions", s.postBulkDecisions)
 	s.mux.HandleFunc("POST /v1/approvals", s.createApproval)
 	s.mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	s.mux.HandleFunc("POST /v1/approvals/{id}/result", s.postApprovalResult)
@@ -685,25 +686,7 @@ func badUTF8(b []byte) int {
 }
 
 // httpStatus maps an error code to its HTTP status (0: not a client error).
-func httpStatus(code string) int {
-	switch code {
-	case "invalid_request", "unknown_agent", "unknown_interrupt", "invalid_arguments", "invalid_output", "invalid_continuation":
-		return http.StatusBadRequest
-	case "conflict", "already_decided", "already_approved", "lease_lost":
-		return http.StatusConflict
-	case "invalid_link", "forbidden", "not_an_approver":
-		return http.StatusForbidden
-	case "not_found":
-		return http.StatusNotFound
-	case "expired", "gone":
-		return http.StatusGone
-	case "too_large":
-		return http.StatusRequestEntityTooLarge
-	case "session_busy", "stopping":
-		return http.StatusServiceUnavailable
-	}
-	return 0
-}
+func httpStatus(code string) int { return session.Code(code).HTTPStatus() }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := cairn.ErrorCode(err)

@@ -87,6 +87,28 @@ const (
 	CodeInternal Code = "internal"
 )
 
+// HTTPStatus is the status the HTTP API answers a refusal of code c with
+// (0: not a refusal, an internal error: 500).
+func (c Code) HTTPStatus() int {
+	switch c {
+	case CodeInvalidRequest, CodeUnknownAgent, CodeUnknownInterrupt, CodeInvalidArguments, CodeInvalidOutput, CodeInvalidContinuation:
+		return 400
+	case CodeConflict, CodeAlreadyDecided, CodeAlreadyApproved, CodeLeaseLost:
+		return 409
+	case CodeInvalidLink, CodeForbidden, CodeNotAnApprover:
+		return 403
+	case CodeNotFound:
+		return 404
+	case CodeExpired, CodeGone:
+		return 410
+	case CodeTooLarge:
+		return 413
+	case CodeSessionBusy, CodeStopping:
+		return 503
+	}
+	return 0
+}
+
 // Error is a refused request. A refused request changes nothing. Match a
 // kind with errors.Is against the sentinel errors of package cairn (same
 // Code), or read Code and Interrupt with errors.As.

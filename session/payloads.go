@@ -190,6 +190,8 @@ type DecisionMade struct {
 	// Rule, on a decision made by a rule rather than a person (the
 	// outcome at expiry), names it: tools.refund.on_expiry.
 	Rule string `json:"rule,omitempty"`
+	// Batch is the bulk decision this one was part of (BulkResponse.Batch).
+	Batch string `json:"batch,omitempty"`
 }
 
 // ApprovalAdded records one approval of a call that needs several: the
@@ -212,6 +214,8 @@ type ApprovalAdded struct {
 	Message string   `json:"message,omitempty"`
 	Preview *Preview `json:"preview,omitempty"`
 	Actor   Actor    `json:"actor"`
+	// Batch is the bulk decision this approval was part of.
+	Batch string `json:"batch,omitempty"`
 }
 
 // ToolStarted is recorded durably before a tool runs.

@@ -51,8 +51,8 @@ func (d *Driver) Start(ctx context.Context, in driver.Start, detach bool) (*cair
 }
 
 // Resume implements cairn.Driver.
-func (d *Driver) Resume(ctx context.Context, id string, seq int64, decisions []cairn.Decision, actor cairn.Actor) (*cairn.Session, error) {
-	return d.update(ctx, id, UpdateDecide, DecideArgs{Seq: seq, Decisions: decisions, Actor: actor})
+func (d *Driver) Resume(ctx context.Context, id string, in driver.Decide) (*cairn.Session, error) {
+	return d.update(ctx, id, UpdateDecide, DecideArgs{Seq: in.Seq, Decisions: in.Decisions, Actor: in.Actor, Batch: in.Batch})
 }
 
 // Send implements cairn.Driver.

@@ -53,6 +53,9 @@ type DecideArgs struct {
 	Seq       int64
 	Decisions []session.Decision
 	Actor     session.Actor
+	// Batch is the bulk decision these are part of (absent in histories
+	// written before bulk decisions).
+	Batch string `json:",omitempty"`
 }
 
 // MessageArgs are the arguments of UpdateMessage.
@@ -213,7 +216,7 @@ func (r *sessionRun) handleUpdates(ctx workflow.Context) error {
 		return refusal(err)
 	}
 	decide := func(a DecideArgs) engine.Input {
-		return engine.Decide{Seq: a.Seq, Decisions: a.Decisions, Actor: a.Actor}
+		return engine.Decide{Seq: a.Seq, Decisions: a.Decisions, Actor: a.Actor, Batch: a.Batch}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
 		func(ctx workflow.Context, a DecideArgs) (*cairn.Session, error) {

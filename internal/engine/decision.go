@@ -29,7 +29,7 @@ type decided struct {
 // refused request changes nothing.
 func (s *stepper) decide(in Decide) error {
 	st := s.st
-	s.editPreviews = in.Previews
+	s.editPreviews, s.batch = in.Previews, in.Batch
 	if st.Status != session.StatusPaused {
 		return errorf(session.CodeConflict, "session %s is %s, not paused", st.SessionID, st.Status)
 	}
@@ -319,7 +319,7 @@ func (s *stepper) record(p decided) {
 		}
 		if len(approvals) < in.Required {
 			added := &ApprovalAdded{InterruptID: p.d.InterruptID, CallID: p.c.ID, Tool: p.c.Tool, Count: len(approvals), Required: in.Required,
-				NewArgs: p.newArgs, ArgsDigest: digest(p.c.Args), Actor: actor}
+				NewArgs: p.newArgs, ArgsDigest: digest(p.c.Args), Actor: actor, Batch: s.batch}
 			if p.newArgs != nil {
 				added.NewArgsDigest = digest(string(p.newArgs))
 				var tool *Tool
@@ -345,6 +345,7 @@ func (s *stepper) record(p decided) {
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
 		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content, Output: p.output, Approvals: approvals,
+		Batch: s.batch,
 	}
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))
@@ -372,7 +373,7 @@ func (s *stepper) recordReview(p decided, actor session.Actor) {
 	f := p.review
 	rv := *f.Review
 	s.emit(session.EventDecision, f, &DecisionMade{InterruptID: p.d.InterruptID, Kind: session.KindReview, Action: p.d.Action,
-		Reason: p.d.Reason, Output: p.output, Actor: actor})
+		Reason: p.d.Reason, Output: p.output, Actor: actor, Batch: s.batch})
 	switch p.d.Action {
 	case session.ActionApprove:
 		s.finishFrame(f, rv.Text, rv.Value)

@@ -56,6 +56,8 @@ type Decide struct {
 	// the driver computed for the decisions EditPreviews named: an edit of
 	// a call that needs more approvers records its preview with it.
 	Previews map[string]session.Preview `json:",omitempty"`
+	// Batch is the bulk decision these are part of, recorded on their events.
+	Batch string `json:",omitempty"`
 }
 
 // Cancel pops the top interactive frame (its parent sees "cancelled by the
@@ -283,6 +285,8 @@ type stepper struct {
 	// for the pause this step records; editPreviews those a Decide brought
 	// for edited arguments.
 	previews, editPreviews map[string]session.Preview
+	// batch is the bulk decision a Decide is part of.
+	batch string
 	// room is where out, payloads and effects start: most steps record
 	// 2–4 events and one effect, so a step allocates once (the stepper),
 	// not once per slice.

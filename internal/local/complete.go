@@ -69,7 +69,7 @@ func (r *Runner) complete(ctx context.Context, sessionID string, d session.Decis
 			return nil, err
 		}
 		if sess.Status == session.StatusPaused && slices.ContainsFunc(sess.Interrupts, func(in session.Interrupt) bool { return in.ID == interruptID || in.InDoubt }) {
-			out, err := r.resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts)
+			out, err := r.resume(ctx, sessionID, sess.Seq, []session.Decision{d}, opts, "")
 			if errors.Is(err, session.ErrAlreadyDecided) {
 				return nil, err // another completion won meanwhile: say which, even while its turn runs
 			}

@@ -111,7 +111,7 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 // taken as Complete takes one: completions are first-wins by call, and
 // a result is never refused as final while nothing decided the call.
 func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
-	out, err := r.resume(ctx, sessionID, seq, decisions, opts)
+	out, err := r.resume(ctx, sessionID, seq, decisions, opts, "")
 	if len(decisions) == 1 && decisions[0].Action.Completes() && session.CodeOf(err) == session.CodeConflict && !errors.Is(err, session.ErrLeaseLost) {
 		return r.complete(ctx, sessionID, decisions[0], opts)
 	}
@@ -119,16 +119,18 @@ func (r *Runner) Resume(ctx context.Context, sessionID string, seq int64, decisi
 }
 
 // resume applies decisions at seq, once: Resume without its second
-// chance for completions.
-func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions) (*session.Session, error) {
+// chance for completions. batch names the bulk decision they are part of.
+func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisions []session.Decision, opts *TurnOptions, batch string) (*session.Session, error) {
 	ctx, actor := opts.apply(ctx)
 	var out *session.Session
 	var err error
 	if r.driver != nil {
-		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) { return r.driver.Resume(ctx, sessionID, seq, decisions, actor) })
+		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) {
+			return r.driver.Resume(ctx, sessionID, driver.Decide{Seq: seq, Decisions: decisions, Actor: actor, Batch: batch})
+		})
 	} else {
 		for attempt := 1; ; attempt++ {
-			out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions})
+			out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions, Batch: batch})
 			// People approving one call that needs several approvals do so
 			// independently: when another's approval was committed first
 			// (the store refused this one's commit), this one is applied
