@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -120,12 +121,30 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 	decide := func(use, short string, action cairn.Action) *cobra.Command {
 		var reason, text, arguments, content, output string
 		var remember bool
+		var selectors []string
+		var limit int
+		bulk := action == cairn.ActionApprove || action == cairn.ActionReject
+		args := cobra.RangeArgs(1, 2)
+		if bulk {
+			args = func(cmd *cobra.Command, a []string) error {
+				if len(selectors) > 0 {
+					if len(a) > 0 {
+						return errors.New("with --select, name no session: the selector picks the calls")
+					}
+					return nil
+				}
+				return cobra.RangeArgs(1, 2)(cmd, a)
+			}
+		}
 		d := &cobra.Command{
 			Use:   use,
 			Short: short,
-			Args:  cobra.RangeArgs(1, 2),
+			Args:  args,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx := cmd.Context()
+				if len(selectors) > 0 {
+					return c.decideSelected(ctx, stdout, action, selectors, reason, limit)
+				}
 				var s cairn.Session
 				if err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(args[0]), nil, &s); err != nil {
 					return err
@@ -168,6 +187,10 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 				return c.post(ctx, stdout, "/v1/sessions/"+url.PathEscape(s.ID)+"/decisions", map[string]any{"seq": s.Seq, "decisions": []cairn.Decision{dec}})
 			},
 		}
+		if bulk {
+			d.Flags().StringSliceVar(&selectors, "select", nil, "decide every pending call that matches, across sessions (one request: POST /v1/decisions): tool=NAME, agent=NAME, kind=KIND, session=ID (repeat or comma-separate)")
+			d.Flags().IntVar(&limit, "limit", 0, "with --select: at most this many calls (default 100, at most 1000)")
+		}
 		switch action {
 		case cairn.ActionApprove:
 			d.Flags().StringVar(&arguments, "args", "", "replacement arguments (JSON), validated against the tool's schema")
@@ -188,8 +211,8 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		return d
 	}
 	cmd.AddCommand(list, show, newPurgeCmd(stdout), c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.tailCmd(stdout),
-		decide("approve SESSION [INTERRUPT]", "Approve a pending call (the only one if INTERRUPT is omitted)", cairn.ActionApprove),
-		decide("reject SESSION [INTERRUPT]", "Reject a pending call; the model sees --reason", cairn.ActionReject),
+		decide("approve SESSION [INTERRUPT] | --select tool=NAME", "Approve a pending call (the only one if INTERRUPT is omitted), or with --select every call that matches", cairn.ActionApprove),
+		decide("reject SESSION [INTERRUPT] | --select tool=NAME", "Reject a pending call, or with --select every call that matches; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
 		decide("edit SESSION [INTERRUPT]", "Replace an answer under review with --output and let it go (approve lets it go as it is; reject sends it back with --reason)", cairn.ActionEdit),
 		decide("complete SESSION [INTERRUPT]", "Complete a call that waits on a system or the caller, with its result (--output)", cairn.ActionComplete),
@@ -222,6 +245,47 @@ func pickInterrupt(s *cairn.Session, args []string) (string, error) {
 		return "", fmt.Errorf("session %s has no pending decision (status %s)", s.ID, s.Status)
 	}
 	return "", fmt.Errorf("session %s has %d pending interrupts; name one: %s", s.ID, len(ids), strings.Join(ids, ", "))
+}
+
+// decideSelected decides the pending calls selectors pick in one bulk
+// request and prints a line per call: what happened to it.
+func (c *client) decideSelected(ctx context.Context, stdout io.Writer, action cairn.Action, selectors []string, reason string, limit int) error {
+	sel := &cairn.Selector{}
+	for _, s := range selectors {
+		key, value, ok := strings.Cut(s, "=")
+		if !ok || value == "" {
+			return fmt.Errorf("--select %q: use KEY=VALUE, with KEY tool, agent, kind or session", s)
+		}
+		switch key {
+		case "tool":
+			sel.Tool = value
+		case "agent":
+			sel.Agent = value
+		case "kind":
+			sel.Kind = cairn.Kind(value)
+		case "session":
+			sel.SessionIDs = append(sel.SessionIDs, value)
+		default:
+			return fmt.Errorf("--select %q: %q is not tool, agent, kind or session%s", s, key, suggest.Hint(key, []string{"tool", "agent", "kind", "session"}))
+		}
+	}
+	var out cairn.BulkResponse
+	if err := c.do(ctx, "POST", "/v1/decisions", cairn.BulkRequest{Select: sel, Action: action, Reason: reason, Limit: limit}, &out); err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range out.Results {
+		line := fmt.Sprintf("%s %s: %sd", r.SessionID, r.InterruptID, action)
+		if r.Status == 200 {
+			line += ", the session is " + string(r.SessionStatus)
+		} else {
+			failed++
+			line = fmt.Sprintf("%s %s: %d %s: %s", r.SessionID, r.InterruptID, r.Status, r.Error.Code, r.Error.Message)
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintf(stdout, "batch %s: %d of %d %sd\n", out.Batch, len(out.Results)-failed, len(out.Results), action)
+	return nil
 }
 
 // askLine is one line on an interrupt, from its Ask: what it is, what to

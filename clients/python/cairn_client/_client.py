@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import typing
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._approval import F, Key, Message, require_approval
 from ._sse import read_messages
@@ -19,6 +19,7 @@ from ._types import (
     Action,
     Agent,
     AuditState,
+    BulkResponse,
     CallApproval,
     CallbackReply,
     CancelScope,
@@ -231,6 +232,48 @@ class Client:
         if not interrupt.session_id:
             raise ValueError("the interrupt names no session: decide it with decide(session_id, seq, [...])")
         return self.decide(interrupt.session_id, interrupt.seq, [decision])
+
+    def decide_many(self, decisions: Iterable[Tuple[str, Decision]]) -> BulkResponse:
+        """Decides many pending calls across sessions in one request (``POST /v1/decisions``).
+
+        ``decisions`` are ``(session_id, Decision)`` pairs. Each call is
+        decided as through its session's decisions, at its current seq; its
+        result says what happened (``BulkResult.status``), and one call's
+        failure does not stop the others. A call someone decided first is
+        ``409 already_decided``, never decided twice.
+        """
+        body = {"decisions": [{"session_id": sid, **d.to_dict()} for sid, d in decisions]}
+        return from_dict(BulkResponse, self._call("POST", "/v1/decisions", body))
+
+    def decide_selected(
+        self,
+        action: Action,
+        *,
+        tool: str = "",
+        agent: str = "",
+        kind: str = "",
+        session_ids: Sequence[str] = (),
+        reason: str = "",
+        limit: int = 0,
+    ) -> BulkResponse:
+        """Approves or rejects every pending call that matches (those you may decide), newest first.
+
+        ``tool``, ``agent`` (the agent making the call), ``kind`` (default
+        ``approval``) and ``session_ids`` select; ``limit`` bounds them
+        (default 100, at most 1000); ``reason`` goes with a rejection.
+        """
+        select: Dict[str, Any] = {}
+        for key, value in (("tool", tool), ("agent", agent), ("kind", kind)):
+            if value:
+                select[key] = value
+        if session_ids:
+            select["session_ids"] = list(session_ids)
+        body: Dict[str, Any] = {"select": select, "action": action}
+        if reason:
+            body["reason"] = reason
+        if limit:
+            body["limit"] = limit
+        return from_dict(BulkResponse, self._call("POST", "/v1/decisions", body))
 
     # The inbox
 

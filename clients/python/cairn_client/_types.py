@@ -544,6 +544,39 @@ class Decision:
 
 
 @dataclass
+class ErrorBody:
+    """An error as the API answers it: its ``code`` and ``message``."""
+
+    code: str = ""
+    message: str = ""
+
+
+@dataclass
+class BulkResult:
+    """What a bulk decision did to one call.
+
+    ``status`` is what the session's decisions endpoint would have
+    answered: 200 decided (``session_status`` is where the session stands
+    now); 400, 403, 404, 409 (``already_decided``: someone decided it
+    first), 410 refused, with ``error``; 503 busy, nothing recorded.
+    """
+
+    session_id: str = ""
+    interrupt_id: str = ""
+    status: int = 0
+    error: Optional[ErrorBody] = None
+    session_status: Optional[Status] = None
+
+
+@dataclass
+class BulkResponse:
+    """A result per call of a bulk decision, and its ``batch`` id (on each decision event it made)."""
+
+    results: List[BulkResult] = field(default_factory=_empty)
+    batch: str = ""
+
+
+@dataclass
 class CallResult:
     """What an approved function did: its ``output`` (any JSON value), or the ``error`` it ended with."""
 

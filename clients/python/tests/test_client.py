@@ -69,6 +69,18 @@ class Approvals(unittest.TestCase):
         self.assertIn("approved this call with other arguments", done.output)
         self.assertTrue(done.output.endswith('{"environment":"staging"}'), done.output)
 
+    def test_decide_many(self) -> None:
+        (s1, i1), (s2, i2) = self.paused("ops"), self.paused("ops")
+        out = self.cairn.decide_many([(s1.id, Decision.approve(i1.id)), (s2.id, Decision.reject(i2.id, "not now"))])
+        self.assertTrue(out.batch.startswith("bat_"))
+        self.assertEqual([(r.session_id, r.status, r.session_status) for r in out.results], [(s1.id, 200, "completed"), (s2.id, 200, "completed")])
+        again = self.cairn.decide_many([(s1.id, Decision.approve(i1.id))])
+        assert again.results[0].error is not None
+        self.assertEqual((again.results[0].status, again.results[0].error.code), (409, "already_decided"))
+        s3, _ = self.paused("ops")
+        chosen = self.cairn.decide_selected("approve", tool="deploy", session_ids=[s3.id], limit=5)
+        self.assertEqual([(r.session_id, r.status) for r in chosen.results], [(s3.id, 200)])
+
     def test_reject(self) -> None:
         _, i = self.paused("ops")
         done = self.cairn.reject(i, reason="Not on a Friday.")

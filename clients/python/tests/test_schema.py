@@ -68,6 +68,9 @@ PAIRS = [
     (c.CallApproval, SCHEMAS["CallApproval"]),
     (c.CallResult, prop(SCHEMAS["CallApproval"], "result")),
     (c.Preview, SCHEMAS["Preview"]),
+    (c.BulkResponse, SCHEMAS["BulkResponse"]),
+    (c.BulkResult, prop(SCHEMAS["BulkResponse"], "results")),
+    (c.ErrorBody, prop(SCHEMAS["BulkResponse"], "results", "error")),
 ]
 
 # Schemas whose fields are a subset of a dataclass's: the listings' shorter

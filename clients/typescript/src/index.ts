@@ -72,6 +72,14 @@ export type CallApproval = Schemas["CallApproval"];
 export type ApprovalStatus = CallApproval["status"];
 /** What an approval's call would do: its tool's dry run (a diff, a plan, rows), or why there is none. */
 export type Preview = Schemas["Preview"];
+/** What a bulk decision did: a result per call and the batch id. */
+export type BulkResponse = Schemas["BulkResponse"];
+/** What a bulk decision did to one call (`status` as its session's decisions endpoint would answer). */
+export type BulkResult = Item<BulkResponse["results"]>;
+/** One decision of a bulk list: a Decision and the session it is about. */
+export type BulkDecision = Decision & { session_id: string };
+/** Which pending calls a bulk decision picks (those the caller may decide). */
+export type Selector = NonNullable<Schemas["BulkRequest"]["select"]>;
 
 /** What `requestApproval` (and `requireApproval`) send besides the tool and its arguments. */
 export interface ApprovalOptions {
@@ -278,6 +286,30 @@ export class Client {
    */
   async preview(interrupt: Interrupt, args?: unknown, options: RequestOptions = {}): Promise<Preview> {
     return this.call<Preview>("POST", `/v1/sessions/${enc(interrupt.session_id)}/interrupts/${enc(interrupt.id)}/preview`, { arguments: args }, options);
+  }
+
+  /**
+   * Decides many pending calls across sessions in one request (POST
+   * /v1/decisions), each as through its session's decisions at its current
+   * seq. Each call's result says what happened (`status`); one call's
+   * failure does not stop the others, and a call someone decided first is
+   * `409 already_decided`, never decided twice.
+   */
+  async decideMany(decisions: BulkDecision[], options: RequestOptions = {}): Promise<BulkResponse> {
+    return this.call<BulkResponse>("POST", "/v1/decisions", { decisions }, options);
+  }
+
+  /**
+   * Approves or rejects every pending call `select` picks that the caller
+   * may decide (`kind` approval by default, `tool`, `agent`, `session_ids`),
+   * newest first, at most `limit` (default 100); `reason` goes with a rejection.
+   */
+  async decideSelected(
+    select: Selector,
+    action: "approve" | "reject",
+    options: { reason?: string; limit?: number } & RequestOptions = {},
+  ): Promise<BulkResponse> {
+    return this.call<BulkResponse>("POST", "/v1/decisions", { select, action, reason: options.reason, limit: options.limit }, options);
   }
 
   /** Approves an interrupt's call, with replacement `arguments` if given (checked against the tool's schema). */

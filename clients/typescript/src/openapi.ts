@@ -349,6 +349,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decide many pending calls across sessions: a list of decisions (each with its session_id), or a select (kind, tool, agent, session_ids) with one action, reason and limit. Each call is decided as through its session's decisions endpoint (same checks, same events, data.batch on each); one call's failure is its own result. See docs/http-api.md. */
+        post: operations["postBulkDecisions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -644,6 +661,48 @@ export interface components {
             signed_seq: number;
             unchained?: number;
             summary: string;
+        };
+        BulkRequest: {
+            decisions?: null | {
+                session_id: string;
+                interrupt_id: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+                /** @description any JSON value */
+                arguments?: unknown;
+                reason?: string;
+                text?: string;
+                /** @description any JSON value */
+                content?: unknown;
+                /** @description any JSON value */
+                output?: unknown;
+                remember?: string;
+            }[];
+            select?: null | {
+                /** @enum {string} */
+                kind?: "approval" | "input" | "message" | "review" | "external" | "client";
+                tool?: string;
+                agent?: string;
+                session_ids?: null | string[];
+            };
+            /** @enum {string} */
+            action?: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+            reason?: string;
+            limit?: number;
+        };
+        BulkResponse: {
+            results: null | {
+                session_id: string;
+                interrupt_id: string;
+                status: number;
+                error?: null | {
+                    code: string;
+                    message: string;
+                };
+                /** @enum {string} */
+                session_status?: "running" | "paused" | "completed" | "failed" | "cancelled";
+            }[];
+            batch: string;
         };
         CallApproval: {
             id: string;
@@ -2309,6 +2368,66 @@ export interface operations {
             };
             /** @description the session ran (or was being taken over) and did not come to wait on the call within 30 s (session_busy), or this server is draining (stopping); nothing was recorded: send it again after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postBulkDecisions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description a result per call (status 200 decided; 400, 403, 404, 409, 410 refused with error; 503 busy, nothing recorded) and the batch id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResponse"];
+                };
+            };
+            /** @description the request is malformed: both or neither of decisions and select, a select without approve or reject, a limit out of range, a decision listed twice */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description only approvers and admins decide in bulk */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than the server accepts */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

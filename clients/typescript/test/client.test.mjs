@@ -63,6 +63,22 @@ describe("decisions", () => {
     assert.ok(done.output.endsWith('{"environment":"staging"}'), done.output);
   });
 
+  test("decide many at once", async () => {
+    const [s1, i1] = await paused("ops");
+    const [s2, i2] = await paused("ops");
+    const out = await cairn.decideMany([
+      { session_id: s1.id, interrupt_id: i1.id, action: "approve" },
+      { session_id: s2.id, interrupt_id: i2.id, action: "reject", reason: "not now" },
+    ]);
+    assert.match(out.batch, /^bat_/);
+    assert.deepEqual(out.results.map((r) => [r.session_id, r.status, r.session_status]), [[s1.id, 200, "completed"], [s2.id, 200, "completed"]]);
+    const again = await cairn.decideMany([{ session_id: s1.id, interrupt_id: i1.id, action: "approve" }]);
+    assert.deepEqual([again.results[0].status, again.results[0].error?.code], [409, "already_decided"]);
+    const [s3] = await paused("ops");
+    const chosen = await cairn.decideSelected({ tool: "deploy", session_ids: [s3.id] }, "approve", { limit: 5 });
+    assert.deepEqual(chosen.results.map((r) => [r.session_id, r.status]), [[s3.id, 200]]);
+  });
+
   test("reject with a reason", async () => {
     const [, i] = await paused("ops");
     const done = await cairn.reject(i, "Not on a Friday.");
