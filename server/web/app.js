@@ -13,6 +13,7 @@ const state = {
   cards: new Map(), // the inbox cards shown, by session, interrupt and seq
   inboxGen: 0, // the inbox update under way (a newer one stops an older one)
   filters: { kind: '', agent: '', tool: '' },
+  selected: new Map(), // inbox cards picked for a bulk decision: "session/interrupt" → {s, it}
   view: '',
   stop: null, // aborts the current view's live stream
 };
@@ -313,10 +314,84 @@ function renderInbox() {
       select('kind', 'every kind'), select('agent', 'every agent'), select('tool', 'every tool'),
       el('span', { class: 'keys' }, el('kbd', {}, 'j'), '/', el('kbd', {}, 'k'), ' move, ', el('kbd', {}, 'a'), ' approve, ',
         el('kbd', {}, 'r'), ' reject, ', el('kbd', {}, 'e'), ' edit')),
+    bulkBar(),
+    el('div', { id: 'bulk-results' }),
     el('div', { id: 'inbox' }),
     el('p', { class: 'muted', id: 'inbox-empty' }));
   state.cards = new Map();
+  state.selected = new Map();
   updateInboxList();
+}
+
+// ---------- bulk decisions: many cards at once ----------
+
+// bulkBar approves or rejects the picked cards in one request (POST
+// /v1/decisions): each call is decided as its own card would decide it,
+// and the results say what happened to each.
+function bulkBar() {
+  const reason = el('input', { type: 'text', id: 'bulk-reason', placeholder: 'reason for a rejection (the model sees it)', size: 32 });
+  const send = (action) => bulkDecide(action, action === 'reject' ? reason.value : '');
+  return el('div', { id: 'bulk', class: 'panel bulk', hidden: true },
+    el('span', { id: 'bulk-count' }), ' ',
+    el('button', { class: 'primary approve-selected', onclick: () => send('approve') }, 'Approve selected'),
+    reason,
+    el('button', { class: 'danger reject-selected', onclick: () => send('reject') }, 'Reject selected'),
+    el('button', { onclick: () => { state.selected.clear(); syncPicks(); } }, 'Clear'));
+}
+
+// bulkable reports whether a card can be picked: an approval or a question
+// the caller may decide by approve or reject.
+function bulkable(it) {
+  const actions = ((it.ask && it.ask.choices) || []).map((c) => c.action);
+  return canDecide() && it.may_decide !== false && actions.includes('approve') && actions.includes('reject');
+}
+
+// pick picks or unpicks a card.
+function pick(s, it, on) {
+  const key = s.id + '/' + it.id;
+  if (on) state.selected.set(key, { s, it });
+  else state.selected.delete(key);
+  syncPicks();
+}
+
+// pickLike picks every card shown like it: the same kind, tool and agent.
+function pickLike(it, agent) {
+  for (const x of inboxItems()) {
+    if (x.it.kind === it.kind && x.it.tool === it.tool && x.agent === agent && bulkable(x.it)) state.selected.set(x.s.id + '/' + x.it.id, x);
+  }
+  syncPicks();
+}
+
+// syncPicks shows the picks: the checkboxes, and the bar with their count.
+function syncPicks() {
+  for (const [key, { s, it }] of state.selected) {
+    if (!state.inbox.has(s.id) || !state.inbox.get(s.id).interrupts.some((x) => x.id === it.id)) state.selected.delete(key); // decided meanwhile
+  }
+  for (const box of document.querySelectorAll('input.pick')) box.checked = state.selected.has(box.dataset.key);
+  const bar = document.getElementById('bulk');
+  if (!bar) return;
+  bar.hidden = state.selected.size === 0;
+  document.getElementById('bulk-count').textContent = state.selected.size + ' selected';
+}
+
+async function bulkDecide(action, reason) {
+  const picked = [...state.selected.values()];
+  const out = document.getElementById('bulk-results');
+  out.replaceChildren(el('p', { class: 'muted' }, (action === 'approve' ? 'Approving ' : 'Rejecting ') + picked.length + '…'));
+  let res;
+  try {
+    res = await api('POST', '/v1/decisions', { decisions: picked.map(({ s, it }) => ({ session_id: s.id, interrupt_id: it.id, action, reason: reason || undefined })) });
+  } catch (e) {
+    out.replaceChildren(el('p', { class: 'error' }, e.message));
+    return;
+  }
+  const ok = res.results.filter((r) => r.status === 200).length;
+  out.replaceChildren(el('div', { class: 'panel' },
+    el('p', {}, (action === 'approve' ? 'Approved ' : 'Rejected ') + ok + ' of ' + res.results.length + ' (batch ' + res.batch + ').'),
+    el('ul', { class: 'bulk-lines' }, ...res.results.map((r) => el('li', { class: r.status === 200 ? 'notice' : 'error', dataset: { session: r.session_id, status: r.status } },
+      r.session_id + ' · ' + r.interrupt_id + ': ' + (r.status === 200 ? action + 'd; the session is ' + r.session_status : r.status + ' ' + r.error.code + ': ' + r.error.message))))));
+  for (const r of res.results) if (r.status === 200) state.selected.delete(r.session_id + '/' + r.interrupt_id);
+  syncPicks();
 }
 
 function fillSelect(id, values) {
@@ -370,6 +445,7 @@ function updateInboxList() {
   const empty = document.getElementById('inbox-empty');
   empty.textContent = shown.length ? '' : (all.length ? 'Nothing matches the filters.' : 'Nothing waits for a person.');
   empty.hidden = shown.length > 0;
+  syncPicks();
 }
 
 function breadcrumb(s, it) {
@@ -387,7 +463,12 @@ function interruptCard(s, it, agent) {
   const ask = it.ask || { label: it.kind, text: '', choices: [] };
   const tool = it.tool ? toolOf(agent, it.tool) : null;
   const runs = (ask.choices || []).some((c) => c.field === 'arguments');
+  const picking = state.view === 'inbox' && bulkable(it);
   card.append(...[
+    picking && el('div', { class: 'picker' },
+      el('label', {}, el('input', { type: 'checkbox', class: 'pick', dataset: { key: s.id + '/' + it.id }, checked: state.selected.has(s.id + '/' + it.id),
+        onchange: (e) => pick(s, it, e.target.checked) }), ' select'),
+      el('button', { type: 'button', class: 'pick-like', title: 'select every card of this kind, tool and agent', onclick: () => pickLike(it, agent) }, 'select all like this')),
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, ask.label), it.tool || agent),
     s.request && el('blockquote', { class: 'request' }, el('span', { class: 'label' }, 'The request: '), requestText(s)),
