@@ -80,7 +80,7 @@ func TestBulkDecisionsAcrossReplicas(t *testing.T) {
 	}
 
 	decided := map[string]int{} // session → 200s across every way it was decided
-	by := map[string]int{}       // the 200s of each way, for the log
+	by := map[string]int{}      // the 200s of each way, for the log
 	var mu sync.Mutex
 	count := func(session, way string) { mu.Lock(); decided[session]++; by[way]++; mu.Unlock() }
 	var cliOut []byte
