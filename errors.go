@@ -57,6 +57,10 @@ var (
 	// ErrAlreadyApproved: the same person approved, twice, a call that
 	// needs several approvals from distinct people; it counted once.
 	ErrAlreadyApproved = session.ErrAlreadyApproved
+	// ErrNotAForkPoint: Fork at an event where the session neither paused
+	// nor waited for a message; the message names the nearest points
+	// before and after. The HTTP API answers 400 not_a_fork_point.
+	ErrNotAForkPoint = session.ErrNotAForkPoint
 )
 
 // Errors of the runner's own state and of tools.

@@ -73,6 +73,20 @@ func (r *Runner) Preview(ctx context.Context, sessionID, interruptID string, arg
 	return r.rt.Preview(ctx, sessionID, interruptID, args, opts.rt())
 }
 
+// Fork starts a new session whose log is a copy of session id's up to seq,
+// an event at which it paused or waited for a message (0: the latest),
+// with the model replies' provider data (thinking signatures, encrypted
+// reasoning) and every tool result: nothing runs again. The fork can be
+// decided differently, or sent another message; the original is not
+// changed. It belongs to the original's owner and tenant; its
+// Session.ForkedFrom says where it comes from, and the deadlines of what
+// it waits for are moved by the time since that pause. A seq that is no
+// such point is ErrNotAForkPoint, naming the nearest ones. opts.Actor, if
+// set, must see the session (ErrNotFound otherwise).
+func (r *Runner) Fork(ctx context.Context, id string, seq int64, opts *TurnOptions) (*Session, error) {
+	return r.rt.Fork(ctx, id, seq, opts.rt())
+}
+
 // DecideMany decides many pending calls across sessions in one request:
 // req's list of decisions, each naming its session, or the interrupts its
 // Selector picks (those opts.Actor may decide, newest pause first, at most

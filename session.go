@@ -87,6 +87,8 @@ type (
 	BulkResult = session.BulkResult
 	// ErrorBody is an error as the HTTP API answers it.
 	ErrorBody = session.ErrorBody
+	// ForkOrigin is where a fork comes from (Session.ForkedFrom).
+	ForkOrigin = session.ForkOrigin
 )
 
 // Preview formats (Preview.Format), and the most a preview's content
@@ -173,6 +175,7 @@ const (
 	EventTurnFailed         = session.EventTurnFailed
 	EventTurnCancelled      = session.EventTurnCancelled
 	EventTurnInterrupted    = session.EventTurnInterrupted
+	EventSessionForked      = session.EventSessionForked
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

@@ -29,6 +29,17 @@ type Driver interface {
 	// Cancel cancels the top interactive agent or the whole turn (see
 	// Runner.Cancel); actor is who cancelled.
 	Cancel(ctx context.Context, id string, scope session.CancelScope, actor session.Actor) (*session.Session, error)
+	// Fork goes on with a fork (see cairn.Runner.Fork) from its state: its
+	// log is in the store already, and the session waits (paused, or for
+	// a message) until a decision or a message.
+	Fork(ctx context.Context, in Fork) (*session.Session, error)
+}
+
+// Fork is a fork as a Driver gets it: its id and its state (an opaque
+// snapshot the driver's core restores).
+type Fork struct {
+	ID    string
+	State []byte
 }
 
 // Start is a new session as a Driver gets it.

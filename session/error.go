@@ -82,6 +82,10 @@ const (
 	CodeGone Code = "gone"
 	// CodeTooLarge: a paused session no longer fits in a continuation token.
 	CodeTooLarge Code = "too_large"
+	// CodeNotAForkPoint: a fork at an event where the session neither
+	// paused nor waited for a message; the message names the nearest
+	// points before and after. HTTP 400.
+	CodeNotAForkPoint Code = "not_a_fork_point"
 	// CodeInternal is an engine fault, not a refused input: the state it
 	// was applied to must be discarded.
 	CodeInternal Code = "internal"
@@ -91,7 +95,7 @@ const (
 // (0: not a refusal, an internal error: 500).
 func (c Code) HTTPStatus() int {
 	switch c {
-	case CodeInvalidRequest, CodeUnknownAgent, CodeUnknownInterrupt, CodeInvalidArguments, CodeInvalidOutput, CodeInvalidContinuation:
+	case CodeInvalidRequest, CodeUnknownAgent, CodeUnknownInterrupt, CodeInvalidArguments, CodeInvalidOutput, CodeInvalidContinuation, CodeNotAForkPoint:
 		return 400
 	case CodeConflict, CodeAlreadyDecided, CodeAlreadyApproved, CodeLeaseLost:
 		return 409
@@ -166,6 +170,7 @@ var (
 	ErrForbidden           error = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrNotAnApprover       error = &Error{Code: CodeNotAnApprover, Message: "not an approver"}
 	ErrAlreadyApproved     error = &Error{Code: CodeAlreadyApproved, Message: "already approved"}
+	ErrNotAForkPoint       error = &Error{Code: CodeNotAForkPoint, Message: "not a fork point"}
 
 	// ErrLeaseLost wraps ErrConflict one way: errors.Is(ErrLeaseLost,
 	// ErrConflict) holds, errors.Is(ErrConflict, ErrLeaseLost) does not.

@@ -77,6 +77,10 @@ const (
 	EventTurnFailed      EventType = "turn_failed"
 	EventTurnCancelled   EventType = "turn_cancelled"
 	EventTurnInterrupted EventType = "turn_interrupted"
+	// EventSessionForked follows the copy of another session's log (up to
+	// a point it paused or waited for a message at) that a fork starts
+	// with: the session goes on from there in its own way (SessionForked).
+	EventSessionForked EventType = "session_forked"
 	// EventModelDelta is streamed text, never stored (Seq 0); only for
 	// agents whose model streams.
 	EventModelDelta EventType = "model_delta"

@@ -66,6 +66,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &TurnCancelled{}
 	case EventTurnInterrupted:
 		p = &TurnInterrupted{}
+	case EventSessionForked:
+		p = &SessionForked{}
 	case EventModelDelta:
 		p = &ModelDelta{}
 	case EventModelDeltasSkipped:
@@ -346,6 +348,35 @@ type TurnInterrupted struct {
 	Reason string `json:"reason"`
 }
 
+// SessionForked ends the copy of another session's log a fork starts
+// with (Runner.Fork): the session is a fork of From, and every deadline of
+// what it waits for (an approval's expiry, its reminders) is moved by
+// Shift, the time between the pause it was forked at and the fork, so the
+// fork's approvals have the time the original's had.
+type SessionForked struct {
+	From  ForkOrigin    `json:"from"`
+	Shift time.Duration `json:"shift_ns,omitempty"`
+	// Interrupts are what the fork waits for (its deadlines moved): the
+	// copy's pending interrupts, which webhooks announce as created.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+}
+
+// MarshalJSON records the interrupts without their Ask (see recorded).
+func (p SessionForked) MarshalJSON() ([]byte, error) {
+	type plain SessionForked
+	return json.Marshal(struct {
+		plain
+		Interrupts []recorded `json:"interrupts,omitempty"`
+	}{plain(p), recordedAll(p.Interrupts)})
+}
+
+// ForkOrigin is where a fork comes from: the session and the seq of the
+// event its copy ends with (Session.ForkedFrom).
+type ForkOrigin struct {
+	SessionID string `json:"session_id"`
+	Seq       int64  `json:"seq"`
+}
+
 // ModelDelta is streamed text of a model's reply (never stored).
 type ModelDelta struct {
 	Text string `json:"text"`
@@ -381,3 +412,4 @@ func (*TurnCompleted) isPayload()      {}
 func (*TurnFailed) isPayload()         {}
 func (*TurnCancelled) isPayload()      {}
 func (*TurnInterrupted) isPayload()    {}
+func (*SessionForked) isPayload()      {}

@@ -55,6 +55,9 @@ type Session struct {
 	Usage          model.Usage `json:"usage"`
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
+	// ForkedFrom, on a fork (Runner.Fork, POST /v1/sessions/{id}/fork), is
+	// the session and seq its log was copied from.
+	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
 	// Truncated, in a listing, names the fields shown as a preview ("output",
 	// "error.message"): the session itself (GET /v1/sessions/{id}) has them
 	// whole. Empty everywhere else.

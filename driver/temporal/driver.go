@@ -60,6 +60,24 @@ func (d *Driver) Send(ctx context.Context, id string, msg driver.Message) (*cair
 	return d.update(ctx, id, UpdateMessage, MessageArgs{Text: msg.Text, Seq: msg.Seq, Actor: msg.Actor, Tools: msg.Tools})
 }
 
+// Fork implements cairn.Driver: a new workflow that goes on from the
+// fork's state (its log is mirrored already) and waits for a decision or
+// a message.
+func (d *Driver) Fork(ctx context.Context, in driver.Fork) (*cairn.Session, error) {
+	st, _, err := engine.Restore(in.State, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cairn: the fork's state does not load: %w", err)
+	}
+	if _, err := d.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: in.ID, TaskQueue: d.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, WorkflowName, params{Snapshot: in.State}); err != nil {
+		return nil, fromTemporal(err, in.ID)
+	}
+	return st.View(), nil
+}
+
 // Cancel implements cairn.Driver.
 func (d *Driver) Cancel(ctx context.Context, id string, scope cairn.CancelScope, actor cairn.Actor) (*cairn.Session, error) {
 	return d.update(ctx, id, UpdateCancel, CancelArgs{Scope: scope, Actor: actor})

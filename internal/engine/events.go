@@ -92,6 +92,8 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectTurnCancelled(p, st, ev, frame)
 	case *TurnInterrupted:
 		return projectTurnInterrupted(p, st, ev, frame)
+	case *SessionForked:
+		return projectSessionForked(p, st, ev, frame)
 	}
 	return fmt.Errorf("event %d (%s): no projection for %T", ev.Seq, ev.Type, data)
 }

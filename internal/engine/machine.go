@@ -194,6 +194,9 @@ type Step struct {
 	// them again. Read them before the state's next Step; never change them.
 	Payloads []any
 	Effects  []Effect
+	// Copied, on a fork's first step, counts its first events that are a
+	// copy of another session's log: recorded, and announced by no webhook.
+	Copied int
 }
 
 // Machine is the engine for a fixed set of agents. It is safe for concurrent

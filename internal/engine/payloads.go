@@ -25,4 +25,5 @@ type (
 	TurnFailed         = session.TurnFailed
 	TurnCancelled      = session.TurnCancelled
 	TurnInterrupted    = session.TurnInterrupted
+	SessionForked      = session.SessionForked
 )

@@ -37,6 +37,8 @@ type State struct {
 	Owner      string
 	// Tenant is the session's tenant (session.Session.Tenant).
 	Tenant string `json:",omitempty"`
+	// ForkedFrom, on a fork, is where its log was copied from.
+	ForkedFrom *session.ForkOrigin `json:",omitempty"`
 	// Head is the Hash of the session's last event: the next event's Prev.
 	Head  string `json:",omitempty"`
 	Usage model.Usage

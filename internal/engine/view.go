@@ -28,7 +28,7 @@ func (s *State) View() *session.Session {
 	v := &box.v
 	*v = session.Session{
 		ID: s.SessionID, Nonce: s.Nonce, Agent: s.Agent, Status: s.Status, Seq: s.Seq,
-		Output: s.Output, OutputJSON: s.OutputJSON, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Tenant: s.Tenant, Usage: s.Usage,
+		Output: s.Output, OutputJSON: s.OutputJSON, Error: s.Error, Metadata: s.Metadata, Owner: s.Owner, Tenant: s.Tenant, ForkedFrom: s.ForkedFrom, Usage: s.Usage,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Interrupts: noInterrupts, Stack: box.stack[:0], Remembered: noRemembered,
 	}

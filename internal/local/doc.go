@@ -20,6 +20,9 @@
 //   - commit.go, snapshot.go: one step's events in one store write, with
 //     the head and the snapshots it carries.
 //   - effects.go, workers.go: model calls and tool calls, the tool workers.
+//   - bulk.go: bulk decisions (DecideMany): a list or a selector, each
+//     call decided as Resume decides it.
+//   - fork.go: forks of a session at a pause (Fork).
 //   - preview.go: the dry runs of approvals about to be asked for
 //     (previews), and Preview for edited arguments.
 //   - ask.go: a tool's questions to the user and their answers.

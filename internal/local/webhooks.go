@@ -86,6 +86,9 @@ func (r *Runner) setupWebhooks(opts *Options) error {
 func (r *Runner) webhookMessages(ctx context.Context, sessionID, nonce, agent, tenant string, seq int64, step engine.Step) ([]store.Message, error) {
 	var out []store.Message
 	for i, ev := range step.Events {
+		if i < step.Copied {
+			continue // a fork's copy: announced when it happened
+		}
 		notes, err := notes(step, i)
 		if err != nil {
 			return nil, err
@@ -135,7 +138,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 	//exhaustive:ignore
 	switch ev.Type {
 	case session.EventTurnPaused, session.EventDecision, session.EventWaitExpired, session.EventTurnCompleted, session.EventTurnFailed,
-		session.EventInterruptReminded, session.EventInterruptEscalated:
+		session.EventInterruptReminded, session.EventInterruptEscalated, session.EventSessionForked:
 	default:
 		return nil, nil
 	}
@@ -180,6 +183,18 @@ func notes(step engine.Step, i int) ([]note, error) {
 			n.linked = in // fresh links, for whoever may decide it now
 		}
 		return []note{n}, nil
+	case *engine.SessionForked:
+		// A fork waits for what its copy waited for: new interrupts of a
+		// new session, with links of their own.
+		var out []note
+		for _, in := range p.Interrupts {
+			n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
+			if slices.Contains(in.Actions(), session.ActionReject) {
+				n.linked = &in
+			}
+			out = append(out, n)
+		}
+		return out, nil
 	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
 	case *engine.TurnFailed:
