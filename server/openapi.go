@@ -137,6 +137,12 @@ func operations() []operation {
 				200: {"the session", &cairn.Session{}}, 400: badRequest, 401: unauthorized,
 				403: {description: "only the session's owner or an admin cancels (an approver reads it)"},
 				404: notFound, 409: {description: "nothing to cancel"}}},
+		{method: "POST", path: "/v1/sessions/{id}/fork", id: "postFork",
+			summary: "Fork the session at an event where it paused or waited for a message (seq; default the latest): a new session whose log is a copy up to there (provider data included, nothing runs again), with forked_from, to decide differently or send another message. The original is not changed. See docs/http-api.md.",
+			request: forkRequest{}, responses: map[int]reply{
+				201: {"the fork", &cairn.Session{}},
+				400: {description: "seq is not a point where the session paused or waited for a message (not_a_fork_point: the message names the nearest before and after), or out of range"},
+				401: unauthorized, 404: notFound, 413: tooLarge, 503: stopping}},
 		{method: "POST", path: "/v1/sessions/{id}/interrupts/{interrupt_id}/preview", id: "postPreview",
 			summary: "Compute the dry run (preview) of a pending approval's call with edited arguments, without deciding: the arguments are checked as a decision's, the caller must be one who may approve it, and nothing is recorded. See docs/previews.md.",
 			request: previewRequest{}, responses: map[int]reply{

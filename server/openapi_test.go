@@ -418,6 +418,18 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/decisions", uma, list, 403)
 	do("POST", "/v1/decisions", nobody, list, 401)
 	do("POST", "/v1/decisions", approver, big, 413)
+
+	// Forks: at a pause (the latest by default), not at another event.
+	fork := do("POST", "/v1/sessions/"+id+"/fork", uma, `{}`, 201)
+	if from, _ := fork["forked_from"].(map[string]any); from == nil || from["session_id"] != id || fork["status"] != "completed" {
+		t.Fatalf("the fork: %v", fork)
+	}
+	if got := do("POST", "/v1/sessions/"+id+"/fork", uma, `{"seq":2}`, 400); got["error"].(map[string]any)["code"] != "not_a_fork_point" {
+		t.Fatalf("a fork at 2: %v", got)
+	}
+	do("POST", "/v1/sessions/"+id+"/fork", ulf, `{}`, 404)
+	do("POST", "/v1/sessions/"+id+"/fork", nobody, `{}`, 401)
+	do("POST", "/v1/sessions/"+id+"/fork", uma, big, 413)
 	late := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship it later"}`, 201)
 	do("POST", "/v1/sessions", uma, `{"agent":"ci","input":"build, later"}`, 201)
 	lateCallback := <-callbacks
@@ -695,6 +707,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		"/v1/sessions/" + busyID + "/messages":  `{"text":"again"}`,
 		"/v1/sessions/" + busyID + "/decisions": `{"seq":1,"decisions":[{"interrupt_id":"int_x","action":"approve"}]}`,
 		"/v1/approvals":                         `{"tool":"refund"}`,
+		"/v1/sessions/" + busyID + "/fork":      `{}`,
 	} {
 		token := uma
 		if strings.HasSuffix(path, "/decisions") {

@@ -143,6 +143,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.postMessage)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/decisions", s.postDecisions)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.postCancel)
+	s.mux.HandleFunc("POST /v1/sessions/{id}/fork", s.postFork)
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}/preview", s.postPreview)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.getEvents)
 	s.mux.HandleFunc("GET /v1/sessions/{id}/audit", s.getAudit)

@@ -370,6 +370,18 @@ func (p SessionForked) MarshalJSON() ([]byte, error) {
 	}{plain(p), recordedAll(p.Interrupts)})
 }
 
+// IsForkPoint reports whether a session may be forked at an event of type
+// t (Runner.Fork): one that ends a run of its turn, after which it paused
+// or waited for the user's next message, or a fork's own start.
+func (t EventType) IsForkPoint() bool {
+	//exhaustive:ignore a filter of event types: those that end a run
+	switch t {
+	case EventTurnPaused, EventTurnCompleted, EventTurnFailed, EventTurnCancelled, EventSessionForked:
+		return true
+	}
+	return false
+}
+
 // ForkOrigin is where a fork comes from: the session and the seq of the
 // event its copy ends with (Session.ForkedFrom).
 type ForkOrigin struct {

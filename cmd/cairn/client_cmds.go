@@ -75,6 +75,26 @@ func (c *client) cancelCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
+func (c *client) forkCmd(stdout io.Writer) *cobra.Command {
+	var seq int64
+	cmd := &cobra.Command{
+		Use:   "fork SESSION",
+		Short: "Start a new session from a point where SESSION paused or waited for a message (--seq; default the latest), to decide it differently or send another message",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var s cairn.Session
+			if err := c.do(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/fork", map[string]any{"seq": seq}, &s); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "forked %s at %d: ", args[0], s.ForkedFrom.Seq)
+			printOutcome(stdout, &s)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&seq, "seq", 0, "the event to fork at: one where the session paused or a turn ended (cairn sessions show lists them)")
+	return cmd
+}
+
 func (c *client) tailCmd(stdout io.Writer) *cobra.Command {
 	var after int64
 	cmd := &cobra.Command{

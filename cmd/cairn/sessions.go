@@ -210,7 +210,7 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 		}
 		return d
 	}
-	cmd.AddCommand(list, show, newPurgeCmd(stdout), c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.tailCmd(stdout),
+	cmd.AddCommand(list, show, newPurgeCmd(stdout), c.startCmd(stdout), c.sendCmd(stdout), c.cancelCmd(stdout), c.forkCmd(stdout), c.tailCmd(stdout),
 		decide("approve SESSION [INTERRUPT] | --select tool=NAME", "Approve a pending call (the only one if INTERRUPT is omitted), or with --select every call that matches", cairn.ActionApprove),
 		decide("reject SESSION [INTERRUPT] | --select tool=NAME", "Reject a pending call, or with --select every call that matches; the model sees --reason", cairn.ActionReject),
 		decide("answer SESSION [INTERRUPT]", "Answer a question a tool asked", cairn.ActionAnswer),
@@ -402,6 +402,9 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 	if s.Owner != "" {
 		fmt.Fprintf(w, "owner   %s\n", s.Owner)
 	}
+	if f := s.ForkedFrom; f != nil {
+		fmt.Fprintf(w, "forked  from %s at %d\n", f.SessionID, f.Seq)
+	}
 	for _, in := range s.Interrupts {
 		fmt.Fprintf(w, "waits   %s %s\n", in.ID, brief(&cairn.Session{Interrupts: []cairn.Interrupt{in}}))
 		if note := deadlineNote(in, time.Now()); note != "" {
@@ -415,10 +418,14 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 	if record != "" {
 		fmt.Fprintf(w, "record  %s\n", record)
 	}
-	fmt.Fprintln(w, "\ntimeline:")
+	fmt.Fprintln(w, "\ntimeline (⑂: a point to fork at, cairn sessions fork --seq N):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, ev := range evs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Agent, ev.Type, describe(ev))
+		mark := ""
+		if ev.Type.IsForkPoint() {
+			mark = "⑂"
+		}
+		fmt.Fprintf(tw, "%d%s\t%s\t%s\t%s\t%s\n", ev.Seq, mark, ev.Time.Local().Format("15:04:05.000"), ev.Agent, ev.Type, describe(ev))
 	}
 	tw.Flush()
 }
@@ -590,6 +597,8 @@ func describe(ev cairn.Event) string {
 		return oneLine(d.Output, 80)
 	case *session.TurnFailed:
 		return d.Error.Message
+	case *session.SessionForked:
+		return fmt.Sprintf("a fork of %s at %d", d.From.SessionID, d.From.Seq)
 	}
 	return ""
 }

@@ -16,22 +16,11 @@ import (
 // their provider data, tool results: nothing runs again), under the new
 // session's id and nonce, chained afresh, and a session_forked event.
 
-// forkPoint reports whether an event ends a turn's run: the session then
-// paused, or waited for the user's next message.
-func forkPoint(t session.EventType) bool {
-	//exhaustive:ignore a filter of event types: those that end a run
-	switch t {
-	case session.EventTurnPaused, session.EventTurnCompleted, session.EventTurnFailed, session.EventTurnCancelled, session.EventSessionForked:
-		return true
-	}
-	return false
-}
-
 // ForkPoints lists the seqs of log's events a fork may start from.
 func ForkPoints(log []session.Event) []int64 {
 	var out []int64
 	for _, ev := range log {
-		if forkPoint(ev.Type) {
+		if ev.Type.IsForkPoint() {
 			out = append(out, ev.Seq)
 		}
 	}

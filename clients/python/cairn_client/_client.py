@@ -152,6 +152,16 @@ class Client:
             body["seq"] = seq
         return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/messages", session_id), body))
 
+    def fork(self, session_id: str, seq: int = 0) -> Session:
+        """Starts a new session from a point where this one paused or waited for a message.
+
+        ``seq`` names the event (0: the latest such point); the fork's log is a
+        copy up to there (nothing runs again) and ``forked_from`` says so. Decide
+        it differently, or send it another message; the original is not changed.
+        A seq that is no such point is ``CairnError`` 400 ``not_a_fork_point``.
+        """
+        return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/fork", session_id), {"seq": seq}))
+
     def cancel(self, session_id: str, scope: CancelScope = "all") -> Session:
         """Cancels the turn (``all``) or pops the top interactive agent (``top``)."""
         return from_dict(Session, self._call("POST", self._path("/v1/sessions/{}/cancel", session_id), {"scope": scope}))

@@ -31,7 +31,7 @@ EventType = Literal[
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
     "approval_added", "interrupt_reminded", "interrupt_escalated", "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
     "output_rejected", "turn_paused", "turn_completed", "turn_failed", "turn_cancelled",
-    "turn_interrupted", "model_delta", "model_deltas_skipped",
+    "turn_interrupted", "session_forked", "model_delta", "model_deltas_skipped",
 ]
 
 
@@ -306,6 +306,14 @@ class Usage:
 
 
 @dataclass
+class ForkOrigin:
+    """Where a fork comes from: the session and the seq its copy ends at."""
+
+    session_id: str = ""
+    seq: int = 0
+
+
+@dataclass
 class Session:
     """A conversation with an agent and where it stands.
 
@@ -333,6 +341,7 @@ class Session:
     usage: Optional[Usage] = None
     created_at: Optional[datetime.datetime] = None
     updated_at: Optional[datetime.datetime] = None
+    forked_from: Optional[ForkOrigin] = None
     truncated: Optional[List[str]] = None
     output_text: str = ""
 

@@ -81,6 +81,18 @@ class Approvals(unittest.TestCase):
         chosen = self.cairn.decide_selected("approve", tool="deploy", session_ids=[s3.id], limit=5)
         self.assertEqual([(r.session_id, r.status) for r in chosen.results], [(s3.id, 200)])
 
+    def test_fork(self) -> None:
+        s, i = self.paused("ops")
+        fork = self.cairn.fork(s.id)
+        assert fork.forked_from is not None
+        self.assertEqual((fork.forked_from.session_id, fork.forked_from.seq, fork.status), (s.id, s.seq, "paused"))
+        done = self.cairn.reject(fork.interrupts[0], "not from the fork")
+        self.assertEqual(done.status, "completed")
+        self.assertEqual(self.cairn.get_session(s.id).status, "paused", "the original is not changed")
+        with self.assertRaises(CairnError) as refused:
+            self.cairn.fork(s.id, seq=2)
+        self.assertEqual((refused.exception.status, refused.exception.code), (400, "not_a_fork_point"))
+
     def test_reject(self) -> None:
         _, i = self.paused("ops")
         done = self.cairn.reject(i, reason="Not on a Friday.")

@@ -68,6 +68,7 @@ PAIRS = [
     (c.CallApproval, SCHEMAS["CallApproval"]),
     (c.CallResult, prop(SCHEMAS["CallApproval"], "result")),
     (c.Preview, SCHEMAS["Preview"]),
+    (c.ForkOrigin, prop(SCHEMAS["Session"], "forked_from")),
     (c.BulkResponse, SCHEMAS["BulkResponse"]),
     (c.BulkResult, prop(SCHEMAS["BulkResponse"], "results")),
     (c.ErrorBody, prop(SCHEMAS["BulkResponse"], "results", "error")),

@@ -265,6 +265,17 @@ export class Client {
     return withIds(await this.call<Session>("POST", `/v1/sessions/${enc(id)}/cancel`, { scope }, options));
   }
 
+  /**
+   * Starts a new session from a point where this one paused or waited for
+   * a message (`seq`: that event; 0, the latest such point). The fork's log
+   * is a copy up to there (nothing runs again) and `forked_from` says so;
+   * decide it differently or send it another message. A seq that is no
+   * such point is a CairnError 400 `not_a_fork_point`.
+   */
+  async fork(id: string, seq = 0, options: RequestOptions = {}): Promise<Session> {
+    return withIds(await this.call<Session>("POST", `/v1/sessions/${enc(id)}/fork`, { seq }, options));
+  }
+
   // Decisions
 
   /**

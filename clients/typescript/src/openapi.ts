@@ -537,6 +537,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork the session at an event where it paused or waited for a message (seq; default the latest): a new session whose log is a copy up to there (provider data included, nothing runs again), with forked_from, to decide differently or send another message. The original is not changed. See docs/http-api.md. */
+        post: operations["postFork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/interrupts/{interrupt_id}/preview": {
         parameters: {
             query?: never;
@@ -809,7 +826,7 @@ export interface components {
             events: null | {
                 seq: number;
                 /** @enum {string} */
-                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "interrupt_reminded" | "interrupt_escalated" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "model_delta" | "model_deltas_skipped";
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "interrupt_reminded" | "interrupt_escalated" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "session_forked" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -819,6 +836,9 @@ export interface components {
                 hash?: string;
                 prev?: string;
             }[];
+        };
+        ForkRequest: {
+            seq: number;
         };
         HealthBody: {
             status: string;
@@ -1184,6 +1204,10 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            forked_from?: null | {
+                session_id: string;
+                seq: number;
+            };
             truncated?: null | string[];
             /** @description the final answer's text, for an agent with an output_schema */
             output_text?: string;
@@ -1240,6 +1264,10 @@ export interface components {
                 created_at: string;
                 /** Format: date-time */
                 updated_at: string;
+                forked_from?: null | {
+                    session_id: string;
+                    seq: number;
+                };
                 truncated?: null | string[];
             })[];
             /** @description pass as cursor for the next page; null after the last */
@@ -2989,6 +3017,77 @@ export interface operations {
             };
             /** @description too many event streams are open (on this session or on the server) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postFork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkRequest"];
+            };
+        };
+        responses: {
+            /** @description the fork */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description seq is not a point where the session paused or waited for a message (not_a_fork_point: the message names the nearest before and after), or out of range */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than the server accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description this server is draining (shutting down) and takes no new turns (stopping); nothing was recorded: send it again, to another server, after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -79,6 +79,17 @@ describe("decisions", () => {
     assert.deepEqual(chosen.results.map((r) => [r.session_id, r.status]), [[s3.id, 200]]);
   });
 
+  test("fork at a pause", async () => {
+    const [s] = await paused("ops");
+    const fork = await cairn.fork(s.id);
+    assert.deepEqual([fork.forked_from?.session_id, fork.forked_from?.seq, fork.status], [s.id, s.seq, "paused"]);
+    const done = await cairn.reject(fork.interrupts[0], "not from the fork");
+    assert.equal(done.status, "completed");
+    assert.equal((await cairn.getSession(s.id)).status, "paused", "the original is not changed");
+    const bad = await refused(cairn.fork(s.id, 2));
+    assert.deepEqual([bad.status, bad.code], [400, "not_a_fork_point"]);
+  });
+
   test("reject with a reason", async () => {
     const [, i] = await paused("ops");
     const done = await cairn.reject(i, "Not on a Friday.");
