@@ -163,6 +163,20 @@ func TestTemporalDriverServesTheAPI(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the SSE stream did not reach turn_completed")
 			}
+			// A fork of the pause (a new workflow from its state) decides its
+			// own way; the tool does not run again.
+			code, fork := post(t, url+"/v1/sessions/"+id+"/fork", fmt.Sprintf(`{"seq":%v}`, s["seq"]))
+			if code != 201 || fork["status"] != "paused" {
+				t.Fatalf("fork: %d %v", code, fork)
+			}
+			forkIn := fork["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+			code, forked := post(t, url+"/v1/sessions/"+fork["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"reject","reason":"not now"}]}`, fork["seq"], forkIn))
+			if code != 200 || forked["status"] != "completed" || !strings.Contains(forked["output"].(string), "not now") {
+				t.Fatalf("the fork decided: %d %v", code, forked)
+			}
+			if starts := strings.Count(string(mustRead(t, filepath.Join(ts.dir, "runs.txt"))), "start "); starts != 1 {
+				t.Fatalf("after the fork the tool started %d times", starts)
+			}
 			// Cancel: a paused session cancelled through an update.
 			code, other := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy again"}`)
 			if code != 201 || other["status"] != "paused" {

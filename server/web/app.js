@@ -945,11 +945,31 @@ function eventLine(ev, depth, names, said) {
     }
     case 'interrupt_reminded': return row('', el('span', { class: 'frame' }, 'reminded who may decide ' + d.tool));
     case 'interrupt_escalated': return row('', el('span', { class: 'frame' }, (d.hand_over ? 'handed ' : 'escalated ') + d.tool + ' to ' + (d.escalate_to || []).join(', ')));
-    case 'turn_completed': return row('', el('span', { class: 'frame' }, 'turn completed'));
-    case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)));
-    case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'));
+    case 'turn_paused': return row('', el('span', { class: 'frame' }, 'paused'), forkButton(ev));
+    case 'turn_completed': return row('', el('span', { class: 'frame' }, 'turn completed'), forkButton(ev));
+    case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)), forkButton(ev));
+    case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'), forkButton(ev));
+    case 'session_forked': return row('', el('span', { class: 'frame' }, 'a fork of ', el('a', { href: '#/sessions/' + d.from.session_id }, d.from.session_id), ' at ' + d.from.seq), forkButton(ev));
     default: return null;
   }
+}
+
+// forkButton, on an event where the session paused or waited for a
+// message, starts a fork there (POST …/fork: a copy of the log up to it,
+// nothing run again) and opens it, to decide or write differently.
+function forkButton(ev) {
+  const id = state.view.startsWith('session/') ? state.view.slice('session/'.length) : '';
+  if (!id || !ev.seq) return null;
+  const error = el('span', { class: 'error' });
+  const btn = el('button', { type: 'button', class: 'fork', dataset: { seq: ev.seq }, title: 'a new session from this point: decide differently, or write another message; this one stays as it is',
+    onclick: async () => {
+      error.textContent = '';
+      try {
+        const fork = await api('POST', '/v1/sessions/' + encodeURIComponent(id) + '/fork', { seq: ev.seq });
+        location.hash = '#/sessions/' + encodeURIComponent(fork.id);
+      } catch (e) { error.textContent = e.message; }
+    } }, 'try another way from here');
+  return el('span', { class: 'fork-point' }, ' ', btn, error);
 }
 
 function toggleFrame(btn) {
@@ -998,6 +1018,7 @@ async function renderSession(id, signal) {
   const paint = () => {
     head.replaceChildren(
       el('h2', {}, s.id), el('p', {}, 'agent ', el('b', {}, s.agent), ' · ', el('span', { class: 'status status-' + s.status, id: 'session-status' }, s.status), ' · updated ', ago(s.updated_at)),
+      s.forked_from ? el('p', { class: 'muted', id: 'forked-from' }, 'a fork of ', el('a', { href: '#/sessions/' + s.forked_from.session_id }, s.forked_from.session_id), ' at event ' + s.forked_from.seq) : '',
       s.stack.length > 1 ? el('p', { class: 'stack' }, 'talking with: ', ...s.stack.map((f) => el('span', {}, f.agent))) : '',
       s.error ? el('p', { class: 'error' }, s.error.message) : '',
       el('div', { class: 'actions' },
