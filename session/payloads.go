@@ -374,7 +374,8 @@ func (p SessionForked) MarshalJSON() ([]byte, error) {
 // t (Runner.Fork): one that ends a run of its turn, after which it paused
 // or waited for the user's next message, or a fork's own start.
 func (t EventType) IsForkPoint() bool {
-	//exhaustive:ignore a filter of event types: those that end a run
+	// A filter of event types: those that end a run.
+	//exhaustive:ignore
 	switch t {
 	case EventTurnPaused, EventTurnCompleted, EventTurnFailed, EventTurnCancelled, EventSessionForked:
 		return true

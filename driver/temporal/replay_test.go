@@ -51,10 +51,10 @@ var histories = map[string]func(t *testing.T, d *ctemporal.Driver){
 		if err != nil || len(s.Interrupts) != 2 {
 			t.Fatalf("start: %v %+v", err, s)
 		}
-		if s, err = d.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[1].ID, Action: cairn.ActionReject, Reason: "not staging"}}, cairn.Actor{Name: "ana"}); err != nil {
+		if s, err = d.Resume(ctx, s.ID, driver.Decide{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[1].ID, Action: cairn.ActionReject, Reason: "not staging"}}, Actor: cairn.Actor{Name: "ana"}}); err != nil {
 			t.Fatal(err)
 		}
-		if s, err = d.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, cairn.Actor{Name: "ana"}); err != nil || s.Status != cairn.StatusCompleted {
+		if s, err = d.Resume(ctx, s.ID, driver.Decide{Seq: s.Seq, Decisions: []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, Actor: cairn.Actor{Name: "ana"}}); err != nil || s.Status != cairn.StatusCompleted {
 			t.Fatalf("approve: %v %+v", err, s)
 		}
 		if s, err = d.Send(ctx, s.ID, driver.Message{Text: "again"}); err != nil || s.Status != cairn.StatusPaused {
