@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -32,18 +31,9 @@ func (r *Runner) DecideMany(ctx context.Context, req session.BulkRequest, opts *
 	var b [10]byte
 	_, _ = rand.Read(b[:])
 	out := &session.BulkResponse{Results: make([]session.BulkResult, len(items)), Batch: "bat_" + hex.EncodeToString(b[:])}
-	sem := make(chan struct{}, bulkParallel)
-	var wg sync.WaitGroup
-	for i, item := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out.Results[i] = r.decideOne(ctx, item, opts, out.Batch)
-		}()
-	}
-	wg.Wait()
+	eachAtMost(len(items), bulkParallel, func(i int) {
+		out.Results[i] = r.decideOne(ctx, items[i], opts, out.Batch)
+	})
 	return out, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -132,18 +131,10 @@ func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.Too
 		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
 		return out
 	}
-	sem := make(chan struct{}, r.maxParallel)
-	var wg sync.WaitGroup
-	for i, call := range eff.Calls {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call)
-		}()
-	}
-	wg.Wait()
+	eachAtMost(len(eff.Calls), r.maxParallel, func(i int) {
+		call := eff.Calls[i]
+		out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call)
+	})
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -21,18 +20,10 @@ const DefaultPreviewTimeout = 10 * time.Second
 // so the pause it was computed for is never held up for longer.
 func (r *Runner) runPreviews(ctx context.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
 	out := make([]engine.PreviewOutcome, len(eff.Previews))
-	sem := make(chan struct{}, r.maxParallel)
-	var wg sync.WaitGroup
-	for i, run := range eff.Previews {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i] = engine.PreviewOutcome{InterruptID: run.InterruptID, Preview: r.preview(ctx, run)}
-		}()
-	}
-	wg.Wait()
+	eachAtMost(len(eff.Previews), r.maxParallel, func(i int) {
+		run := eff.Previews[i]
+		out[i] = engine.PreviewOutcome{InterruptID: run.InterruptID, Preview: r.preview(ctx, run)}
+	})
 	return out
 }
 

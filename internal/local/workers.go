@@ -58,3 +58,21 @@ func (ws *workers) close() {
 	}
 	ws.idle = nil
 }
+
+// eachAtMost calls fn(i) for every i below n, at most limit at once, each
+// on its own goroutine, and returns when all have: the fan-out of a tool
+// batch, a pause's previews and a bulk decision.
+func eachAtMost(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
