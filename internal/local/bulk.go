@@ -204,9 +204,11 @@ func (r *Runner) decideOne(ctx context.Context, item session.BulkDecision, opts 
 			res.Status, res.SessionStatus = 200, out.Status
 			return res
 		}
-		// A stale seq (the session moved on since it was read) is read
-		// again; a call decided meanwhile is not (already_decided).
-		if session.CodeOf(err) == session.CodeConflict && !errors.Is(err, session.ErrLeaseLost) && time.Now().Before(deadline) && ctx.Err() == nil {
+		// A stale seq (the session moved on since it was read, with the
+		// call pending) is read again; a call decided meanwhile is not
+		// (already_decided), nor one of a session that waits for nothing.
+		if session.CodeOf(err) == session.CodeConflict && !errors.Is(err, session.ErrLeaseLost) && (pending || s.Status == session.StatusRunning) &&
+			time.Now().Before(deadline) && ctx.Err() == nil {
 			sleepFor(ctx, attempt)
 			continue
 		}

@@ -183,6 +183,10 @@ func TestDecideManyResults(t *testing.T) {
 	mu.Unlock()
 	two, _ := r.Start(ctx, "ops", "two calls", nil)
 	one, _ := r.Start(ctx, "ops", "one", nil)
+	gone, _ := r.Start(ctx, "ops", "gone", nil)
+	if _, err := r.Cancel(ctx, gone.ID, cairn.CancelAll, nil); err != nil {
+		t.Fatal(err)
+	}
 	if len(two.Interrupts) != 2 {
 		t.Fatalf("two: %+v", two.Interrupts)
 	}
@@ -192,6 +196,7 @@ func TestDecideManyResults(t *testing.T) {
 		{SessionID: old.ID, Decision: cairn.Decision{InterruptID: old.Interrupts[0].ID, Action: cairn.ActionApprove}},
 		{SessionID: "ses_missing", Decision: cairn.Decision{InterruptID: "int_x", Action: cairn.ActionApprove}},
 		{SessionID: one.ID, Decision: cairn.Decision{InterruptID: one.Interrupts[0].ID, Action: cairn.ActionApprove, Arguments: json.RawMessage(`{"n":5}`)}},
+		{SessionID: gone.ID, Decision: cairn.Decision{InterruptID: gone.Interrupts[0].ID, Action: cairn.ActionApprove}},
 	}
 	// bob is in finance: every call here is sre's. A selector skips them.
 	if got, err := r.DecideMany(ctx, cairn.BulkRequest{Select: &cairn.Selector{}, Action: cairn.ActionApprove}, &cairn.TurnOptions{Actor: bob}); err != nil || len(got.Results) != 0 {
@@ -213,7 +218,7 @@ func TestDecideManyResults(t *testing.T) {
 		}
 		statuses = append(statuses, s)
 	}
-	if want := "200 200 410 expired 404 not_found 400 invalid_arguments"; strings.Join(statuses, " ") != want {
+	if want := "200 200 410 expired 404 not_found 400 invalid_arguments 409 conflict"; strings.Join(statuses, " ") != want {
 		t.Fatalf("results: %s, want %s", strings.Join(statuses, " "), want)
 	}
 	if s, _ := r.Session(ctx, two.ID); s.Status != cairn.StatusCompleted {
