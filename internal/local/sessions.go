@@ -125,9 +125,27 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 	var out *session.Session
 	var err error
 	if r.driver != nil {
-		out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) {
-			return r.driver.Resume(ctx, sessionID, driver.Decide{Seq: seq, Decisions: decisions, Actor: actor, Batch: batch})
-		})
+		for attempt := 1; ; attempt++ {
+			out, err = r.observed(ctx, sessionID, seq, func() (*session.Session, error) {
+				return r.driver.Resume(ctx, sessionID, driver.Decide{Seq: seq, Decisions: decisions, Actor: actor, Batch: batch})
+			})
+			// The workflow applies one update at a time and refuses one
+			// that comes while it drives another's (the approval before
+			// this one of a call that needs several): an approval as it is
+			// is sent again, as the local driver applies it again, until
+			// it counts (stillApproves) or the call was decided.
+			if session.CodeOf(err) != session.CodeConflict || errors.Is(err, session.ErrLeaseLost) || !approvesOnly(decisions) || attempt == approvalRetries {
+				break
+			}
+			if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
+				return nil, decided
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(min(attempt, 10)*25+rand.IntN(25)) * time.Millisecond): // jitter: the winners of each round differ
+			}
+		}
 	} else {
 		for attempt := 1; ; attempt++ {
 			out, err = r.apply(ctx, sessionID, engine.Decide{Seq: seq, Actor: actor, Decisions: decisions, Batch: batch})
