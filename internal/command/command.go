@@ -66,11 +66,11 @@ func Tool(name string, argv []string, dir string, later bool) func(context.Conte
 // Preview returns the dry run of a command tool's calls (a tool's
 // "preview:"): argv runs in dir as a command tool's does, with the call's
 // arguments on stdin, CAIRN_TOOL (name) and CAIRN_PREVIEW=1 in its
-// environment; its stdout, of at most max bytes (truncated reports a
+// environment; its stdout, of at most limit bytes (truncated reports a
 // cut), is the preview. A non-zero exit is an error carrying stderr.
-func Preview(name string, argv []string, dir string, max int) func(context.Context, json.RawMessage) (out string, truncated bool, err error) {
+func Preview(name string, argv []string, dir string, limit int) func(context.Context, json.RawMessage) (out string, truncated bool, err error) {
 	return func(ctx context.Context, args json.RawMessage) (string, bool, error) {
-		stdout := &capped{max: max}
+		stdout := &capped{max: limit}
 		if err := run(ctx, argv, dir, args, []string{"CAIRN_TOOL=" + name, "CAIRN_PREVIEW=1"}, stdout); err != nil {
 			return "", false, err
 		}
