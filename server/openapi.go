@@ -264,6 +264,9 @@ func operations() []operation {
 		{method: "GET", path: "/metrics", id: "metrics", media: "text/plain",
 			summary:   "Prometheus metrics (cairn serve): turns, decisions, model and tool call durations, commit latency and group-commit batches, cache hits, takeovers, open streams; see docs/operations.md. With auth, an admin token.",
 			responses: map[int]reply{200: {description: "the Prometheus text format"}, 401: unauthorized, 403: forbidden}},
+		{method: "GET", path: "/debug/pprof/", id: "profile", media: "application/octet-stream",
+			summary:   "Profiles of the running server (net/http/pprof; cairn serve, server.Options.Profiling): /debug/pprof/ lists them; profile?seconds=N (CPU, N under 60), heap, allocs, goroutine, trace. With auth, an admin token. See docs/operations.md.",
+			responses: map[int]reply{200: {description: "a profile (pprof's protobuf format), or the list (HTML)"}, 401: unauthorized, 403: forbidden}},
 		{method: "GET", path: "/healthz", id: "health", summary: "Liveness.",
 			responses: map[int]reply{200: {"the server is up", healthBody{}}}},
 	}

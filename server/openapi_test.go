@@ -185,7 +185,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runner.Close()
-	srv := New(runner, &Options{Gateway: &mcpserver.GatewayOptions{Agent: "gateway", Hub: hub, Servers: []string{"vol"}, Hold: 200 * time.Millisecond},
+	srv := New(runner, &Options{Profiling: true, Gateway: &mcpserver.GatewayOptions{Agent: "gateway", Hub: hub, Servers: []string{"vol"}, Hold: 200 * time.Millisecond},
 		MaxStreamsPerSession: 1, MaxStreams: 2, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			io.WriteString(w, "# the exporter's answer\n")
@@ -682,6 +682,11 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	})
 	do("POST", busyCallback, nobody, `{"output":{"status":"passed"}}`, 200)
 
+	do("GET", "/debug/pprof/heap", nobody, "", 401)
+	do("GET", "/debug/pprof/heap", approver, "", 403)
+	if resp, body := rawCall("GET", "/debug/pprof/heap?debug=1", admin, ""); resp.StatusCode != 200 || !strings.Contains(body, "heap profile:") {
+		t.Fatalf("a heap profile: %d %.200s", resp.StatusCode, body)
+	}
 	do("GET", "/metrics", nobody, "", 401)
 	do("GET", "/metrics", approver, "", 403)
 	if resp, body := rawCall("GET", "/metrics", admin, ""); resp.StatusCode != 200 || !strings.HasPrefix(body, "# ") {

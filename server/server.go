@@ -83,6 +83,10 @@ type Options struct {
 	// Metrics, when set, answers GET /metrics (a Prometheus handler; with
 	// Tokens, an admin token is needed). Nil: 404.
 	Metrics http.Handler
+	// Profiling serves net/http/pprof at /debug/pprof/ to admins (with
+	// Tokens, an admin token): CPU and heap profiles of the running server
+	// (docs/operations.md). cairn serve turns it on.
+	Profiling bool
 	// MeterProvider, when set, receives the server's own metric:
 	// cairn.sse.streams, the open event streams.
 	MeterProvider metric.MeterProvider
@@ -180,6 +184,9 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 		s.mux.Handle("DELETE /mcp/gateway", gw)
 	}
 	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
+	if opts.Profiling {
+		s.mux.HandleFunc("GET /debug/pprof/", s.profile)
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

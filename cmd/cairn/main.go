@@ -133,7 +133,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 		return err
 	}
 	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), OIDC: serverOIDC(cfg.OIDC), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
-		Metrics: prom.handler, MeterProvider: prom.provider, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
+		Metrics: prom.handler, MeterProvider: prom.provider, Profiling: true, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gateway: gatewayOptions(cfg, log)}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))

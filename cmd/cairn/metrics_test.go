@@ -40,6 +40,16 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatalf("decide: %d %v", code, err)
 		}
 	}
+	// A CPU profile of the server, as anyone with the admin token takes one.
+	prof, err := http.Get(url + "/debug/pprof/profile?seconds=1")
+	if err != nil || prof.StatusCode != 200 {
+		t.Fatalf("GET /debug/pprof/profile: %v %v", err, prof)
+	}
+	pb, _ := io.ReadAll(prof.Body)
+	prof.Body.Close()
+	if len(pb) < 2 || pb[0] != 0x1f || pb[1] != 0x8b { // pprof's gzipped protobuf
+		t.Fatalf("the CPU profile is not pprof's format: %.40q", pb)
+	}
 	resp, err := http.Get(url + "/metrics")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /metrics: %v %v", err, resp)
