@@ -399,3 +399,41 @@ func TestWebhooksAnnounceRemindersAndEscalations(t *testing.T) {
 		t.Fatalf("%d reminders and escalations delivered, want one each", got)
 	}
 }
+
+// A fork announces what it waits for, with links of its own that decide
+// the fork and not the original; the history it copied is not announced
+// again (no second session.completed, no decision of the past).
+func TestForkAnnouncesOnlyWhatItWaitsFor(t *testing.T) {
+	ctx := context.Background()
+	rc := hooktest.New(t, hookSecret)
+	var rec counter
+	r := hookedRunner(t, deleteScript(), &cairn.RunnerOptions{Webhooks: []webhook.Subscription{{Name: "ops", URL: rc.URL, Secret: hookSecret}}}, deleteTool(&rec))
+	s, err := r.Start(ctx, "main", "Delete test.txt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := s.Seq
+	rc.WaitFor(webhook.InterruptCreated, 1, 10*time.Second)
+	if s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, nil); err != nil || s.Status != cairn.StatusCompleted {
+		t.Fatalf("approve: %v %+v", err, s)
+	}
+	rc.WaitFor(webhook.SessionCompleted, 1, 10*time.Second)
+	fork, err := r.Fork(ctx, s.ID, paused, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rc.WaitForSession(webhook.InterruptCreated, fork.ID, 10*time.Second)
+	if p.Data.Interrupt == nil || p.Data.Interrupt.ID != fork.Interrupts[0].ID || p.Data.Actions == nil || p.Data.Seq != fork.Seq {
+		t.Fatalf("the fork's interrupt.created: %+v", p.Data)
+	}
+	done, err := r.FollowActionLink(ctx, token(t, p.Data.Actions.Reject), "not twice", nil)
+	if err != nil || done.ID != fork.ID || done.Status != cairn.StatusCompleted || len(rec.runs()) != 1 {
+		t.Fatalf("the fork's reject link: %v %+v, %d runs", err, done, len(rec.runs()))
+	}
+	rc.WaitFor(webhook.SessionCompleted, 2, 10*time.Second) // the fork's own end
+	for typ, want := range map[webhook.EventType]int{webhook.InterruptCreated: 2, webhook.InterruptDecided: 2, webhook.SessionCompleted: 2} {
+		if got := len(rc.Payloads(typ)); got != want {
+			t.Errorf("%s: %d deliveries, want %d (the copied history announced again?)", typ, got, want)
+		}
+	}
+}
