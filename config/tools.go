@@ -469,9 +469,9 @@ func (l *loader) preview(p, name string, pc *PreviewConfig, t *cairn.Tool) error
 			if cut && format == cairn.PreviewJSON {
 				return cairn.Preview{}, fmt.Errorf("the preview printed more than %d bytes of JSON", cairn.MaxPreviewBytes)
 			}
-			out2 := session.PreviewOfOutput(format, out)
-			out2.Truncated = out2.Truncated || cut
-			return out2, nil
+			p := session.PreviewOfOutput(format, out)
+			p.Truncated = p.Truncated || cut // what Normalize cuts next says so too
+			return p, nil
 		}
 	case pc.MCP != "":
 		server, tool, ok := strings.Cut(pc.MCP, ".")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -216,12 +217,11 @@ func (r *Runner) decideOne(ctx context.Context, item session.BulkDecision, opts 
 	}
 }
 
-// sleepFor waits a little longer each attempt, with jitter, or until ctx ends.
+// sleepFor waits a little longer each attempt (at most half a second),
+// with jitter so that the winners of each round differ, or until ctx ends:
+// a retry of a decision that another's got in before.
 func sleepFor(ctx context.Context, attempt int) {
-	d := time.Duration(min(attempt, 20)) * 25 * time.Millisecond
-	var b [1]byte
-	_, _ = rand.Read(b[:])
-	d += time.Duration(b[0]%20) * time.Millisecond
+	d := time.Duration(min(attempt, 20))*25*time.Millisecond + time.Duration(mrand.IntN(20))*time.Millisecond
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

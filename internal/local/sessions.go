@@ -140,10 +140,8 @@ func (r *Runner) resume(ctx context.Context, sessionID string, seq int64, decisi
 			if decided := r.decidedBefore(ctx, sessionID, 0, decisions); decided != nil {
 				return nil, decided
 			}
-			select {
-			case <-ctx.Done():
+			if sleepFor(ctx, attempt); ctx.Err() != nil {
 				return nil, ctx.Err()
-			case <-time.After(time.Duration(min(attempt, 10)*25+rand.IntN(25)) * time.Millisecond): // jitter: the winners of each round differ
 			}
 		}
 	} else {

@@ -148,18 +148,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 	}
 	switch p := payload.(type) {
 	case *engine.TurnPaused:
-		var out []note
-		for _, in := range p.Interrupts {
-			if !slices.Contains(p.Created, in.ID) {
-				continue
-			}
-			n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
-			if slices.Contains(in.Actions(), session.ActionReject) { // links approve and reject
-				n.linked = &in
-			}
-			out = append(out, n)
-		}
-		return out, nil
+		return created(p.Interrupts, func(id string) bool { return slices.Contains(p.Created, id) }), nil
 	case *engine.DecisionMade:
 		typ := webhook.InterruptDecided
 		switch {
@@ -186,21 +175,30 @@ func notes(step engine.Step, i int) ([]note, error) {
 	case *engine.SessionForked:
 		// A fork waits for what its copy waited for: new interrupts of a
 		// new session, with links of their own.
-		var out []note
-		for _, in := range p.Interrupts {
-			n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
-			if slices.Contains(in.Actions(), session.ActionReject) {
-				n.linked = &in
-			}
-			out = append(out, n)
-		}
-		return out, nil
+		return created(p.Interrupts, func(string) bool { return true }), nil
 	case *engine.TurnCompleted:
 		return []note{{typ: webhook.SessionCompleted, data: webhook.Data{Output: p.Output}}}, nil
 	case *engine.TurnFailed:
 		return []note{{typ: webhook.SessionFailed, data: webhook.Data{Error: &p.Error}}}, nil
 	}
 	return nil, fmt.Errorf("event %d (%s): unexpected payload %T", ev.Seq, ev.Type, payload)
+}
+
+// created announces the interrupts of ins that are new: interrupt.created
+// each, with action links when they take a rejection (approve and reject).
+func created(ins []session.Interrupt, isNew func(id string) bool) []note {
+	var out []note
+	for _, in := range ins {
+		if !isNew(in.ID) {
+			continue
+		}
+		n := note{typ: webhook.InterruptCreated, about: in.ID, data: webhook.Data{Interrupt: &in}}
+		if slices.Contains(in.Actions(), session.ActionReject) { // links approve and reject
+			n.linked = &in
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // expiryActor is who the engine records as deciding an expired approval.
