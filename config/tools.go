@@ -469,9 +469,9 @@ func (l *loader) preview(p, name string, pc *PreviewConfig, t *cairn.Tool) error
 			if cut && format == cairn.PreviewJSON {
 				return cairn.Preview{}, fmt.Errorf("the preview printed more than %d bytes of JSON", cairn.MaxPreviewBytes)
 			}
-			p := session.PreviewOfOutput(format, out)
-			p.Truncated = p.Truncated || cut // what Normalize cuts next says so too
-			return p, nil
+			pv := session.PreviewOfOutput(format, out)
+			pv.Truncated = pv.Truncated || cut // what Normalize cuts next says so too
+			return pv, nil
 		}
 	case pc.MCP != "":
 		server, tool, ok := strings.Cut(pc.MCP, ".")
