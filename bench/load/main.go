@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,18 +22,15 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/cairnhq/cairn/bench/internal/benchproc"
 )
 
 func main() {
@@ -76,9 +72,8 @@ func run() error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		o.binary = filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", o.binary, "./cmd/cairn").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/cairn (run from the repository root): %v\n%s", err, out)
+		if o.binary, err = benchproc.BuildCairn(dir); err != nil {
+			return err
 		}
 	}
 	fmt.Printf("machine: %d cores; %s for %s after %s of warm-up, medians of %d\n\n", runtime.NumCPU(), "each cell", o.duration, o.warmup, o.runs)
@@ -120,8 +115,7 @@ func median(cs []cell) cell {
 		for i, c := range cs {
 			v[i] = f(c)
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return benchproc.Median(v)
 	}
 	return cell{
 		rate:  pick(func(c cell) float64 { return c.rate }),
@@ -154,30 +148,31 @@ func measure(o options, storeName string, clients int) (cell, error) {
 		return cell{}, err
 	}
 	defer os.RemoveAll(dir)
-	storeURL, files, drop, err := storeFor(storeName, dir)
+	st, err := benchproc.StoreFor(context.Background(), storeName, dir)
 	if err != nil {
 		return cell{}, err
 	}
-	defer drop()
+	defer st.Drop()
 	cfg := filepath.Join(dir, "cairn.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, storeURL)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, st.URL)), 0o600); err != nil {
 		return cell{}, err
 	}
-	srv, url, err := serve(o.binary, cfg)
+	srv, err := benchproc.Start(o.binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 	if err != nil {
 		return cell{}, err
 	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	defer srv.Stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	if _, err := drive(client, url, clients, o.warmup); err != nil {
+	if _, err := drive(client, srv.URL, clients, o.warmup); err != nil {
 		return cell{}, fmt.Errorf("warm-up: %w", err)
 	}
-	io0, size0 := procIO(srv.Process.Pid), sizeOf(files)
-	lat, err := drive(client, url, clients, o.duration)
+	pid := srv.Cmd.Process.Pid
+	c0, size0 := benchproc.Read(pid), benchproc.Size(st.Files)
+	lat, err := drive(client, srv.URL, clients, o.duration)
 	if err != nil {
 		return cell{}, err
 	}
-	io1, size1 := procIO(srv.Process.Pid), sizeOf(files)
+	used, size1 := benchproc.Read(pid).Sub(c0), benchproc.Size(st.Files)
 	n := float64(len(lat))
 	if n == 0 {
 		return cell{}, errors.New("no session completed")
@@ -185,8 +180,8 @@ func measure(o options, storeName string, clients int) (cell, error) {
 	slices.Sort(lat)
 	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	c := cell{rate: n / o.duration.Seconds(), p50: q(0.50), p99: q(0.99), p999: q(0.999),
-		wrote: float64(io1.writeBytes-io0.writeBytes) / n, syscalls: float64(io1.syscw-io0.syscw) / n, growth: -1}
-	if files != nil {
+		wrote: float64(used.WrittenBytes) / n, syscalls: float64(used.WriteCalls) / n, growth: -1}
+	if st.Files != nil {
 		c.growth = float64(size1-size0) / n
 	}
 	return c, nil
@@ -268,98 +263,6 @@ func post(client *http.Client, url, body string, out any) error {
 		return fmt.Errorf("%s: HTTP %d %s", url, resp.StatusCode, b)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-// storeFor returns the store URL for a store name, the files it writes
-// (SQLite; the directory goes with the cell) and what removes the store
-// (PostgreSQL: a database per cell, dropped after it, so that later cells
-// do not run on a cluster full of earlier ones).
-func storeFor(name, dir string) (url string, files []string, drop func(), err error) {
-	db := filepath.Join(dir, "cairn.db")
-	files = []string{db, db + "-wal", db + "-shm"}
-	none := func() {}
-	switch name {
-	case "memory":
-		return "memory", nil, none, nil
-	case "sqlite-full":
-		return "sqlite:" + db, files, none, nil
-	case "sqlite-normal":
-		return "sqlite:" + db + "?synchronous=normal", files, none, nil
-	case "postgres":
-		admin := os.Getenv("CAIRN_TEST_POSTGRES")
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		defer conn.Close(ctx)
-		dbName := fmt.Sprintf("cairn_load_%d_%d", os.Getpid(), time.Now().UnixNano())
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-			return "", nil, nil, err
-		}
-		drop := func() {
-			if c, err := pgx.Connect(ctx, admin); err == nil {
-				_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") // best effort: the run is over
-				c.Close(ctx)
-			}
-		}
-		cfg, _ := pgx.ParseConfig(admin)
-		return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, dbName), nil, drop, nil
-	}
-	return "", nil, nil, fmt.Errorf("unknown store %q (memory, sqlite-full, sqlite-normal, postgres)", name)
-}
-
-// serve starts `cairn serve` and returns its URL once it listens.
-func serve(binary, cfg string) (*exec.Cmd, string, error) {
-	cmd := exec.Command(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	re := regexp.MustCompile(`^listening on (http://\S+)$`)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
-			return cmd, m[1], nil
-		}
-	}
-	return nil, "", fmt.Errorf("cairn serve exited before listening: %v", cmd.Wait())
-}
-
-// ioCounters are a process's write counters (/proc/PID/io).
-type ioCounters struct{ syscw, writeBytes int64 }
-
-func procIO(pid int) ioCounters {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		return ioCounters{}
-	}
-	var c ioCounters
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		switch k {
-		case "syscw":
-			c.syscw = n
-		case "wchar":
-			c.writeBytes = n
-		}
-	}
-	return c
-}
-
-func sizeOf(files []string) int64 {
-	var n int64
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			n += fi.Size()
-		}
-	}
-	return n
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
