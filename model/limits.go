@@ -137,8 +137,9 @@ func ReplySize(m Message) int64 {
 // and MaxReplyBytes to every attempt: an attempt silent for IdleTimeout
 // fails with a LimitError (before the headers: as a transport error, which
 // the SDKs retry), and a body read past MaxReplyBytes fails with one, so
-// an oversized reply is never read whole. base nil means a client with
-// http.DefaultTransport.
+// an oversized reply is never read whole. base nil (or its Transport nil)
+// means a transport of its own like http.DefaultTransport but keeping up
+// to MaxIdleConnsPerHost idle connections to the provider.
 func (l Limits) HTTPClient(base *http.Client) *http.Client {
 	l = l.Resolved()
 	c := &http.Client{}
@@ -147,10 +148,23 @@ func (l Limits) HTTPClient(base *http.Client) *http.Client {
 	}
 	next := c.Transport
 	if next == nil {
-		next = http.DefaultTransport
+		next = newTransport()
 	}
 	c.Transport = &limitedTransport{next: next, limits: l}
 	return c
+}
+
+// MaxIdleConnsPerHost is how many idle connections to a provider a model's
+// own transport keeps. http.DefaultTransport keeps 2: a server running more
+// turns at once than that would open (and, over TLS, handshake) a new
+// connection for most model calls, and close one after each.
+const MaxIdleConnsPerHost = 256
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
+	return t
 }
 
 type limitedTransport struct {

@@ -3,9 +3,12 @@ package model_test
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +103,43 @@ func TestLimitsDefaultsAndOff(t *testing.T) {
 	}
 	if got := model.FormatBytes(8 << 20); got != "8MiB" {
 		t.Fatal(got)
+	}
+}
+
+// TestModelConnectionsAreKept: a server running many turns at once calls
+// its model over connections it keeps, instead of opening one per call
+// beyond http.DefaultTransport's two idle ones (a TLS handshake each, in
+// production).
+func TestModelConnectionsAreKept(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	client := model.Limits{}.HTTPClient(nil)
+	const concurrent, rounds = 16, 5
+	for range rounds {
+		var wg sync.WaitGroup
+		for range concurrent {
+			wg.Go(func() {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+		}
+		wg.Wait()
+	}
+	// Each round needs at most concurrent connections; kept ones serve the
+	// next rounds. With two kept, every round would open about 14 more.
+	if n := opened.Load(); n > concurrent {
+		t.Fatalf("%d connections opened for %d rounds of %d concurrent calls, want at most %d", n, rounds, concurrent, concurrent)
 	}
 }
