@@ -36,6 +36,11 @@ type Options struct {
 	// Limits bound each call: its whole time, its silences and the size of
 	// its reply (zero fields: model.DefaultTimeout and the others).
 	Limits model.Limits
+	// SDK builds requests and decodes replies with the SDK's own types
+	// (the reference) instead of the lean path, which sends and reads the
+	// same fields at a fraction of the cost. Both go through the SDK's
+	// client: its retries, headers and errors.
+	SDK bool
 }
 
 // DefaultMaxRetries is the number of retries when Options.MaxRetries is nil.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -72,6 +74,143 @@ func (m *Responses) Describe() (provider, name string) { return ResponsesProvide
 
 // Generate implements model.Model.
 func (m *Responses) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if m.opts.SDK {
+		return m.generateSDK(ctx, req)
+	}
+	body, err := m.body(req)
+	if err != nil {
+		return nil, err
+	}
+	if !m.opts.Stream {
+		var raw []byte
+		if err := m.client.Post(ctx, "responses", body, &raw); err != nil {
+			return nil, m.providerError(err)
+		}
+		return m.decode(raw)
+	}
+	var resp *http.Response
+	err = m.client.Post(ctx, "responses", body, &resp)
+	s := ssestream.NewStream[responsesEvent](ssestream.NewDecoder(resp), err)
+	defer s.Close()
+	var done []byte
+	for s.Next() {
+		ev := s.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			if req.OnTextDelta != nil && ev.Delta != "" {
+				req.OnTextDelta(string(ev.Delta))
+			}
+		case "response.completed", "response.incomplete":
+			done = ev.Response
+		case "response.failed", "error":
+			return nil, m.providerError(fmt.Errorf("the stream failed: %s", ev.raw))
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, m.providerError(err)
+	}
+	if done == nil {
+		return nil, m.providerError(errors.New("the stream ended before the response completed"))
+	}
+	return m.decode(done)
+}
+
+// decode reads a Response as the SDK's types would (the lean path).
+func (m *Responses) decode(raw []byte) (*model.Response, error) {
+	var r responsesReply
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, m.providerError(fmt.Errorf("error parsing response json: %w", err))
+	}
+	out := model.Message{Role: model.RoleAssistant}
+	var reasoning []json.RawMessage
+	for _, rawItem := range r.Output {
+		var item outputItem
+		if json.Unmarshal(rawItem, &item) != nil {
+			continue
+		}
+		switch item.Type {
+		case "message":
+			for _, c := range item.Content {
+				if c.Type == "output_text" {
+					out.Content += string(c.Text)
+				}
+			}
+		case "function_call":
+			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: string(item.CallID), Name: string(item.Name), Arguments: string(item.Arguments)})
+		case "reasoning":
+			reasoning = append(reasoning, rawItem)
+		}
+	}
+	return m.reply(out, reasoning, int64(r.Usage.InputTokens), int64(r.Usage.OutputTokens))
+}
+
+// reply completes a decoded reply: its reasoning items kept as sent.
+func (m *Responses) reply(out model.Message, reasoning []json.RawMessage, in, outTokens int64) (*model.Response, error) {
+	if len(reasoning) > 0 {
+		data, err := json.Marshal(reasoning)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: a reasoning item is not JSON: %w", ResponsesProvider, m.name, err)
+		}
+		out.Provider = &model.ProviderData{Name: ResponsesProvider, Data: data}
+	}
+	return &model.Response{Message: out, Usage: model.Usage{InputTokens: in, OutputTokens: outTokens}}, nil
+}
+
+// body is the request the lean path sends: what params builds, as JSON.
+func (m *Responses) body(req *model.Request) ([]byte, error) {
+	store := m.opts.Store != nil && *m.opts.Store
+	p := responsesRequest{Model: m.name, ParallelToolCalls: true, Store: store, Instructions: req.System,
+		MaxOutputTokens: max(m.opts.MaxOutputTokens, 0), Stream: m.opts.Stream}
+	if !store {
+		p.Include = []string{"reasoning.encrypted_content"}
+	}
+	if m.opts.ReasoningEffort != "" {
+		p.Reasoning = &responsesReasoning{Effort: m.opts.ReasoningEffort}
+	}
+	if req.OutputSchema != nil {
+		if err := jsonObject(req.OutputSchema); err != nil {
+			return nil, fmt.Errorf("%s: output schema: %w", ResponsesProvider, err)
+		}
+		p.Text = &responsesText{Format: responsesFormat{Type: "json_schema", Name: "output", Schema: req.OutputSchema}}
+	}
+	p.Input = make([]any, 0, len(req.Messages)+2)
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleUser:
+			p.Input = append(p.Input, easyMessage{Role: "user", Content: msg.Content})
+		case model.RoleTool:
+			p.Input = append(p.Input, functionCallOutput{Type: "function_call_output", CallID: msg.ToolCallID, Output: msg.Content})
+		case model.RoleAssistant:
+			if data := model.ProviderDataOf(msg, ResponsesProvider); data != nil {
+				var reasoning []json.RawMessage
+				if err := json.Unmarshal(data, &reasoning); err != nil {
+					return nil, fmt.Errorf("%s: message %d: its kept reasoning does not decode: %w", ResponsesProvider, i, err)
+				}
+				for _, raw := range reasoning {
+					p.Input = append(p.Input, raw) // sent exactly as the API gave it
+				}
+			}
+			if msg.Content != "" {
+				p.Input = append(p.Input, easyMessage{Role: "assistant", Content: msg.Content})
+			}
+			for _, tc := range msg.ToolCalls {
+				p.Input = append(p.Input, functionCallInput{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
+		default:
+			return nil, fmt.Errorf("%s: message role %q is not supported", ResponsesProvider, msg.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		if err := jsonObject(t.Parameters); err != nil {
+			return nil, fmt.Errorf("%s: tool %q: parameters: %w", ResponsesProvider, t.Name, err)
+		}
+		p.Tools = append(p.Tools, responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: nullIfEmpty(t.Parameters)})
+	}
+	return json.Marshal(p)
+}
+
+// generateSDK is the reference path: the SDK's params and types.
+func (m *Responses) generateSDK(ctx context.Context, req *model.Request) (*model.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
@@ -129,14 +268,7 @@ func (m *Responses) response(r *responses.Response) (*model.Response, error) {
 			reasoning = append(reasoning, json.RawMessage(item.RawJSON()))
 		}
 	}
-	if len(reasoning) > 0 {
-		data, err := json.Marshal(reasoning)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: a reasoning item is not JSON: %w", ResponsesProvider, m.name, err)
-		}
-		out.Provider = &model.ProviderData{Name: ResponsesProvider, Data: data}
-	}
-	return &model.Response{Message: out, Usage: model.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}}, nil
+	return m.reply(out, reasoning, r.Usage.InputTokens, r.Usage.OutputTokens)
 }
 
 func (m *Responses) params(req *model.Request) (responses.ResponseNewParams, error) {
