@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/gjson"
 
 	"github.com/cairnhq/cairn/model"
 )
@@ -94,16 +95,19 @@ func (m *Responses) Generate(ctx context.Context, req *model.Request) (*model.Re
 	defer s.Close()
 	var done []byte
 	for s.Next() {
-		ev := s.Current()
-		switch ev.Type {
+		ev := gjson.ParseBytes(s.Current().raw)
+		switch ev.Get("type").String() {
 		case "response.output_text.delta":
-			if req.OnTextDelta != nil && ev.Delta != "" {
-				req.OnTextDelta(string(ev.Delta))
+			if delta := ev.Get("delta").String(); req.OnTextDelta != nil && delta != "" {
+				req.OnTextDelta(delta)
 			}
 		case "response.completed", "response.incomplete":
-			done = ev.Response
+			done = []byte("{}") // the SDK's zero Response, for an event without one
+			if r := ev.Get("response"); r.IsObject() {
+				done = []byte(r.Raw)
+			}
 		case "response.failed", "error":
-			return nil, m.providerError(fmt.Errorf("the stream failed: %s", ev.raw))
+			return nil, m.providerError(fmt.Errorf("the stream failed: %s", ev.Raw))
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -117,31 +121,31 @@ func (m *Responses) Generate(ctx context.Context, req *model.Request) (*model.Re
 
 // decode reads a Response as the SDK's types would (the lean path).
 func (m *Responses) decode(raw []byte) (*model.Response, error) {
-	var r responsesReply
-	if err := json.Unmarshal(raw, &r); err != nil {
+	r, err := parse(raw)
+	if err != nil {
 		return nil, m.providerError(fmt.Errorf("error parsing response json: %w", err))
 	}
 	out := model.Message{Role: model.RoleAssistant}
 	var reasoning []json.RawMessage
-	for _, rawItem := range r.Output {
-		var item outputItem
-		if json.Unmarshal(rawItem, &item) != nil {
-			continue
+	each(r.Get("output"), func(item gjson.Result) {
+		if !item.IsObject() {
+			return
 		}
-		switch item.Type {
+		switch item.Get("type").String() {
 		case "message":
-			for _, c := range item.Content {
-				if c.Type == "output_text" {
-					out.Content += string(c.Text)
+			each(item.Get("content"), func(c gjson.Result) {
+				if c.IsObject() && c.Get("type").String() == "output_text" {
+					out.Content += c.Get("text").String()
 				}
-			}
+			})
 		case "function_call":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: string(item.CallID), Name: string(item.Name), Arguments: string(item.Arguments)})
+			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: item.Get("call_id").String(), Name: item.Get("name").String(), Arguments: item.Get("arguments").String()})
 		case "reasoning":
-			reasoning = append(reasoning, rawItem)
+			reasoning = append(reasoning, json.RawMessage(item.Raw))
 		}
-	}
-	return m.reply(out, reasoning, int64(r.Usage.InputTokens), int64(r.Usage.OutputTokens))
+	})
+	usage := r.Get("usage")
+	return m.reply(out, reasoning, usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int())
 }
 
 // reply completes a decoded reply: its reasoning items kept as sent.

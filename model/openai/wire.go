@@ -1,9 +1,11 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
-	"strconv"
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
 )
 
 // The wire types below are the lean path: requests built and replies
@@ -14,45 +16,6 @@ import (
 // headers and *openai.Error), and its types stay the reference: the
 // differential tests (wire_test.go) hold the two paths to the same
 // requests and the same replies. Options.SDK switches back to them.
-
-// str decodes a JSON string leniently, as the SDK does: null is "", a
-// number or a literal is its text, an object or an array its raw JSON (a
-// server that sends a tool call's arguments as an object).
-type str string
-
-func (s *str) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*s = str(v)
-	case string(b) == "null":
-		*s = ""
-	default:
-		*s = str(b)
-	}
-	return nil
-}
-
-// count decodes a token count leniently, as the SDK does: a number (its
-// integer part) or a string holding one; anything else is 0.
-type count int64
-
-func (c *count) UnmarshalJSON(b []byte) error {
-	b = bytes.Trim(b, `"`)
-	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
-		*c = count(n)
-		return nil
-	}
-	if f, err := strconv.ParseFloat(string(b), 64); err == nil {
-		*c = count(f)
-		return nil
-	}
-	*c = 0
-	return nil
-}
 
 // The Responses API.
 
@@ -114,41 +77,11 @@ type functionCallOutput struct {
 	Output string `json:"output"`
 }
 
-// responsesReply is what Cairn reads of a Response.
-type responsesReply struct {
-	Output []json.RawMessage `json:"output"`
-	Usage  struct {
-		InputTokens  count `json:"input_tokens"`
-		OutputTokens count `json:"output_tokens"`
-	} `json:"usage"`
-}
-
-// outputItem is what Cairn reads of an output item.
-type outputItem struct {
-	Type    str `json:"type"`
-	Content []struct {
-		Type str `json:"type"`
-		Text str `json:"text"`
-	} `json:"content"`
-	CallID    str `json:"call_id"`
-	Name      str `json:"name"`
-	Arguments str `json:"arguments"`
-}
-
-// responsesEvent is what Cairn reads of a streamed event, and the event as
-// sent (for errors).
-type responsesEvent struct {
-	Type     str             `json:"type"`
-	Delta    str             `json:"delta"`
-	Response json.RawMessage `json:"response"`
-	raw      []byte
-}
+// responsesEvent is a streamed event as sent; Cairn reads it with gjson
+// like the reply (decodeResponses).
+type responsesEvent struct{ raw []byte }
 
 func (e *responsesEvent) UnmarshalJSON(b []byte) error {
-	type plain responsesEvent
-	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
-		return err
-	}
 	e.raw = b
 	return nil
 }
@@ -161,6 +94,32 @@ func jsonObject(b json.RawMessage) error {
 	}
 	var m map[string]json.RawMessage
 	return json.Unmarshal(b, &m)
+}
+
+// parse checks that b is one JSON object (or null), as the SDK's client
+// does before its decoders read it, and returns it for gjson's reads —
+// the reads the SDK's decoders make: keys matched exactly (the first of
+// duplicates), a number or a literal read as a string is its text, an
+// object or array its raw JSON, a member of an unexpected type zero.
+func parse(b []byte) (gjson.Result, error) {
+	if !gjson.ValidBytes(b) {
+		return gjson.Result{}, errors.New("the body is not JSON")
+	}
+	r := gjson.ParseBytes(b)
+	if !r.IsObject() && r.Type != gjson.Null {
+		return gjson.Result{}, fmt.Errorf("the body is a JSON %s, not an object", r.Type)
+	}
+	return r, nil
+}
+
+// each calls f with each element of an array (nothing for anything else).
+func each(r gjson.Result, f func(gjson.Result)) {
+	if r.IsArray() {
+		r.ForEach(func(_, v gjson.Result) bool {
+			f(v)
+			return true
+		})
+	}
 }
 
 func nullIfEmpty(b json.RawMessage) json.RawMessage {
