@@ -208,7 +208,7 @@ func (m *Responses) body(req *model.Request) ([]byte, error) {
 		if err := jsonObject(t.Parameters); err != nil {
 			return nil, fmt.Errorf("%s: tool %q: parameters: %w", ResponsesProvider, t.Name, err)
 		}
-		p.Tools = append(p.Tools, responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: nullIfEmpty(t.Parameters)})
+		p.Tools = append(p.Tools, responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schemaOrNothing(t.Parameters)})
 	}
 	return json.Marshal(p)
 }

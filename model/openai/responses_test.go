@@ -43,14 +43,14 @@ func reasoningFake(t *testing.T) *fakeresponses.Server {
 	})
 }
 
-func responsesRunner(t *testing.T, path, baseURL string, stream bool, runs *atomic.Int32) *cairn.Runner {
+func responsesRunner(t *testing.T, path, baseURL string, stream, sdk bool, runs *atomic.Int32) *cairn.Runner {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: baseURL, APIKey: "sk-test", Stream: stream},
+	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: baseURL, APIKey: "sk-test", Stream: stream, SDK: sdk},
 		ReasoningEffort: "medium"})
 	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
 		func(ctx context.Context, a deployArgs) (string, error) {
@@ -70,14 +70,19 @@ func responsesRunner(t *testing.T, path, baseURL string, stream bool, runs *atom
 // before the calls, and the API accepts; stripped from the stored events,
 // the API refuses the follow-up and the turn fails with its error.
 func TestResponsesReasoningSurvivesAPauseAndARestart(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		for _, strip := range []bool{false, true} {
-			t.Run(fmt.Sprintf("stream=%v/stripped=%v", stream, strip), func(t *testing.T) {
+	// Both paths (lean and SDK) meet the strict fake; the stripped case
+	// tests the engine's store, so once is enough for the SDK path.
+	for _, c := range []struct {
+		stream, strip, sdk bool
+	}{{false, false, false}, {false, true, false}, {true, false, false}, {true, true, false}, {false, false, true}, {true, false, true}} {
+		stream, strip, sdk := c.stream, c.strip, c.sdk
+		{
+			t.Run(fmt.Sprintf("stream=%v/stripped=%v/sdk=%v", stream, strip, sdk), func(t *testing.T) {
 				ctx := context.Background()
 				fake := reasoningFake(t)
 				path := filepath.Join(t.TempDir(), "cairn.db")
 				var runs atomic.Int32
-				first := responsesRunner(t, path, fake.BaseURL(), stream, &runs)
+				first := responsesRunner(t, path, fake.BaseURL(), stream, sdk, &runs)
 				s, err := first.Start(ctx, "ops", "Ship it everywhere", nil)
 				if err != nil || s.Status != cairn.StatusPaused || len(s.Interrupts) != 2 {
 					t.Fatalf("start: %v %+v", err, s)
@@ -91,7 +96,7 @@ func TestResponsesReasoningSurvivesAPauseAndARestart(t *testing.T) {
 					providertest.StripProviderData(t, path)
 				}
 
-				second := responsesRunner(t, path, fake.BaseURL(), stream, &runs)
+				second := responsesRunner(t, path, fake.BaseURL(), stream, sdk, &runs)
 				var approve []cairn.Decision
 				for _, in := range s.Interrupts {
 					approve = append(approve, cairn.Decision{InterruptID: in.ID, Action: cairn.ActionApprove})
@@ -161,10 +166,16 @@ func TestResponsesRequestShape(t *testing.T) {
 // Streaming: the reply's text reaches the turn's observer as deltas, in
 // order, and the recorded answer is the whole text.
 func TestResponsesStreamsTextDeltas(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sdk=%v", sdk), func(t *testing.T) { streamsTextDeltas(t, sdk) })
+	}
+}
+
+func streamsTextDeltas(t *testing.T, sdk bool) {
 	fake := fakeresponses.Start(t, func(r fakeresponses.Request) fakeresponses.Reply {
 		return fakeresponses.Reply{Reasoning: "Greet.", Text: "one two three"}
 	})
-	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true}})
+	m := openai.NewResponses("o4-mini", &openai.ResponsesOptions{Options: openai.Options{BaseURL: fake.BaseURL(), APIKey: "k", Stream: true, SDK: sdk}})
 	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "a", Model: m}}, nil)
 	if err != nil {
 		t.Fatal(err)

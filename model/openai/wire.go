@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 // responsesRequest is the body of POST /responses.
 type responsesRequest struct {
 	Model             string              `json:"model"`
-	Input             []any               `json:"input"`
+	Input             []any               `json:"input,omitempty"`
 	Instructions      string              `json:"instructions,omitempty"`
 	Tools             []responsesTool     `json:"tools,omitempty"`
 	ParallelToolCalls bool                `json:"parallel_tool_calls"`
@@ -53,7 +54,7 @@ type responsesTool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      bool            `json:"strict"`
 }
 
@@ -122,9 +123,11 @@ func each(r gjson.Result, f func(gjson.Result)) {
 	}
 }
 
-func nullIfEmpty(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
+// schemaOrNothing is a schema as the SDK sends it: none for nothing or
+// null (its map is nil then).
+func schemaOrNothing(b json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+		return nil
 	}
 	return b
 }

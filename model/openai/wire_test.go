@@ -197,3 +197,86 @@ func FuzzResponsesDecode(f *testing.F) {
 		sameResponse(t, "fuzzed", body, lean, sdk, leanErr, sdkErr)
 	})
 }
+
+// request is a generated model.Request: every role, kept reasoning, tools
+// with and without schemas, an output schema now and then.
+func (g gen) request() *model.Request {
+	req := &model.Request{}
+	if g.pick(2) == 0 {
+		req.System = g.text()
+	}
+	for range g.pick(8) {
+		switch g.pick(3) {
+		case 0:
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: g.text()})
+		case 1:
+			msg := model.Message{Role: model.RoleAssistant, Content: g.text()}
+			for range g.pick(3) {
+				msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: g.id(), Name: "deploy", Arguments: g.arguments()})
+			}
+			if g.pick(2) == 0 {
+				items := []any{g.reasoningItem()}
+				if g.pick(2) == 0 {
+					items = append(items, g.reasoningItem())
+				}
+				data, _ := json.Marshal(items)
+				msg.Provider = &model.ProviderData{Name: ResponsesProvider, Data: data}
+			}
+			req.Messages = append(req.Messages, msg)
+		default:
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, ToolCallID: g.id(), Content: g.text()})
+		}
+	}
+	schemas := []string{``, `{}`, `{"type":"object","properties":{"env":{"type":"string","enum":["staging","prod"]}},"required":["env"]}`,
+		`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":10}},"additionalProperties":false}`, `null`}
+	for i := range g.pick(4) {
+		req.Tools = append(req.Tools, model.ToolDefinition{Name: fmt.Sprintf("tool_%d", i), Description: g.text(), Parameters: json.RawMessage(schemas[g.pick(len(schemas))])})
+	}
+	if g.pick(4) == 0 {
+		req.OutputSchema = json.RawMessage(schemas[2])
+	}
+	return req
+}
+
+// sameJSON compares two bodies as JSON values (numbers exactly).
+func sameJSON(a, b []byte) bool {
+	decode := func(data []byte) any {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var v any
+		if d.Decode(&v) != nil {
+			return fmt.Sprintf("invalid: %s", data)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
+}
+
+func TestResponsesRequestMatchesTheSDK(t *testing.T) {
+	g := newGen(3)
+	efforts := []string{"", "minimal", "high"}
+	for i := range fuzzedCount {
+		store := g.pick(3) == 0
+		opts := &ResponsesOptions{ReasoningEffort: efforts[g.pick(len(efforts))], MaxOutputTokens: int64(g.pick(3) * 1000)}
+		if g.pick(2) == 0 {
+			opts.Store = &store
+		}
+		m := NewResponses("o4-mini", opts)
+		req := g.request()
+		lean, leanErr := m.body(req)
+		params, sdkErr := m.params(req)
+		if (leanErr != nil) != (sdkErr != nil) {
+			t.Fatalf("request %d: lean error %v, SDK error %v", i, leanErr, sdkErr)
+		}
+		if leanErr != nil {
+			continue
+		}
+		sdk, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(lean, sdk) {
+			t.Fatalf("request %d: the two paths send different bodies\nlean: %s\nSDK:  %s", i, lean, sdk)
+		}
+	}
+}
