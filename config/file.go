@@ -264,6 +264,10 @@ type ModelConfig struct {
 	// Store lets the provider keep responses (openai-responses; default
 	// false: the reasoning comes back encrypted and Cairn keeps it).
 	Store *bool `yaml:"store"`
+	// SDK builds requests and reads replies with the official SDK's own
+	// types instead of Cairn's lean path (openai-responses): the
+	// reference, slower.
+	SDK bool `yaml:"sdk"`
 	// Timeout bounds a whole call, retries included (default 10m).
 	Timeout string `yaml:"timeout"`
 	// IdleTimeout ends an attempt silent for so long (default 60s).

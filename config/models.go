@@ -106,6 +106,10 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if err != nil {
 			return nil, err
 		}
+		if mc.SDK && mc.Provider != "openai-responses" {
+			// The other adapters have one path: the SDK's.
+			return nil, l.errf(p+".sdk", "is a setting of provider openai-responses, whose lean path it turns off; %s always uses its SDK", mc.Provider)
+		}
 		if mc.Provider == "anthropic" {
 			if mc.MaxTokens < 0 {
 				return nil, l.errf(p+".max_tokens", "must be positive")
@@ -147,7 +151,7 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 			return nil, l.errf(p+".thinking", "provider %s has no thinking setting; thinking is for anthropic and gemini", mc.Provider)
 		}
 		if mc.Provider == "openai-responses" {
-			opts := &openai.ResponsesOptions{Options: openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits},
+			opts := &openai.ResponsesOptions{Options: openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits, SDK: mc.SDK},
 				Store: mc.Store, MaxOutputTokens: mc.MaxTokens}
 			if mc.Reasoning != nil {
 				efforts := []string{"minimal", "low", "medium", "high"}
