@@ -21,6 +21,9 @@ go test -run XXX -bench 'StepByHistory' -benchmem -benchtime 50x -count "$count"
 go test -run XXX -bench ColdResume -benchmem -benchtime 100x -count 3 ./bench | tee -a "$out/cairn.txt"
 # Under load: a separate cairn serve per cell and a load generator, every store.
 go run ./bench/load -runs "${LOAD_RUNS:-3}" | tee "$out/load.txt"
+# End to end against ADK-Go's REST server: the whole approval cycle over
+# HTTP, one fake model, systems alternated, ratios against the goals.
+go run ./bench/server -runs "${SERVER_RUNS:-6}" | tee "$out/server.txt"
 # At N paused sessions (SCALE_N=1000000 for a million), on each store: listings
 # at depth, restart, RSS, bytes per session, and a retention sweep of N
 # completed sessions under 64 clients' approval cycle.

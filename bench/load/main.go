@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,12 +58,9 @@ func run() error {
 	flag.StringVar(&o.binary, "cairn", "", "the cairn binary (default: go build ./cmd/cairn)")
 	flag.Parse()
 	o.stores = strings.Split(*stores, ",")
-	for _, c := range strings.Split(*clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(c))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-clients: %q is not a positive number", c)
-		}
-		o.clients = append(o.clients, n)
+	var err error
+	if o.clients, err = benchproc.Counts("clients", *clients); err != nil {
+		return err
 	}
 	if o.binary == "" {
 		dir, err := os.MkdirTemp("", "cairn-load")

@@ -37,7 +37,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,12 +91,9 @@ func run() error {
 		}
 		o.systems = append(o.systems, s)
 	}
-	for _, c := range strings.Split(*clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(c))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-clients: %q is not a positive number", c)
-		}
-		o.clients = append(o.clients, n)
+	var err error
+	if o.clients, err = benchproc.Counts("clients", *clients); err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "cairn-bench-server")
 	if err != nil {

@@ -190,3 +190,16 @@ func BuildCairn(dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// Counts parses a -clients flag: positive numbers, comma separated.
+func Counts(flag, list string) ([]int, error) {
+	var out []int
+	for _, c := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a positive number", flag, c)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
