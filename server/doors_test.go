@@ -363,17 +363,30 @@ func TestTheDoorTableOfWhoSees(t *testing.T) {
 			t.Fatalf("%s follows /v1/events: %v", who, err)
 		}
 		ids := make(chan string, 100)
+		// The feed follows from its first comment on (the headers may come
+		// before the server subscribes): wait for it.
+		following := make(chan struct{})
 		go func() {
 			defer resp.Body.Close()
 			sc := bufio.NewScanner(resp.Body)
 			sc.Buffer(nil, 1<<20)
+			first := true
 			for sc.Scan() {
+				if first && strings.HasPrefix(sc.Text(), ":") {
+					first = false
+					close(following)
+				}
 				var s map[string]any
 				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &s) == nil && s["id"] != nil {
 					ids <- s["id"].(string)
 				}
 			}
 		}()
+		select {
+		case <-following:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s's change feed sent no first comment", who)
+		}
 		return ids
 	}
 	gilFeed, anaFeed := feed("gil"), feed("ana")
