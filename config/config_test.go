@@ -318,7 +318,8 @@ func TestAnthropicModel(t *testing.T) {
 		"{provider: gemini, model: gemini-2.5-flash, vertex: {project: p}}":                                              "models.default.vertex: needs project and location",
 		"{provider: openai, model: g, base_url: http://h/v1, store: false}":                                              "models.default: reasoning and store are settings of provider openai-responses",
 		"{provider: openai-responses, model: o4-mini, base_url: http://h/v1, sdk: true}":                                 "",
-		"{provider: anthropic, model: c, sdk: true}":                                                                     "models.default.sdk: is a setting of provider openai-responses, whose lean path it turns off; anthropic always uses its SDK",
+		"{provider: anthropic, model: c, sdk: true}":                                                                     "models.default.sdk: is a setting of providers openai and openai-responses, whose lean path it turns off; anthropic always uses its SDK",
+		"{provider: openai, model: g, base_url: http://h/v1, sdk: true}":                                                 "",
 	} {
 		y := strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", model, 1)
 		_, err := config.Parse("/x/cairn.yaml", []byte(y), env)

@@ -265,7 +265,7 @@ type ModelConfig struct {
 	// false: the reasoning comes back encrypted and Cairn keeps it).
 	Store *bool `yaml:"store"`
 	// SDK builds requests and reads replies with the official SDK's own
-	// types instead of Cairn's lean path (openai-responses): the
+	// types instead of Cairn's lean path (openai, openai-responses): the
 	// reference, slower.
 	SDK bool `yaml:"sdk"`
 	// Timeout bounds a whole call, retries included (default 10m).

@@ -106,9 +106,9 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mc.SDK && mc.Provider != "openai-responses" {
+		if mc.SDK && mc.Provider != "openai" && mc.Provider != "openai-responses" {
 			// The other adapters have one path: the SDK's.
-			return nil, l.errf(p+".sdk", "is a setting of provider openai-responses, whose lean path it turns off; %s always uses its SDK", mc.Provider)
+			return nil, l.errf(p+".sdk", "is a setting of providers openai and openai-responses, whose lean path it turns off; %s always uses its SDK", mc.Provider)
 		}
 		if mc.Provider == "anthropic" {
 			if mc.MaxTokens < 0 {
@@ -165,7 +165,7 @@ func (l *loader) model(p string, mc ModelConfig) (model.Model, error) {
 		if mc.Reasoning != nil || mc.Store != nil {
 			return nil, l.errf(p, "reasoning and store are settings of provider openai-responses (the Responses API), not of %s", mc.Provider)
 		}
-		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits}), nil
+		return openai.New(mc.Model, &openai.Options{BaseURL: mc.BaseURL, APIKey: key, Stream: mc.Stream, MaxRetries: mc.MaxRetries, Limits: limits, SDK: mc.SDK}), nil
 	case "":
 		return nil, l.errf(p+".provider", "missing; one of openai, openai-responses, anthropic, gemini, scripted")
 	}

@@ -39,7 +39,8 @@ type Options struct {
 	// SDK builds requests and decodes replies with the SDK's own types
 	// (the reference) instead of the lean path, which sends and reads the
 	// same fields at a fraction of the cost. Both go through the SDK's
-	// client: its retries, headers and errors.
+	// client: its retries, headers and errors. A streamed Chat Completion
+	// is always read with the SDK's accumulator.
 	SDK bool
 }
 
@@ -101,6 +102,9 @@ func (m *Model) providerError(err error) error {
 
 // Generate implements model.Model.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if !m.opts.SDK && !m.opts.Stream {
+		return m.generateLean(ctx, req)
+	}
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err

@@ -18,16 +18,22 @@ import (
 	"github.com/cairnhq/cairn/model/openai"
 )
 
+// TestRoundTripBothModes: a JSON answer on the lean path and on the SDK's
+// types (Options.SDK), and a streamed one.
 func TestRoundTripBothModes(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
+	for _, mode := range []struct {
+		name        string
+		stream, sdk bool
+	}{{"json", false, false}, {"json-sdk", false, true}, {"stream", true, false}} {
+		stream := mode.stream
+		t.Run(mode.name, func(t *testing.T) {
 			srv := fakeopenai.Start(t, func(r fakeopenai.Request) fakeopenai.Reply {
 				if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
 					return fakeopenai.Reply{Content: "The deployment was successful."}
 				}
 				return fakeopenai.Reply{ToolCalls: []fakeopenai.Call{{ID: "call_abc", Name: "deploy_code", Arguments: `{"environment":"production"}`}}}
 			})
-			m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: srv.BaseURL(), APIKey: "sk-test", Stream: stream})
+			m := openai.New("gpt-4o-mini", &openai.Options{BaseURL: srv.BaseURL(), APIKey: "sk-test", Stream: stream, SDK: mode.sdk})
 			tools := []model.ToolDefinition{{Name: "deploy_code", Description: "Deploy.", Parameters: json.RawMessage(`{"type":"object","properties":{"environment":{"type":"string"}}}`)}}
 			ctx := context.Background()
 			resp, err := m.Generate(ctx, &model.Request{System: "You deploy.", Messages: []model.Message{{Role: model.RoleUser, Content: "Deploy to production."}}, Tools: tools})

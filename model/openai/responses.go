@@ -127,22 +127,24 @@ func (m *Responses) decode(raw []byte) (*model.Response, error) {
 	}
 	out := model.Message{Role: model.RoleAssistant}
 	var reasoning []json.RawMessage
-	each(r.Get("output"), func(item gjson.Result) {
+	each(r.Get("output"), func(item gjson.Result) bool {
 		if !item.IsObject() {
-			return
+			return true
 		}
 		switch item.Get("type").String() {
 		case "message":
-			each(item.Get("content"), func(c gjson.Result) {
+			each(item.Get("content"), func(c gjson.Result) bool {
 				if c.IsObject() && c.Get("type").String() == "output_text" {
 					out.Content += c.Get("text").String()
 				}
+				return true
 			})
 		case "function_call":
 			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: item.Get("call_id").String(), Name: item.Get("name").String(), Arguments: item.Get("arguments").String()})
 		case "reasoning":
 			reasoning = append(reasoning, json.RawMessage(item.Raw))
 		}
+		return true
 	})
 	usage := r.Get("usage")
 	return m.reply(out, reasoning, usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int())

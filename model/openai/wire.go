@@ -113,13 +113,21 @@ func parse(b []byte) (gjson.Result, error) {
 	return r, nil
 }
 
-// each calls f with each element of an array (nothing for anything else).
-func each(r gjson.Result, f func(gjson.Result)) {
-	if r.IsArray() {
-		r.ForEach(func(_, v gjson.Result) bool {
-			f(v)
-			return true
-		})
+// each calls f with each element of an array of objects (and nulls), as
+// the SDK's decoders see it, until f returns false: nothing for anything
+// else, and nothing for an array with any other element (the SDK drops
+// such an array whole).
+func each(r gjson.Result, f func(gjson.Result) bool) {
+	if !r.IsArray() {
+		return
+	}
+	objects := true
+	r.ForEach(func(_, v gjson.Result) bool {
+		objects = v.IsObject() || v.Type == gjson.Null
+		return objects
+	})
+	if objects {
+		r.ForEach(func(_, v gjson.Result) bool { return f(v) })
 	}
 }
 

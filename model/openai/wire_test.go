@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/cairnhq/cairn/model"
@@ -132,6 +133,8 @@ var recordedResponses = []string{
 	`{"id":"resp_4","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`,
 	`{"output":null,"usage":null}`, `{}`, `null`, `[]`, `"text"`, `{"output":[1,"x",null]}`, `{"output":[{"type":"message","content":"hi"}]}`,
 	`{"output":[{"type":"function_call","call_id":7,"name":null,"arguments":{"q":1}}],"usage":{"input_tokens":"7","output_tokens":1.5}}`,
+	`{"output":[5,{"type":"function_call","call_id":"a","name":"n","arguments":"{}"}]}`, `{"output":[null,{"type":"function_call","call_id":"a","name":"n","arguments":"{}"}]}`,
+	`{"output":[{"type":"message","content":[5,{"type":"output_text","text":"hi"}]}]}`, `{"output":[{"type":"message","content":[null,{"type":"output_text","text":"hi"}]}]}`,
 	`not json`, ``,
 }
 
@@ -262,6 +265,126 @@ func TestResponsesRequestMatchesTheSDK(t *testing.T) {
 			opts.Store = &store
 		}
 		m := NewResponses("o4-mini", opts)
+		req := g.request()
+		lean, leanErr := m.body(req)
+		params, sdkErr := m.params(req)
+		if (leanErr != nil) != (sdkErr != nil) {
+			t.Fatalf("request %d: lean error %v, SDK error %v", i, leanErr, sdkErr)
+		}
+		if leanErr != nil {
+			continue
+		}
+		sdk, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(lean, sdk) {
+			t.Fatalf("request %d: the two paths send different bodies\nlean: %s\nSDK:  %s", i, lean, sdk)
+		}
+	}
+}
+
+// chatBody is a generated ChatCompletion as the API (and compatible
+// servers: Ollama, vLLM) send it.
+func (g gen) chatBody() []byte {
+	var choices []any
+	for i := range g.pick(3) {
+		msg := map[string]any{"role": "assistant", "content": g.maybe(g.text()), "refusal": nil, "annotations": []any{}}
+		if g.pick(4) == 0 {
+			msg["content"], msg["refusal"] = nil, g.text()
+		}
+		if g.pick(2) == 0 {
+			var calls []any
+			for range 1 + g.pick(3) {
+				switch g.pick(6) {
+				case 0:
+					calls = append(calls, map[string]any{"id": g.id(), "type": "custom", "custom": map[string]any{"name": "grep", "input": g.text()}})
+				case 1:
+					calls = append(calls, map[string]any{"id": g.id(), "function": map[string]any{"name": "deploy", "arguments": g.arguments()}}) // no type: some servers
+				default:
+					calls = append(calls, map[string]any{"id": g.maybe(g.id()), "type": "function", "function": map[string]any{"name": g.maybe("deploy"), "arguments": g.maybe(g.arguments())}})
+				}
+			}
+			msg["tool_calls"] = calls
+		}
+		choices = append(choices, map[string]any{"index": i, "message": msg, "logprobs": nil, "finish_reason": "tool_calls"})
+	}
+	r := map[string]any{"id": "chatcmpl-" + g.id(), "object": "chat.completion", "created": 1764000000, "model": "gpt-4o-mini",
+		"choices": choices, "system_fingerprint": "fp_1", "service_tier": "default"}
+	if g.pick(5) > 0 {
+		r["usage"] = map[string]any{"prompt_tokens": g.maybe(g.pick(100000)), "completion_tokens": g.pick(4000), "total_tokens": 1,
+			"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var recordedChat = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"deploy","arguments":"{\"env\":\"staging\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29}}`,
+	`{"id":"chatcmpl-2","choices":[{"index":0,"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}],"usage":{"prompt_tokens":30,"completion_tokens":3}}`,
+	`{"id":"chatcmpl-3","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't."}}]}`,
+	`{"id":"ollama","model":"llama3.1","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"call_x","function":{"name":"deploy","arguments":{"env":"prod"}}}]}}]}`,
+	`{"choices":[1,{"message":{"content":"x"}}]}`, `{"choices":[{"message":{"content":"x"}},1]}`, `{"choices":[{"message":5}]}`,
+	`{"choices":[{"message":{"content":"x","tool_calls":[1,{"id":"a","function":{"name":"n"}}]}}]}`,
+	`{"choices":[]}`, `{"choices":null}`, `{"choices":{"0":{}}}`, `{"choices":[null]}`, `{"choices":[1]}`, `{}`, `null`, `[]`, `not json`,
+	`{"choices":[{"message":{"content":5,"tool_calls":[{"id":1,"type":"function","function":{"name":"x","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":"3","completion_tokens":2.5}}`,
+}
+
+// sdkChat decodes body as the SDK's client does, then reads it as the SDK
+// path does.
+func sdkChat(m *Model, body []byte) (*model.Response, error) {
+	var cc *sdk.ChatCompletion
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&cc); err != nil {
+		return nil, err
+	}
+	if cc == nil || len(cc.Choices) == 0 {
+		return nil, fmt.Errorf("no choices")
+	}
+	return response(cc.Choices[0].Message, cc.Usage), nil
+}
+
+func TestChatDecodeMatchesTheSDK(t *testing.T) {
+	m := New("gpt-4o-mini", nil)
+	check := func(what string, body []byte) {
+		lean, leanErr := m.decode(body)
+		sdk, sdkErr := sdkChat(m, body)
+		sameResponse(t, what, body, lean, sdk, leanErr, sdkErr)
+	}
+	for i, body := range recordedChat {
+		check(fmt.Sprintf("recorded %d", i), []byte(body))
+	}
+	g := newGen(4)
+	for i := range fuzzedCount {
+		check(fmt.Sprintf("generated %d", i), g.chatBody())
+	}
+}
+
+func FuzzChatDecode(f *testing.F) {
+	for _, body := range recordedChat {
+		f.Add([]byte(body))
+	}
+	g := newGen(5)
+	for range 20 {
+		f.Add(g.chatBody())
+	}
+	m := New("gpt-4o-mini", nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) || bytes.Count(body, []byte("{")) > 200 {
+			return
+		}
+		lean, leanErr := m.decode(body)
+		sdk, sdkErr := sdkChat(m, body)
+		sameResponse(t, "fuzzed", body, lean, sdk, leanErr, sdkErr)
+	})
+}
+
+func TestChatRequestMatchesTheSDK(t *testing.T) {
+	g := newGen(6)
+	m := New("gpt-4o-mini", nil)
+	for i := range fuzzedCount {
 		req := g.request()
 		lean, leanErr := m.body(req)
 		params, sdkErr := m.params(req)
