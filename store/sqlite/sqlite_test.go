@@ -293,3 +293,53 @@ func TestOlderWritersKeepPendingKinds(t *testing.T) {
 	}
 	storetest.CheckKinds(t, s, map[session.Kind]string{session.KindInput: "paused", session.KindExternal: "mixed,later", session.KindApproval: ""})
 }
+
+// A new file has 2 KiB pages (a commit's WAL frames are half the size);
+// a file made with other pages keeps them and works as before.
+func TestPageSize(t *testing.T) {
+	ctx := context.Background()
+	pageSizeOf := func(path string) int {
+		t.Helper()
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`PRAGMA page_size`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fresh := filepath.Join(t.TempDir(), "new.db")
+	s, err := sqlite.Open(ctx, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := pageSizeOf(fresh); n != 2048 {
+		t.Fatalf("a new file's page size is %d, want 2048", n)
+	}
+
+	old := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE t(x)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err = sqlite.Open(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := store.Head{ID: "s1", Agent: "a", Status: session.StatusCompleted, Seq: 1, CreatedAt: time.Now(), UpdatedAt: time.Now(), Summary: []byte(`{"id":"s1"}`)}
+	if err := s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: session.EventTurnCompleted, Time: time.Now(), Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := pageSizeOf(old); n != 4096 {
+		t.Fatalf("an existing file's page size became %d, want its 4096", n)
+	}
+}
