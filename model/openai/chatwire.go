@@ -78,8 +78,8 @@ func (m *Model) generateLean(ctx context.Context, req *model.Request) (*model.Re
 	if err != nil {
 		return nil, err
 	}
-	var raw []byte
-	if err := m.client.Post(ctx, "chat/completions", body, &raw); err != nil {
+	raw, err := post(ctx, &m.client, "chat/completions", body)
+	if err != nil {
 		return nil, m.providerError(err)
 	}
 	return m.decode(raw)

@@ -83,8 +83,8 @@ func (m *Responses) Generate(ctx context.Context, req *model.Request) (*model.Re
 		return nil, err
 	}
 	if !m.opts.Stream {
-		var raw []byte
-		if err := m.client.Post(ctx, "responses", body, &raw); err != nil {
+		raw, err := post(ctx, &m.client, "responses", body)
+		if err != nil {
 			return nil, m.providerError(err)
 		}
 		return m.decode(raw)

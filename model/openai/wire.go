@@ -2,10 +2,14 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
 )
 
@@ -86,6 +90,34 @@ func (e *responsesEvent) UnmarshalJSON(b []byte) error {
 	e.raw = b
 	return nil
 }
+
+// post sends body to the API's path through the SDK's client (its
+// retries, headers and errors) and reads the answer whole, into a buffer
+// of the size the answer announces (the SDK's io.ReadAll grows one from
+// 512 bytes, five allocations for a small reply).
+func post(ctx context.Context, client *sdk.Client, path string, body []byte) ([]byte, error) {
+	var resp *http.Response
+	if err := client.Post(ctx, path, body, &resp); err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if n := resp.ContentLength; n > 0 && n <= maxSizedRead {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return nil, fmt.Errorf("error reading response body: %w", err)
+		}
+		return buf, nil
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("error reading response body: %w", err)
+	}
+	return raw, nil
+}
+
+// maxSizedRead bounds the buffer an announced length allocates up front;
+// a longer answer is read as it comes (model.Limits bounds it either way).
+const maxSizedRead = 1 << 20
 
 // jsonObject accepts what the SDK's params accept where they decode a
 // schema into a map: nothing, null, or a JSON object.
