@@ -14,7 +14,7 @@
 //
 //	go run ./bench/server                                   # adk, memory, sqlite, postgres at 1/8/64 clients, 6 runs
 //	go run ./bench/server -systems adk,memory -clients 64 -runs 3
-//	go run ./bench/server -profile /tmp/prof                # and CPU and allocation profiles of each Cairn system at the most clients
+//	go run ./bench/server -profile /tmp/prof                # and CPU, allocation and heap profiles of each Cairn system at the most clients
 //
 // It prints each cell's medians (cycles per second, the server's CPU time
 // per cycle from /proc/PID/stat, what it wrote per cycle from /proc/PID/io)
@@ -78,7 +78,7 @@ func run() error {
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "load before each measurement, not counted")
 	flag.StringVar(&o.cairn, "cairn", "", "the cairn binary (default: go build ./cmd/cairn)")
 	flag.StringVar(&o.adk, "adk", "", "the ADK server binary (default: go build ./adkserver in bench/peers)")
-	flag.StringVar(&o.profile, "profile", "", "a directory: after the table, take a CPU and an allocation profile of each Cairn system at the most clients")
+	flag.StringVar(&o.profile, "profile", "", "a directory: after the table, take CPU, allocation and heap profiles of each Cairn system at the most clients")
 	flag.StringVar(&o.extra, "model-config", "", "YAML keys added to Cairn's model (e.g. 'sdk: true')")
 	flag.Parse()
 	for _, s := range strings.Split(*systems, ",") {
@@ -357,14 +357,19 @@ func measure(o options, s string, clients int, profile string) (cell, error) {
 
 // takeProfiles takes a CPU profile and a profile of the allocations of
 // the next d, side by side, into file and file with "cpu" replaced by
-// "allocs".
+// "allocs", and then one of the heap ("heap").
 func takeProfiles(url, file string, d time.Duration) error {
 	secs := max(1, int(d.Seconds()))
 	errs := make(chan error, 2)
 	for _, p := range []struct{ kind, file string }{{"profile", file}, {"allocs", strings.Replace(file, "cpu-", "allocs-", 1)}} {
 		go func() { errs <- fetchProfile(fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", url, p.kind, secs), p.file) }()
 	}
-	return errors.Join(<-errs, <-errs)
+	if err := errors.Join(<-errs, <-errs); err != nil {
+		return err
+	}
+	// What the server holds once the load is over: the store's sessions
+	// and the state cache.
+	return fetchProfile(url+"/debug/pprof/heap?gc=1", strings.Replace(file, "cpu-", "heap-", 1))
 }
 
 func fetchProfile(url, file string) error {

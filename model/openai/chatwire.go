@@ -142,13 +142,13 @@ func (m *Model) decode(raw []byte) (*model.Response, error) {
 		return nil, fmt.Errorf("openai %s: response %s has no choices", m.name, r.Get("id").String())
 	}
 	msg := first.Get("message")
-	out := model.Message{Role: model.RoleAssistant, Content: msg.Get("content").String()}
+	out := model.Message{Role: model.RoleAssistant, Content: text(msg.Get("content"))}
 	each(msg.Get("tool_calls"), func(tc gjson.Result) bool {
 		if t := tc.Get("type").String(); t != "" && t != "function" {
 			return true
 		}
 		fn := tc.Get("function")
-		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: tc.Get("id").String(), Name: fn.Get("name").String(), Arguments: fn.Get("arguments").String()})
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: text(tc.Get("id")), Name: text(fn.Get("name")), Arguments: text(fn.Get("arguments"))})
 		return true
 	})
 	usage := r.Get("usage")

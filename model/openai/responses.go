@@ -135,12 +135,12 @@ func (m *Responses) decode(raw []byte) (*model.Response, error) {
 		case "message":
 			each(item.Get("content"), func(c gjson.Result) bool {
 				if c.IsObject() && c.Get("type").String() == "output_text" {
-					out.Content += c.Get("text").String()
+					out.Content += text(c.Get("text"))
 				}
 				return true
 			})
 		case "function_call":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: item.Get("call_id").String(), Name: item.Get("name").String(), Arguments: item.Get("arguments").String()})
+			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: text(item.Get("call_id")), Name: text(item.Get("name")), Arguments: text(item.Get("arguments"))})
 		case "reasoning":
 			reasoning = append(reasoning, json.RawMessage(item.Raw))
 		}

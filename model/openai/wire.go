@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"unsafe"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
@@ -138,12 +140,19 @@ func parse(b []byte) (gjson.Result, error) {
 	if !gjson.ValidBytes(b) {
 		return gjson.Result{}, errors.New("the body is not JSON")
 	}
-	r := gjson.ParseBytes(b)
+	// Read in place (gjson.ParseBytes would copy the body into a string):
+	// b is not changed while the results are read, and what is kept of
+	// them is cloned (text), so that a kept call id does not hold the
+	// whole reply in memory.
+	r := gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
 	if !r.IsObject() && r.Type != gjson.Null {
 		return gjson.Result{}, fmt.Errorf("the body is a JSON %s, not an object", r.Type)
 	}
 	return r, nil
 }
+
+// text is r as a string of its own (see parse).
+func text(r gjson.Result) string { return strings.Clone(r.String()) }
 
 // each calls f with each element of an array of objects (and nulls), as
 // the SDK's decoders see it, until f returns false: nothing for anything

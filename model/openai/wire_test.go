@@ -403,3 +403,29 @@ func TestChatRequestMatchesTheSDK(t *testing.T) {
 		}
 	}
 }
+
+// The lean decoders read a reply in place; what they keep is their own:
+// the reply's buffer may be reused (and is not kept alive) afterwards.
+func TestDecodedRepliesDoNotAliasTheBody(t *testing.T) {
+	r := NewResponses("o4-mini", nil)
+	c := New("gpt-4o-mini", nil)
+	for _, tc := range []struct {
+		body   string
+		decode func([]byte) (*model.Response, error)
+	}{
+		{recordedResponses[0], r.decode}, {recordedResponses[1], r.decode}, {recordedChat[0], c.decode}, {recordedChat[1], c.decode},
+	} {
+		body := []byte(tc.body)
+		got, err := tc.decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := show(got)
+		for i := range body {
+			body[i] = 'x'
+		}
+		if now := show(got); now != want {
+			t.Fatalf("the reply changed with its body's buffer:\nbefore %s\nafter  %s", want, now)
+		}
+	}
+}
