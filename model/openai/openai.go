@@ -116,6 +116,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, m.providerError(err)
 	}
+	if cc == nil { // a reply of null
+		cc = &sdk.ChatCompletion{}
+	}
 	if len(cc.Choices) == 0 {
 		return nil, fmt.Errorf("openai %s: response %s has no choices", m.name, cc.ID)
 	}

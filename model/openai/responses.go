@@ -226,6 +226,9 @@ func (m *Responses) generateSDK(ctx context.Context, req *model.Request) (*model
 		if err != nil {
 			return nil, m.providerError(err)
 		}
+		if resp == nil { // a reply of null: an empty answer, as on the lean path
+			resp = &responses.Response{}
+		}
 		return m.response(resp)
 	}
 	s := m.client.Responses.NewStreaming(ctx, params)

@@ -2,9 +2,13 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -341,7 +345,7 @@ func sdkChat(m *Model, body []byte) (*model.Response, error) {
 		return nil, err
 	}
 	if cc == nil || len(cc.Choices) == 0 {
-		return nil, fmt.Errorf("no choices")
+		return nil, fmt.Errorf("no choices") // as the SDK path answers
 	}
 	return response(cc.Choices[0].Message, cc.Usage), nil
 }
@@ -426,6 +430,28 @@ func TestDecodedRepliesDoNotAliasTheBody(t *testing.T) {
 		}
 		if now := show(got); now != want {
 			t.Fatalf("the reply changed with its body's buffer:\nbefore %s\nafter  %s", want, now)
+		}
+	}
+}
+
+// A server answering 200 with the body null: an empty answer from the
+// Responses API and "no choices" from Chat Completions, on both paths,
+// never a panic.
+func TestNullRepliesOnBothPaths(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "null")
+	}))
+	defer srv.Close()
+	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}
+	for _, sdkPath := range []bool{false, true} {
+		r, err := NewResponses("o4-mini", &ResponsesOptions{Options: Options{BaseURL: srv.URL, APIKey: "k", SDK: sdkPath}}).Generate(context.Background(), req)
+		if err != nil || r.Message.Content != "" || len(r.Message.ToolCalls) != 0 {
+			t.Fatalf("responses, sdk %v: %+v %v", sdkPath, r, err)
+		}
+		_, err = New("gpt-4o-mini", &Options{BaseURL: srv.URL, APIKey: "k", SDK: sdkPath}).Generate(context.Background(), req)
+		if err == nil || !strings.Contains(err.Error(), "has no choices") {
+			t.Fatalf("chat, sdk %v: %v", sdkPath, err)
 		}
 	}
 }
