@@ -99,6 +99,10 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	if head.Summary == nil {
 		head.Summary, head.PendingKinds = s.head.Summary, s.head.PendingKinds
 	}
+	if head.Quiet && expectedSeq != 0 {
+		head.Status, head.UpdatedAt, head.NextExpiry = s.head.Status, s.head.UpdatedAt, s.head.NextExpiry
+	}
+	head.Quiet = false
 	head.CancelRequested = s.head.CancelRequested && head.Status == "running"
 	head.CancelBy = session.Actor{}
 	if head.CancelRequested {

@@ -80,6 +80,14 @@ type Head struct {
 	// checkpoint in the same commit; nil keeps it. Reads leave it nil:
 	// Checkpoints reads it, and a purge keeps it in the tombstone.
 	Checkpoint *session.Checkpoint
+	// Quiet, on an Append to an existing session, says the events change
+	// nothing a listing orders by, filters by or shows (engine.ListingKept:
+	// a running turn's tool steps): Append keeps the stored Status,
+	// Summary, PendingKinds, NextExpiry and UpdatedAt (the listings'
+	// order) and writes Seq, Lease and Checkpoint, so the commit rewrites
+	// no listing index. UpdatedAt is still the time the lease is checked
+	// at. Reads leave it false.
+	Quiet bool
 }
 
 // Position is a place in List's order (most recently updated first, ties

@@ -96,6 +96,26 @@ func ViewChanged(events []session.Event, payloads []any) bool {
 	return false
 }
 
+// ListingKept reports whether a commit of events leaves everything a
+// listing orders by, filters by or shows as it was: the status, the stored
+// view, the pending interrupts' kinds and expiry. Only steps inside a
+// running turn do: a tool starting or returning, and an approval or a
+// question requested before the pause that will announce them (the pause,
+// a decision, a model's answer all change the listing). A store may then
+// write the session's seq and lease alone (store.Head.Quiet).
+func ListingKept(events []session.Event) bool {
+	for _, ev := range events {
+		// A filter of event types: the ones that change no listing.
+		//exhaustive:ignore
+		switch ev.Type {
+		case session.EventToolStarted, session.EventToolResult, session.EventApprovalRequested, session.EventInputRequested:
+		default:
+			return false
+		}
+	}
+	return len(events) > 0
+}
+
 // StoredView rebuilds the View from a stored encoding of it and the seq,
 // status and update time recorded with the last event, which are newer
 // when ViewChanged said the stored encoding could stay.

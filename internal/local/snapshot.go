@@ -56,6 +56,7 @@ func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snaps
 	head := store.Head{ID: st.SessionID, Agent: st.Agent, Owner: st.Owner, Tenant: st.Tenant, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
 	log := st.Log
+	head.Quiet = events[0].Seq > 1 && engine.ListingKept(events)
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
 		view := st.View()
 		var err error

@@ -247,8 +247,11 @@ func (s *Store) Close() error {
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, events []session.Event) error {
 	query := appendUpdate
-	if expectedSeq == 0 {
+	switch {
+	case expectedSeq == 0:
 		query = appendCreate
+	case head.Quiet:
+		query = appendQuiet
 	}
 	n := len(events)
 	seqs, types, times, frames, agents, data := make([]int64, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([][]byte, n)
@@ -314,6 +317,15 @@ const (
 s AS (
 	UPDATE cairn_sessions SET status=$3, seq=$4, updated_at=$6, summary=COALESCE($7, summary), pending_kinds=COALESCE($28::integer, pending_kinds),
 		lease_owner=$8, lease_until=$9, cancel_requested=(cancel_requested AND $3='running'), next_expiry=$10, checkpoint=COALESCE($31::text, checkpoint)
+	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
+	RETURNING id)` + appendRest
+	// appendQuiet is appendUpdate for a Quiet head: it sets no indexed
+	// column (status, updated_at, pending_kinds, next_expiry), so
+	// PostgreSQL writes no index entry for it and may update the row in
+	// its page (a heap-only tuple).
+	appendQuiet = `WITH unused AS (SELECT $2::text, $3::text, $5::timestamptz, $7::bytea, $10::timestamptz, $27::text, $28::integer, $29::text), -- a quiet append keeps the listing's columns (store.Head.Quiet)
+s AS (
+	UPDATE cairn_sessions SET seq=$4, lease_owner=$8, lease_until=$9, checkpoint=COALESCE($31::text, checkpoint)
 	WHERE id=$1 AND seq=$11 AND (lease_owner='' OR lease_owner=$8 OR lease_until IS NULL OR lease_until<=$6)
 	RETURNING id)` + appendRest
 	appendRest = `,

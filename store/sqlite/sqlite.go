@@ -425,6 +425,11 @@ const (
 	updateSession = `UPDATE sessions SET status=?, seq=?, updated_at=?, summary=COALESCE(?, summary), pending_kinds=COALESCE(?, pending_kinds),
 		lease_owner=?, lease_until=?, cancel_requested=(cancel_requested AND ?='running'), next_expiry=?, checkpoint=COALESCE(?, checkpoint), rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
+	// quietUpdate is updateSession for a Quiet head: no column a listing
+	// index holds is set, so SQLite writes none of those indexes (it
+	// skips an index whose columns an UPDATE does not name).
+	quietUpdate = `UPDATE sessions SET seq=?, lease_owner=?, lease_until=?, checkpoint=COALESCE(?, checkpoint), rev=` + nextRev + `
+		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
 	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data, hash) VALUES (?,?,?,?,?,?,?,?)`
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
@@ -450,8 +455,14 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 			summary, kinds = []byte(head.Summary), head.PendingKinds
 		}
 		now := head.UpdatedAt.UTC().Format(timeLayout)
-		res, err := exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
-			store.EncodeCheckpoint(head.Checkpoint), head.ID, expectedSeq, head.Lease.Owner, now)
+		var res sql.Result
+		var err error
+		if head.Quiet {
+			res, err = exec(quietUpdate, head.Seq, head.Lease.Owner, leaseUntil(head.Lease), store.EncodeCheckpoint(head.Checkpoint), head.ID, expectedSeq, head.Lease.Owner, now)
+		} else {
+			res, err = exec(updateSession, head.Status, head.Seq, now, summary, kinds, head.Lease.Owner, leaseUntil(head.Lease), head.Status, optionalTime(head.NextExpiry),
+				store.EncodeCheckpoint(head.Checkpoint), head.ID, expectedSeq, head.Lease.Owner, now)
+		}
 		if err != nil {
 			return fmt.Errorf("sqlite append %s: %w", head.ID, err)
 		}

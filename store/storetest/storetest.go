@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) { testConcurrentAppendsOneWinner(t, open) })
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, open) })
 	t.Run("NilSummaryKeepsThePrevious", func(t *testing.T) { testNilSummaryKeepsThePrevious(t, open) })
+	t.Run("QuietAppendKeepsTheListing", func(t *testing.T) { testQuietAppendKeepsTheListing(t, open) })
 	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, open) })
 	t.Run("SecretFirstWriterWins", func(t *testing.T) { testSecretFirstWriterWins(t, open) })
 	t.Run("LedgerSpendsOnce", func(t *testing.T) { testLedgerSpendsOnce(t, open) })
@@ -139,6 +140,54 @@ func testNilSummaryKeepsThePrevious(t *testing.T, open func(t *testing.T) store.
 	got, err := s.Head(ctx, "s1")
 	if err != nil || string(got.Summary) != `{"seq":1}` || got.Seq != 2 || got.Status != "paused" {
 		t.Fatalf("head = %+v %s, %v", got, got.Summary, err)
+	}
+}
+
+// A quiet append (a running turn's tool step) moves the seq and the
+// lease, and leaves what listings read: the status, the summary, the
+// update time that orders them. The session keeps its place in a listing
+// behind one updated since; its next loud append moves it again.
+func testQuietAppendKeepsTheListing(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	first := runningHead("quiet", 1, "n1", epoch().Add(time.Second), time.Minute)
+	must(t, s.Append(ctx, first, 0, []session.Event{event(1)}))
+	must(t, s.Append(ctx, headAt("other", 1, "running"), 0, []session.Event{event(1)})) // updated at epoch + 1 s too: "quiet" > "other"
+	later := epoch().Add(5 * time.Second)
+	other := headAt("other", 2, "running")
+	other.UpdatedAt = epoch().Add(3 * time.Second)
+	must(t, s.Append(ctx, other, 1, []session.Event{event(2)}))
+
+	q := runningHead("quiet", 2, "n1", later, 2*time.Minute)
+	q.Summary, q.Quiet = nil, true
+	must(t, s.Append(ctx, q, 1, []session.Event{event(2)}))
+	got, err := s.Head(ctx, "quiet")
+	if err != nil || got.Seq != 2 || got.Status != "running" || !got.UpdatedAt.Equal(first.UpdatedAt) || string(got.Summary) != `{}` ||
+		!got.Lease.Until.Equal(later.Add(2*time.Minute)) || got.Quiet {
+		t.Fatalf("after a quiet append: %+v, %v", got, err)
+	}
+	if evs, err := s.Events(ctx, "quiet", 0); err != nil || len(evs) != 2 {
+		t.Fatalf("events = %d, %v", len(evs), err)
+	}
+	order := func() string {
+		t.Helper()
+		hs, err := s.List(ctx, store.ListOptions{})
+		must(t, err)
+		var ids []string
+		for _, h := range hs {
+			ids = append(ids, h.ID)
+		}
+		return strings.Join(ids, " ")
+	}
+	if got := order(); got != "other quiet" {
+		t.Fatalf("listing after the quiet append: %s, want other first (updated later)", got)
+	}
+	done := headAt("quiet", 3, "completed")
+	done.UpdatedAt = later.Add(time.Second)
+	done.Lease = store.Lease{Owner: "n1", Until: done.UpdatedAt} // released
+	must(t, s.Append(ctx, done, 2, []session.Event{event(3)}))
+	if got := order(); got != "quiet other" {
+		t.Fatalf("listing after the loud append: %s, want quiet first", got)
 	}
 }
 
