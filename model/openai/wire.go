@@ -15,8 +15,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The wire types below are the lean path: requests built and replies
-// decoded with encoding/json into only the fields Cairn sends and reads,
+// The wire types below are the lean path: requests built with
+// encoding/json from small structs, and replies read with gjson (as the
+// SDK's own decoders read them), of only the fields Cairn sends and reads,
 // instead of the SDK's typed params and reflective decoders (apijson),
 // which cost more than the HTTP exchange itself on a busy server. The SDK
 // still carries every request (its retries, backoff, Retry-After, auth
@@ -85,7 +86,7 @@ type functionCallOutput struct {
 }
 
 // responsesEvent is a streamed event as sent; Cairn reads it with gjson
-// like the reply (decodeResponses).
+// like the reply (Responses.decode).
 type responsesEvent struct{ raw []byte }
 
 func (e *responsesEvent) UnmarshalJSON(b []byte) error {

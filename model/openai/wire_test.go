@@ -170,39 +170,53 @@ func sdkResponses(m *Responses, body []byte) (*model.Response, error) {
 	return m.response(r)
 }
 
-func TestResponsesDecodeMatchesTheSDK(t *testing.T) {
-	m := NewResponses("o4-mini", nil)
+// decoder reads a reply body.
+type decoder func(body []byte) (*model.Response, error)
+
+// decodersAgree checks lean against ref (the SDK path) on the recorded bodies and on
+// fuzzedCount generated ones.
+func decodersAgree(t *testing.T, lean, ref decoder, recorded []string, generate func() []byte) {
+	t.Helper()
 	check := func(what string, body []byte) {
-		lean, leanErr := m.decode(body)
-		sdk, sdkErr := sdkResponses(m, body)
-		sameResponse(t, what, body, lean, sdk, leanErr, sdkErr)
+		l, lErr := lean(body)
+		s, sErr := ref(body)
+		sameResponse(t, what, body, l, s, lErr, sErr)
 	}
-	for i, body := range recordedResponses {
+	for i, body := range recorded {
 		check(fmt.Sprintf("recorded %d", i), []byte(body))
 	}
-	g := newGen(1)
 	for i := range fuzzedCount {
-		check(fmt.Sprintf("generated %d", i), g.responseBody())
+		check(fmt.Sprintf("generated %d", i), generate())
 	}
 }
 
-func FuzzResponsesDecode(f *testing.F) {
-	for _, body := range recordedResponses {
+// fuzzDecoders fuzzes lean against ref (the SDK path) from the recorded bodies and a few
+// generated ones.
+func fuzzDecoders(f *testing.F, lean, ref decoder, recorded []string, generate func() []byte) {
+	for _, body := range recorded {
 		f.Add([]byte(body))
 	}
-	g := newGen(2)
 	for range 20 {
-		f.Add(g.responseBody())
+		f.Add(generate())
 	}
-	m := NewResponses("o4-mini", nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if !json.Valid(body) || bytes.Count(body, []byte("{")) > 200 {
 			return // the SDK's and encoding/json's errors for broken JSON are both errors; checked above
 		}
-		lean, leanErr := m.decode(body)
-		sdk, sdkErr := sdkResponses(m, body)
-		sameResponse(t, "fuzzed", body, lean, sdk, leanErr, sdkErr)
+		l, lErr := lean(body)
+		s, sErr := ref(body)
+		sameResponse(t, "fuzzed", body, l, s, lErr, sErr)
 	})
+}
+
+func TestResponsesDecodeMatchesTheSDK(t *testing.T) {
+	m := NewResponses("o4-mini", nil)
+	decodersAgree(t, m.decode, func(b []byte) (*model.Response, error) { return sdkResponses(m, b) }, recordedResponses, newGen(1).responseBody)
+}
+
+func FuzzResponsesDecode(f *testing.F) {
+	m := NewResponses("o4-mini", nil)
+	fuzzDecoders(f, m.decode, func(b []byte) (*model.Response, error) { return sdkResponses(m, b) }, recordedResponses, newGen(2).responseBody)
 }
 
 // request is a generated model.Request: every role, kept reasoning, tools
@@ -259,33 +273,44 @@ func sameJSON(a, b []byte) bool {
 	return reflect.DeepEqual(decode(a), decode(b))
 }
 
+// requestsAgree checks the lean request against the SDK's params, as
+// JSON, for fuzzedCount generated requests; adapter makes the adapter of
+// each (its options may vary) and returns its two builders.
+func requestsAgree(t *testing.T, g gen, adapter func() (lean func(*model.Request) ([]byte, error), ref func(*model.Request) (any, error))) {
+	t.Helper()
+	for i := range fuzzedCount {
+		lean, ref := adapter()
+		req := g.request()
+		l, lErr := lean(req)
+		params, sErr := ref(req)
+		if (lErr != nil) != (sErr != nil) {
+			t.Fatalf("request %d: lean error %v, SDK error %v", i, lErr, sErr)
+		}
+		if lErr != nil {
+			continue
+		}
+		s, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(l, s) {
+			t.Fatalf("request %d: the two paths send different bodies\nlean: %s\nSDK:  %s", i, l, s)
+		}
+	}
+}
+
 func TestResponsesRequestMatchesTheSDK(t *testing.T) {
 	g := newGen(3)
 	efforts := []string{"", "minimal", "high"}
-	for i := range fuzzedCount {
+	requestsAgree(t, g, func() (func(*model.Request) ([]byte, error), func(*model.Request) (any, error)) {
 		store := g.pick(3) == 0
 		opts := &ResponsesOptions{ReasoningEffort: efforts[g.pick(len(efforts))], MaxOutputTokens: int64(g.pick(3) * 1000)}
 		if g.pick(2) == 0 {
 			opts.Store = &store
 		}
 		m := NewResponses("o4-mini", opts)
-		req := g.request()
-		lean, leanErr := m.body(req)
-		params, sdkErr := m.params(req)
-		if (leanErr != nil) != (sdkErr != nil) {
-			t.Fatalf("request %d: lean error %v, SDK error %v", i, leanErr, sdkErr)
-		}
-		if leanErr != nil {
-			continue
-		}
-		sdk, err := json.Marshal(params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameJSON(lean, sdk) {
-			t.Fatalf("request %d: the two paths send different bodies\nlean: %s\nSDK:  %s", i, lean, sdk)
-		}
-	}
+		return m.body, func(r *model.Request) (any, error) { return m.params(r) }
+	})
 }
 
 // chatBody is a generated ChatCompletion as the API (and compatible
@@ -352,60 +377,19 @@ func sdkChat(m *Model, body []byte) (*model.Response, error) {
 
 func TestChatDecodeMatchesTheSDK(t *testing.T) {
 	m := New("gpt-4o-mini", nil)
-	check := func(what string, body []byte) {
-		lean, leanErr := m.decode(body)
-		sdk, sdkErr := sdkChat(m, body)
-		sameResponse(t, what, body, lean, sdk, leanErr, sdkErr)
-	}
-	for i, body := range recordedChat {
-		check(fmt.Sprintf("recorded %d", i), []byte(body))
-	}
-	g := newGen(4)
-	for i := range fuzzedCount {
-		check(fmt.Sprintf("generated %d", i), g.chatBody())
-	}
+	decodersAgree(t, m.decode, func(b []byte) (*model.Response, error) { return sdkChat(m, b) }, recordedChat, newGen(4).chatBody)
 }
 
 func FuzzChatDecode(f *testing.F) {
-	for _, body := range recordedChat {
-		f.Add([]byte(body))
-	}
-	g := newGen(5)
-	for range 20 {
-		f.Add(g.chatBody())
-	}
 	m := New("gpt-4o-mini", nil)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		if !json.Valid(body) || bytes.Count(body, []byte("{")) > 200 {
-			return
-		}
-		lean, leanErr := m.decode(body)
-		sdk, sdkErr := sdkChat(m, body)
-		sameResponse(t, "fuzzed", body, lean, sdk, leanErr, sdkErr)
-	})
+	fuzzDecoders(f, m.decode, func(b []byte) (*model.Response, error) { return sdkChat(m, b) }, recordedChat, newGen(5).chatBody)
 }
 
 func TestChatRequestMatchesTheSDK(t *testing.T) {
-	g := newGen(6)
 	m := New("gpt-4o-mini", nil)
-	for i := range fuzzedCount {
-		req := g.request()
-		lean, leanErr := m.body(req)
-		params, sdkErr := m.params(req)
-		if (leanErr != nil) != (sdkErr != nil) {
-			t.Fatalf("request %d: lean error %v, SDK error %v", i, leanErr, sdkErr)
-		}
-		if leanErr != nil {
-			continue
-		}
-		sdk, err := json.Marshal(params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameJSON(lean, sdk) {
-			t.Fatalf("request %d: the two paths send different bodies\nlean: %s\nSDK:  %s", i, lean, sdk)
-		}
-	}
+	requestsAgree(t, newGen(6), func() (func(*model.Request) ([]byte, error), func(*model.Request) (any, error)) {
+		return m.body, func(r *model.Request) (any, error) { return m.params(r) }
+	})
 }
 
 // The lean decoders read a reply in place; what they keep is their own:
