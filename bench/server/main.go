@@ -14,6 +14,7 @@
 //
 //	go run ./bench/server                                   # adk, memory, sqlite, postgres at 1/8/64 clients, 6 runs
 //	go run ./bench/server -systems adk,memory -clients 64 -runs 3
+//	go run ./bench/server -baseline /tmp/cairn-9a95e0c          # and each Cairn store with another build, alternated, compared
 //	go run ./bench/server -profile /tmp/prof                # and CPU, allocation and heap profiles of each Cairn system at the most clients
 //
 // It prints each cell's medians (cycles per second, the server's CPU time
@@ -59,12 +60,16 @@ type options struct {
 	duration time.Duration
 	warmup   time.Duration
 	cairn    string
+	baseline string // another cairn binary, measured beside cairn ("memory@base", …)
 	adk      string
 	profile  string
 	modelURL string
 	// extra is appended to each Cairn model's config (e.g. "sdk: true").
 	extra string
 }
+
+// baseSuffix marks a system run with the -baseline binary.
+const baseSuffix = "@base"
 
 // systemStores maps a system's name to Cairn's store ("" is ADK).
 var systemStores = map[string]string{"adk": "", "memory": "memory", "sqlite": "sqlite-full", "postgres": "postgres"}
@@ -78,6 +83,7 @@ func run() error {
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "load before each measurement, not counted")
 	flag.StringVar(&o.cairn, "cairn", "", "the cairn binary (default: go build ./cmd/cairn)")
 	flag.StringVar(&o.adk, "adk", "", "the ADK server binary (default: go build ./adkserver in bench/peers)")
+	flag.StringVar(&o.baseline, "baseline", "", "a cairn binary built from a fixed baseline commit: each Cairn store is measured with it too, alternated, and compared")
 	flag.StringVar(&o.profile, "profile", "", "a directory: after the table, take CPU, allocation and heap profiles of each Cairn system at the most clients")
 	flag.StringVar(&o.extra, "model-config", "", "YAML keys added to Cairn's model (e.g. 'sdk: true')")
 	flag.Parse()
@@ -90,6 +96,13 @@ func run() error {
 			continue
 		}
 		o.systems = append(o.systems, s)
+	}
+	if o.baseline != "" {
+		for _, s := range o.systems {
+			if s != "adk" && !strings.HasSuffix(s, baseSuffix) {
+				o.systems = append(o.systems, s+baseSuffix)
+			}
+		}
 	}
 	var err error
 	if o.clients, err = benchproc.Counts("clients", *clients); err != nil {
@@ -142,7 +155,7 @@ func run() error {
 		}
 		most := o.clients[len(o.clients)-1]
 		for _, s := range o.systems {
-			if s == "adk" {
+			if s == "adk" || strings.HasSuffix(s, baseSuffix) {
 				continue
 			}
 			file := filepath.Join(o.profile, fmt.Sprintf("cpu-%s-%d.pprof", s, most))
@@ -193,6 +206,9 @@ func printCells(o options, results map[key][]cell) {
 }
 
 func label(s string) string {
+	if name, ok := strings.CutSuffix(s, baseSuffix); ok {
+		return label(name) + ", baseline"
+	}
 	switch s {
 	case "adk":
 		return "ADK-Go adkrest, in memory"
@@ -229,6 +245,16 @@ func printRatios(o options, results map[key][]cell) {
 		{"Cairn on SQLite ÷ Cairn in memory, CPU per cycle", "sqlite", "memory", cpu, nil},
 		{"Cairn on PostgreSQL ÷ ADK in memory, cycles/s", "postgres", "adk", rate, stored},
 		{"Cairn on PostgreSQL ÷ Cairn in memory, CPU per cycle", "postgres", "memory", cpu, nil},
+	}
+	wrote := func(c cell) float64 { return c.wrote }
+	for _, st := range []struct{ name, system string }{{"in memory", "memory"}, {"on SQLite", "sqlite"}, {"on PostgreSQL", "postgres"}} {
+		base := st.system + baseSuffix
+		rows = append(rows,
+			ratio{"Cairn " + st.name + " ÷ the baseline, cycles/s", st.system, base, rate, nil},
+			ratio{"Cairn " + st.name + " ÷ the baseline, server CPU per cycle", st.system, base, cpu, nil})
+		if st.system == "sqlite" {
+			rows = append(rows, ratio{"Cairn on SQLite ÷ the baseline, bytes written per cycle", st.system, base, wrote, func(int) (float64, bool) { return 0.5, false }})
+		}
 	}
 	head := "| ratio (median of the runs' side-by-side ratios) |"
 	line := "|---|"
@@ -304,6 +330,10 @@ func measure(o options, s string, clients int, profile string) (cell, error) {
 		srv, err = benchproc.Start(o.adk, "-model-url", o.modelURL)
 		cycle = adkCycle
 	} else {
+		binary := o.cairn
+		if name, ok := strings.CutSuffix(s, baseSuffix); ok {
+			s, binary = name, o.baseline
+		}
 		st, serr := benchproc.StoreFor(ctx, systemStores[s], dir)
 		if serr != nil {
 			return cell{}, serr
@@ -320,7 +350,7 @@ func measure(o options, s string, clients int, profile string) (cell, error) {
 			return cell{}, err
 		}
 		os.Setenv("BENCH_MODEL_KEY", "bench")
-		srv, err = benchproc.Start(o.cairn, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
+		srv, err = benchproc.Start(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 		cycle = cairnCycle
 	}
 	if err != nil {
