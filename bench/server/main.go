@@ -126,6 +126,10 @@ func run() error {
 			return fmt.Errorf("go build ./adkserver in bench/peers (run from the repository root): %v\n%s", err, out)
 		}
 	}
+	// Cairn's model config names the key's variable; the servers inherit it.
+	if err := os.Setenv("BENCH_MODEL_KEY", "bench"); err != nil {
+		return err
+	}
 	fake, err := startModel()
 	if err != nil {
 		return err
@@ -349,7 +353,6 @@ func measure(o options, s string, clients int, profile string) (cell, error) {
 		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(cairnConfig, st.URL, o.modelURL, extra)), 0o600); err != nil {
 			return cell{}, err
 		}
-		os.Setenv("BENCH_MODEL_KEY", "bench")
 		srv, err = benchproc.Start(binary, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 		cycle = cairnCycle
 	}
