@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 
 	"github.com/cairnhq/cairn/session"
@@ -14,14 +16,22 @@ import (
 // changes may have been missed. A user token sees its own sessions only.
 // Subscribe first, then read the listings: nothing falls between.
 func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // also ends the subscription of a refused stream
+	// Subscribed before the answer's headers go out: a client that reads a
+	// listing as soon as it has the 200 misses no change in between.
+	changes := s.runner.Changes(ctx)
 	release, flush, ok := s.openStream(w, "")
 	if !ok {
 		return
 	}
 	defer release()
 	p := callerOf(r)
-	pump(ctx, s, w, flush, 0, s.runner.Changes,
+	follow := func(pumped context.Context) iter.Seq2[session.Change, error] {
+		context.AfterFunc(pumped, cancel) // the subscription ends with the pump, which waits for it
+		return changes
+	}
+	pump(ctx, s, w, flush, 0, follow,
 		func(c session.Change) []byte { return s.changeMessage(p, c) }, ": following every session\n\n")
 }
 
