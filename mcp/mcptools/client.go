@@ -194,9 +194,20 @@ func (h *Hub) Call(ctx context.Context, server, tool string, args json.RawMessag
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	hc := c.startCall(sess, "", tool, args, h.timeout)
+	// The call's own deadline and ctx's end together: whichever is seen
+	// first, a call past the timeout is the same error, and the server is
+	// probed (it may hang).
+	timedOut := func() error {
+		hc.cancel()
+		go c.probe(hc.sess)
+		return fmt.Errorf("mcp server %s: %s gave no result within %s", server, tool, h.timeout)
+	}
 	for {
 		select {
 		case <-hc.done:
+			if hc.err != nil && errors.Is(hc.err, context.DeadlineExceeded) {
+				return nil, timedOut()
+			}
 			if hc.err != nil {
 				return nil, fmt.Errorf("mcp server %s: %s: %w", server, tool, hc.err)
 			}
@@ -207,9 +218,7 @@ func (h *Hub) Call(ctx context.Context, server, tool string, args json.RawMessag
 		case <-hc.asks:
 			hc.replies <- &sdk.ElicitResult{Action: "decline"}
 		case <-ctx.Done():
-			hc.cancel()
-			go c.probe(hc.sess)
-			return nil, fmt.Errorf("mcp server %s: %s gave no result within %s", server, tool, h.timeout)
+			return nil, timedOut()
 		}
 	}
 }
