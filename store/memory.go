@@ -37,7 +37,7 @@ type memMessage struct {
 
 type memSession struct {
 	head    Head
-	events  []session.Event
+	events  eventLog
 	snap    []byte
 	snapSeq int64
 	blobs   []string // the keys of the blobs its snapshots wrote
@@ -74,7 +74,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	default:
 		head.Owner, head.Tenant = s.head.Owner, s.head.Tenant // set once, by the first Append
 	}
-	s.events = append(s.events, events...)
+	s.events.append(events)
 	if head.Snapshot != nil {
 		s.snap, s.snapSeq = slices.Clone(head.Snapshot), head.Seq
 	}
@@ -162,8 +162,7 @@ func (m *Memory) Events(ctx context.Context, id string, after int64) ([]session.
 	if s == nil {
 		return nil, ErrNotFound
 	}
-	i, _ := slices.BinarySearchFunc(s.events, after+1, func(e session.Event, seq int64) int { return int(e.Seq - seq) })
-	return slices.Clone(s.events[i:]), nil
+	return s.events.after(after), nil
 }
 
 // Head implements Store.

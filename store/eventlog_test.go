@@ -1,0 +1,98 @@
+package store
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn/session"
+)
+
+// The in-memory store's encoded log gives back what it was given (Prev
+// aside, which no store keeps), from any seq, across batches.
+func FuzzEventLogRoundTrip(f *testing.F) {
+	f.Add(int64(1), "session_started", int64(1764320000123456789), "f1", "main", []byte(`{"a":1}`), "ab12", uint8(3), int64(0))
+	f.Add(int64(7), "custom_type", int64(-5), "", "", []byte(nil), "", uint8(1), int64(6))
+	f.Add(int64(1<<40), "", int64(0), "frame\x00with nul", "ä", []byte(`null`), "x", uint8(9), int64(1<<40))
+	f.Fuzz(func(t *testing.T, first int64, typ string, nanos int64, frame, agent string, data []byte, hash string, n uint8, after int64) {
+		if first < 0 || first > 1<<60 || n == 0 || n > 16 {
+			t.Skip()
+		}
+		zones := []*time.Location{time.UTC, time.FixedZone("", 3600), time.FixedZone("", -150), time.FixedZone("", -60)}
+		var l eventLog
+		var all []session.Event
+		for i := range int64(n) {
+			ev := session.Event{Seq: first + i, Type: session.EventType(typ), Time: time.Unix(0, nanos+i).In(zones[i%4]),
+				Frame: frame, Agent: agent, Hash: hash, Prev: "dropped"}
+			if len(data) > 0 {
+				ev.Data = json.RawMessage(append(data, byte(i)))
+			}
+			all = append(all, ev)
+		}
+		for rest := all; len(rest) > 0; { // in batches of 1, 2, 3, …
+			k := min(len(l.batches)+1, len(rest))
+			l.append(rest[:k])
+			rest = rest[k:]
+		}
+		var want []session.Event
+		for _, ev := range all {
+			if ev.Seq > after {
+				ev.Prev = ""
+				want = append(want, ev)
+			}
+		}
+		got := l.after(after)
+		if len(got) != len(want) {
+			t.Fatalf("after(%d): %d events, want %d", after, len(got), len(want))
+		}
+		for i := range got {
+			if !got[i].Time.Equal(want[i].Time) {
+				t.Fatalf("event %d: time %v, want %v", i, got[i].Time, want[i].Time)
+			}
+			_, gotOff := got[i].Time.Zone()
+			_, wantOff := want[i].Time.Zone()
+			got[i].Time, want[i].Time = time.Time{}, time.Time{}
+			if gotOff != wantOff || !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("event %d:\n got %+v\nwant %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// A reader's events do not change when the session's log grows, and a
+// reader appending to an event's Data does not reach into the log.
+func TestEventLogReadsAreStable(t *testing.T) {
+	var l eventLog
+	ev := func(seq int64) session.Event {
+		return session.Event{Seq: seq, Type: session.EventUserMessage, Time: time.Unix(seq, 0).UTC(), Data: json.RawMessage(`{"text":"hi"}`)}
+	}
+	l.append([]session.Event{ev(1), ev(2)})
+	got := l.after(0)
+	got[0].Data = append(got[0].Data, '!')
+	l.append([]session.Event{ev(3)})
+	again := l.after(0)
+	if len(again) != 3 || string(again[0].Data) != `{"text":"hi"}` || string(again[1].Data) != `{"text":"hi"}` {
+		t.Fatalf("the log changed under a reader: %+v", again)
+	}
+	if got := l.after(3); got != nil {
+		t.Fatalf("after the last seq: %+v, want none", got)
+	}
+}
+
+// Every zone offset comes back as it went in, negative and not a whole
+// minute too (time.Time.UnmarshalBinary reads -150 s as +106 s), and so
+// do times in Local.
+func TestEventLogKeepsEveryZone(t *testing.T) {
+	var l eventLog
+	at := time.Date(2026, 1, 1, 0, 0, 0, 7, time.UTC)
+	in := []session.Event{{Seq: 1, Time: at.In(time.FixedZone("", -150))}, {Seq: 2, Time: at.In(time.FixedZone("", -60))}, {Seq: 3, Time: at.Local()}, {Seq: 4, Time: at}}
+	l.append(in)
+	for i, ev := range l.after(0) {
+		_, got := ev.Time.Zone()
+		_, want := in[i].Time.Zone()
+		if !ev.Time.Equal(at) || got != want || i >= 2 && ev.Time.Location() != in[i].Time.Location() {
+			t.Errorf("event %d: %v (offset %d), want %v (offset %d)", i+1, ev.Time, got, in[i].Time, want)
+		}
+	}
+}
