@@ -24,6 +24,16 @@ const chainVersion = "cairn.event.v1"
 // one buffer, on the stack for the usual event: the only allocation is
 // the result.
 func EventHash(id string, ev *Event, prev string) string {
+	var out [HashLen]byte
+	return string(AppendEventHash(out[:0], id, ev, prev))
+}
+
+// HashLen is the length of an event's hash (EventHash), in bytes.
+const HashLen = 2 * sha256.Size
+
+// AppendEventHash appends EventHash(id, ev, prev) to dst: how the engine
+// hashes a step's events into one buffer, for one string of them all.
+func AppendEventHash(dst []byte, id string, ev *Event, prev string) []byte {
 	var stack [1024]byte
 	b := stack[:0]
 	b = field(b, chainVersion)
@@ -39,9 +49,7 @@ func EventHash(id string, ev *Event, prev string) string {
 	b = append(b, ev.Data...)
 	b = field(b, prev)
 	sum := sha256.Sum256(b)
-	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
-	return string(out[:])
+	return hex.AppendEncode(dst, sum[:])
 }
 
 // field appends s, length-prefixed.

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairnhq/cairn/model"
@@ -274,6 +275,7 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	if err != nil {
 		return Step{}, err
 	}
+	s.chain()
 	return Step{Events: s.out, Payloads: s.payloads, Effects: s.effects}, nil
 }
 
@@ -298,6 +300,25 @@ type stepper struct {
 		payloads [4]any
 		effects  [1]Effect
 	}
+	// hashes are out's hashes, one after another (see chain), and head
+	// the session's hash before the step.
+	hashes strings.Builder
+	head   string
+}
+
+// chain sets the Hash and Prev of the step's events and the state's Head,
+// from hashes: one string for the step's hashes, not one per event.
+func (s *stepper) chain() {
+	if len(s.out) == 0 {
+		return
+	}
+	all := s.hashes.String()
+	prev := s.head
+	for i := range s.out {
+		s.out[i].Prev, s.out[i].Hash = prev, all[i*session.HashLen:(i+1)*session.HashLen]
+		prev = s.out[i].Hash
+	}
+	s.st.Head = prev
 }
 
 // emit records an event and applies it. Payloads are built by the engine from
@@ -307,19 +328,25 @@ func (s *stepper) emit(typ session.EventType, f *Frame, payload eventData) {
 	if err != nil {
 		panic(fmt.Sprintf("engine: marshal %s: %v", typ, err))
 	}
-	ev := session.Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data, Prev: s.st.Head}
+	ev := session.Event{Seq: s.st.Seq + 1, Type: typ, Time: s.now, Data: data}
 	if f != nil {
 		ev.Frame, ev.Agent = f.ID, f.Agent
+	}
+	prev := s.head
+	if s.out == nil {
+		s.out, s.payloads, s.head, prev = s.room.out[:0], s.room.payloads[:0], s.st.Head, s.st.Head
+		s.hashes.Grow(2 * session.HashLen) // most steps record two events
+	} else if n := s.hashes.Len(); n > 0 {
+		prev = s.hashes.String()[n-session.HashLen:] // no copy: see strings.Builder
 	}
 	if err := apply(s.st, &ev, payload); err != nil {
 		panic(fmt.Sprintf("engine: apply %s: %v", typ, err))
 	}
-	// Chained after apply, which sets the session id of the first event.
-	ev.Hash = session.EventHash(s.st.SessionID, &ev, ev.Prev)
-	s.st.Head = ev.Hash
-	if s.out == nil {
-		s.out, s.payloads = s.room.out[:0], s.room.payloads[:0]
-	}
+	// Chained after apply, which sets the session id of the first event;
+	// the hashes are one string, set on the events when the step ends
+	// (chain), not a string each.
+	var hash [session.HashLen]byte
+	s.hashes.Write(session.AppendEventHash(hash[:0], s.st.SessionID, &ev, prev))
 	s.out = append(s.out, ev)
 	s.payloads = append(s.payloads, payload)
 }
