@@ -302,6 +302,7 @@ func (t *Tool) compile() (*local.Tool, error) {
 		Target:      t.target,
 		Mode:        t.mode,
 		Validate:    func(v any) error { return schema.Validate(args, v) },
+		Accepts:     schema.Quick(params),
 	}
 	if len(t.ResultSchema) > 0 {
 		result, err := schema.Compile(t.ResultSchema)

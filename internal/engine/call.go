@@ -225,16 +225,23 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 		return fail(fmt.Sprintf("unknown tool %q; available tools: %s%s", c.Tool, strings.Join(names, ", "), suggest.Hint(c.Tool, names)))
 	}
 	// c.Args is canonical already (see canonicalArgs): the engine only reads it here.
-	v, err := decodeArgs(json.RawMessage(c.Args))
-	if err != nil {
-		return fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
+	req := s.st.request(c)
+	checked := tool.Validate != nil && tool.Accepts != nil && tool.Accepts(c.Args)
+	var v any
+	// Decoded when the schema check needs it, or what follows reads it
+	// (an approval policy, a request's schema); else only an agent tool
+	// reads the arguments, and begin decodes them for it.
+	if !checked || tool.NeedsApproval != nil || s.checksRequest(req) {
+		var err error
+		if v, err = decodeArgs(json.RawMessage(c.Args)); err != nil {
+			return fail(fmt.Sprintf("the arguments of tool %q are not valid JSON (%v); send a JSON object matching its schema", c.Tool, err))
+		}
 	}
-	if tool.Validate != nil {
+	if tool.Validate != nil && !checked {
 		if _, err := guarded("the validator", func() (struct{}, error) { return struct{}{}, tool.Validate(v) }); err != nil {
 			return fail(fmt.Sprintf("the arguments of tool %q do not match its schema: %v", c.Tool, err))
 		}
 	}
-	req := s.st.request(c)
 	if err := s.checkRequested(req, v); err != nil {
 		return fail(fmt.Sprintf("the arguments of tool %q do not match the request's schema: %v", c.Tool, err))
 	}
@@ -245,6 +252,7 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 	}
 	need, note := false, ""
 	if tool.NeedsApproval != nil && memo == nil {
+		var err error
 		need, err = guarded("the approval policy", func() (bool, error) { return tool.NeedsApproval(args) })
 		if err != nil {
 			// Fail closed: a policy that cannot be evaluated asks a person.
@@ -306,9 +314,14 @@ func (s *State) request(c *Call) *session.CallRequest {
 	return nil
 }
 
+// checksRequest reports whether checkRequested has a schema to check.
+func (s *stepper) checksRequest(req *session.CallRequest) bool {
+	return req != nil && len(req.Schema) > 0 && s.m.opts.CheckAnswer != nil
+}
+
 // checkRequested checks arguments against a request's schema.
 func (s *stepper) checkRequested(req *session.CallRequest, v any) error {
-	if req == nil || len(req.Schema) == 0 || s.m.opts.CheckAnswer == nil {
+	if !s.checksRequest(req) {
 		return nil
 	}
 	_, err := guarded("the request's schema", func() (struct{}, error) { return struct{}{}, s.m.opts.CheckAnswer(req.Schema, v) })

@@ -622,3 +622,43 @@ func TestPeopleAreRecordedInTheirEvents(t *testing.T) {
 		t.Fatalf("owner's cancel reason = %q", got)
 	}
 }
+
+// A tool's Accepts, when it says yes, stands for decoding and Validate: a
+// call that only needs its arguments checked is not decoded; when it says
+// "not sure" Validate decides, and an approval policy always sees the
+// decoded arguments.
+func TestAcceptsStandsForValidate(t *testing.T) {
+	t.Parallel()
+	validated := 0
+	validate := func(v any) error {
+		validated++
+		if v.(map[string]any)["env"] == "bad" {
+			return errors.New("env is bad")
+		}
+		return nil
+	}
+	accepts := func(raw string) bool { return raw == `{"env":"dev"}` || raw == `{"env":"prod"}` }
+	var policySaw []any
+	plain := &Tool{Definition: model.ToolDefinition{Name: "lookup"}, Validate: validate, Accepts: accepts}
+	gated := &Tool{Definition: model.ToolDefinition{Name: "deploy"}, Validate: validate, Accepts: accepts,
+		NeedsApproval: func(a ToolArgs) (bool, error) { policySaw = append(policySaw, a.Value); return false, nil }}
+	m := New(map[string]*Agent{"main": {Name: "main", Tools: map[string]*Tool{"lookup": plain, "deploy": gated},
+		Definitions: []model.ToolDefinition{plain.Definition, gated.Definition}, MaxIterations: 5}}, nil)
+	st := &State{}
+	s := step(t, m, st, Start{SessionID: "s1", Agent: "main", Text: "go"})
+	s = step(t, m, st, ModelDone{Frame: s.Effects[0].(CallModel).Frame, Response: assistant(
+		model.ToolCall{ID: "c1", Name: "lookup", Arguments: `{"env":"dev"}`},  // accepted: not decoded, not validated
+		model.ToolCall{ID: "c2", Name: "lookup", Arguments: `{"env":"bad"}`},  // not sure: validated, refused
+		model.ToolCall{ID: "c3", Name: "lookup", Arguments: `{"env":"test"}`}, // not sure: validated, passes
+		model.ToolCall{ID: "c4", Name: "deploy", Arguments: `{"env":"prod"}`}, // accepted, but the policy reads it
+	)})
+	if got := types(s.Events); got != "model_response tool_started tool_result tool_started tool_started" {
+		t.Fatalf("events: %s", got)
+	}
+	if validated != 2 {
+		t.Fatalf("Validate ran %d times, want 2 (the calls Accepts was not sure of)", validated)
+	}
+	if len(policySaw) != 1 || !reflect.DeepEqual(policySaw[0], map[string]any{"env": "prod"}) {
+		t.Fatalf("the approval policy saw %v, want the decoded arguments", policySaw)
+	}
+}

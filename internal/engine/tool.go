@@ -46,6 +46,10 @@ type Tool struct {
 	Definition model.ToolDefinition
 	// Validate checks decoded arguments against the tool's schema.
 	Validate func(v any) error
+	// Accepts, when set, tells from the arguments' JSON text alone that
+	// Validate would pass them (false: not sure, decode and Validate): a
+	// call that needs its arguments only checked is not decoded at all.
+	Accepts func(raw string) bool
 	// NeedsApproval reports whether a call with these arguments waits for a
 	// person. Nil means never.
 	NeedsApproval func(args ToolArgs) (bool, error)
