@@ -376,12 +376,13 @@ func (s *stepper) begin(agent *Agent, f *Frame, c *Call, args any) (run ToolRun,
 
 func (s *stepper) startCall(f *Frame, c *Call) ToolRun {
 	key := idempotencyKey(s.st, f, c)
-	started := &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers}
+	args := json.RawMessage(c.Args) // one copy, for the event and the run
+	started := &ToolStarted{CallID: c.ID, Tool: c.Tool, Arguments: args, IdempotencyKey: key, Answers: c.Answers}
 	if tool := s.tool(f, c); tool != nil && tool.Wait != nil {
 		started.WaitID = WaitID(key, c.Waits, c.Reruns)
 	}
 	s.emit(session.EventToolStarted, f, started)
-	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args), IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits, Reruns: c.Reruns}
+	return ToolRun{CallID: c.ID, Tool: c.Tool, Args: args, IdempotencyKey: key, Answers: c.Answers, Waits: c.Waits, Reruns: c.Reruns}
 }
 
 // isJSONObject reports whether raw is one valid JSON object, as decodeArgs

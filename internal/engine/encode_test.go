@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cairnhq/cairn/session"
@@ -45,4 +46,26 @@ func TestPayloadEncodingKnowsOmitZero(t *testing.T) {
 			t.Errorf("%T: %s, encoding/json writes %s", c.v, got, want)
 		}
 	}
+}
+
+// canonicalArgs' shortcut for text without whitespace gives what the
+// whole path (trim, json.Compact, keep invalid text) gives.
+func FuzzCanonicalArgs(f *testing.F) {
+	for _, s := range []string{"", " ", `{"a":1}`, `{"a": 1}`, `{"a":"b c"}`, `{"a":1`, "null", "\t{}\n", `{"a":"\u00e9"}`, `[1,2]`, "nope"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := s
+		if trimmed := strings.TrimSpace(s); trimmed == "" {
+			want = "{}"
+		} else {
+			var buf bytes.Buffer
+			if json.Compact(&buf, []byte(trimmed)) == nil {
+				want = buf.String()
+			}
+		}
+		if got := canonicalArgs(s); got != want {
+			t.Fatalf("canonicalArgs(%q) = %q, want %q", s, got, want)
+		}
+	})
 }

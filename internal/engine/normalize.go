@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cairnhq/cairn/model"
 )
@@ -57,6 +59,17 @@ func freshCallID(i int, original, taken map[string]bool) string {
 // JSON is compacted, and anything else is kept as sent, to become an error
 // result the model sees.
 func canonicalArgs(s string) string {
+	// Text without a byte json.Compact could drop is its own compact form
+	// (or invalid, and kept): most models send compact arguments, and
+	// every call's arguments come here twice (normalizeReply, then the
+	// projection).
+	if s != "" && strings.IndexAny(s, " \t\r\n") < 0 {
+		first, _ := utf8.DecodeRuneInString(s)
+		last, _ := utf8.DecodeLastRuneInString(s)
+		if !unicode.IsSpace(first) && !unicode.IsSpace(last) { // what TrimSpace would cut
+			return s
+		}
+	}
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return "{}"

@@ -116,7 +116,7 @@ func (c Core) Step(st *engine.State, in engine.Input, now time.Time) (engine.Ste
 // CallModel performs a CallModel effect of a session whose last event has
 // seq after (the place of its text deltas among the session's events).
 func (c Core) CallModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
-	return c.r.callModel(ctx, sessionID, after, eff)
+	return c.r.callModel(ctx, sessionID, after, eff, nil) // an outside driver's calls: each its own deadline
 }
 
 // RunTools performs a RunTools effect.

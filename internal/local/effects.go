@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,14 +20,15 @@ import (
 
 // callModel runs one model call; after is the seq of the session's last
 // event, which its text deltas follow.
-func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel) (*model.Response, error) {
+// deadline, when not nil, is the turn's (see modelDeadline).
+func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel, deadline *modelDeadline) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	req := eff.Request // the engine makes a request per effect: this call's own
 	deltas := &deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
 	req.OnTextDelta = deltas.send
 	start := time.Now()
-	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], req)
+	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], req, deadline)
 	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations even when nobody reads it
 		r.log.Debug("model call", "session", sessionID, "agent", eff.Agent, "duration", time.Since(start), "err", err)
 	}
@@ -77,9 +79,13 @@ func limitsOf(m model.Model) modelLimits {
 // Timeout, and a reply of at most MaxReplyBytes, whatever the model. A
 // call a limit ends is a ProviderError with its Code; the caller's own
 // cancellation is returned as is.
-func limitedGenerate(ctx context.Context, m model.Model, lim modelLimits, req *model.Request) (*model.Response, error) {
+func limitedGenerate(ctx context.Context, m model.Model, lim modelLimits, req *model.Request, deadline *modelDeadline) (*model.Response, error) {
 	callCtx := ctx
-	if lim.Timeout > 0 {
+	switch {
+	case lim.Timeout > 0 && deadline != nil:
+		callCtx = deadline.begin(ctx, lim.Timeout, lim.timedOut)
+		defer deadline.end()
+	case lim.Timeout > 0:
 		var cancel context.CancelFunc
 		callCtx, cancel = context.WithTimeoutCause(ctx, lim.Timeout, lim.timedOut)
 		defer cancel()
@@ -98,6 +104,61 @@ func limitedGenerate(ctx context.Context, m model.Model, lim modelLimits, req *m
 		provider, name = d.Describe()
 	}
 	return nil, model.NewProviderError(provider, name, limit, 0, "", "", 0)
+}
+
+// modelDeadline bounds a turn's model calls, which run one at a time,
+// with one context and one timer for the turn instead of a context and a
+// timer per call (five allocations each, and a timer-heap insertion).
+// A timer that fires, or whose call's parent context differs (a tracing
+// span's), is replaced with its context, so a timer only ever cancels the
+// call it was armed for. Only the turn's goroutine calls begin and end.
+type modelDeadline struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	mu     sync.Mutex
+	cause  error // what the armed timer cancels with; guarded by mu
+}
+
+// begin returns the context of a call that must end within timeout, with
+// cause when it does not.
+func (d *modelDeadline) begin(parent context.Context, timeout time.Duration, cause error) context.Context {
+	d.mu.Lock()
+	d.cause = cause
+	d.mu.Unlock()
+	if d.ctx == nil || d.parent != parent {
+		d.close()
+		d.parent = parent
+		d.ctx, d.cancel = context.WithCancelCause(parent)
+		cancel := d.cancel
+		d.timer = time.AfterFunc(timeout, func() {
+			d.mu.Lock()
+			cause := d.cause
+			d.mu.Unlock()
+			cancel(cause)
+		})
+		return d.ctx
+	}
+	d.timer.Reset(timeout) // stopped by end, so not running
+	return d.ctx
+}
+
+// end stops the timer after a call; if it fired (or is firing), its
+// context is done with and the next call gets new ones.
+func (d *modelDeadline) end() {
+	if !d.timer.Stop() {
+		d.close()
+	}
+}
+
+// close releases the context and the timer: at the end of the turn.
+func (d *modelDeadline) close() {
+	if d.timer != nil {
+		d.timer.Stop()
+		d.cancel(context.Canceled)
+	}
+	d.parent, d.ctx, d.cancel, d.timer = nil, nil, nil, nil
 }
 
 // generate calls the model; a model that panics is a model error, not a

@@ -48,6 +48,8 @@ type turn struct {
 	// turn's next commit (driveIn, commitTo); only the turn's goroutine
 	// uses it.
 	unwritten engine.Step
+	// modelDeadline times the turn's model calls (only its goroutine).
+	modelDeadline modelDeadline
 }
 
 func (t *turn) requestCancel() {
@@ -182,6 +184,7 @@ func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ct
 
 // endEffects ends the turn's effect contexts, if it made them.
 func (t *turn) end() {
+	t.modelDeadline.close()
 	if t.endEffects != nil {
 		t.endEffects()
 	}

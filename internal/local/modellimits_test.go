@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,32 @@ func TestModelLimitsHoldForAnyModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Each model call of a turn gets the whole timeout: the turn's one timer
+// is re-armed per call, not left running from the first.
+func TestEveryModelCallOfATurnGetsItsWholeTimeout(t *testing.T) {
+	calls := 0
+	m := limitedFunc{model.Func(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		calls++
+		select { // elapsed time: each call takes 60% of its timeout, three in a row 180%
+		case <-time.After(60 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if calls < 3 {
+			return &model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", calls), Name: "lookup", Arguments: `{}`}}}}, nil
+		}
+		return &model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "done"}}, nil
+	}), model.Limits{Timeout: 100 * time.Millisecond}}
+	lookup := cairn.NewTool(&cairn.Tool{Name: "lookup"}, func(ctx context.Context, _ struct{}) (string, error) { return "ok", nil })
+	r := newRunner(t, m, lookup)
+	sess, err := r.Start(t.Context(), "main", "hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Status != cairn.StatusCompleted || calls != 3 {
+		t.Fatalf("%s after %d calls: %+v", sess.Status, calls, sess.Error)
 	}
 }
