@@ -100,8 +100,9 @@ type Request struct {
 	// match. Adapters ask for it the provider's way (a JSON schema response
 	// format); the engine checks the answer whatever the provider did.
 	OutputSchema json.RawMessage `json:",omitempty"`
-	// OnTextDelta, when set, receives text as a streaming model produces it.
-	// The returned Response still holds the whole message.
+	// OnTextDelta, when set, receives text as a streaming model produces it,
+	// only while Generate runs (the runtime reuses it for the turn's next
+	// call). The returned Response still holds the whole message.
 	OnTextDelta func(delta string) `json:"-"`
 }
 

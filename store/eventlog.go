@@ -22,6 +22,7 @@ import (
 // kept, as in every store (it is the event before's Hash).
 type eventLog struct {
 	batches []eventBatch
+	room    [3]eventBatch // where batches starts: a turn's commits, mostly
 }
 
 // eventBatch is one Append's events, encoded.
@@ -53,7 +54,7 @@ func (l *eventLog) append(events []session.Event) {
 		b = appendField(b, ev.Hash)
 	}
 	if l.batches == nil {
-		l.batches = make([]eventBatch, 0, 4) // a turn's commits, mostly
+		l.batches = l.room[:0]
 	}
 	l.batches = append(l.batches, eventBatch{first: events[0].Seq, last: events[len(events)-1].Seq, buf: b})
 }

@@ -16,11 +16,12 @@ import (
 // each time the call runs, and (with the session's nonce) never the key
 // of a call of a later session given the same id.
 func idempotencyKey(st *State, f *Frame, c *Call) string {
-	id := st.SessionID
-	if st.Nonce != "" {
-		id += "/" + st.Nonce
+	var origin [20]byte
+	o := strconv.AppendInt(origin[:0], c.Origin, 10)
+	if st.Nonce == "" {
+		return st.SessionID + "/" + f.ID + "/" + string(o) + "/" + c.ID // one allocation: the result
 	}
-	return id + "/" + f.ID + "/" + strconv.FormatInt(c.Origin, 10) + "/" + c.ID
+	return st.SessionID + "/" + st.Nonce + "/" + f.ID + "/" + string(o) + "/" + c.ID
 }
 
 // told is the result of c as the model sees it: when a person replaced the

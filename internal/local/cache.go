@@ -1,7 +1,6 @@
 package local
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/cairnhq/cairn/internal/engine"
@@ -21,13 +20,18 @@ type stateCache struct {
 	maxEntries int // <= 0: keep nothing
 	maxBytes   int
 	bytes      int
-	lru        list.List // of *cached, most recent at the front
-	m          map[string]*list.Element
+	entries    int
+	// lru is a ring through the cached states, most recent after it; an
+	// entry is its own list element, one allocation a put (container/list
+	// took two).
+	lru cached
+	m   map[string]*cached
 }
 
 type cached struct {
-	st    *engine.State
-	bytes int
+	st         *engine.State
+	bytes      int
+	prev, next *cached
 }
 
 // stateBytes estimates what a state holds in memory.
@@ -38,18 +42,20 @@ func stateBytes(st *engine.State) int {
 func (c *stateCache) take(id string) *engine.State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el := c.m[id]
-	if el == nil {
+	e := c.m[id]
+	if e == nil {
 		return nil
 	}
-	c.remove(el)
-	return el.Value.(*cached).st
+	c.remove(e)
+	return e.st
 }
 
-func (c *stateCache) remove(el *list.Element) {
-	e := c.lru.Remove(el).(*cached)
+func (c *stateCache) remove(e *cached) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 	delete(c.m, e.st.SessionID)
 	c.bytes -= e.bytes
+	c.entries--
 }
 
 func (c *stateCache) put(st *engine.State) {
@@ -63,21 +69,25 @@ func (c *stateCache) put(st *engine.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[string]*list.Element)
+		c.m = make(map[string]*cached)
+		c.lru.prev, c.lru.next = &c.lru, &c.lru
 	}
-	if el := c.m[st.SessionID]; el != nil {
-		c.remove(el)
+	if e := c.m[st.SessionID]; e != nil {
+		c.remove(e)
 	}
-	for c.lru.Len() > 0 && (c.lru.Len() >= c.maxEntries || c.bytes+n > c.maxBytes) {
-		c.remove(c.lru.Back())
+	for c.entries > 0 && (c.entries >= c.maxEntries || c.bytes+n > c.maxBytes) {
+		c.remove(c.lru.prev) // the least recently used
 	}
-	c.m[st.SessionID] = c.lru.PushFront(&cached{st: st, bytes: n})
+	e := &cached{st: st, bytes: n, prev: &c.lru, next: c.lru.next}
+	c.lru.next.prev, c.lru.next = e, e
+	c.m[st.SessionID] = e
 	c.bytes += n
+	c.entries++
 }
 
 // size reports the states and bytes held.
 func (c *stateCache) size() (entries, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len(), c.bytes
+	return c.entries, c.bytes
 }

@@ -149,11 +149,7 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 	case engine.CallModel:
 		var resp *model.Response
 		var err error
-		var deadline *modelDeadline
-		if t != nil {
-			deadline = &t.modelDeadline
-		}
-		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, st.Seq, eff, deadline) })
+		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, st.Seq, eff, t) })
 		in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
 		if err != nil && t != nil && (t.cancelRequested.Load() || r.halt.Load()) {
 			in = nil // dropped on purpose: the caller decides again

@@ -20,13 +20,24 @@ import (
 
 // callModel runs one model call; after is the seq of the session's last
 // event, which its text deltas follow.
-// deadline, when not nil, is the turn's (see modelDeadline).
-func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel, deadline *modelDeadline) (*model.Response, error) {
+// t, when not nil, is the turn the call is part of: its model calls, one
+// at a time, share a deadline (modelDeadline) and a delta sink.
+func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, eff engine.CallModel, t *turn) (*model.Response, error) {
 	agent := r.agents[eff.Agent]
 	ctx, span := r.startModelSpan(ctx, agent.Model, eff.Agent, eff.Frame)
 	req := eff.Request // the engine makes a request per effect: this call's own
-	deltas := &deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
-	req.OnTextDelta = deltas.send
+	var deadline *modelDeadline
+	if t != nil {
+		t.deltas = deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
+		deadline = &t.modelDeadline
+		if t.onDelta == nil {
+			t.onDelta = t.deltas.send // a method value allocates: once a turn
+		}
+		req.OnTextDelta = t.onDelta
+	} else {
+		deltas := &deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
+		req.OnTextDelta = deltas.send
+	}
 	start := time.Now()
 	resp, err := limitedGenerate(ctx, agent.Model, r.limits[eff.Agent], req, deadline)
 	if r.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations even when nobody reads it
@@ -45,7 +56,9 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 
 // deltaSink passes a model call's text deltas to the session's followers
 // and observers. One struct rather than a closure over callModel's
-// variables, which moved them all to the heap.
+// variables, which moved them all to the heap; a turn keeps one for its
+// calls, which run one at a time (a model calls OnTextDelta only while
+// its Generate runs: model.Request).
 type deltaSink struct {
 	r              *Runner
 	ctx            context.Context

@@ -48,8 +48,12 @@ type turn struct {
 	// turn's next commit (driveIn, commitTo); only the turn's goroutine
 	// uses it.
 	unwritten engine.Step
-	// modelDeadline times the turn's model calls (only its goroutine).
+	// modelDeadline times the turn's model calls, and deltas (with
+	// onDelta, its send) passes on their text deltas: set by the turn's
+	// goroutine before each call (callModel).
 	modelDeadline modelDeadline
+	deltas        deltaSink
+	onDelta       func(string)
 }
 
 func (t *turn) requestCancel() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"github.com/cairnhq/cairn/model"
 )
@@ -129,7 +130,20 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 			req.OnTextDelta(w)
 		}
 	}
-	return &model.Response{Message: msg, Usage: model.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: int64(len(strings.Fields(text)))}}, nil
+	return &model.Response{Message: msg, Usage: model.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: int64(words(text))}}, nil
+}
+
+// words counts what strings.Fields would return, without the slice.
+func words(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
 }
 
 // Describe names the provider and model, for telemetry.
