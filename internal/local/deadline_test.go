@@ -35,3 +35,24 @@ func TestModelDeadlineArmsOneCallAtATime(t *testing.T) {
 		t.Fatal("the turn's end left its call context open")
 	}
 }
+
+// valueContext is a context type == cannot compare.
+type valueContext struct {
+	context.Context
+	tags []string
+}
+
+// A caller's context of a type that == cannot compare is used as a parent
+// without comparing it (which would panic).
+func TestModelDeadlineTakesAnyParent(t *testing.T) {
+	var d modelDeadline
+	defer d.close()
+	parent := valueContext{Context: t.Context(), tags: []string{"a"}}
+	for range 2 {
+		ctx := d.begin(parent, time.Hour, errors.New("late"))
+		if ctx.Err() != nil {
+			t.Fatal("a fresh call context is done")
+		}
+		d.end()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -140,7 +141,9 @@ func (d *modelDeadline) begin(parent context.Context, timeout time.Duration, cau
 	d.mu.Lock()
 	d.cause = cause
 	d.mu.Unlock()
-	if d.ctx == nil || d.parent != parent {
+	// A parent of a type == cannot compare (a caller's own context type)
+	// is never taken for the last one: comparing it would panic.
+	if d.ctx == nil || !reflect.TypeOf(parent).Comparable() || d.parent != parent {
 		d.close()
 		d.parent = parent
 		d.ctx, d.cancel = context.WithCancelCause(parent)
