@@ -17,7 +17,7 @@ import (
 // there. Bytes are not walked, and a batch is written once. Reads decode,
 // and are rare next to appends (a running session's state is cached).
 //
-// Encoding, per event: uvarint seq, then type, time (time.AppendBinary),
+// Encoding, per event: uvarint seq, then type, time (appendTime),
 // frame, agent, data and hash, each uvarint-length-prefixed. Prev is not
 // kept, as in every store (it is the event before's Hash).
 type eventLog struct {
