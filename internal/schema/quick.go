@@ -116,17 +116,11 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 				return q, false
 			}
 		case "enum":
-			list, ok := v.([]any)
+			list, ok := stringList(v)
 			if !ok || len(list) == 0 {
 				return q, false
 			}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return q, false
-				}
-				q.enum = append(q.enum, s)
-			}
+			q.enum = list
 		case "properties":
 			props, ok := v.(map[string]any)
 			if !ok {
@@ -144,17 +138,11 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 				q.props = append(q.props, quickProp{name: name, schema: ps})
 			}
 		case "required":
-			list, ok := v.([]any)
+			list, ok := stringList(v)
 			if !ok {
 				return q, false
 			}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return q, false
-				}
-				q.required = append(q.required, s)
-			}
+			q.required = list
 		case "additionalProperties":
 			b, ok := v.(bool)
 			if !ok {
@@ -183,6 +171,23 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 		q.types &^= 1 << jsonInteger
 	}
 	return q, true
+}
+
+// stringList is v as a JSON array of strings.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 // accepts reports that v surely satisfies q (false: not sure).
