@@ -127,11 +127,7 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 				return q, false
 			}
 			for name, p := range props {
-				pm, ok := p.(map[string]any)
-				if !ok {
-					return q, false
-				}
-				ps, ok := quickNode(pm, depth+1)
+				ps, ok := subschema(p, depth)
 				if !ok {
 					return q, false
 				}
@@ -150,11 +146,7 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 			}
 			q.closed = !b
 		case "items":
-			im, ok := v.(map[string]any)
-			if !ok {
-				return q, false
-			}
-			is, ok := quickNode(im, depth+1)
+			is, ok := subschema(v, depth)
 			if !ok {
 				return q, false
 			}
@@ -171,6 +163,15 @@ func quickNode(m map[string]any, depth int) (quickSchema, bool) {
 		q.types &^= 1 << jsonInteger
 	}
 	return q, true
+}
+
+// subschema reads v, a schema inside one at depth.
+func subschema(v any, depth int) (quickSchema, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return quickSchema{}, false
+	}
+	return quickNode(m, depth+1)
 }
 
 // stringList is v as a JSON array of strings.
