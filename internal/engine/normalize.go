@@ -63,7 +63,7 @@ func canonicalArgs(s string) string {
 	// (or invalid, and kept): most models send compact arguments, and
 	// every call's arguments come here twice (normalizeReply, then the
 	// projection).
-	if s != "" && strings.IndexAny(s, " \t\r\n") < 0 {
+	if s != "" && !strings.ContainsAny(s, " \t\r\n") {
 		first, _ := utf8.DecodeRuneInString(s)
 		last, _ := utf8.DecodeLastRuneInString(s)
 		if !unicode.IsSpace(first) && !unicode.IsSpace(last) { // what TrimSpace would cut
