@@ -92,6 +92,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		t = r.active.begin(st.SessionID)
 		defer r.active.end(st.SessionID, t)
 		defer t.end()
+		t.guardTools = ctx.Value(runnerGoroutineKey{}) == nil
 	}
 	for {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
@@ -156,7 +157,14 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		}
 	case engine.RunTools:
 		var results []engine.ToolOutcome
-		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff) })
+		inline := t != nil && t.guardTools
+		if inline {
+			r.guard(ctx, to, st, t)
+		}
+		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff, inline) })
+		if rescued, err := t.rescued(); rescued {
+			return nil, err
+		}
 		in = engine.ToolsDone{Frame: eff.Frame, Results: results}
 	case engine.RunPreviews:
 		var results []engine.PreviewOutcome

@@ -121,7 +121,7 @@ func (c Core) CallModel(ctx context.Context, sessionID string, after int64, eff 
 
 // RunTools performs a RunTools effect.
 func (c Core) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
-	return c.r.runTools(ctx, eff)
+	return c.r.runTools(ctx, eff, false)
 }
 
 // RunPreviews performs a RunPreviews effect (never fails: a preview that

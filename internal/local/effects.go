@@ -201,16 +201,18 @@ func handle(ctx context.Context, t *Tool, call engine.ToolRun) (res toolResult) 
 }
 
 // runTools runs the calls concurrently, at most maxParallel at once, and
-// returns the outcomes in the model's call order.
-func (r *Runner) runTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
+// returns the outcomes in the model's call order. inline: the turn is
+// guarded (Runner.rescue), so a handler without a timeout may run on the
+// calling goroutine.
+func (r *Runner) runTools(ctx context.Context, eff engine.RunTools, inline bool) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
 	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
-		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0])
+		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0], inline)
 		return out
 	}
 	eachAtMost(len(eff.Calls), r.maxParallel, func(i int) {
 		call := eff.Calls[i]
-		out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call)
+		out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call, inline)
 	})
 	return out
 }
@@ -220,7 +222,7 @@ type toolResult struct {
 	err error
 }
 
-func (r *Runner) runTool(ctx context.Context, sessionID, nonce string, t *Tool, call engine.ToolRun) (outcome engine.ToolOutcome) {
+func (r *Runner) runTool(ctx context.Context, sessionID, nonce string, t *Tool, call engine.ToolRun, inline bool) (outcome engine.ToolOutcome) {
 	ctx, span := r.startToolSpan(ctx, call.Tool, call.CallID)
 	if span != noSpan {
 		defer func() {
@@ -248,8 +250,9 @@ func (r *Runner) runTool(ctx context.Context, sessionID, nonce string, t *Tool, 
 		defer cancel()
 	}
 	var res toolResult
-	if ctx.Done() == nil {
-		res = handle(ctx, t, call) // nothing can cancel the call: run it here
+	if ctx.Done() == nil || inline && t.Timeout == 0 {
+		// Nothing can cancel the call, or the turn is guarded: run it here.
+		res = handle(ctx, t, call)
 	} else {
 		done := make(chan toolResult, 1)
 		r.toolWorkers.do(func() { done <- handle(ctx, t, call) })

@@ -54,7 +54,33 @@ type turn struct {
 	modelDeadline modelDeadline
 	deltas        deltaSink
 	onDelta       func(string)
+	// Tool handlers of a turn that runs on its caller's goroutine run on
+	// that goroutine, guarded (see rescue): stopRescue, set at the turn's
+	// first tool effect, unregisters the guard; effect is its state
+	// (effectIdle, effectRunning, effectRescued); rescueMu is held while
+	// a rescue records the interrupt, and rescueErr is its outcome.
+	guardTools bool
+	stopRescue func() bool
+	effect     atomic.Int32
+	rescueMu   sync.Mutex
+	rescueErr  error
+	// ended: the turn left the runner's turns (turns.end), by its own
+	// goroutine or by a rescue.
+	ended atomic.Bool
 }
+
+// The states of a guarded tool effect (turn.effect).
+const (
+	effectIdle int32 = iota
+	effectRunning
+	effectRescued
+)
+
+// runnerGoroutineKey marks the runner's own context (Runner.background):
+// a turn driven by the runner's goroutines (detached turns, takeovers,
+// expiries) keeps its tool handlers on workers, so that Close never waits
+// for a handler that ignores its context.
+type runnerGoroutineKey struct{}
 
 func (t *turn) requestCancel() {
 	t.cancelRequested.Store(true)
@@ -110,6 +136,9 @@ func (ts *turns) begin(id string) *turn {
 }
 
 func (ts *turns) end(id string, t *turn) {
+	if !t.ended.CompareAndSwap(false, true) {
+		return // a rescue ended it (see Runner.rescue)
+	}
 	ts.mu.Lock()
 	if ts.m[id] == t {
 		delete(ts.m, id)
@@ -176,9 +205,21 @@ func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ct
 	t.renewMu.Lock()
 	t.inEffect, t.renewedAt = true, time.Now() // elapsed time, whatever clock Options.Now keeps
 	t.renewMu.Unlock()
-	if model {
+	switch {
+	case model:
 		fn(t.modelCtx)
-	} else {
+	case t.stopRescue != nil:
+		// After inEffect is set, so that a rescue's clearing it stays.
+		t.effect.Store(effectRunning)
+		if ctx.Err() == nil { // ended: perform records the interrupt, not a rescue
+			fn(t.effectCtx)
+		}
+		if !t.effect.CompareAndSwap(effectRunning, effectIdle) {
+			t.rescueMu.Lock() // waits for the rescue to record the interrupt
+			t.rescueMu.Unlock()
+			return // the rescue ended the effect
+		}
+	default:
 		fn(t.effectCtx)
 	}
 	t.renewMu.Lock() // waits for a renewal in flight
@@ -186,8 +227,55 @@ func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ct
 	t.renewMu.Unlock()
 }
 
+// guard arms, once per turn, the rescue of t's tool effects: when ctx
+// ends while one runs, rescue interrupts the turn. Only for a turn on its
+// caller's goroutine (guardTools) whose context can end.
+func (r *Runner) guard(ctx context.Context, to store.Store, st *engine.State, t *turn) {
+	if t.stopRescue == nil && ctx.Done() != nil {
+		t.stopRescue = context.AfterFunc(ctx, func() { r.rescue(ctx, to, st, t) })
+	}
+}
+
+// rescue interrupts, from another goroutine, a turn whose context ended
+// while its tool handlers run on its goroutine: it records
+// turn_interrupted (the calls stay in doubt, as at the turn's next step),
+// releases the session and ends the turn, at once. The turn's goroutine,
+// once its handlers return, finds the effect rescued and returns the
+// rescue's error. So a handler that ignores its context holds the
+// goroutine that called it, as any Go function does, but never the
+// session: another runner takes it over. Handlers run on the caller's
+// goroutine because a hand-off to a worker and back was a quarter of a
+// turn's time (BenchmarkTurn, docs/performance.md).
+func (r *Runner) rescue(ctx context.Context, to store.Store, st *engine.State, t *turn) {
+	t.rescueMu.Lock()
+	defer t.rescueMu.Unlock()
+	if !t.effect.CompareAndSwap(effectRunning, effectRescued) {
+		return // between effects: the turn stops at its next step
+	}
+	t.renewMu.Lock() // waits for a renewal in flight; no more after this
+	t.inEffect = false
+	t.renewMu.Unlock()
+	// Its caller, who observed the turn, is gone (its context ended) and
+	// its goroutine is the one in the handler: nobody to tell.
+	quiet := context.WithValue(ctx, observerKey{}, nil)
+	t.rescueErr = r.interrupt(quiet, to, st, t, fmt.Sprintf("the turn's context ended while it ran: %v", ctx.Err()), ctx.Err())
+	r.active.end(t.id, t)
+}
+
+// rescued reports whether a rescue ended the turn's last effect, and
+// with what error. Only the turn's goroutine calls it, after the effect.
+func (t *turn) rescued() (bool, error) {
+	if t == nil || t.effect.Load() != effectRescued {
+		return false, nil
+	}
+	return true, t.rescueErr
+}
+
 // endEffects ends the turn's effect contexts, if it made them.
 func (t *turn) end() {
+	if t.stopRescue != nil {
+		t.stopRescue()
+	}
 	t.modelDeadline.close()
 	if t.endEffects != nil {
 		t.endEffects()

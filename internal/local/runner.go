@@ -129,7 +129,8 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	if err := r.compile(agents); err != nil {
 		return nil, err
 	}
-	r.background, r.stop = context.WithCancel(context.Background())
+	background, stop := context.WithCancel(context.Background())
+	r.background, r.stop = context.WithValue(background, runnerGoroutineKey{}, true), stop
 	r.hub.store = r.store
 	r.feed.init(r.background)
 	if err := r.startFeed(); err != nil {

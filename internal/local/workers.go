@@ -5,7 +5,10 @@ import "sync"
 // idleToolWorkers is how many workers may wait for a call.
 const idleToolWorkers = 16
 
-// workers runs tool handlers on goroutines that outlive one call. A new
+// workers runs tool handlers on goroutines that outlive one call: the
+// handlers that a timeout must be able to end, and those of turns the
+// runner's own goroutines drive (a turn on its caller's goroutine runs the
+// others there, guarded: see Runner.rescue). A new
 // goroutine starts with a small stack, and a handler that decodes its JSON
 // arguments grows it two or three times, each time copying it: a tenth of
 // a turn's time in BenchmarkTurn's profile. An idle worker keeps the stack

@@ -1,0 +1,122 @@
+package local_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/internal/testkit/check"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
+	"github.com/cairnhq/cairn/model/scripted"
+	"github.com/cairnhq/cairn/store"
+)
+
+// stuckTool's first call blocks until release is closed and ignores its
+// context on purpose; later calls answer at once.
+func stuckTool(started, release chan struct{}, runs *atomic.Int32) *cairn.Tool {
+	type args struct{}
+	return cairn.NewTool(&cairn.Tool{Name: "stuck", Description: "Ignores its context."}, func(ctx context.Context, _ args) (string, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return "done", nil
+	})
+}
+
+// A tool handler without a timeout runs on its turn's goroutine (no
+// hand-off to a worker), yet one that ignores its context does not hold
+// the session: when the caller's context ends, the turn is recorded as
+// interrupted, the session released and the turn ended at once, while the
+// handler still runs. Another runner takes the session over (the call is
+// in doubt), Shutdown does not wait for the handler, and when it returns
+// nothing more is recorded and Start answers the context's error.
+func TestAHandlerThatIgnoresItsContextDoesNotHoldTheSession(t *testing.T) {
+	st := store.NewMemory()
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	tool := stuckTool(started, release, &runs)
+	agents := func() []*cairn.Agent {
+		m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{ID: "c1", Name: "stuck", Arguments: `{}`}}}, scripted.Reply{Text: "ok"})
+		return []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}
+	}
+	a := runnerFor(t, agents(), &cairn.RunnerOptions{Store: st, Takeover: -1, NewID: func() string { return "ses_stuck" }})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Start(ctx, "main", "go", nil)
+		errc <- err
+	}()
+	<-started
+	cancel()
+	interrupted := func() int {
+		n := 0
+		for _, ev := range check.Events(t)(st.Events(context.Background(), "ses_stuck", 0)) {
+			if ev.Type == cairn.EventTurnInterrupted {
+				n++
+			}
+		}
+		return n
+	}
+	testwait.For(t, 5*time.Second, "the turn recorded as interrupted while its handler runs", func() bool { return interrupted() == 1 })
+	shut, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := a.Shutdown(shut); err != nil || shut.Err() != nil {
+		t.Fatalf("Shutdown waited for a handler that ignores its context: %v %v", err, shut.Err())
+	}
+	b := runnerFor(t, agents(), &cairn.RunnerOptions{Store: st, Takeover: -1})
+	if n, err := b.Recover(context.Background()); n != 1 || err != nil {
+		t.Fatalf("another runner could not take the session over: %d %v", n, err)
+	}
+	s := check.NoErr(t)(b.Session(context.Background(), "ses_stuck"))
+	if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 || !s.Interrupts[0].InDoubt {
+		t.Fatalf("after the takeover: %s %+v, want the call in doubt", s.Status, s.Interrupts)
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("Start answered while its goroutine ran the handler: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-errc; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("Start answered %v, want the interruption", err)
+	}
+	if n := interrupted(); n != 1 {
+		t.Fatalf("turn_interrupted recorded %d times", n)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times", runs.Load())
+	}
+}
+
+// The hand-off the inline handler saves: a handler runs on the goroutine
+// that called Start, which a worker would not (its stack differs).
+func TestHandlersRunOnTheCallersGoroutine(t *testing.T) {
+	caller := make(chan string, 1)
+	type args struct{}
+	where := cairn.NewTool(&cairn.Tool{Name: "where", Description: "Reports its goroutine."}, func(ctx context.Context, _ args) (string, error) {
+		caller <- goroutineStack()
+		return "here", nil
+	})
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "where", Arguments: `{}`}}}, scripted.Reply{Text: "ok"})
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{where}}}, nil)
+	ctx, cancel := context.WithCancel(context.Background()) // cancellable: a worker before
+	defer cancel()
+	s := check.NoErr(t)(r.Start(ctx, "main", "go", nil))
+	if s.Status != cairn.StatusCompleted {
+		t.Fatalf("%s", s.Status)
+	}
+	if stack := <-caller; !strings.Contains(stack, "TestHandlersRunOnTheCallersGoroutine") {
+		t.Fatalf("the handler ran on another goroutine:\n%s", stack)
+	}
+}
+
+func goroutineStack() string {
+	buf := make([]byte, 1<<16)
+	return string(buf[:runtime.Stack(buf, false)])
+}
