@@ -179,7 +179,8 @@ type Store interface {
 	// session) and no other process holds its lease: the stored lease is
 	// released, owned by head.Lease.Owner, or expired at head.UpdatedAt.
 	// Otherwise it returns ErrConflict and writes nothing. One Append is one
-	// durable commit.
+	// durable commit. Append must not keep events (the slice) after it
+	// returns: the runtime reuses its memory for the next step.
 	Append(ctx context.Context, head Head, expectedSeq int64, events []session.Event) error
 	// RenewLease extends the lease of a running session that lease.Owner
 	// holds to lease.Until, and reports whether a cancel was requested.

@@ -171,13 +171,25 @@ func FuzzInputSequences(f *testing.F) {
 	f.Add([]byte{7, 7, 3, 2, 0, 0, 2, 0, 0, 2, 1, 9, 7, 6, 5, 4, 3, 2, 1})
 	f.Add([]byte{1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		runProgram(t, &program{data: data})
+		kept := runProgram(t, &program{data: data}, false)
+		recycled := runProgram(t, &program{data: data}, true)
+		if !reflect.DeepEqual(kept, recycled) {
+			t.Fatalf("recycling steps changed the log:\nkept:     %+v\nrecycled: %+v", kept, recycled)
+		}
 	})
 }
 
-func runProgram(t *testing.T, p *program) {
+// runProgram runs p and returns the log it recorded; with recycle, every
+// step goes back to the machine (Machine.Recycle) once read, as the
+// runtime does.
+func runProgram(t *testing.T, p *program, recycle bool) []session.Event {
 	t.Helper()
 	m := fuzzMachine()
+	done := func(s *Step) {
+		if recycle {
+			m.Recycle(s)
+		}
+	}
 	st := &State{}
 	now := t0
 	var log []session.Event
@@ -192,6 +204,7 @@ func runProgram(t *testing.T, p *program) {
 	if len(s.Effects) > 0 {
 		pending = s.Effects[0]
 	}
+	done(&s)
 	for i := 0; i < 200 && !p.done(); i++ {
 		in := p.next(st, pending)
 		if _, ok := in.(Expire); ok {
@@ -214,6 +227,7 @@ func runProgram(t *testing.T, p *program) {
 		if len(s.Effects) > 0 {
 			pending = s.Effects[0]
 		}
+		done(&s)
 		replayed, err := Replay(log)
 		if err != nil {
 			t.Fatalf("step %d (%T): replay: %v", i, in, err)
@@ -240,6 +254,7 @@ func runProgram(t *testing.T, p *program) {
 			st = restored // a restart: go on from the rebuilt state
 		}
 	}
+	return log
 }
 
 // sameBytesAsStdlib: each event's data is what encoding/json writes for its

@@ -94,16 +94,28 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		defer t.end()
 		t.guardTools = ctx.Value(runnerGoroutineKey{}) == nil
 	}
+	// Each step's memory goes back to its machine once nothing reads it
+	// (engine.Machine.Recycle): once its events are written and the next
+	// step is made, or, for a first step held unwritten, once written.
+	recycle := func(step *engine.Step) { r.compiled.Load().machine.Recycle(step) }
 	for {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
 			t.unwritten = step
 			for _, ev := range step.Events {
 				observe(ctx, ev) // in order, before the model's deltas
 			}
-		} else if err := r.commitTo(ctx, to, st, t, step); err != nil {
-			return err
+		} else {
+			var held engine.Step
+			if t != nil {
+				held = t.unwritten // commitTo writes it, and clears it
+			}
+			if err := r.commitTo(ctx, to, st, t, step); err != nil {
+				return err
+			}
+			recycle(&held)
 		}
 		if len(step.Effects) == 0 {
+			recycle(&step)
 			return nil
 		}
 		var in engine.Input
@@ -120,9 +132,13 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 				return err
 			}
 		}
+		done := step
 		var err error
 		if step, err = r.compiled.Load().machine.Step(st, in, r.now()); err != nil {
 			return err
+		}
+		if t == nil || len(t.unwritten.Events) == 0 { // else done is held unwritten
+			recycle(&done)
 		}
 	}
 }
@@ -139,8 +155,13 @@ func firstEffect(step engine.Step) engine.Effect {
 // for a turn outside the runner's store (stateless mode).
 func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
 	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
-		if t == nil || len(t.unwritten.Events) > 0 { // no lease to renew: nothing is stored yet
+		if t == nil {
 			fn(ctx)
+			return
+		}
+		if len(t.unwritten.Events) > 0 { // no lease to renew: nothing is stored yet
+			t.makeContexts(ctx)
+			fn(t.modelCtx) // only a model call waits unwritten
 			return
 		}
 		r.renewWhile(ctx, t, isModel, fn)

@@ -191,17 +191,7 @@ func (r *Runner) lease(st *engine.State, events []session.Event, now time.Time) 
 // timer, no goroutine and no store write: the keeper is one loop for the
 // runner, and the contexts are made once per turn.
 func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ctx context.Context)) {
-	if t.effectCtx == nil {
-		var stop context.CancelFunc
-		t.effectCtx, t.endEffects = context.WithCancel(ctx)
-		t.modelCtx, stop = context.WithCancel(t.effectCtx)
-		t.mu.Lock()
-		t.stopModel = stop
-		t.mu.Unlock()
-		if t.cancelRequested.Load() {
-			stop()
-		}
-	}
+	t.makeContexts(ctx)
 	t.renewMu.Lock()
 	t.inEffect, t.renewedAt = true, time.Now() // elapsed time, whatever clock Options.Now keeps
 	t.renewMu.Unlock()
@@ -269,6 +259,25 @@ func (t *turn) rescued() (bool, error) {
 		return false, nil
 	}
 	return true, t.rescueErr
+}
+
+// makeContexts makes the turn's effect contexts under ctx, once: also
+// for a new session's first model call, which holds no lease, so that
+// the turn's model calls share one parent and so one deadline context
+// and timer (modelDeadline).
+func (t *turn) makeContexts(ctx context.Context) {
+	if t.effectCtx != nil {
+		return
+	}
+	var stop context.CancelFunc
+	t.effectCtx, t.endEffects = context.WithCancel(ctx)
+	t.modelCtx, stop = context.WithCancel(t.effectCtx)
+	t.mu.Lock()
+	t.stopModel = stop
+	t.mu.Unlock()
+	if t.cancelRequested.Load() {
+		stop()
+	}
 }
 
 // endEffects ends the turn's effect contexts, if it made them.
