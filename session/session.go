@@ -108,6 +108,9 @@ type StackFrame struct {
 // commit, so it uses github.com/segmentio/encoding/json: the bytes
 // encoding/json would write (FuzzSessionJSON checks), in about half the time.
 func (s Session) MarshalJSON() ([]byte, error) {
+	if b, ok := s.marshalSimple(false); ok {
+		return b, nil
+	}
 	type plain Session
 	if s.OutputJSON == nil {
 		return segjson.Marshal(plain(s))
@@ -123,6 +126,9 @@ func (s Session) MarshalJSON() ([]byte, error) {
 // MarshalJSON does, but its interrupts without their Ask, which readers
 // derive when they write the session out.
 func (s Session) MarshalStored() ([]byte, error) {
+	if b, ok := s.marshalSimple(true); ok {
+		return b, nil
+	}
 	type plain Session
 	ins := recordedAll(s.Interrupts)
 	if s.OutputJSON == nil {
