@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,9 @@ func FuzzEventLogRoundTrip(f *testing.F) {
 	f.Add(int64(1), "session_started", int64(1764320000123456789), "f1", "main", []byte(`{"a":1}`), "ab12", uint8(3), int64(0))
 	f.Add(int64(7), "custom_type", int64(-5), "", "", []byte(nil), "", uint8(1), int64(6))
 	f.Add(int64(1<<40), "", int64(0), "frame\x00with nul", "ä", []byte(`null`), "x", uint8(9), int64(1<<40))
+	f.Add(int64(3), "tool_result", int64(9), "f2", "main", []byte(`{}`), strings.Repeat("0123456789abcdef", 4), uint8(2), int64(0))
+	f.Add(int64(3), "tool_result", int64(9), "f2", "main", []byte(`{}`), strings.Repeat("0123456789ABCDEF", 4), uint8(2), int64(0))
+	f.Add(int64(3), "turn_completed", int64(9), "f2", "main", []byte(`{}`), strings.Repeat("0123456789abcdeg", 4), uint8(2), int64(0))
 	f.Fuzz(func(t *testing.T, first int64, typ string, nanos int64, frame, agent string, data []byte, hash string, n uint8, after int64) {
 		if first < 0 || first > 1<<60 || n == 0 || n > 16 {
 			t.Skip()
@@ -94,5 +98,29 @@ func TestEventLogKeepsEveryZone(t *testing.T) {
 		if !ev.Time.Equal(at) || got != want || i >= 2 && ev.Time.Location() != in[i].Time.Location() {
 			t.Errorf("event %d: %v (offset %d), want %v (offset %d)", i+1, ev.Time, got, in[i].Time, want)
 		}
+	}
+}
+
+// The events Cairn records keep their type in one byte and their hash
+// (a SHA-256 in hex) in 33, and read back the same strings.
+func TestEventLogKeepsTypesAndHashesCompact(t *testing.T) {
+	hash := strings.Repeat("9f86d081884c7d65", 4)
+	size := func(typ session.EventType, hash string) int {
+		var l eventLog
+		l.append([]session.Event{{Seq: 1, Type: typ, Time: time.Unix(0, 0).UTC(), Hash: hash}})
+		got := l.after(0)
+		if len(got) != 1 || got[0].Type != typ || got[0].Hash != hash {
+			t.Fatalf("read back %+v, want type %q, hash %q", got, typ, hash)
+		}
+		return len(l.batches[0].buf)
+	}
+	if d := size(session.EventToolResult, hash) - size(session.EventToolResult, ""); d != 31 {
+		t.Fatalf("a hex SHA-256 costs %d bytes more than none, want 31 (33 against 2)", d)
+	}
+	if d := size(session.EventToolResult, strings.ToUpper(hash)) - size(session.EventToolResult, hash); d != 33 {
+		t.Fatalf("a hash not in lower-case hex costs %d bytes more, want 33 (kept as text)", d)
+	}
+	if d := size("custom_type", "") - size(session.EventToolResult, ""); d != 1+len("custom_type") {
+		t.Fatalf("a type of Cairn's costs %d bytes less than a custom one, want %d", d, 1+len("custom_type"))
 	}
 }
