@@ -39,7 +39,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if mine {
 		policy = r.snapshots
 	}
-	head, log, err := headFor(st, step, r.lease(st, events, st.UpdatedAt), policy)
+	head, log, view, err := headAndView(st, step, r.lease(st, events, st.UpdatedAt), policy)
 	if err != nil {
 		return err
 	}
@@ -52,6 +52,9 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return err
 	}
 	st.Log = log
+	if t != nil {
+		t.view = view
+	}
 	for _, ev := range fresh {
 		observe(ctx, ev)
 	}

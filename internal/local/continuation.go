@@ -65,7 +65,7 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := r.driveIn(ctx, scratch, st, step, false); err != nil {
+	if _, err := r.driveIn(ctx, scratch, st, step, false); err != nil {
 		return nil, err
 	}
 	return r.result(ctx, st, agent)
@@ -132,7 +132,7 @@ func (r *Runner) resumeStateless(ctx context.Context, st *engine.State, seq int6
 	if err := scratch.Append(ctx, store.Head{ID: st.SessionID, Agent: st.Agent, Seq: seq}, 0, nil); err != nil {
 		return nil, err
 	}
-	if err := r.driveIn(ctx, scratch, st, step, false); err != nil {
+	if _, err := r.driveIn(ctx, scratch, st, step, false); err != nil {
 		return nil, err
 	}
 	return r.result(context.WithoutCancel(ctx), st, agent)

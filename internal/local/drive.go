@@ -42,14 +42,18 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*sessio
 func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step, unseen bool) (sess *session.Session, err error) {
 	ctx, span := r.startTurnSpan(ctx, st.SessionID, st.Agent)
 	defer func() { endTurnSpan(span, sess, err) }()
-	if err := r.driveIn(ctx, r.store, st, step, unseen); err != nil {
+	last, err := r.driveIn(ctx, r.store, st, step, unseen)
+	if err != nil {
 		if errors.Is(err, errHalted) {
 			// Released for another process, which goes on with the turn.
 			return r.sessionOf(st), nil
 		}
 		return nil, err
 	}
-	sess = r.sessionOf(st) // before the state is shared again
+	sess = last // the view the last commit's summary was written from
+	if sess == nil || sess.Status == session.StatusRunning {
+		sess = r.sessionOf(st) // before the state is shared again
+	}
 	r.cache.put(st)
 	return sess, nil
 }
@@ -67,7 +71,8 @@ func (r *Runner) sessionOf(st *engine.State) *session.Session {
 // drive commits a step and performs its effects until the session needs a
 // person or the turn ends.
 func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
-	return r.driveIn(ctx, r.store, st, step, false)
+	_, err := r.driveIn(ctx, r.store, st, step, false)
+	return err
 }
 
 // errHalted: the runner stopped the turn at a step boundary (Close, or
@@ -85,7 +90,10 @@ var errHalted = errors.New("cairn: the turn was handed over: this runner is stop
 // step that records its answer: a model call is safe to repeat, and nobody
 // can observe the session in between. A crash in that call leaves no
 // session, and the caller, who got no answer, no id to miss.
-func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step, unseen bool) error {
+//
+// last is the session as of the last commit, when that commit wrote the
+// summary from it (nil otherwise, and on the stateless mode's store).
+func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, step engine.Step, unseen bool) (last *session.Session, err error) {
 	owned := to == r.store
 	var t *turn
 	if owned {
@@ -110,32 +118,34 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 				held = t.unwritten // commitTo writes it, and clears it
 			}
 			if err := r.commitTo(ctx, to, st, t, step); err != nil {
-				return err
+				return nil, err
 			}
 			recycle(&held)
 		}
 		if len(step.Effects) == 0 {
 			recycle(&step)
-			return nil
+			if t != nil {
+				last = t.view
+			}
+			return last, nil
 		}
 		var in engine.Input
 		switch {
 		case owned && t.cancelRequested.Load():
 			in = r.cancelInput(ctx, st.SessionID, t)
 		case ctx.Err() != nil:
-			return r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
+			return nil, r.interrupt(ctx, to, st, t, fmt.Sprintf("the turn's context ended: %v", ctx.Err()), ctx.Err())
 		case owned && r.halt.Load():
-			return r.interrupt(ctx, to, st, t, "the runner stopped (shutdown); another process continues the turn", errHalted)
+			return nil, r.interrupt(ctx, to, st, t, "the runner stopped (shutdown); another process continues the turn", errHalted)
 		default:
 			var err error
 			if in, err = r.perform(ctx, to, st, t, step.Effects[0]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		done := step
-		var err error
 		if step, err = r.compiled.Load().machine.Step(st, in, r.now()); err != nil {
-			return err
+			return nil, err
 		}
 		if t == nil || len(t.unwritten.Events) == 0 { // else done is held unwritten
 			recycle(&done)

@@ -54,6 +54,10 @@ type turn struct {
 	modelDeadline modelDeadline
 	deltas        deltaSink
 	onDelta       func(string)
+	// view is the session as of the turn's last commit, if that commit
+	// wrote the summary from it (nil otherwise): what the turn answers
+	// with when it ends there (runTurn).
+	view *session.Session
 	// Tool handlers of a turn that runs on its caller's goroutine run on
 	// that goroutine, guarded (see rescue): stopRescue, set at the turn's
 	// first tool effect, unregisters the guard; effect is its state

@@ -52,36 +52,44 @@ func eventBytes(evs []session.Event) int {
 // snapshots, a snapshot once the log since the last one is large enough.
 // It returns the log statistics to keep once the head is written. No I/O.
 func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snapshotPolicy) (store.Head, engine.LogStats, error) {
+	head, log, _, err := headAndView(st, step, lease, policy)
+	return head, log, err
+}
+
+// headAndView is headFor, with the session view its summary was written
+// from, if the step changed it (nil otherwise): the view as of the step,
+// which a turn that ends at this step answers with instead of building
+// it again.
+func headAndView(st *engine.State, step engine.Step, lease store.Lease, policy snapshotPolicy) (head store.Head, log engine.LogStats, view *session.Session, err error) {
 	events := step.Events
-	head := store.Head{ID: st.SessionID, Agent: st.Agent, Owner: st.Owner, Tenant: st.Tenant, Status: st.Status, Seq: st.Seq,
+	head = store.Head{ID: st.SessionID, Agent: st.Agent, Owner: st.Owner, Tenant: st.Tenant, Status: st.Status, Seq: st.Seq,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, NextExpiry: st.NextExpiry(), Lease: lease}
-	log := st.Log
+	log = st.Log
 	head.Quiet = events[0].Seq > 1 && engine.ListingKept(events)
 	if events[0].Seq == 1 || engine.ViewChanged(events, step.Payloads) {
-		view := st.View()
-		var err error
+		view = st.View()
 		// MarshalStored: the summary without the interrupts' Asks, which
 		// readers derive (and json.Marshal would compact its output again).
 		if head.Summary, err = view.MarshalStored(); err != nil {
-			return head, log, err
+			return head, log, view, err
 		}
 		head.PendingKinds = store.KindsOf(view.Interrupts)
 	}
 	log.TailBytes += eventBytes(events)
 	if log.TailBytes < snapshotMinTail {
-		return head, log, nil
+		return head, log, view, nil
 	}
 	switch {
 	case policy == wholeSnapshots && log.TailBytes >= snapshotRatio*log.SnapshotBytes:
 		snap, err := engine.Snapshot(st)
 		if err != nil {
-			return head, log, err
+			return head, log, view, err
 		}
 		head.Snapshot, log = snap, engine.LogStats{SnapshotBytes: len(snap), RootBytes: len(snap)}
 	case policy == chunkedSnapshots && log.TailBytes >= log.RootBytes:
 		parts, err := engine.SnapshotParts(st)
 		if err != nil {
-			return head, log, err
+			return head, log, view, err
 		}
 		head.Snapshot = parts.Root
 		for _, c := range parts.Chunks {
@@ -89,5 +97,5 @@ func headFor(st *engine.State, step engine.Step, lease store.Lease, policy snaps
 		}
 		log = engine.LogStats{SnapshotBytes: parts.Bytes, RootBytes: len(parts.Root)}
 	}
-	return head, log, nil
+	return head, log, view, nil
 }
