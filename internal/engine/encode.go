@@ -7,10 +7,13 @@ import (
 	"sync"
 
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/cairnhq/cairn/session"
 )
 
-// payloadEncoding encodes event payloads. Every turn encodes several, so it
-// uses github.com/segmentio/encoding/json (also what the MCP Go SDK encodes
+// payloadEncoding encodes event payloads. Every turn encodes several: the
+// ones every turn records are written by hand (session.AppendPayload), the
+// others with github.com/segmentio/encoding/json (also what the MCP Go SDK encodes
 // with), which writes the bytes encoding/json writes in about half the time
 // (FuzzInputSequences compares every event it records). That encoder does
 // not know the omitzero option, so a payload type with an omitzero field
@@ -21,6 +24,12 @@ type payloadEncoding struct {
 }
 
 func (e *payloadEncoding) marshal(payload any) ([]byte, error) {
+	if p, ok := payload.(session.Payload); ok {
+		var scratch [512]byte
+		if b, ok := session.AppendPayload(scratch[:0], p); ok {
+			return append([]byte(nil), b...), nil // the event's, of its size
+		}
+	}
 	t := reflect.TypeOf(payload)
 	if t == nil {
 		return json.Marshal(payload)
