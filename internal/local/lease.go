@@ -31,10 +31,12 @@ type turn struct {
 	lost      atomic.Bool
 	mu        sync.Mutex
 	stopModel context.CancelFunc // cancels the turn's model calls, once there is one
-	// The turn's contexts, made at its first effect that holds the lease
-	// (effectCtx, cancelled when the lease is lost; modelCtx under it, also
-	// cancelled by a cancel request) and cancelled when it ends: one pair
-	// per turn, not per effect. Only the turn's goroutine sets them.
+	// The turn's contexts, made at its first effect (effectCtx, cancelled
+	// when the lease is lost; modelCtx, also cancelled by a cancel
+	// request) and cancelled when it ends: one pair per turn, not per
+	// effect. Both are children of the turn's context, not one of the
+	// other (endEffects stops both): a context with a child keeps a map of
+	// its children. Only the turn's goroutine sets them.
 	effectCtx, modelCtx context.Context
 	endEffects          context.CancelFunc
 	// renewMu guards inEffect and renewedAt (wall time): the lease keeper
@@ -273,9 +275,10 @@ func (t *turn) makeContexts(ctx context.Context) {
 	if t.effectCtx != nil {
 		return
 	}
-	var stop context.CancelFunc
-	t.effectCtx, t.endEffects = context.WithCancel(ctx)
-	t.modelCtx, stop = context.WithCancel(t.effectCtx)
+	effectCtx, endEffects := context.WithCancel(ctx)
+	modelCtx, stop := context.WithCancel(ctx)
+	t.effectCtx, t.modelCtx = effectCtx, modelCtx
+	t.endEffects = func() { endEffects(); stop() }
 	t.mu.Lock()
 	t.stopModel = stop
 	t.mu.Unlock()
