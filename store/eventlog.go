@@ -21,9 +21,12 @@ import (
 // Encoding, per event: uvarint seq, type (appendType), time
 // (appendTime), frame, agent and data, each uvarint-length-prefixed, and
 // hash (appendHash). Prev is not kept, as in every store (it is the event
-// before's Hash). A completed session lives until a purge, and every byte
-// kept is memory the process must first touch: a type in one byte and a
-// hash in 32 keep a turn's events in about 1.2 KB instead of 1.5.
+// before's Hash). A batch starts with its form: plain, or chained (Head.
+// Chained), then the hash before its first event, and its events' hashes
+// are derived when read (hashDerived). A completed session lives until a
+// purge, and every byte kept is memory the process must first touch (twice
+// over, with the garbage collector's room): a type in one byte and derived
+// hashes keep a turn's events in about 0.95 KB instead of 1.5.
 type eventLog struct {
 	batches []eventBatch
 	room    [3]eventBatch // where batches starts: a turn's commits, mostly
@@ -35,18 +38,36 @@ type eventBatch struct {
 	buf         []byte
 }
 
-// append encodes events after the ones already kept.
-func (l *eventLog) append(events []session.Event) {
+// The forms of a batch.
+const (
+	batchPlain   byte = iota // every hash kept
+	batchChained             // the hash before it, then derived hashes
+)
+
+// append encodes events after the ones already kept; chained: their
+// hashes are the engine's chain (Head.Chained).
+func (l *eventLog) append(events []session.Event, chained bool) {
 	if len(events) == 0 {
 		return
 	}
-	size := 0
+	size := 1
+	if chained {
+		size += hashLen(events[0].Prev)
+	}
 	for i := range events {
 		ev := &events[i]
 		size += uvarintLen(uint64(ev.Seq)) + typeLen(ev.Type) + maxTimeBytes + fieldLen(len(ev.Frame)) + fieldLen(len(ev.Agent)) +
-			fieldLen(len(ev.Data)) + hashLen(ev.Hash)
+			fieldLen(len(ev.Data)) + 1
+		if !chained {
+			size += hashLen(ev.Hash) - 1
+		}
 	}
 	b := make([]byte, 0, size)
+	if chained {
+		b = appendHash(append(b, batchChained), events[0].Prev)
+	} else {
+		b = append(b, batchPlain)
+	}
 	for i := range events {
 		ev := &events[i]
 		b = binary.AppendUvarint(b, uint64(ev.Seq))
@@ -55,7 +76,11 @@ func (l *eventLog) append(events []session.Event) {
 		b = appendField(b, ev.Frame)
 		b = appendField(b, ev.Agent)
 		b = append(binary.AppendUvarint(b, uint64(len(ev.Data))), ev.Data...)
-		b = appendHash(b, ev.Hash)
+		if chained {
+			b = append(b, hashDerived)
+		} else {
+			b = appendHash(b, ev.Hash)
+		}
 	}
 	if l.batches == nil {
 		l.batches = l.room[:0]
@@ -100,8 +125,9 @@ func readType(b []byte) (session.EventType, []byte) {
 
 // The forms of a hash appendHash writes.
 const (
-	hashText   byte = iota // length-prefixed, as given
-	hashBinary             // 32 bytes of a SHA-256 in lower-case hex
+	hashText    byte = iota // length-prefixed, as given
+	hashBinary              // 32 bytes of a SHA-256 in lower-case hex
+	hashDerived             // none: session.EventHash of the event and the one before's
 )
 
 // appendHash appends hash: 33 bytes for the SHA-256 hex digest every
@@ -149,9 +175,13 @@ var notLowerHex = func() (t [256]byte) {
 	return t
 }()
 
-// readHash reads what appendHash wrote and returns the rest.
+// readHash reads what appendHash wrote and returns the rest; a derived
+// hash reads as "" (after derives it).
 func readHash(b []byte) (string, []byte) {
-	if b[0] == hashBinary {
+	switch b[0] {
+	case hashDerived:
+		return "", b[1:]
+	case hashBinary:
 		return hex.EncodeToString(b[1 : 1+hashHexLen/2]), b[1+hashHexLen/2:]
 	}
 	hash, rest := field(b[1:])
@@ -216,10 +246,12 @@ func appendField(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// after decodes the events whose seq is above seq. Data aliases the log
-// (capped, so an append by the caller copies); the log's bytes are never
-// written twice, so what a reader holds never changes.
-func (l *eventLog) after(seq int64) []session.Event {
+// after decodes the events whose seq is above seq, of the session id.
+// Data aliases the log (capped, so an append by the caller copies); the
+// log's bytes are never written twice, so what a reader holds never
+// changes. A chained batch's hashes are derived from the hash before it,
+// event by event.
+func (l *eventLog) after(id string, seq int64) []session.Event {
 	i, _ := slices.BinarySearchFunc(l.batches, seq+1, func(b eventBatch, want int64) int {
 		switch {
 		case b.last < want:
@@ -231,9 +263,17 @@ func (l *eventLog) after(seq int64) []session.Event {
 	})
 	var out []session.Event
 	for _, batch := range l.batches[i:] {
-		for b := batch.buf; len(b) > 0; {
+		b, chained, prev := batch.buf[1:], batch.buf[0] == batchChained, ""
+		if chained {
+			prev, b = readHash(b)
+		}
+		for len(b) > 0 {
 			var ev session.Event
 			ev, b = decodeEvent(b)
+			if chained {
+				ev.Hash = session.EventHash(id, &ev, prev)
+				prev = ev.Hash
+			}
 			if ev.Seq > seq {
 				out = append(out, ev)
 			}

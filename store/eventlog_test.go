@@ -34,9 +34,20 @@ func FuzzEventLogRoundTrip(f *testing.F) {
 			}
 			all = append(all, ev)
 		}
-		for rest := all; len(rest) > 0; { // in batches of 1, 2, 3, …
+		// Chained batches (Head.Chained) get the engine's hashes, chained
+		// from hash (the hash before the first event); plain ones keep
+		// hash as given. The fuzzed seq decides which of the batches.
+		chainedFrom := int(first % 3) // 0: all chained, 1: none, 2: from the second batch
+		prev := hash
+		for i := range all {
+			if chainedFrom != 1 {
+				all[i].Prev, all[i].Hash = prev, session.EventHash("ses_fuzz", &all[i], prev)
+				prev = all[i].Hash
+			}
+		}
+		for rest, b := all, 0; len(rest) > 0; b++ { // in batches of 1, 2, 3, …
 			k := min(len(l.batches)+1, len(rest))
-			l.append(rest[:k])
+			l.append(rest[:k], chainedFrom == 0 || chainedFrom == 2 && b > 0)
 			rest = rest[k:]
 		}
 		var want []session.Event
@@ -46,7 +57,7 @@ func FuzzEventLogRoundTrip(f *testing.F) {
 				want = append(want, ev)
 			}
 		}
-		got := l.after(after)
+		got := l.after("ses_fuzz", after)
 		if len(got) != len(want) {
 			t.Fatalf("after(%d): %d events, want %d", after, len(got), len(want))
 		}
@@ -71,15 +82,15 @@ func TestEventLogReadsAreStable(t *testing.T) {
 	ev := func(seq int64) session.Event {
 		return session.Event{Seq: seq, Type: session.EventUserMessage, Time: time.Unix(seq, 0).UTC(), Data: json.RawMessage(`{"text":"hi"}`)}
 	}
-	l.append([]session.Event{ev(1), ev(2)})
-	got := l.after(0)
+	l.append([]session.Event{ev(1), ev(2)}, false)
+	got := l.after("s", 0)
 	got[0].Data = append(got[0].Data, '!')
-	l.append([]session.Event{ev(3)})
-	again := l.after(0)
+	l.append([]session.Event{ev(3)}, false)
+	again := l.after("s", 0)
 	if len(again) != 3 || string(again[0].Data) != `{"text":"hi"}` || string(again[1].Data) != `{"text":"hi"}` {
 		t.Fatalf("the log changed under a reader: %+v", again)
 	}
-	if got := l.after(3); got != nil {
+	if got := l.after("s", 3); got != nil {
 		t.Fatalf("after the last seq: %+v, want none", got)
 	}
 }
@@ -91,8 +102,8 @@ func TestEventLogKeepsEveryZone(t *testing.T) {
 	var l eventLog
 	at := time.Date(2026, 1, 1, 0, 0, 0, 7, time.UTC)
 	in := []session.Event{{Seq: 1, Time: at.In(time.FixedZone("", -150))}, {Seq: 2, Time: at.In(time.FixedZone("", -60))}, {Seq: 3, Time: at.Local()}, {Seq: 4, Time: at}}
-	l.append(in)
-	for i, ev := range l.after(0) {
+	l.append(in, false)
+	for i, ev := range l.after("s", 0) {
 		_, got := ev.Time.Zone()
 		_, want := in[i].Time.Zone()
 		if !ev.Time.Equal(at) || got != want || i >= 2 && ev.Time.Location() != in[i].Time.Location() {
@@ -107,8 +118,8 @@ func TestEventLogKeepsTypesAndHashesCompact(t *testing.T) {
 	hash := strings.Repeat("9f86d081884c7d65", 4)
 	size := func(typ session.EventType, hash string) int {
 		var l eventLog
-		l.append([]session.Event{{Seq: 1, Type: typ, Time: time.Unix(0, 0).UTC(), Hash: hash}})
-		got := l.after(0)
+		l.append([]session.Event{{Seq: 1, Type: typ, Time: time.Unix(0, 0).UTC(), Hash: hash}}, false)
+		got := l.after("s", 0)
 		if len(got) != 1 || got[0].Type != typ || got[0].Hash != hash {
 			t.Fatalf("read back %+v, want type %q, hash %q", got, typ, hash)
 		}
@@ -122,5 +133,29 @@ func TestEventLogKeepsTypesAndHashesCompact(t *testing.T) {
 	}
 	if d := size("custom_type", "") - size(session.EventToolResult, ""); d != 1+len("custom_type") {
 		t.Fatalf("a type of Cairn's costs %d bytes less than a custom one, want %d", d, 1+len("custom_type"))
+	}
+}
+
+// A chained batch keeps one byte per event's hash and the hash before it
+// (33 bytes), and reads back the engine's hashes.
+func TestChainedBatchesDeriveTheirHashes(t *testing.T) {
+	events := make([]session.Event, 5)
+	prev := strings.Repeat("ab", 32)
+	for i := range events {
+		events[i] = session.Event{Seq: int64(i + 7), Type: session.EventToolResult, Time: time.Unix(1764300000, int64(i)).UTC(),
+			Frame: "f1", Agent: "main", Data: json.RawMessage(`{"call_id":"c1"}`), Prev: prev}
+		events[i].Hash = session.EventHash("ses_1", &events[i], prev)
+		prev = events[i].Hash
+	}
+	var plain, chained eventLog
+	plain.append(events, false)
+	chained.append(events, true)
+	if d := len(plain.batches[0].buf) - len(chained.batches[0].buf); d != 5*32-33 {
+		t.Fatalf("chained saves %d bytes, want %d (five hashes of 33 bytes for five of 1, and the hash before)", d, 5*32-33)
+	}
+	for i, ev := range chained.after("ses_1", 8) {
+		if want := events[i+2].Hash; ev.Hash != want {
+			t.Fatalf("event %d: hash %s, want %s", ev.Seq, ev.Hash, want)
+		}
 	}
 }

@@ -118,7 +118,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	default:
 		head.Owner, head.Tenant = s.head.Owner, s.head.Tenant // set once, by the first Append
 	}
-	s.events.append(events)
+	s.events.append(events, head.Chained)
 	if (head.Snapshot != nil || len(head.Blobs) > 0) && s.snaps == nil {
 		s.snaps = &memSnapshots{}
 	}
@@ -204,7 +204,7 @@ func (m *Memory) Events(ctx context.Context, id string, after int64) ([]session.
 	if s == nil {
 		return nil, ErrNotFound
 	}
-	return s.events.after(after), nil
+	return s.events.after(id, after), nil
 }
 
 // Head implements Store.

@@ -88,6 +88,12 @@ type Head struct {
 	// no listing index. UpdatedAt is still the time the lease is checked
 	// at. Reads leave it false.
 	Quiet bool
+	// Chained: the events' hashes are the engine's chain — each event's
+	// Hash is session.EventHash(ID, the event, the Hash of the event
+	// before it), the first's from its Prev — so a store may keep the hash
+	// before them and derive theirs when it reads them, as the in-memory
+	// store does. False: every hash is kept as given.
+	Chained bool
 }
 
 // Position is a place in List's order (most recently updated first, ties

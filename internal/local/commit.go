@@ -43,6 +43,9 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 	if err != nil {
 		return err
 	}
+	// The engine chained these events' hashes (stepper.chain), unless some
+	// are a copy of another session's log (a fork's first step).
+	head.Chained = step.Copied == 0
 	if mine {
 		err = r.appendStep(ctx, head, st.Nonce, step)
 	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {

@@ -120,3 +120,34 @@ func goroutineStack() string {
 	buf := make([]byte, 1<<16)
 	return string(buf[:runtime.Stack(buf, false)])
 }
+
+// The in-memory store keeps the hashes of the engine's events as "derived"
+// (store.Head.Chained) and reads back exactly the hashes the engine
+// recorded, across a turn's commits, a pause and a resume.
+func TestTheStoreReadsBackTheEnginesHashes(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	type args struct{}
+	gated := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploys.", Approval: cairn.Always()}, func(ctx context.Context, _ args) (string, error) { return "ok", nil })
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{}`}}}, scripted.Reply{Text: "done"})
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{gated}}}, &cairn.RunnerOptions{Store: st})
+	recorded := map[int64]string{}
+	observe := func(ev cairn.Event) { recorded[ev.Seq] = ev.Hash }
+	s := check.NoErr(t)(r.Start(ctx, "main", "go", &cairn.StartOptions{Observe: observe}))
+	s = check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}, &cairn.TurnOptions{Observe: observe}))
+	if s.Status != cairn.StatusCompleted {
+		t.Fatalf("%s", s.Status)
+	}
+	evs := check.Events(t)(st.Events(ctx, s.ID, 0))
+	if len(evs) != len(recorded) || len(evs) < 8 {
+		t.Fatalf("%d events stored, %d observed", len(evs), len(recorded))
+	}
+	for _, ev := range evs {
+		if ev.Hash == "" || ev.Hash != recorded[ev.Seq] {
+			t.Fatalf("event %d (%s): stored hash %q, the engine's %q", ev.Seq, ev.Type, ev.Hash, recorded[ev.Seq])
+		}
+	}
+	if tail := check.Events(t)(st.Events(ctx, s.ID, evs[len(evs)-3].Seq)); len(tail) != 2 || tail[1].Hash != evs[len(evs)-1].Hash {
+		t.Fatalf("a read from the middle: %+v", tail)
+	}
+}
