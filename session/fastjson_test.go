@@ -3,8 +3,8 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -169,7 +169,7 @@ func ExampleSession_MarshalJSON() {
 		Stack: []StackFrame{{Agent: "main", Mode: ModeMain}}, Remembered: []Remembered{}, Interrupts: []Interrupt{},
 		Usage: model.Usage{InputTokens: 4, OutputTokens: 1}, CreatedAt: at, UpdatedAt: at}
 	b, _ := s.MarshalJSON()
-	os.Stdout.Write(append(b, '\n'))
+	fmt.Println(string(b))
 	// Output:
 	// {"id":"ses_1","agent":"main","status":"completed","seq":7,"output":"done \u003cok\u003e","error":null,"interrupts":[],"stack":[{"agent":"main","mode":"main"}],"remembered":[],"usage":{"input_tokens":4,"output_tokens":1},"created_at":"2026-11-28T09:30:00Z","updated_at":"2026-11-28T09:30:00Z"}
 }

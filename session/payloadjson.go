@@ -111,5 +111,5 @@ func appendUsage(b []byte, u model.Usage) []byte {
 // changes (<, >, &, U+2028, U+2029). The engine's canonical arguments
 // mostly are; any doubt leaves them to encoding/json.
 func plainRaw(raw json.RawMessage) bool {
-	return len(raw) > 0 && bytes.IndexAny(raw, " \t\n\r<>&\u2028\u2029") < 0 && json.Valid(raw)
+	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\n\r<>&\u2028\u2029") && json.Valid(raw)
 }

@@ -211,9 +211,7 @@ func (r *Runner) renewWhile(ctx context.Context, t *turn, model bool, fn func(ct
 			fn(t.effectCtx)
 		}
 		if !t.effect.CompareAndSwap(effectRunning, effectIdle) {
-			t.rescueMu.Lock() // waits for the rescue to record the interrupt
-			t.rescueMu.Unlock()
-			return // the rescue ended the effect
+			return // rescued: the rescue ended the effect (see turn.rescued)
 		}
 	default:
 		fn(t.effectCtx)
@@ -259,11 +257,15 @@ func (r *Runner) rescue(ctx context.Context, to store.Store, st *engine.State, t
 }
 
 // rescued reports whether a rescue ended the turn's last effect, and
-// with what error. Only the turn's goroutine calls it, after the effect.
+// with what error, once the rescue recorded the interrupt (it holds
+// rescueMu until then). Only the turn's goroutine calls it, after the
+// effect.
 func (t *turn) rescued() (bool, error) {
 	if t == nil || t.effect.Load() != effectRescued {
 		return false, nil
 	}
+	t.rescueMu.Lock()
+	defer t.rescueMu.Unlock()
 	return true, t.rescueErr
 }
 
