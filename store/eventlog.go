@@ -3,7 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"slices"
+	"sort"
 	"time"
 
 	"github.com/cairnhq/cairn/session"
@@ -34,8 +34,8 @@ type eventLog struct {
 
 // eventBatch is one Append's events, encoded.
 type eventBatch struct {
-	first, last int64 // their seqs
-	buf         []byte
+	last int64 // the seq of its last event
+	buf  []byte
 }
 
 // The forms of a batch.
@@ -85,7 +85,7 @@ func (l *eventLog) append(events []session.Event, chained bool) {
 	if l.batches == nil {
 		l.batches = l.room[:0]
 	}
-	l.batches = append(l.batches, eventBatch{first: events[0].Seq, last: events[len(events)-1].Seq, buf: b})
+	l.batches = append(l.batches, eventBatch{last: events[len(events)-1].Seq, buf: b})
 }
 
 // appendType appends typ: one byte, its place in knownEventTypes plus
@@ -252,15 +252,8 @@ func appendField(b []byte, s string) []byte {
 // changes. A chained batch's hashes are derived from the hash before it,
 // event by event.
 func (l *eventLog) after(id string, seq int64) []session.Event {
-	i, _ := slices.BinarySearchFunc(l.batches, seq+1, func(b eventBatch, want int64) int {
-		switch {
-		case b.last < want:
-			return -1
-		case b.first > want:
-			return 1
-		}
-		return 0
-	})
+	// The first batch that ends after seq: batches hold consecutive seqs.
+	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last > seq })
 	var out []session.Event
 	for _, batch := range l.batches[i:] {
 		b, chained, prev := batch.buf[1:], batch.buf[0] == batchChained, ""

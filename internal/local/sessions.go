@@ -61,7 +61,8 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return nil, session.ErrShuttingDown
 	}
 	if opts == nil {
-		opts = &StartOptions{}
+		var none StartOptions // on the stack, as long as opts does not escape
+		opts = &none
 	}
 	ctx = withObserver(ctx, opts.Observe)
 	if err := checkClientTools(opts.ClientTools); err != nil {
@@ -74,7 +75,8 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: fmt.Sprintf("session id %q: use 1–128 letters, digits and . _ - :", id)}
 	}
 	if r.driver != nil {
-		return r.startWith(ctx, id, agent, input, opts)
+		o := *opts // a copy escapes, not opts
+		return r.startWith(ctx, id, agent, input, &o)
 	}
 	st := &engine.State{}
 	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools}
