@@ -18,7 +18,9 @@ func projectSessionStarted(p *SessionStarted, st *State, ev *session.Event, fram
 	st.SessionID, st.Nonce, st.Agent, st.Metadata, st.Owner, st.Tenant, st.CreatedAt = p.SessionID, p.Nonce, p.Agent, p.Metadata, p.Owner, p.Tenant, ev.Time
 	st.Status = session.StatusRunning
 	st.frames++
-	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: session.ModeMain}}
+	// Room for a turn with one tool call (the request, the call, its
+	// result, the answer): the history grows once instead of three times.
+	st.Frames = []*Frame{{ID: p.Frame, Agent: p.Agent, Mode: session.ModeMain, Messages: make([]model.Message, 0, 4)}}
 	return nil
 }
 
