@@ -151,3 +151,42 @@ func TestTheStoreReadsBackTheEnginesHashes(t *testing.T) {
 		t.Fatalf("a read from the middle: %+v", tail)
 	}
 }
+
+// conflictingRenewals is a memory store on which every lease renewal
+// finds the session taken over, counting them.
+type conflictingRenewals struct {
+	*store.Memory
+	renewals atomic.Int32
+}
+
+func (s *conflictingRenewals) RenewLease(ctx context.Context, id string, lease store.Lease) (bool, error) {
+	s.renewals.Add(1)
+	return false, store.ErrConflict
+}
+
+// A lease lost while a handler that ignores its context still runs on the
+// turn's goroutine is renewed (and warned about) once, not at every tick
+// of the lease keeper for as long as the handler runs.
+func TestALostLeaseIsNotRenewedAgain(t *testing.T) {
+	st := &conflictingRenewals{Memory: store.NewMemory()}
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	tool := stuckTool(started, release, &runs)
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{ID: "c1", Name: "stuck", Arguments: `{}`}}}, scripted.Reply{Text: "ok"})
+	r := runnerFor(t, []*cairn.Agent{{Name: "main", Model: m, Tools: []*cairn.Tool{tool}}}, &cairn.RunnerOptions{Store: st, Takeover: -1, Lease: 300 * time.Millisecond})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Start(context.Background(), "main", "go", nil)
+		errc <- err
+	}()
+	<-started
+	testwait.For(t, 5*time.Second, "the first renewal", func() bool { return st.renewals.Load() > 0 })
+	time.Sleep(500 * time.Millisecond) // elapsed time: ten ticks of the lease keeper (every 50 ms) while the handler runs
+	close(release)
+	if err := <-errc; !errors.Is(err, cairn.ErrLeaseLost) {
+		t.Fatalf("Start answered %v, want the lost lease", err)
+	}
+	if n := st.renewals.Load(); n != 1 {
+		t.Fatalf("the lost lease was renewed %d times", n)
+	}
+}

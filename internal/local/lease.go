@@ -330,7 +330,10 @@ func (r *Runner) keepLeases(every time.Duration) {
 func (r *Runner) renew(t *turn) {
 	t.renewMu.Lock()
 	defer t.renewMu.Unlock()
-	if !t.inEffect {
+	if !t.inEffect || t.lost.Load() {
+		// A lost lease stays lost: an effect that outlives it (a handler
+		// on the turn's goroutine that ignores its context) is not renewed,
+		// nor warned about, again.
 		return
 	}
 	cancelled, err := r.store.RenewLease(r.background, t.id, store.Lease{Owner: r.node, Until: r.now().Add(r.leaseFor)})
