@@ -86,8 +86,7 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 	if s.LeaseExpiresAt != nil {
 		b = appendTime(append(b, `,"lease_expires_at":`...), *s.LeaseExpiresAt)
 	}
-	b = strconv.AppendInt(append(b, `,"usage":{"input_tokens":`...), s.Usage.InputTokens, 10)
-	b = append(strconv.AppendInt(append(b, `,"output_tokens":`...), s.Usage.OutputTokens, 10), '}')
+	b = appendUsage(append(b, `,"usage":`...), s.Usage)
 	b = appendTime(append(b, `,"created_at":`...), s.CreatedAt)
 	b = appendTime(append(b, `,"updated_at":`...), s.UpdatedAt)
 	if interruptsLast {

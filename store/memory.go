@@ -68,14 +68,12 @@ type memHead struct {
 	cancelBy                 *session.Actor // non-nil: a cancel is asked
 }
 
-func memHeadOf(h Head) memHead {
-	m := memHead{ID: h.ID, Agent: h.Agent, Owner: h.Owner, Tenant: h.Tenant, Status: h.Status, Seq: h.Seq, CreatedAt: h.CreatedAt,
-		UpdatedAt: h.UpdatedAt, NextExpiry: h.NextExpiry, Summary: h.Summary, PendingKinds: h.PendingKinds, Lease: h.Lease}
-	if h.CancelRequested {
-		by := h.CancelBy
-		m.cancelBy = &by
-	}
-	return m
+// memHeadOf keeps what h says of the session; who asked for a cancel is
+// the store's own (RequestCancel), never an Append's, so cancelBy is
+// given apart.
+func memHeadOf(h Head, cancelBy *session.Actor) memHead {
+	return memHead{ID: h.ID, Agent: h.Agent, Owner: h.Owner, Tenant: h.Tenant, Status: h.Status, Seq: h.Seq, CreatedAt: h.CreatedAt,
+		UpdatedAt: h.UpdatedAt, NextExpiry: h.NextExpiry, Summary: h.Summary, PendingKinds: h.PendingKinds, Lease: h.Lease, cancelBy: cancelBy}
 }
 
 // head is the Head the store answers with.
@@ -149,8 +147,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 	if head.Status != "running" {
 		cancelBy = nil
 	}
-	s.head = memHeadOf(head)
-	s.head.cancelBy = cancelBy
+	s.head = memHeadOf(head, cancelBy)
 	m.feed.Publish(Change{SessionID: head.ID, Seq: head.Seq, CancelRequested: cancelBy != nil})
 	return nil
 }
