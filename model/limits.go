@@ -178,7 +178,9 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	ctx, cancel := context.WithCancelCause(req.Context())
 	w := &watchdog{ctx: ctx, cancel: cancel, idle: t.limits.IdleTimeout}
 	w.start()
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	attempt := req.WithContext(ctx)
+	inMemoryBody(attempt)
+	resp, err := t.next.RoundTrip(attempt)
 	if err != nil {
 		w.stop()
 		if w.fired() {
@@ -189,6 +191,26 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	w.kick()
 	resp.Body = &limitedBody{body: resp.Body, w: w, max: t.limits.MaxReplyBytes}
 	return resp, nil
+}
+
+// inMemoryBody gives an attempt (a copy of the caller's request) its body
+// again from GetBody, and closes the body it had. The SDKs wrap a body of
+// bytes in a reader of their own (openai-go and anthropic-sdk-go: a
+// close-once reader), which hides from net/http that the body is already
+// in memory; net/http then writes the headers and the body with two write
+// calls — two TCP segments, and a wake-up of the provider's side for each
+// — where GetBody's reader (a bytes.Reader) goes out with the headers in
+// one. A body without GetBody, or of unknown length, is left as it is.
+func inMemoryBody(attempt *http.Request) {
+	if attempt.GetBody == nil || attempt.ContentLength <= 0 || attempt.Body == nil || attempt.Body == http.NoBody {
+		return
+	}
+	body, err := attempt.GetBody()
+	if err != nil {
+		return // the transport reads the body it has
+	}
+	_ = attempt.Body.Close() // RoundTrip closes the body it is given; this one is not sent
+	attempt.Body = body
 }
 
 // watchdog cancels an attempt's ctx after idle without a kick, with a

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn/model"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // limitErr fetches url with a limited client and returns the LimitError
@@ -141,5 +144,57 @@ func TestModelConnectionsAreKept(t *testing.T) {
 	// next rounds. With two kept, every round would open about 14 more.
 	if n := opened.Load(); n > concurrent {
 		t.Fatalf("%d connections opened for %d rounds of %d concurrent calls, want at most %d", n, rounds, concurrent, concurrent)
+	}
+}
+
+// countingConn counts the write calls made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestARequestGoesOutInOneWrite: a provider SDK's request (openai-go
+// wraps its body of bytes in a close-once reader of its own) goes out with
+// its headers in one write call, not two: one TCP segment, one wake-up of
+// the provider's side.
+func TestARequestGoesOutInOneWrite(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store(string(b))
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	var writes atomic.Int64
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{c, &writes}, nil
+	}
+	client := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"), option.WithMaxRetries(0),
+		option.WithHTTPClient(model.Limits{}.HTTPClient(&http.Client{Transport: tr})))
+	body := []byte(`{"model":"m","input":"hello"}`)
+	for i := range 3 {
+		before := writes.Load()
+		var resp *http.Response
+		if err := client.Post(t.Context(), "responses", body, &resp); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n := writes.Load() - before; n != 1 {
+			t.Fatalf("request %d: %d write calls, want 1", i, n)
+		}
+		if got.Load() != string(body) {
+			t.Fatalf("the server got %q", got.Load())
+		}
 	}
 }

@@ -47,6 +47,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == serveWireFlag {
+		if err := serveWire(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/server: the wire relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/server:", err)
 		os.Exit(1)
@@ -72,11 +79,11 @@ type options struct {
 const baseSuffix = "@base"
 
 // systemStores maps a system's name to Cairn's store ("" is ADK).
-var systemStores = map[string]string{"adk": "", "memory": "memory", "sqlite": "sqlite-full", "postgres": "postgres"}
+var systemStores = map[string]string{"adk": "", "wire": "", "memory": "memory", "sqlite": "sqlite-full", "postgres": "postgres"}
 
 func run() error {
 	var o options
-	systems := flag.String("systems", "adk,memory,sqlite,postgres", "systems to measure: adk, memory, sqlite (synchronous=full), postgres")
+	systems := flag.String("systems", "adk,memory,sqlite,postgres", "systems to measure: adk, memory, sqlite (synchronous=full), postgres; and wire (a relay with no engine or store: the floor, see wire.go)")
 	clients := flag.String("clients", "1,8,64", "concurrent clients, comma separated")
 	flag.IntVar(&o.runs, "runs", 6, "repetitions of each cell (the tables show medians)")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "how long each measurement runs")
@@ -89,7 +96,7 @@ func run() error {
 	flag.Parse()
 	for _, s := range strings.Split(*systems, ",") {
 		if _, ok := systemStores[s]; !ok {
-			return fmt.Errorf("-systems: unknown %q (adk, memory, sqlite, postgres)", s)
+			return fmt.Errorf("-systems: unknown %q (adk, wire, memory, sqlite, postgres)", s)
 		}
 		if s == "postgres" && os.Getenv("CAIRN_TEST_POSTGRES") == "" {
 			fmt.Fprintln(os.Stderr, "bench/server: postgres skipped: set CAIRN_TEST_POSTGRES")
@@ -99,7 +106,7 @@ func run() error {
 	}
 	if o.baseline != "" {
 		for _, s := range o.systems {
-			if s != "adk" && !strings.HasSuffix(s, baseSuffix) {
+			if s != "adk" && s != "wire" && !strings.HasSuffix(s, baseSuffix) {
 				o.systems = append(o.systems, s+baseSuffix)
 			}
 		}
@@ -159,7 +166,7 @@ func run() error {
 		}
 		most := o.clients[len(o.clients)-1]
 		for _, s := range o.systems {
-			if s == "adk" || strings.HasSuffix(s, baseSuffix) {
+			if s == "adk" || s == "wire" || strings.HasSuffix(s, baseSuffix) {
 				continue
 			}
 			file := filepath.Join(o.profile, fmt.Sprintf("cpu-%s-%d.pprof", s, most))
@@ -216,6 +223,8 @@ func label(s string) string {
 	switch s {
 	case "adk":
 		return "ADK-Go adkrest, in memory"
+	case "wire":
+		return "the wire alone (net/http relay, no engine)"
 	case "sqlite":
 		return "Cairn, SQLite (synchronous=full)"
 	case "postgres":
@@ -249,6 +258,9 @@ func printRatios(o options, results map[key][]cell) {
 		{"Cairn on SQLite ÷ Cairn in memory, CPU per cycle", "sqlite", "memory", cpu, nil},
 		{"Cairn on PostgreSQL ÷ ADK in memory, cycles/s", "postgres", "adk", rate, stored},
 		{"Cairn on PostgreSQL ÷ Cairn in memory, CPU per cycle", "postgres", "memory", cpu, nil},
+		{"the wire alone ÷ ADK, cycles/s (the most any server on net/http reaches)", "wire", "adk", rate, nil},
+		{"the wire alone ÷ ADK, server CPU per cycle (the least)", "wire", "adk", cpu, nil},
+		{"Cairn in memory ÷ the wire alone, server CPU per cycle", "memory", "wire", cpu, nil},
 	}
 	wrote := func(c cell) float64 { return c.wrote }
 	for _, st := range []struct{ name, system string }{{"in memory", "memory"}, {"on SQLite", "sqlite"}, {"on PostgreSQL", "postgres"}} {
@@ -330,10 +342,18 @@ func measure(o options, s string, clients int, profile string) (cell, error) {
 	defer os.RemoveAll(dir)
 	var srv *benchproc.Server
 	var cycle func(*http.Client, string) error
-	if s == "adk" {
+	switch s {
+	case "adk":
 		srv, err = benchproc.Start(o.adk, "-model-url", o.modelURL)
 		cycle = adkCycle
-	} else {
+	case "wire":
+		self, serr := os.Executable()
+		if serr != nil {
+			return cell{}, serr
+		}
+		srv, err = benchproc.Start(self, serveWireFlag, o.modelURL)
+		cycle = cairnCycle
+	default:
 		binary := o.cairn
 		if name, ok := strings.CutSuffix(s, baseSuffix); ok {
 			s, binary = name, o.baseline
