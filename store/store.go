@@ -168,6 +168,23 @@ type ListOptions struct {
 // they may use those indexes.
 const NamedTenant = "tenant != ''"
 
+// Owned is the SQL condition of the owner index's rows (a partial index):
+// sessions with an owner. A listing by owner repeats it word for word, as
+// with NamedTenant; sessions nobody owns (created without a person's
+// token) write no entry.
+const Owned = "owner != ''"
+
+// Led reports whether the listing filters on a column an order index
+// leads with (status, agent, owner, a named tenant or a kind; the lease and
+// expiry scans name a status). A listing that is not (every session, or
+// the default tenant's) has no index of its own in SQLite, which merges
+// one walk of the status index per status (session.AllStatuses), so that
+// no commit writes an index for it.
+func (o ListOptions) Led() bool {
+	return o.Status != "" || o.Agent != "" || o.Owner != "" || o.Kind != "" ||
+		(o.ByTenant && o.Tenant != "") || !o.LeaseExpiredAt.IsZero() || !o.ExpiredAt.IsZero()
+}
+
 // Change says that a session's head changed: events up to Seq were
 // committed, or a cancel was requested. A Change with an empty SessionID
 // means that changes may have been missed (the feed reconnected or fell

@@ -92,6 +92,10 @@ CREATE INDEX IF NOT EXISTS cairn_blob_refs_key ON cairn_blob_refs(key);
 -- DESC) from the cursor on: no scan, no sort, at any depth.
 -- cairn_sessions_status (status, updated_at DESC), of earlier versions,
 -- left ties to a sort.
+-- (SQLite merges a walk of the status index per status instead, and has
+-- no index of its own for the unfiltered listing; PostgreSQL 15 does not
+-- merge the arms of a UNION ALL in order — it appends and sorts them —
+-- so it keeps one.)
 CREATE INDEX IF NOT EXISTS cairn_sessions_order ON cairn_sessions(updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_status_order ON cairn_sessions(status, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, updated_at DESC, id DESC);
@@ -100,11 +104,14 @@ CREATE INDEX IF NOT EXISTS cairn_sessions_agent_order ON cairn_sessions(agent, u
 -- without tenants writes none of them); the default tenant, and the
 -- runtime and global listings, from the others. A
 -- listing by owner is always within the owner's tenant
--- (cairn_sessions_owner_order, of earlier versions, lacked the tenant).
+-- (cairn_sessions_owner_order, of earlier versions, lacked the tenant),
+-- and only sessions with an owner are in its index (store.Owned;
+-- cairn_sessions_owner_tenant_order, of earlier versions, had them all).
 CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_order ON cairn_sessions(tenant, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
 CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_status_order ON cairn_sessions(tenant, status, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
 CREATE INDEX IF NOT EXISTS cairn_sessions_tenant_agent_order ON cairn_sessions(tenant, agent, updated_at DESC, id DESC) WHERE ` + store.NamedTenant + `;
-CREATE INDEX IF NOT EXISTS cairn_sessions_owner_tenant_order ON cairn_sessions(owner, tenant, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS cairn_sessions_owned_order ON cairn_sessions(owner, tenant, updated_at DESC, id DESC) WHERE ` + store.Owned + `;
+DROP INDEX IF EXISTS cairn_sessions_owner_tenant_order;
 DROP INDEX IF EXISTS cairn_sessions_owner_order;
 DROP INDEX IF EXISTS cairn_sessions_status;
 -- What a purge leaves of a session (store.Tombstone): its links and
@@ -541,7 +548,7 @@ func listQuery(opts store.ListOptions) (string, []any, error) {
 		where = append(where, "agent = "+arg(opts.Agent))
 	}
 	if opts.Owner != "" {
-		where = append(where, "owner = "+arg(opts.Owner))
+		where = append(where, "owner = "+arg(opts.Owner), store.Owned)
 	}
 	switch {
 	case opts.ByTenant && opts.Tenant != "":

@@ -230,7 +230,7 @@ func TestUpgrades(t *testing.T) {
 			DropOwner:          `ALTER TABLE cairn_sessions DROP COLUMN owner`,
 			DropTenant:         `ALTER TABLE cairn_sessions DROP COLUMN tenant`,        // its indexes go with it
 			DropPendingKinds:   `ALTER TABLE cairn_sessions DROP COLUMN pending_kinds`, // its indexes go with it
-			DropListingIndex:   `DROP INDEX cairn_sessions_order`,
+			DropListingIndex:   `DROP INDEX cairn_sessions_order; DROP INDEX cairn_sessions_status_order`,
 			DropInputKindIndex: `DROP INDEX cairn_sessions_paused_input`,
 		}
 	})

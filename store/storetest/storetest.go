@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LedgerSpendsOnce", func(t *testing.T) { testLedgerSpendsOnce(t, open) })
 	t.Run("ListExpiredAndPaged", func(t *testing.T) { testListExpiredAndPaged(t, open) })
 	t.Run("ListByStatus", func(t *testing.T) { testListByStatus(t, open) })
+	t.Run("ListEveryStatusInOrder", func(t *testing.T) { testListEveryStatusInOrder(t, open) })
 	t.Run("ListByKind", func(t *testing.T) { testListByKind(t, open) })
 	t.Run("ListingsWalkIndexes", func(t *testing.T) { testListingsWalkIndexes(t, open) })
 	t.Run("Purge", func(t *testing.T) { testPurge(t, open) })
@@ -335,6 +337,54 @@ func testListExpiredAndPaged(t *testing.T, open func(t *testing.T) store.Store) 
 	}
 	if got := strings.Join(pages, "|"); got != "b,f|e,d|c,a" {
 		t.Fatalf("pages %s, want b,f|e,d|c,a", got)
+	}
+}
+
+// The listings without a status (every session, the default tenant's)
+// have every status in one order, paged at any size without a session
+// twice or missed — the SQL stores merge a walk per status; ties of
+// updated_at are ordered by id.
+func testListEveryStatusInOrder(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	t0 := epoch()
+	s := open(t)
+	statuses := session.AllStatuses()
+	var want []store.Position
+	for i := range 23 {
+		id := fmt.Sprintf("s%02d", i)
+		// Three share each second, so ties cross statuses.
+		h := store.Head{ID: id, Agent: "main", Status: statuses[(i*7)%len(statuses)], Seq: 1, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(i/3) * time.Second), Summary: json.RawMessage(`{}`)}
+		if i%4 == 0 {
+			h.Tenant = "acme"
+		}
+		must(t, s.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: "user_message", Time: t0, Frame: "f1", Agent: "main", Data: json.RawMessage(`{}`)}}))
+		if h.Tenant == "" {
+			want = append(want, h.Position())
+		}
+	}
+	slices.SortFunc(want, store.Position.Compare)
+	for _, size := range []int{0, 1, 4, 7, 100} {
+		var got []store.Position
+		var after store.Position
+		for {
+			page, err := s.List(ctx, store.ListOptions{ByTenant: true, Limit: size, After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range page {
+				got = append(got, h.Position())
+			}
+			if len(page) == 0 || size == 0 {
+				break
+			}
+			after = page[len(page)-1].Position()
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("pages of %d: %v\nwant %v", size, got, want)
+		}
+	}
+	if all, err := s.List(ctx, store.ListOptions{}); err != nil || len(all) != 23 {
+		t.Fatalf("every session: %d, %v", len(all), err)
 	}
 }
 
