@@ -78,7 +78,7 @@ func (m *Model) generateLean(ctx context.Context, req *model.Request) (*model.Re
 	if err != nil {
 		return nil, err
 	}
-	raw, err := post(ctx, &m.client, "chat/completions", body)
+	raw, err := m.chat.post(ctx, body)
 	if err != nil {
 		return nil, m.providerError(err)
 	}

@@ -50,6 +50,8 @@ const DefaultMaxRetries = 3
 // Model is a model.Model backed by Chat Completions.
 type Model struct {
 	client  sdk.Client
+	http    *http.Client // the client's (Limits applied)
+	chat    *sender      // the lean path's
 	name    string
 	opts    Options
 	retries int
@@ -82,8 +84,11 @@ func New(name string, opts *Options) *Model {
 		retries = *opts.MaxRetries
 	}
 	ro = append(ro, option.WithMaxRetries(retries))
-	ro = append(ro, option.WithHTTPClient(opts.Limits.HTTPClient(opts.HTTPClient)))
-	return &Model{client: sdk.NewClient(ro...), name: name, opts: *opts, retries: retries}
+	hc := opts.Limits.HTTPClient(opts.HTTPClient)
+	ro = append(ro, option.WithHTTPClient(hc))
+	m := &Model{client: sdk.NewClient(ro...), http: hc, name: name, opts: *opts, retries: retries}
+	m.chat = newSender(&m.client, hc, "chat/completions")
+	return m
 }
 
 // providerError describes a failed call: provider, model, status, request id.

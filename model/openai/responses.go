@@ -47,6 +47,7 @@ type ResponsesOptions struct {
 // previous_response_id is never used.
 type Responses struct {
 	client  sdk.Client
+	lean    *sender // the lean path's
 	name    string
 	opts    ResponsesOptions
 	retries int
@@ -64,7 +65,9 @@ func NewResponses(name string, opts *ResponsesOptions) *Responses {
 		opts = &ResponsesOptions{}
 	}
 	chat := New(name, &opts.Options)
-	return &Responses{client: chat.client, name: name, opts: *opts, retries: chat.retries}
+	m := &Responses{client: chat.client, name: name, opts: *opts, retries: chat.retries}
+	m.lean = newSender(&m.client, chat.http, "responses")
+	return m
 }
 
 // Limits returns the limits of each call (Options.Limits).
@@ -83,7 +86,7 @@ func (m *Responses) Generate(ctx context.Context, req *model.Request) (*model.Re
 		return nil, err
 	}
 	if !m.opts.Stream {
-		raw, err := post(ctx, &m.client, "responses", body)
+		raw, err := m.lean.post(ctx, body)
 		if err != nil {
 			return nil, m.providerError(err)
 		}

@@ -9,9 +9,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 )
 
@@ -20,8 +22,9 @@ import (
 // SDK's own decoders read them), of only the fields Cairn sends and reads,
 // instead of the SDK's typed params and reflective decoders (apijson),
 // which cost more than the HTTP exchange itself on a busy server. The SDK
-// still carries every request (its retries, backoff, Retry-After, auth
-// headers and *openai.Error), and its types stay the reference: the
+// still decides every request and every failure (sender: its URL and
+// headers, its retries, backoff, Retry-After and *openai.Error), and its
+// types stay the reference: the
 // differential tests (wire_test.go) hold the two paths to the same
 // requests and the same replies. Options.SDK switches back to them.
 
@@ -94,15 +97,94 @@ func (e *responsesEvent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// post sends body to the API's path through the SDK's client (its
-// retries, headers and errors) and reads the answer whole, into a buffer
-// of the size the answer announces (the SDK's io.ReadAll grows one from
-// 512 bytes, five allocations for a small reply).
-func post(ctx context.Context, client *sdk.Client, path string, body []byte) ([]byte, error) {
-	var resp *http.Response
-	if err := client.Post(ctx, path, body, &resp); err != nil {
+// sender sends a lean path's requests to one path of the API. The SDK's
+// client stays in charge of what a request is and of every failure; only
+// the request that succeeds at once skips its machinery (building the
+// request config, cloning the request and its headers at each attempt:
+// more than a third of the bytes a server allocates per approval cycle,
+// and about 7 % of its CPU at one client — docs/performance.md):
+//
+//   - The first request goes through the SDK's client, and a middleware
+//     watching its first attempt learns the URL and the headers the SDK
+//     sends (the reference; TestLeanRequestsAreTheSDKs compares them).
+//   - Later requests are sent with those, by the SDK's HTTP client (its
+//     transport, Limits, proxy), redirects not followed.
+//   - An attempt that does not succeed (a transport error, or a status
+//     other than 2xx) is handed to the SDK's client as its own first
+//     attempt, replayed by a middleware: its retries, Retry-After, backoff
+//     and *openai.Error are the SDK's, over the same requests on the wire
+//     (TestFailuresAreTheSDKs). A redirect is left to the SDK whole.
+type sender struct {
+	client  *sdk.Client
+	http    *http.Client
+	path    string
+	learned atomic.Pointer[learnedRequest]
+}
+
+// learnedRequest is what the SDK sends for a path: its URL and headers.
+type learnedRequest struct {
+	url    string
+	header http.Header
+}
+
+func newSender(client *sdk.Client, hc *http.Client, path string) *sender {
+	direct := *hc
+	direct.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &sender{client: client, http: &direct, path: path}
+}
+
+// post sends body and reads the answer whole (see read).
+func (s *sender) post(ctx context.Context, body []byte) ([]byte, error) {
+	l := s.learned.Load()
+	if l == nil {
+		return s.viaSDK(ctx, body, func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			if req.Header.Get("X-Stainless-Retry-Count") == "0" {
+				s.learned.CompareAndSwap(nil, &learnedRequest{url: req.URL.String(), header: req.Header.Clone()})
+			}
+			return next(req)
+		})
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(body))
+	if err != nil {
 		return nil, err
 	}
+	req.Header = l.header.Clone() // a client's cookie jar may add to it
+	resp, err := s.http.Do(req)
+	switch {
+	case err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return read(resp)
+	case err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400:
+		resp.Body.Close()
+		return s.viaSDK(ctx, body, nil)
+	}
+	replayed := false
+	return s.viaSDK(ctx, body, func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		if !replayed {
+			replayed = true
+			return resp, err
+		}
+		return next(req)
+	})
+}
+
+// viaSDK sends body through the SDK's client, with a middleware if mw is
+// not nil.
+func (s *sender) viaSDK(ctx context.Context, body []byte, mw option.Middleware) ([]byte, error) {
+	var opts []option.RequestOption
+	if mw != nil {
+		opts = append(opts, option.WithMiddleware(mw))
+	}
+	var resp *http.Response
+	if err := s.client.Post(ctx, s.path, body, &resp, opts...); err != nil {
+		return nil, err
+	}
+	return read(resp)
+}
+
+// read reads a successful answer whole, into a buffer of the size the
+// answer announces (io.ReadAll grows one from 512 bytes, five allocations
+// for a small reply).
+func read(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	if n := resp.ContentLength; n > 0 && n <= maxSizedRead {
 		buf := make([]byte, n)
