@@ -166,7 +166,7 @@ func run() error {
 		}
 		most := o.clients[len(o.clients)-1]
 		for _, s := range o.systems {
-			if s == "adk" || s == "wire" || strings.HasSuffix(s, baseSuffix) {
+			if s == "adk" || strings.HasSuffix(s, baseSuffix) {
 				continue
 			}
 			file := filepath.Join(o.profile, fmt.Sprintf("cpu-%s-%d.pprof", s, most))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 )
@@ -77,6 +78,8 @@ func serveWire(modelURL string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/sessions", r.create)
 	mux.HandleFunc("POST /v1/sessions/{id}/decisions", r.decide)
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // -profile compares it with Cairn's
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	fmt.Fprintf(os.Stderr, "listening on http://%s\n", ln.Addr())
 	return http.Serve(ln, mux)
 }
