@@ -160,6 +160,7 @@ type outcome struct {
 	status   int
 	message  string
 	request  string
+	err      string
 	received int
 }
 
@@ -178,6 +179,7 @@ func TestFailuresAreTheSDKs(t *testing.T) {
 		"503 not to retry":      {status(503, `{"error":{"message":"no"}}`, "x-should-retry", "false")},
 		"409 then ok":           {status(409, `{}`, "Retry-After-Ms", "1"), okAnswer},
 		"dropped then ok":       {hangUp, okAnswer},
+		"dropped until the end": {hangUp},
 		"not JSON":              {status(502, `<html>bad gateway</html>`, "Retry-After-Ms", "1")},
 		"redirect":              {redirectOnce},
 	}
@@ -191,7 +193,7 @@ func TestFailuresAreTheSDKs(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("not a provider error: %v", err)
 			}
-			o.status, o.message, o.request = pe.Status, pe.Message, pe.RequestID
+			o.status, o.message, o.request, o.err = pe.Status, pe.Message, pe.RequestID, err.Error()
 		}
 		o.received = len(p.requests())
 		return o

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -148,8 +149,7 @@ func (s *sender) post(ctx context.Context, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header = l.header.Clone() // a client's cookie jar may add to it
-	resp, err := s.http.Do(req)
+	resp, err := s.send(req, l.header)
 	switch {
 	case err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return read(resp)
@@ -165,6 +165,25 @@ func (s *sender) post(ctx context.Context, body []byte) ([]byte, error) {
 		}
 		return next(req)
 	})
+}
+
+// send sends req with header. A client that only carries requests (no
+// cookie jar, no timeout of its own, no credentials in the URL: the
+// providers' case) is skipped for its transport, as the SDK's client
+// would not follow a redirect here either: http.Client.Do copies every
+// request's headers for the redirects it may follow, and a jar adds to
+// them. Its errors are the client's: a *url.Error of the method and URL.
+func (s *sender) send(req *http.Request, header http.Header) (*http.Response, error) {
+	if s.http.Jar != nil || s.http.Timeout != 0 || req.URL.User != nil || s.http.Transport == nil {
+		req.Header = header.Clone()
+		return s.http.Do(req)
+	}
+	req.Header = header // read, never written, from here on
+	resp, err := s.http.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
 }
 
 // viaSDK sends body through the SDK's client, with a middleware if mw is
