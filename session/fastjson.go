@@ -39,41 +39,21 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 	if !interruptsLast {
 		b = appendNoInterrupts(b, s.Interrupts)
 	}
-	b = append(b, `,"stack":`...)
-	if s.Stack == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, f := range s.Stack {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(append(b, `{"agent":`...), f.Agent)
-			b = append(appendString(append(b, `,"mode":`...), string(f.Mode)), '}')
+	b = appendList(append(b, `,"stack":`...), s.Stack, func(b []byte, f StackFrame) []byte {
+		b = appendString(append(b, `{"agent":`...), f.Agent)
+		return append(appendString(append(b, `,"mode":`...), string(f.Mode)), '}')
+	})
+	b = appendList(append(b, `,"remembered":`...), s.Remembered, func(b []byte, r Remembered) []byte {
+		b = appendString(append(b, `{"agent":`...), r.Agent)
+		b = appendString(append(b, `,"tool":`...), r.Tool)
+		if r.Action != "" {
+			b = appendString(append(b, `,"action":`...), string(r.Action))
 		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"remembered":`...)
-	if s.Remembered == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, r := range s.Remembered {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(append(b, `{"agent":`...), r.Agent)
-			b = appendString(append(b, `,"tool":`...), r.Tool)
-			if r.Action != "" {
-				b = appendString(append(b, `,"action":`...), string(r.Action))
-			}
-			if r.Reason != "" {
-				b = appendString(append(b, `,"reason":`...), r.Reason)
-			}
-			b = append(b, '}')
+		if r.Reason != "" {
+			b = appendString(append(b, `,"reason":`...), r.Reason)
 		}
-		b = append(b, ']')
-	}
+		return append(b, '}')
+	})
 	if s.Owner != "" {
 		b = appendString(append(b, `,"owner":`...), s.Owner)
 	}
@@ -131,6 +111,22 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// appendList writes items as a JSON array, each by item, or null for a
+// nil slice (as encoding/json does).
+func appendList[T any](b []byte, items []T, item func([]byte, T) []byte) []byte {
+	if items == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = item(b, it)
+	}
+	return append(b, ']')
+}
 
 // appendString appends s quoted as encoding/json writes a string: HTML
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.

@@ -13,22 +13,7 @@ import (
 
 // stdlibStored is the session as encoding/json writes MarshalStored's
 // shape: the reference for its bytes.
-func stdlibStored(s Session) ([]byte, error) {
-	type plain Session
-	ins := recordedAll(s.Interrupts)
-	if s.OutputJSON == nil {
-		return json.Marshal(struct {
-			plain
-			Interrupts []recorded `json:"interrupts"`
-		}{plain(s), ins})
-	}
-	return json.Marshal(struct {
-		plain
-		Interrupts []recorded      `json:"interrupts"`
-		Output     json.RawMessage `json:"output"`
-		OutputText string          `json:"output_text"`
-	}{plain(s), ins, s.OutputJSON, s.Output})
-}
+func stdlibStored(s Session) ([]byte, error) { return json.Marshal(s.storedShape()) }
 
 // randomText is text of any kind a session holds: plain, HTML, control
 // characters, U+2028/9, other Unicode, invalid UTF-8.

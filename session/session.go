@@ -111,15 +111,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 	if b, ok := s.marshalSimple(false); ok {
 		return b, nil
 	}
-	type plain Session
-	if s.OutputJSON == nil {
-		return segjson.Marshal(plain(s))
-	}
-	return segjson.Marshal(struct {
-		plain
-		Output     json.RawMessage `json:"output"`
-		OutputText string          `json:"output_text"`
-	}{plain(s), s.OutputJSON, s.Output})
+	return segjson.Marshal(s.shape())
 }
 
 // MarshalStored writes the session as a store keeps its summary: as
@@ -129,20 +121,43 @@ func (s Session) MarshalStored() ([]byte, error) {
 	if b, ok := s.marshalSimple(true); ok {
 		return b, nil
 	}
-	type plain Session
+	return segjson.Marshal(s.storedShape())
+}
+
+// sessionFields is Session without its methods: what the reflective
+// encoders write field by field.
+type sessionFields Session
+
+// shape is what MarshalJSON writes when it does not write it by hand, as
+// a value any JSON encoder writes the same (the tests hold appendSimple to
+// encoding/json's writing of it): the output as JSON and as text when
+// the output is JSON.
+func (s Session) shape() any {
+	if s.OutputJSON == nil {
+		return sessionFields(s)
+	}
+	return struct {
+		sessionFields
+		Output     json.RawMessage `json:"output"`
+		OutputText string          `json:"output_text"`
+	}{sessionFields(s), s.OutputJSON, s.Output}
+}
+
+// storedShape is shape with the interrupts as a store keeps them.
+func (s Session) storedShape() any {
 	ins := recordedAll(s.Interrupts)
 	if s.OutputJSON == nil {
-		return segjson.Marshal(struct {
-			plain
+		return struct {
+			sessionFields
 			Interrupts []recorded `json:"interrupts"`
-		}{plain(s), ins})
+		}{sessionFields(s), ins}
 	}
-	return segjson.Marshal(struct {
-		plain
+	return struct {
+		sessionFields
 		Interrupts []recorded      `json:"interrupts"`
 		Output     json.RawMessage `json:"output"`
 		OutputText string          `json:"output_text"`
-	}{plain(s), ins, s.OutputJSON, s.Output})
+	}{sessionFields(s), ins, s.OutputJSON, s.Output}
 }
 
 // UnmarshalJSON reads a session written by MarshalJSON or MarshalStored.

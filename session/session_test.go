@@ -13,17 +13,7 @@ import (
 // stdlibJSON is the session as encoding/json writes it: what
 // Session.MarshalJSON wrote before it took a faster encoder, and must
 // still write byte for byte (summaries are compared and stored).
-func stdlibJSON(s Session) ([]byte, error) {
-	type plain Session
-	if s.OutputJSON == nil {
-		return json.Marshal(plain(s))
-	}
-	return json.Marshal(struct {
-		plain
-		Output     json.RawMessage `json:"output"`
-		OutputText string          `json:"output_text"`
-	}{plain(s), s.OutputJSON, s.Output})
-}
+func stdlibJSON(s Session) ([]byte, error) { return json.Marshal(s.shape()) }
 
 // fuzzSession fills every kind of field a summary has from a few fuzzed
 // values: text a model or user wrote (any bytes: HTML, control characters,
