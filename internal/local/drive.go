@@ -19,21 +19,72 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*sessio
 	if r.isDraining() {
 		return nil, session.ErrShuttingDown
 	}
+	// The cached state is used without reading the store's head first:
+	// the first commit, which writes only at the seq the state is at, is
+	// the check (one store read fewer a request). When the cache was
+	// behind (another process wrote) or a request here won a race, that
+	// commit is refused having written and run nothing, and the input is
+	// applied again to the state read from the store; so is an input the
+	// cached state refused or took without a change.
+	if st := r.cache.take(id); st != nil {
+		r.metrics.cacheLoad(ctx, true)
+		sess, behind, err := r.applyTo(ctx, st, in, true)
+		if !behind {
+			return sess, err
+		}
+	}
 	st, err := r.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	sess, _, err := r.applyTo(ctx, st, in, false)
+	return sess, err
+}
+
+// applyTo applies in to st and drives the turn. unchecked: st is the
+// cached state, not checked against the store's head; behind says that
+// the outcome may come from it being behind the store, and that nothing
+// was written or run (apply reads the session and tries again).
+func (r *Runner) applyTo(ctx context.Context, st *engine.State, in engine.Input, unchecked bool) (sess *session.Session, behind bool, err error) {
 	if d, ok := in.(engine.Decide); ok {
 		in = r.withEditPreviews(ctx, st, d)
 	}
-	step, err := r.compiled.Load().machine.Step(st, in, r.now())
-	if err != nil {
+	machine := r.compiled.Load().machine
+	step, err := machine.Step(st, in, r.now())
+	switch {
+	case err != nil && unchecked:
+		return nil, true, err
+	case err != nil:
 		if session.CodeOf(err) != session.CodeInternal {
 			r.cache.put(st) // a refused input leaves the state as it was
 		}
-		return nil, err
+		return nil, false, err
+	case unchecked && len(step.Events) == 0:
+		machine.Recycle(&step)
+		return nil, true, nil
 	}
-	return r.runTurn(ctx, st, step, false)
+	sess, err = r.runTurn(ctx, st, step, false)
+	var refused *firstCommitRefused
+	if errors.As(err, &refused) {
+		return nil, unchecked, refused.err
+	}
+	return sess, false, err
+}
+
+// firstCommitRefused is the store's refusal (conflict, or no such session)
+// of a turn's first commit: nothing of the turn was written or run.
+type firstCommitRefused struct{ err error }
+
+func (e *firstCommitRefused) Error() string { return e.err.Error() }
+func (e *firstCommitRefused) Unwrap() error { return e.err }
+
+// withoutFirstCommit is err as the store gave it, for callers other than
+// apply.
+func withoutFirstCommit(err error) error {
+	if refused, ok := err.(*firstCommitRefused); ok {
+		return refused.err
+	}
+	return err
 }
 
 // runTurn drives a step inside the turn's span and, once everything is
@@ -72,7 +123,7 @@ func (r *Runner) sessionOf(st *engine.State) *session.Session {
 // person or the turn ends.
 func (r *Runner) drive(ctx context.Context, st *engine.State, step engine.Step) error {
 	_, err := r.driveIn(ctx, r.store, st, step, false)
-	return err
+	return withoutFirstCommit(err)
 }
 
 // errHalted: the runner stopped the turn at a step boundary (Close, or
@@ -106,7 +157,7 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	// (engine.Machine.Recycle): once its events are written and the next
 	// step is made, or, for a first step held unwritten, once written.
 	recycle := func(step *engine.Step) { r.compiled.Load().machine.Recycle(step) }
-	for {
+	for first := true; ; {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
 			t.unwritten = step
 			for _, ev := range step.Events {
@@ -118,10 +169,14 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 				held = t.unwritten // commitTo writes it, and clears it
 			}
 			if err := r.commitTo(ctx, to, st, t, step); err != nil {
+				if first && owned && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
+					err = &firstCommitRefused{err} // see apply
+				}
 				return nil, err
 			}
 			recycle(&held)
 		}
+		first = false
 		if len(step.Effects) == 0 {
 			recycle(&step)
 			if t != nil {

@@ -246,3 +246,66 @@ func TestConcurrentDecisionsAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// A runner applies a request to its cached state without reading the
+// store's head first; the commit, written only at the cached seq, is the
+// check. When another node moved the session on, the request is applied
+// again to the session as stored: one valid now succeeds although the
+// cache refused it, and one the cache took but that is spent now (its
+// interrupt was decided elsewhere) is refused, its tool not run again.
+func TestCachedStateBehindAnotherNode(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	tool := &slowTool{}
+	a, b := node(t, path, time.Minute, tool.tool()), node(t, path, time.Minute, tool.tool())
+	approve := func(s *cairn.Session) []cairn.Decision {
+		return []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}
+	}
+
+	paused, err := a.Start(ctx, "main", "deploy", nil) // a caches the pause
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := b.Resume(ctx, paused.ID, paused.Seq, approve(paused), nil)
+	if err != nil || done.Status != cairn.StatusCompleted {
+		t.Fatalf("b approves: %v %+v", err, done)
+	}
+	// a's cache is at the pause; the message names the stored seq.
+	again, err := a.Send(ctx, paused.ID, "deploy again", done.Seq, nil)
+	if err != nil || again.Status != cairn.StatusPaused || again.Seq <= done.Seq {
+		t.Fatalf("a sends at the stored seq with its cache behind: %v %+v", err, again)
+	}
+	done, err = b.Resume(ctx, again.ID, again.Seq, approve(again), nil)
+	if err != nil || done.Status != cairn.StatusCompleted {
+		t.Fatalf("b approves the second call: %v %+v", err, done)
+	}
+	// a's cache holds the second pause, whose approval is spent now.
+	if _, err := a.Resume(ctx, again.ID, again.Seq, approve(again), nil); !errors.Is(err, cairn.ErrAlreadyDecided) {
+		t.Fatalf("a approves what b approved, with its cache behind: %v; want ErrAlreadyDecided", err)
+	}
+	if n := tool.runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times; want 2 (once per approved call)", n)
+	}
+	got, err := a.Session(ctx, again.ID)
+	if err != nil || got.Seq != done.Seq || got.Status != cairn.StatusCompleted {
+		t.Fatalf("a reads %+v (%v); want b's completed session at seq %d", got, err, done.Seq)
+	}
+
+	// a's cache is current (the refusal read the session); b moves it on
+	// to another completed turn. A message at "whatever is current" is
+	// taken by a's cache, refused at its commit, and taken again as stored.
+	third, err := b.Send(ctx, again.ID, "deploy a third time", 0, nil)
+	if err == nil {
+		done, err = b.Resume(ctx, third.ID, third.Seq, approve(third), nil)
+	}
+	if err != nil || done.Status != cairn.StatusCompleted {
+		t.Fatalf("b's third turn: %v %+v", err, done)
+	}
+	fourth, err := a.Send(ctx, again.ID, "and a fourth", 0, nil)
+	if err != nil || fourth.Status != cairn.StatusPaused || fourth.Seq <= done.Seq {
+		t.Fatalf("a sends at seq 0 with its cache behind: %v %+v", err, fourth)
+	}
+	if n := tool.runs.Load(); n != 3 {
+		t.Fatalf("the tool ran %d times; want 3", n)
+	}
+}

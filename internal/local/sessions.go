@@ -104,7 +104,8 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	// session before this call answers, so its first step (session start,
 	// user message) guards nothing and is written with the model's answer:
 	// one commit fewer per session. A client-chosen id is written at once.
-	return r.runTurn(ctx, st, step, opts.ID == "")
+	sess, err := r.runTurn(ctx, st, step, opts.ID == "")
+	return sess, withoutFirstCommit(err)
 }
 
 // Resume is cairn.Runner.Resume (documented there). A lone completion
