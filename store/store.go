@@ -304,6 +304,17 @@ type Outbox interface {
 	RetryMessage(ctx context.Context, id, owner string, at time.Time, why string) error
 }
 
+// Durable is implemented by a store whose Append returns only once the
+// events are on disk or in another process (SQLite, PostgreSQL). That
+// wait is long next to the work of a step, so a runner writes a step
+// followed by a model call while the call runs: the call is safe to
+// repeat, and its answer is used only once the write succeeded. The
+// memory store, whose Append returns at once, does not implement it.
+type Durable interface {
+	// Durable reports whether Append waits for the events to be durable.
+	Durable() bool
+}
+
 // Blobs keeps large values by key: the sealed parts of snapshots (written
 // with Head.Blobs), and values a driver's messages cannot carry (Temporal's
 // 2 MB payloads: the driver stores the value here and passes the key). The

@@ -21,8 +21,37 @@ func (r *Runner) commit(ctx context.Context, st *engine.State, step engine.Step)
 // commitTo appends step's events to store to; t is the turn writing them
 // (nil: none), whose unwritten first step, if any, goes in the same commit.
 func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State, t *turn, step engine.Step) error {
-	mine := to == r.store // not a stateless session's scratch store
-	fresh := step.Events  // observed below; unwritten ones were at once
+	c, err := r.prepareCommit(ctx, to, st, t, step)
+	if err != nil || len(c.step.Events) == 0 {
+		return err
+	}
+	if err := r.writeCommit(ctx, &c); err != nil {
+		return err
+	}
+	c.done(st, t)
+	return nil
+}
+
+// preparedCommit is a step's commit as prepareCommit makes it (the head
+// row, its summary, checkpoint, snapshot and webhook messages): what
+// writeCommit writes and done records once written. Making it reads the
+// state; writing it does not, so a write may overlap the turn's next
+// model call (driveIn).
+type preparedCommit struct {
+	to    store.Store
+	mine  bool // the runner's store, not a stateless session's scratch one
+	head  store.Head
+	step  engine.Step // all the events written, with their payloads
+	fresh []session.Event
+	log   engine.LogStats
+	view  *session.Session
+}
+
+// prepareCommit makes the commit of step (with t's unwritten first step,
+// which it takes); no events, no commit: its step has none.
+func (r *Runner) prepareCommit(ctx context.Context, to store.Store, st *engine.State, t *turn, step engine.Step) (c preparedCommit, err error) {
+	c.to, c.mine = to, to == r.store
+	c.fresh = step.Events // observed once written; unwritten ones were at once
 	if t != nil && len(t.unwritten.Events) > 0 {
 		first := t.unwritten
 		t.unwritten = engine.Step{}
@@ -31,37 +60,49 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		// first step's have seen: theirs are left out (decoded if needed).
 		step.Payloads = append(make([]any, len(first.Events), len(step.Events)), step.Payloads...)
 	}
-	events := step.Events
-	if len(events) == 0 {
-		return nil
+	if len(step.Events) == 0 {
+		return c, nil
 	}
+	c.step = step
 	policy := noSnapshots
-	if mine {
+	if c.mine {
 		policy = r.snapshots
 	}
-	head, log, view, err := headAndView(st, step, r.lease(st, events, st.UpdatedAt), policy)
-	if err != nil {
-		return err
+	if c.head, c.log, c.view, err = headAndView(st, step, r.lease(st, step.Events, st.UpdatedAt), policy); err != nil {
+		return c, err
 	}
 	// The engine chained these events' hashes (stepper.chain), unless some
 	// are a copy of another session's log (a fork's first step).
-	head.Chained = step.Copied == 0
-	if mine {
-		err = r.appendStep(ctx, head, st.Nonce, step)
-	} else if err = to.Append(ctx, head, events[0].Seq-1, events); err != nil {
-		err = storeError(err, st.SessionID)
+	c.head.Chained = step.Copied == 0
+	if c.mine {
+		c.head, err = r.sealStep(ctx, c.head, st.Nonce, step)
 	}
-	if err != nil {
-		return err
+	return c, err
+}
+
+// writeCommit writes a prepared commit and, once written, tells
+// subscribers and the caller's observer of its events.
+func (r *Runner) writeCommit(ctx context.Context, c *preparedCommit) error {
+	events := c.step.Events
+	if c.mine {
+		if err := r.appendSealed(ctx, c.head, c.step); err != nil {
+			return err
+		}
+	} else if err := c.to.Append(ctx, c.head, events[0].Seq-1, events); err != nil {
+		return storeError(err, c.head.ID)
 	}
-	st.Log = log
-	if t != nil {
-		t.view = view
-	}
-	for _, ev := range fresh {
+	for _, ev := range c.fresh {
 		observe(ctx, ev)
 	}
 	return nil
+}
+
+// done records in the state and the turn that c is written.
+func (c *preparedCommit) done(st *engine.State, t *turn) {
+	st.Log = c.log
+	if t != nil {
+		t.view = c.view
+	}
 }
 
 // appendStep writes a step to the runner's store in one commit, with its
@@ -69,14 +110,29 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 // step.Payloads may be nil (a mirrored step): they are decoded if needed.
 // nonce is the session's, which the messages' ids and links carry.
 func (r *Runner) appendStep(ctx context.Context, head store.Head, nonce string, step engine.Step) error {
-	events := step.Events
+	head, err := r.sealStep(ctx, head, nonce, step)
+	if err != nil {
+		return err
+	}
+	return r.appendSealed(ctx, head, step)
+}
+
+// sealStep adds to the head of a step's commit its webhook messages and
+// its signed checkpoint, if any.
+func (r *Runner) sealStep(ctx context.Context, head store.Head, nonce string, step engine.Step) (store.Head, error) {
 	if r.hooks != nil {
 		var err error
 		if head.Outbox, err = r.webhookMessages(ctx, head.ID, nonce, head.Agent, head.Tenant, head.Seq, step); err != nil {
-			return fmt.Errorf("webhooks of session %s: %w", head.ID, err)
+			return head, fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}
-	head.Checkpoint = r.checkpoint(head, events)
+	head.Checkpoint = r.checkpoint(head, step.Events)
+	return head, nil
+}
+
+// appendSealed is appendStep's write, once sealed.
+func (r *Runner) appendSealed(ctx context.Context, head store.Head, step engine.Step) error {
+	events := step.Events
 	began := time.Now()
 	if err := r.store.Append(ctx, head, events[0].Seq-1, events); err != nil {
 		return storeError(err, head.ID)

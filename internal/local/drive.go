@@ -151,6 +151,9 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 		t = r.active.begin(st.SessionID)
 		defer r.active.end(st.SessionID, t)
 		defer t.end()
+		// On every way out no write outlives its turn (the way out of a
+		// failed one already returned its error).
+		defer func() { _ = t.awaitWrite(st) }()
 		t.guardTools = ctx.Value(runnerGoroutineKey{}) == nil
 	}
 	// Each step's memory goes back to its machine once nothing reads it
@@ -168,7 +171,17 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			if t != nil {
 				held = t.unwritten // commitTo writes it, and clears it
 			}
-			if err := r.commitTo(ctx, to, st, t, step); err != nil {
+			if _, model := firstEffect(step).(engine.CallModel); owned && r.overlapWrites && !first && model && len(held.Events) == 0 &&
+				!t.cancelRequested.Load() && ctx.Err() == nil && !r.halt.Load() {
+				// The model call that follows is safe to repeat: it runs
+				// while the step is written, and its answer (and its
+				// deltas) count only once the write succeeded.
+				c, err := r.prepareCommit(ctx, to, st, t, step)
+				if err != nil {
+					return nil, err
+				}
+				t.startWrite(ctx, r, c)
+			} else if err := r.commitTo(ctx, to, st, t, step); err != nil {
 				if first && owned && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
 					err = &firstCommitRefused{err} // see apply
 				}
@@ -185,6 +198,12 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			return last, nil
 		}
 		var in engine.Input
+		if owned && (t.cancelRequested.Load() || ctx.Err() != nil || r.halt.Load()) {
+			// What follows writes: after the step in flight, if any.
+			if err := t.awaitWrite(st); err != nil {
+				return nil, err
+			}
+		}
 		switch {
 		case owned && t.cancelRequested.Load():
 			in = r.cancelInput(ctx, st.SessionID, t)
@@ -258,6 +277,9 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		in = engine.PreviewsDone{Results: results}
 	default:
 		return nil, fmt.Errorf("cairn: unknown effect %T", eff)
+	}
+	if err := t.awaitWrite(st); err != nil {
+		return nil, err // the step before the effect was not written
 	}
 	switch {
 	case t != nil && t.lost.Load():

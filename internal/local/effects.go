@@ -29,7 +29,7 @@ func (r *Runner) callModel(ctx context.Context, sessionID string, after int64, e
 	req := eff.Request // the engine makes a request per effect: this call's own
 	var deadline *modelDeadline
 	if t != nil {
-		t.deltas = deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent}
+		t.deltas = deltaSink{r: r, ctx: ctx, session: sessionID, after: after, frame: eff.Frame, agent: eff.Agent, gate: t.writing}
 		deadline = &t.modelDeadline
 		if t.onDelta == nil {
 			t.onDelta = t.deltas.send // a method value allocates: once a turn
@@ -67,9 +67,19 @@ type deltaSink struct {
 	after          int64 // the seq the deltas come after
 	frame, agent   string
 	sentFirstDelta bool
+	// gate is the write of the step before the call, while it is in
+	// flight: the deltas follow its events, and are dropped if it failed.
+	gate *inFlightWrite
 }
 
 func (d *deltaSink) send(delta string) {
+	if d.gate != nil {
+		<-d.gate.written
+		if d.gate.err != nil {
+			return
+		}
+		d.gate = nil
+	}
 	data, _ := json.Marshal(session.ModelDelta{Text: delta})
 	ev := session.Event{Type: session.EventModelDelta, Time: d.r.now(), Frame: d.frame, Agent: d.agent, Data: data}
 	d.r.hub.delta(d.session, d.after, !d.sentFirstDelta, ev)

@@ -56,6 +56,10 @@ type turn struct {
 	modelDeadline modelDeadline
 	deltas        deltaSink
 	onDelta       func(string)
+	// writing is the commit of the turn's last step while it is written
+	// and the model call after it runs (driveIn); nil otherwise. Only the
+	// turn's goroutine sets it.
+	writing *inFlightWrite
 	// view is the session as of the turn's last commit, if that commit
 	// wrote the summary from it (nil otherwise): what the turn answers
 	// with when it ends there (runTurn).
@@ -480,4 +484,44 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope session.Can
 		case <-tick.C:
 		}
 	}
+}
+
+// inFlightWrite is a step's commit written on another goroutine while
+// the turn's next model call runs. written is closed once it is done; err
+// is its outcome.
+type inFlightWrite struct {
+	c       preparedCommit
+	written chan struct{}
+	err     error
+}
+
+// startWrite writes c on another goroutine; awaitWrite waits for it. A
+// failed write drops the model call running meanwhile: its answer would
+// not count.
+func (t *turn) startWrite(ctx context.Context, r *Runner, c preparedCommit) {
+	w := &inFlightWrite{c: c, written: make(chan struct{})}
+	t.writing = w
+	go func() {
+		defer close(w.written)
+		if w.err = r.writeCommit(ctx, &w.c); w.err != nil {
+			t.dropModelCall()
+		}
+	}()
+}
+
+// awaitWrite waits for the write in flight, if any, and records it in st
+// and the turn (preparedCommit.done); its error, if it failed. t may be
+// nil (a turn outside the runner's store).
+func (t *turn) awaitWrite(st *engine.State) error {
+	if t == nil || t.writing == nil {
+		return nil
+	}
+	w := t.writing
+	<-w.written
+	t.writing = nil
+	if w.err != nil {
+		return w.err
+	}
+	w.c.done(st, t)
+	return nil
 }

@@ -72,14 +72,17 @@ type Options struct {
 // and appends each step's events to the Store in one commit. A Runner is
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
-	agents         map[string]*Agent
-	limits         map[string]modelLimits // by agent: its model's, read once
-	order          []string               // agent names as NewRunner got them
-	compiled       atomic.Pointer[compiled]
-	compileMu      sync.Mutex // one recompile at a time
-	engineOpts     engine.Options
-	store          store.Store
-	snapshots      snapshotPolicy // for store
+	agents     map[string]*Agent
+	limits     map[string]modelLimits // by agent: its model's, read once
+	order      []string               // agent names as NewRunner got them
+	compiled   atomic.Pointer[compiled]
+	compileMu  sync.Mutex // one recompile at a time
+	engineOpts engine.Options
+	store      store.Store
+	snapshots  snapshotPolicy // for store
+	// overlapWrites: store's appends wait for durability, and a step
+	// followed by a model call is written while the call runs (driveIn).
+	overlapWrites  bool
 	log            *slog.Logger
 	maxParallel    int
 	toolWorkers    workers
@@ -183,6 +186,9 @@ func newRunner(opts *Options) (*Runner, error) {
 		r.store = store.NewMemory()
 	}
 	r.snapshots = snapshotPolicyFor(r.store)
+	if d, ok := r.store.(store.Durable); ok {
+		r.overlapWrites = d.Durable()
+	}
 	r.publicURL, r.callbacks = strings.TrimRight(opts.PublicURL, "/"), newCallbackSigner(r.store)
 	r.completionWait = cmp.Or(opts.CompletionWait, DefaultCompletionWait)
 	r.tombstoneKeep = opts.TombstoneRetention

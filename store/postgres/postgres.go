@@ -243,6 +243,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	return st, nil
 }
 
+// Durable is store.Durable: an append returns once it is durable.
+func (s *Store) Durable() bool { return true }
+
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.stop()

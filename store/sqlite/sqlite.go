@@ -389,6 +389,9 @@ func pendingKindsOf(summary string) string {
 	return `(SELECT COALESCE(SUM(DISTINCT ` + store.KindBitSQL("json_extract(value, '$.kind')") + `), 0) FROM json_each(CAST(` + summary + ` AS TEXT), '$.interrupts'))`
 }
 
+// Durable is store.Durable: an append returns once it is durable.
+func (s *Store) Durable() bool { return true }
+
 // Close closes the database.
 func (s *Store) Close() error {
 	s.stop()
