@@ -29,6 +29,7 @@ func (r *Runner) commitTo(ctx context.Context, to store.Store, st *engine.State,
 		return err
 	}
 	c.done(st, t)
+	c.tell(ctx)
 	return nil
 }
 
@@ -81,7 +82,8 @@ func (r *Runner) prepareCommit(ctx context.Context, to store.Store, st *engine.S
 }
 
 // writeCommit writes a prepared commit and, once written, tells
-// subscribers and the caller's observer of its events.
+// subscribers (the caller's observer is told by tell, on the turn's
+// goroutine).
 func (r *Runner) writeCommit(ctx context.Context, c *preparedCommit) error {
 	events := c.step.Events
 	if c.mine {
@@ -91,10 +93,15 @@ func (r *Runner) writeCommit(ctx context.Context, c *preparedCommit) error {
 	} else if err := c.to.Append(ctx, c.head, events[0].Seq-1, events); err != nil {
 		return storeError(err, c.head.ID)
 	}
+	return nil
+}
+
+// tell gives the caller's observer the events c wrote (not those of a
+// first step held unwritten: it had them at once).
+func (c *preparedCommit) tell(ctx context.Context) {
 	for _, ev := range c.fresh {
 		observe(ctx, ev)
 	}
-	return nil
 }
 
 // done records in the state and the turn that c is written.

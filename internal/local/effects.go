@@ -78,6 +78,7 @@ func (d *deltaSink) send(delta string) {
 		if d.gate.err != nil {
 			return
 		}
+		d.gate.tell()
 		d.gate = nil
 	}
 	data, _ := json.Marshal(session.ModelDelta{Text: delta})

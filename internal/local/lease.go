@@ -490,16 +490,28 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope session.Can
 // the turn's next model call runs. written is closed once it is done; err
 // is its outcome.
 type inFlightWrite struct {
+	ctx     context.Context
 	c       preparedCommit
 	written chan struct{}
 	err     error
+	told    bool // the caller's observer has its events (see tell)
+}
+
+// tell gives the caller's observer the written events, once, on the
+// turn's goroutine (TurnOptions.Observe): before the first delta of the
+// model call, or when the turn waits for the write.
+func (w *inFlightWrite) tell() {
+	if !w.told {
+		w.told = true
+		w.c.tell(w.ctx)
+	}
 }
 
 // startWrite writes c on another goroutine; awaitWrite waits for it. A
 // failed write drops the model call running meanwhile: its answer would
 // not count.
 func (t *turn) startWrite(ctx context.Context, r *Runner, c preparedCommit) {
-	w := &inFlightWrite{c: c, written: make(chan struct{})}
+	w := &inFlightWrite{ctx: ctx, c: c, written: make(chan struct{})}
 	t.writing = w
 	go func() {
 		defer close(w.written)
@@ -523,5 +535,6 @@ func (t *turn) awaitWrite(st *engine.State) error {
 		return w.err
 	}
 	w.c.done(st, t)
+	w.tell()
 	return nil
 }
