@@ -7,18 +7,20 @@ import (
 )
 
 // appendSimple appends s as encoding/json writes it, for the sessions most
-// commits and answers write: no output JSON, error, interrupts, metadata,
-// fork origin or truncation, and times encoding/json accepts. ok is false
-// for any other session, and the callers encode it with the reflective
-// encoder. With interruptsLast, "interrupts" comes last, as MarshalStored
-// writes it; else in its place in the struct, as MarshalJSON does.
+// commits and answers write: no output JSON, error, metadata, fork origin
+// or truncation, and times encoding/json accepts; no interrupts, or, with
+// interruptsLast, interrupts in their common form (appendRecorded). ok is
+// false for any other session, and the callers encode it with the
+// reflective encoder. With interruptsLast, "interrupts" comes last, as
+// recorded, the way MarshalStored writes it; else in its place in the
+// struct, as MarshalJSON does.
 //
 // Why by hand: a runner writes the summary at nearly every commit and a
 // server a session in nearly every answer; the reflective encoder took a
 // tenth of BenchmarkTurn. encoding/json stays the reference:
 // FuzzSessionJSON and TestAppendSimpleAgrees compare every byte.
 func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
-	if s.OutputJSON != nil || s.Error != nil || len(s.Interrupts) > 0 || len(s.Metadata) > 0 || s.ForkedFrom != nil ||
+	if s.OutputJSON != nil || s.Error != nil || len(s.Interrupts) > 0 && !interruptsLast || len(s.Metadata) > 0 || s.ForkedFrom != nil ||
 		len(s.Truncated) > 0 || !jsonTime(s.CreatedAt) || !jsonTime(s.UpdatedAt) ||
 		s.LeaseExpiresAt != nil && !jsonTime(*s.LeaseExpiresAt) {
 		return b, false
@@ -70,7 +72,11 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 	b = appendTime(append(b, `,"created_at":`...), s.CreatedAt)
 	b = appendTime(append(b, `,"updated_at":`...), s.UpdatedAt)
 	if interruptsLast {
-		b = appendNoInterrupts(b, s.Interrupts)
+		// As the log keeps them (recorded), in their common form.
+		var ok bool
+		if b, ok = appendRecordedAll(append(b, `,"interrupts":`...), s.Interrupts); !ok {
+			return b, false
+		}
 	}
 	return append(b, '}'), true
 }

@@ -10,17 +10,20 @@ import (
 
 // AppendPayload appends the JSON encoding/json writes for payload, for the
 // payloads every turn records (session_started, user_message,
-// model_response, tool_started, tool_result, turn_completed) in their
+// model_response, tool_started, tool_result, turn_completed) and those
+// every pause records (the interrupt's request, turn_paused) in their
 // common form; ok is false for any other payload, or one with a field it
 // leaves to a reflective encoder (metadata, an actor, a call, tools,
 // provider data, answers, a wait, output JSON, arguments that are not
-// compact and free of the characters encoding/json escapes), and b is
-// then unchanged.
+// compact and free of the characters encoding/json escapes, an interrupt
+// with more than arguments and a message: appendRecorded), and b is then
+// unchanged.
 //
 // Why by hand: the engine encodes several payloads a step, and the
 // reflective encoders were a tenth of BenchmarkTurn. encoding/json stays
-// the reference: TestAppendPayloadAgrees, FuzzAppendPayload, and the
-// engine's FuzzInputSequences, which compares every event it records.
+// the reference: TestAppendPayloadAgrees, FuzzAppendPayload,
+// TestPausePayloadsEncodeAsEncodingJSON, and the engine's
+// FuzzInputSequences, which compares every event it records.
 func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 	switch p := payload.(type) {
 	case *SessionStarted:
@@ -97,8 +100,94 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 			return b, false
 		}
 		return append(appendString(append(b, `{"output":`...), p.Output), '}'), true
+	case *InterruptRequested:
+		// As MarshalJSON writes it: the outer "interrupt" (recorded)
+		// comes after the fields of the embedded struct.
+		start := len(b)
+		b = appendString(append(b, `{"call_id":`...), p.CallID)
+		if p.Held {
+			b = append(b, `,"held":true`...)
+		}
+		b, ok := appendRecorded(append(b, `,"interrupt":`...), &p.Interrupt)
+		if !ok {
+			return b[:start], false
+		}
+		return append(b, '}'), true
+	case *TurnPaused:
+		start := len(b)
+		b = append(b, '{')
+		if len(p.Created) > 0 {
+			b = appendList(append(b, `"created":`...), p.Created, appendString)
+			b = append(b, ',')
+		}
+		b = append(b, `"interrupts":`...)
+		b, ok := appendRecordedAll(b, p.Interrupts)
+		if !ok {
+			return b[:start], false
+		}
+		return append(b, '}'), true
 	}
 	return b, false
+}
+
+// appendRecorded appends in as the log and the stored summaries keep an
+// interrupt (recorded: without its Ask) when it is in its common form: no
+// preview, schema, question, output, schedule, approvers or approvals,
+// arguments written as they are (plainRaw), a time encoding/json accepts.
+// ok is false for any other, which the callers leave to the reflective
+// encoder.
+func appendRecorded(b []byte, in *Interrupt) ([]byte, bool) {
+	if in.Preview != nil || in.Handle != "" || len(in.ResultSchema) > 0 || in.Question != "" || len(in.Schema) > 0 || in.URL != "" ||
+		in.Text != "" || len(in.Output) > 0 || len(in.OutputSchema) > 0 || len(in.Schedule) > 0 || in.OnExpiry != nil ||
+		in.Approvers != nil || in.Required != 0 || len(in.Approvals) > 0 || len(in.RequestedBy) > 0 || in.MayDecide != nil ||
+		len(in.Truncated) > 0 || len(in.Arguments) > 0 && !plainRaw(in.Arguments) || in.ExpiresAt != nil && !jsonTime(*in.ExpiresAt) {
+		return b, false
+	}
+	b = appendString(append(b, `{"id":`...), in.ID)
+	b = appendString(append(b, `,"kind":`...), string(in.Kind))
+	b = appendList(append(b, `,"path":`...), in.Path, func(b []byte, p PathStep) []byte {
+		b = appendString(append(b, `{"agent":`...), p.Agent)
+		b = appendString(append(b, `,"tool":`...), p.Tool)
+		return append(appendString(append(b, `,"call_id":`...), p.CallID), '}')
+	})
+	if in.Tool != "" {
+		b = appendString(append(b, `,"tool":`...), in.Tool)
+	}
+	if len(in.Arguments) > 0 {
+		b = append(append(b, `,"arguments":`...), in.Arguments...)
+	}
+	if in.Message != "" {
+		b = appendString(append(b, `,"message":`...), in.Message)
+	}
+	b = strconv.AppendBool(append(b, `,"in_doubt":`...), in.InDoubt)
+	if in.IdempotencyKey != "" {
+		b = appendString(append(b, `,"idempotency_key":`...), in.IdempotencyKey)
+	}
+	if in.ExpiresAt == nil {
+		b = append(b, `,"expires_at":null`...)
+	} else {
+		b = appendTime(append(b, `,"expires_at":`...), *in.ExpiresAt)
+	}
+	return append(b, '}'), true
+}
+
+// appendRecordedAll is appendRecorded for a list, null when nil; ok is
+// false when any interrupt is not in its common form.
+func appendRecordedAll(b []byte, ins []Interrupt) ([]byte, bool) {
+	if ins == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i := range ins {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendRecorded(b, &ins[i]); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 func appendUsage(b []byte, u model.Usage) []byte {
