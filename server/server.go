@@ -761,6 +761,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func encodeJSON(w http.ResponseWriter, v any) (body []byte, ok bool) {
 	extendWrite(w)
 	w.Header().Set("Content-Type", "application/json")
+	if s, ok := v.(*session.Session); ok && s != nil {
+		// What the encoder below writes for a session: its MarshalJSON,
+		// which is compact already (the encoder would compact it again,
+		// a scan of every byte), and a newline.
+		if body, err := s.MarshalJSON(); err == nil {
+			return append(body, '\n'), true
+		}
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
