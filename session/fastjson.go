@@ -8,19 +8,19 @@ import (
 
 // appendSimple appends s as encoding/json writes it, for the sessions most
 // commits and answers write: no output JSON, error, metadata, fork origin
-// or truncation, and times encoding/json accepts; no interrupts, or, with
-// interruptsLast, interrupts in their common form (appendRecorded). ok is
-// false for any other session, and the callers encode it with the
-// reflective encoder. With interruptsLast, "interrupts" comes last, as
-// recorded, the way MarshalStored writes it; else in its place in the
-// struct, as MarshalJSON does.
+// or truncation, times encoding/json accepts, and interrupts in their
+// common form (appendInterrupt). ok is false for any other session, and
+// the callers encode it with the reflective encoder. With interruptsLast,
+// "interrupts" comes last, recorded (without their Asks), as MarshalStored
+// writes it; else in its place in the struct with their Asks, as
+// MarshalJSON does.
 //
 // Why by hand: a runner writes the summary at nearly every commit and a
 // server a session in nearly every answer; the reflective encoder took a
 // tenth of BenchmarkTurn. encoding/json stays the reference:
 // FuzzSessionJSON and TestAppendSimpleAgrees compare every byte.
 func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
-	if s.OutputJSON != nil || s.Error != nil || len(s.Interrupts) > 0 && !interruptsLast || len(s.Metadata) > 0 || s.ForkedFrom != nil ||
+	if s.OutputJSON != nil || s.Error != nil || len(s.Metadata) > 0 || s.ForkedFrom != nil ||
 		len(s.Truncated) > 0 || !jsonTime(s.CreatedAt) || !jsonTime(s.UpdatedAt) ||
 		s.LeaseExpiresAt != nil && !jsonTime(*s.LeaseExpiresAt) {
 		return b, false
@@ -39,7 +39,11 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 		b = appendString(append(b, `,"request":`...), s.Request)
 	}
 	if !interruptsLast {
-		b = appendNoInterrupts(b, s.Interrupts)
+		// As Interrupt.MarshalJSON writes them, in their common form.
+		var ok bool
+		if b, ok = appendInterruptList(append(b, `,"interrupts":`...), s.Interrupts, true); !ok {
+			return b, false
+		}
 	}
 	b = appendList(append(b, `,"stack":`...), s.Stack, func(b []byte, f StackFrame) []byte {
 		b = appendString(append(b, `{"agent":`...), f.Agent)
@@ -74,7 +78,7 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 	if interruptsLast {
 		// As the log keeps them (recorded), in their common form.
 		var ok bool
-		if b, ok = appendRecordedAll(append(b, `,"interrupts":`...), s.Interrupts); !ok {
+		if b, ok = appendInterruptList(append(b, `,"interrupts":`...), s.Interrupts, false); !ok {
 			return b, false
 		}
 	}
@@ -90,15 +94,6 @@ func (s *Session) marshalSimple(interruptsLast bool) ([]byte, bool) {
 		return nil, false
 	}
 	return append([]byte(nil), b...), true
-}
-
-// appendNoInterrupts appends the "interrupts" member of a session that has
-// none: null for nil, as encoding/json writes a nil slice.
-func appendNoInterrupts(b []byte, ins []Interrupt) []byte {
-	if ins == nil {
-		return append(b, `,"interrupts":null`...)
-	}
-	return append(b, `,"interrupts":[]`...)
 }
 
 // jsonTime reports whether time.Time.MarshalJSON encodes t: a four-digit

@@ -179,6 +179,10 @@ func recordedAll(ins []Interrupt) []recorded {
 // log and the stored summaries keep it without (Session.MarshalStored, the
 // payloads' MarshalJSON).
 func (in Interrupt) MarshalJSON() ([]byte, error) {
+	var scratch [512]byte
+	if b, ok := appendInterrupt(scratch[:0], &in, true); ok {
+		return append([]byte(nil), b...), nil
+	}
 	type plain Interrupt
 	return segjson.Marshal(struct {
 		plain

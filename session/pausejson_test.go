@@ -197,3 +197,62 @@ func TestPauseWrittenByHandAgrees(t *testing.T) {
 		t.Fatalf("only %d of 20,000 payloads and %d of 10,000 summaries were written by hand", byHand, stored)
 	}
 }
+
+// stdlibInterrupt is what Interrupt.MarshalJSON writes, as encoding/json
+// writes its shape: the interrupt and its Ask.
+func stdlibInterrupt(in Interrupt) ([]byte, error) {
+	type plain Interrupt
+	return json.Marshal(struct {
+		plain
+		Ask Ask `json:"ask"`
+	}{plain(in), in.Ask()})
+}
+
+// An interrupt as answers show it (with its Ask and the caller's
+// may_decide), and a session holding such interrupts, are written by hand
+// in the common form: byte for byte encoding/json's, for 10,000 random
+// interrupts of every kind and as many sessions.
+func TestInterruptViewWrittenByHandAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 13))
+	kinds := AllKinds()
+	byHand, sessions := 0, 0
+	for i := range 10_000 {
+		in := commonInterrupt(r)
+		if r.IntN(4) > 0 {
+			in.Kind = kinds[r.IntN(len(kinds))]
+		}
+		if r.IntN(2) == 0 {
+			may := r.IntN(2) == 0
+			in.MayDecide = &may
+		}
+		if _, ok := appendInterrupt(nil, &in, true); ok {
+			byHand++
+		}
+		got, gotErr := in.MarshalJSON()
+		want, wantErr := stdlibInterrupt(in)
+		if wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON") {
+			continue
+		}
+		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%d: %v %v\n got: %s\nwant: %s", i, gotErr, wantErr, got, want)
+		}
+
+		s := Session{ID: randomText(r), Agent: "main", Status: StatusPaused, Seq: int64(i), Output: randomText(r),
+			Stack: []StackFrame{{Agent: "main", Mode: ModeMain}}, Remembered: []Remembered{}, Interrupts: []Interrupt{in, commonInterrupt(r)},
+			CreatedAt: randomTime(r), UpdatedAt: randomTime(r)}
+		if _, ok := s.appendSimple(nil, false); ok {
+			sessions++
+		}
+		got, gotErr = s.MarshalJSON()
+		want, wantErr = stdlibJSON(s)
+		if wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON") {
+			continue
+		}
+		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%d: session %v %v\n got: %s\nwant: %s", i, gotErr, wantErr, got, want)
+		}
+	}
+	if byHand < 5_000 || sessions < 2_000 {
+		t.Fatalf("only %d of 10,000 interrupts and %d sessions were written by hand", byHand, sessions)
+	}
+}

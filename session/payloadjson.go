@@ -121,7 +121,7 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 			b = append(b, ',')
 		}
 		b = append(b, `"interrupts":`...)
-		b, ok := appendRecordedAll(b, p.Interrupts)
+		b, ok := appendInterruptList(b, p.Interrupts, false)
 		if !ok {
 			return b[:start], false
 		}
@@ -137,12 +137,22 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 // ok is false for any other, which the callers leave to the reflective
 // encoder.
 func appendRecorded(b []byte, in *Interrupt) ([]byte, bool) {
+	if in.MayDecide != nil {
+		return b, false
+	}
+	return appendInterrupt(b, in, false)
+}
+
+// appendInterrupt is appendRecorded, and with withAsk the interrupt as
+// Interrupt.MarshalJSON writes it: its may_decide, if set, and its Ask.
+func appendInterrupt(b []byte, in *Interrupt, withAsk bool) ([]byte, bool) {
 	if in.Preview != nil || in.Handle != "" || len(in.ResultSchema) > 0 || in.Question != "" || len(in.Schema) > 0 || in.URL != "" ||
 		in.Text != "" || len(in.Output) > 0 || len(in.OutputSchema) > 0 || len(in.Schedule) > 0 || in.OnExpiry != nil ||
-		in.Approvers != nil || in.Required != 0 || len(in.Approvals) > 0 || len(in.RequestedBy) > 0 || in.MayDecide != nil ||
+		in.Approvers != nil || in.Required != 0 || len(in.Approvals) > 0 || len(in.RequestedBy) > 0 ||
 		len(in.Truncated) > 0 || len(in.Arguments) > 0 && !plainRaw(in.Arguments) || in.ExpiresAt != nil && !jsonTime(*in.ExpiresAt) {
 		return b, false
 	}
+	start := len(b)
 	b = appendString(append(b, `{"id":`...), in.ID)
 	b = appendString(append(b, `,"kind":`...), string(in.Kind))
 	b = appendList(append(b, `,"path":`...), in.Path, func(b []byte, p PathStep) []byte {
@@ -168,12 +178,71 @@ func appendRecorded(b []byte, in *Interrupt) ([]byte, bool) {
 	} else {
 		b = appendTime(append(b, `,"expires_at":`...), *in.ExpiresAt)
 	}
+	if in.MayDecide != nil {
+		b = strconv.AppendBool(append(b, `,"may_decide":`...), *in.MayDecide)
+	}
+	if withAsk {
+		ask := in.Ask()
+		var ok bool
+		if b, ok = appendAsk(append(b, `,"ask":`...), &ask); !ok {
+			return b[:start], false
+		}
+	}
 	return append(b, '}'), true
 }
 
-// appendRecordedAll is appendRecorded for a list, null when nil; ok is
-// false when any interrupt is not in its common form.
-func appendRecordedAll(b []byte, ins []Interrupt) ([]byte, bool) {
+// appendAsk appends a as encoding/json writes it; ok is false when a
+// choice's schema or default is not written as it is (plainRaw).
+func appendAsk(b []byte, a *Ask) ([]byte, bool) {
+	b = appendString(append(b, `{"label":`...), a.Label)
+	if a.Subject != "" {
+		b = appendString(append(b, `,"subject":`...), a.Subject)
+	}
+	b = appendString(append(b, `,"text":`...), a.Text)
+	if a.Link != "" {
+		b = appendString(append(b, `,"link":`...), a.Link)
+	}
+	b = appendString(append(b, `,"decider":`...), string(a.Decider))
+	if a.Reply {
+		b = append(b, `,"reply":true`...)
+	}
+	if a.Warning != "" {
+		b = appendString(append(b, `,"warning":`...), a.Warning)
+	}
+	if len(a.Choices) > 0 {
+		b = append(b, `,"choices":[`...)
+		for i, c := range a.Choices {
+			if len(c.Schema) > 0 && !plainRaw(c.Schema) || len(c.Default) > 0 && !plainRaw(c.Default) {
+				return b, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(append(b, `{"action":`...), string(c.Action))
+			b = appendString(append(b, `,"label":`...), c.Label)
+			if c.Field != "" {
+				b = appendString(append(b, `,"field":`...), string(c.Field))
+			}
+			if c.Optional {
+				b = append(b, `,"optional":true`...)
+			}
+			if len(c.Schema) > 0 {
+				b = append(append(b, `,"schema":`...), c.Schema...)
+			}
+			if len(c.Default) > 0 {
+				b = append(append(b, `,"default":`...), c.Default...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), true
+}
+
+// appendInterruptList is appendInterrupt for a list (recorded, or with
+// their Asks), null when nil; ok is false when any interrupt is not in its
+// common form.
+func appendInterruptList(b []byte, ins []Interrupt, withAsk bool) ([]byte, bool) {
 	if ins == nil {
 		return append(b, "null"...), true
 	}
@@ -183,7 +252,12 @@ func appendRecordedAll(b []byte, ins []Interrupt) ([]byte, bool) {
 			b = append(b, ',')
 		}
 		var ok bool
-		if b, ok = appendRecorded(b, &ins[i]); !ok {
+		if withAsk {
+			b, ok = appendInterrupt(b, &ins[i], true)
+		} else {
+			b, ok = appendRecorded(b, &ins[i])
+		}
+		if !ok {
 			return b, false
 		}
 	}
