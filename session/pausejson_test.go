@@ -256,3 +256,32 @@ func TestInterruptViewWrittenByHandAgrees(t *testing.T) {
 		t.Fatalf("only %d of 10,000 interrupts and %d sessions were written by hand", byHand, sessions)
 	}
 }
+
+// FuzzInterruptJSON: the comparison of TestInterruptViewWrittenByHandAgrees
+// and TestPauseWrittenByHandAgrees with fuzzed text, arguments and times.
+func FuzzInterruptJSON(f *testing.F) {
+	f.Add("int_1", "deploy <prod>", "Deploy \u2028?", []byte(`{"env":"prod"}`), int64(1764300000), 3600, true, false)
+	f.Add("", "", "", []byte(`{"a": 1}`), int64(253402300800), 0, false, true)
+	f.Add("\xff", "é", "&", []byte(`null`), int64(-62135596800), -150, false, false)
+	f.Fuzz(func(t *testing.T, id, tool, message string, args []byte, sec int64, offset int, may, inDoubt bool) {
+		at := time.Unix(sec, 0).In(time.FixedZone("", offset))
+		in := Interrupt{ID: id, Kind: KindApproval, Path: []PathStep{{Agent: tool, Tool: message, CallID: id}}, Tool: tool,
+			Arguments: args, Message: message, InDoubt: inDoubt, IdempotencyKey: id, ExpiresAt: &at, MayDecide: &may}
+		got, gotErr := in.MarshalJSON()
+		want, wantErr := stdlibInterrupt(in)
+		if wantErr != nil {
+			return // what encoding/json refuses (bad arguments, times) is the reflective encoder's
+		}
+		if gotErr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("view: %v\n got: %s\nwant: %s", gotErr, got, want)
+		}
+		in.MayDecide = nil
+		p := &InterruptRequested{CallID: id, Interrupt: in}
+		if b, ok := AppendPayload(nil, p); ok {
+			want, err := stdlibInterruptRequested(*p)
+			if err != nil || !bytes.Equal(b, want) {
+				t.Fatalf("recorded: %v\n got: %s\nwant: %s", err, b, want)
+			}
+		}
+	})
+}
