@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -74,6 +75,22 @@ func fillRandom(r *rand.Rand, v reflect.Value, depth int) {
 	}
 }
 
+// agrees fails t unless got is encoding/json's want (and one errs when the
+// other does), but for a time encoding/json refuses (a year past 9999, a
+// zone offset of a day or more), which segmentio writes, as the reflective
+// fallback of every payload did already (see TestAppendSimpleAgrees). The
+// engine's times are its clock's, never such.
+func agrees(t *testing.T, what string, got []byte, gotErr error, want []byte, wantErr error) {
+	t.Helper()
+	switch {
+	case wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON"):
+	case (gotErr != nil) != (wantErr != nil):
+		t.Fatalf("%s: error %v, encoding/json's %v", what, gotErr, wantErr)
+	case gotErr == nil && !bytes.Equal(got, want):
+		t.Fatalf("%s:\n got: %s\nwant: %s", what, got, want)
+	}
+}
+
 // The two pause payloads, encoded as encoding/json encodes their shape (an
 // interrupt without its Ask): the reference their MarshalJSON must write.
 func stdlibInterruptRequested(p InterruptRequested) ([]byte, error) {
@@ -94,35 +111,22 @@ func stdlibTurnPaused(p TurnPaused) ([]byte, error) {
 
 // InterruptRequested and TurnPaused, recorded at every pause, are written
 // by segmentio/encoding/json; for 10,000 random payloads of each the bytes
-// are encoding/json's, and a payload one refuses the other refuses too,
-// except a time encoding/json refuses (a year past 9999, a zone offset of
-// a day or more), which segmentio writes, as the reflective fallback of
-// every payload did already (see TestAppendSimpleAgrees). The engine's
-// times are its clock's, never such.
+// are encoding/json's, and a payload one refuses the other refuses too
+// (agrees).
 func TestPausePayloadsEncodeAsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 11))
-	check := func(what string, got []byte, gotErr error, want []byte, wantErr error) {
-		t.Helper()
-		switch {
-		case wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON"):
-		case (gotErr != nil) != (wantErr != nil):
-			t.Fatalf("%s: error %v, encoding/json's %v", what, gotErr, wantErr)
-		case gotErr == nil && !bytes.Equal(got, want):
-			t.Fatalf("%s:\n got: %s\nwant: %s", what, got, want)
-		}
-	}
 	for range 10_000 {
 		var ir InterruptRequested
 		fillRandom(r, reflect.ValueOf(&ir).Elem(), 0)
 		got, err := ir.MarshalJSON()
 		want, wantErr := stdlibInterruptRequested(ir)
-		check("InterruptRequested", got, err, want, wantErr)
+		agrees(t, "InterruptRequested", got, err, want, wantErr)
 
 		var tp TurnPaused
 		fillRandom(r, reflect.ValueOf(&tp).Elem(), 0)
 		got, err = tp.MarshalJSON()
 		want, wantErr = stdlibTurnPaused(tp)
-		check("TurnPaused", got, err, want, wantErr)
+		agrees(t, "TurnPaused", got, err, want, wantErr)
 	}
 }
 
@@ -186,12 +190,7 @@ func TestPauseWrittenByHandAgrees(t *testing.T) {
 		}
 		got, gotErr := s.MarshalStored()
 		want, wantErr := stdlibStored(s)
-		if wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON") {
-			continue
-		}
-		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%d: MarshalStored %v %v\n got: %s\nwant: %s", i, gotErr, wantErr, got, want)
-		}
+		agrees(t, fmt.Sprintf("%d: MarshalStored", i), got, gotErr, want, wantErr)
 	}
 	if byHand < 6_000 || stored < 3_000 {
 		t.Fatalf("only %d of 20,000 payloads and %d of 10,000 summaries were written by hand", byHand, stored)
@@ -230,12 +229,7 @@ func TestInterruptViewWrittenByHandAgrees(t *testing.T) {
 		}
 		got, gotErr := in.MarshalJSON()
 		want, wantErr := stdlibInterrupt(in)
-		if wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON") {
-			continue
-		}
-		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%d: %v %v\n got: %s\nwant: %s", i, gotErr, wantErr, got, want)
-		}
+		agrees(t, fmt.Sprintf("%d: Interrupt.MarshalJSON", i), got, gotErr, want, wantErr)
 
 		s := Session{ID: randomText(r), Agent: "main", Status: StatusPaused, Seq: int64(i), Output: randomText(r),
 			Stack: []StackFrame{{Agent: "main", Mode: ModeMain}}, Remembered: []Remembered{}, Interrupts: []Interrupt{in, commonInterrupt(r)},
@@ -245,12 +239,7 @@ func TestInterruptViewWrittenByHandAgrees(t *testing.T) {
 		}
 		got, gotErr = s.MarshalJSON()
 		want, wantErr = stdlibJSON(s)
-		if wantErr != nil && strings.Contains(wantErr.Error(), "Time.MarshalJSON") {
-			continue
-		}
-		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%d: session %v %v\n got: %s\nwant: %s", i, gotErr, wantErr, got, want)
-		}
+		agrees(t, fmt.Sprintf("%d: Session.MarshalJSON", i), got, gotErr, want, wantErr)
 	}
 	if byHand < 5_000 || sessions < 2_000 {
 		t.Fatalf("only %d of 10,000 interrupts and %d sessions were written by hand", byHand, sessions)
