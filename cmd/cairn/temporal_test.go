@@ -33,13 +33,15 @@ func startWorker(t *testing.T, cfg string) *exec.Cmd {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
+	var said []string // what it wrote, for a worker that exits
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "worker ready") {
 			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
 			return cmd
 		}
+		said = append(said, sc.Text())
 	}
-	t.Fatalf("the worker exited before it was ready: %v", cmd.Wait())
+	t.Fatalf("the worker exited before it was ready: %v\n%s", cmd.Wait(), strings.Join(said, "\n"))
 	return nil
 }
 
