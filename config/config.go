@@ -82,6 +82,8 @@ type Config struct {
 	// Gateway is the gateway section (nil without one); its agent,
 	// GatewayAgent, is among Agents once Connect started the servers.
 	Gateway *Gateway
+	// A2A are the agents served over A2A (a2a.agents), checked.
+	A2A []string
 	// MCPServers are the file's MCP servers; Connect starts them.
 	MCPServers []mcptools.Server
 	// MCP holds the connections to the file's MCP servers once Connect
@@ -364,6 +366,9 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 		cfg.Gateway = gw
 		cfg.Agents, slots = append(cfg.Agents, agent), append(slots, s)
 	}
+	if cfg.A2A, err = l.a2a(f); err != nil {
+		return nil, err
+	}
 	cfg.warnings = l.warnings
 	if len(l.servers) == 0 {
 		for i, a := range cfg.Agents {
@@ -472,4 +477,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// a2a checks the a2a section: each agent it serves is one of the file's
+// agents, named once.
+func (l *loader) a2a(f *File) ([]string, error) {
+	if f.A2A == nil {
+		return nil, nil
+	}
+	if len(f.A2A.Agents) == 0 {
+		return nil, l.errf("a2a.agents", "list the agents to serve over A2A, like [%s]", strings.Join(sortedKeys(f.Agents), ", "))
+	}
+	seen := map[string]bool{}
+	for i, name := range f.A2A.Agents {
+		p := fmt.Sprintf("a2a.agents[%d]", i)
+		if _, ok := f.Agents[name]; !ok {
+			return nil, l.errf(p, "no agent %q: serve one of the agents defined under agents: (%s)", name, strings.Join(sortedKeys(f.Agents), ", "))
+		}
+		if seen[name] {
+			return nil, l.errf(p, "agent %q is listed twice", name)
+		}
+		seen[name] = true
+	}
+	return f.A2A.Agents, nil
 }

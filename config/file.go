@@ -58,6 +58,14 @@ type File struct {
 	// Cairn's approval policies (cairn gateway, /mcp/gateway); see
 	// docs/gateway.md.
 	Gateway *GatewayConfig `yaml:"gateway"`
+	// A2A serves agents over the Agent2Agent protocol; see docs/a2a.md.
+	A2A *A2AConfig `yaml:"a2a"`
+}
+
+// A2AConfig is the a2a section.
+type A2AConfig struct {
+	// Agents are served at /a2a/{agent}, each with its agent card.
+	Agents []string `yaml:"agents"`
 }
 
 // GatewayConfig is the gateway section.

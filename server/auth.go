@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/a2a/a2aserver"
 	"github.com/cairnhq/cairn/session"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) bearer(r *http.Request) (principal, bool) {
 // description, the web page's files (the page asks for a token and sends
 // it with each API call) action links and callback URLs (the signed URL is the credential).
 func public(path string) bool {
-	return path == "/healthz" || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/auth/") ||
+	return path == "/healthz" || (strings.HasPrefix(path, "/a2a/") && strings.HasSuffix(path, a2aserver.CardPath)) || path == "/v1/openapi.json" || path == "/" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/auth/") ||
 		strings.HasPrefix(path, cairn.ActionLinkPath) || strings.HasPrefix(path, cairn.CallbackPath)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/internal/suggest"
+	"github.com/cairnhq/cairn/a2a/a2aserver"
 	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/session"
 )
@@ -105,6 +106,10 @@ type Options struct {
 	// Gateway, when set, serves the MCP approval gateway at /mcp/gateway
 	// (its Caller and Inbox are the server's: the same tokens, the page).
 	Gateway *mcpserver.GatewayOptions
+	// A2A names the agents served over the Agent2Agent protocol: each at
+	// /a2a/{agent} (JSON-RPC) with its card at
+	// /a2a/{agent}/.well-known/agent-card.json (docs/a2a.md).
+	A2A []string
 }
 
 // New returns a server for runner. opts may be nil.
@@ -177,6 +182,16 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.Handle("POST /mcp", mcpHandler) // a tool call runs a turn: it is waited for
 	s.mux.Handle("GET /mcp", s.endsOnStop(mcpHandler))
 	s.mux.Handle("DELETE /mcp", mcpHandler)
+	for _, agent := range opts.A2A {
+		h, err := s.a2aHandler(agent)
+		if err != nil {
+			h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			})
+		}
+		s.mux.Handle("POST /a2a/"+agent, h) // a task's turn runs: it is waited for
+		s.mux.Handle("GET /a2a/"+agent+a2aserver.CardPath, h)
+	}
 	if opts.Gateway != nil {
 		gw := s.gatewayHandler(*opts.Gateway)
 		s.mux.Handle("POST /mcp/gateway", gw) // a held call waits for a person

@@ -134,7 +134,7 @@ func serveCmd(ctx context.Context, cfgPath, addr string, withWorker bool, stderr
 	}
 	srv := server.New(runner, &server.Options{Logger: log, Tokens: serverTokens(cfg.Tokens), OIDC: serverOIDC(cfg.OIDC), BaseURL: cmp.Or(cfg.PublicURL, "http://"+ln.Addr().String()),
 		Metrics: prom.handler, MeterProvider: prom.provider, Profiling: true, AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		Gateway: gatewayOptions(cfg, log)}).HTTPServer()
+		Gateway: gatewayOptions(cfg, log), A2A: cfg.A2A}).HTTPServer()
 	if len(cfg.Scripted) > 0 {
 		fmt.Fprintf(stderr, "DEMO: model(s) %s are SCRIPTED: replies come from the config file, not a language model\n", strings.Join(cfg.Scripted, ", "))
 	}
