@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -64,9 +65,11 @@ func nodeClient(t *testing.T, script, module string, env []string, args ...strin
 	}
 	cmd := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Env = append(append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=true"), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, out)
+		t.Fatalf("%s: %v\n%s\n%s", script, err, out, stderr.Bytes())
 	}
 	return out
 }

@@ -189,7 +189,10 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 				writeError(w, http.StatusInternalServerError, "internal", err.Error())
 			})
 		}
+		// With and without the slash: a client resolves the card's path
+		// relative to the endpoint's URL (the JavaScript SDK needs the slash).
 		s.mux.Handle("POST /a2a/"+agent, h) // a task's turn runs: it is waited for
+		s.mux.Handle("POST /a2a/"+agent+"/{$}", h)
 		s.mux.Handle("GET /a2a/"+agent+a2aserver.CardPath, h)
 	}
 	if opts.Gateway != nil {

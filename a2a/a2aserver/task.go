@@ -114,7 +114,7 @@ func (h *handler) run(ctx context.Context, c Caller, m *message, observe func(ca
 	opts := &cairn.TurnOptions{Actor: c.actor(), Observe: observe}
 	if sess.Status != cairn.StatusPaused {
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: only an input-required task takes a message; "+
-			"start another task with a message without taskId (contextId %q)", sess.ID, state(sess), m.contextID))
+			"start another task with a message without taskId (contextId %q)", sess.ID, sess.Status, m.contextID))
 	}
 	var out *cairn.Session
 	var err error
