@@ -41,6 +41,17 @@ type Question struct {
 	// AskFor with Held always pauses: the tool reads the answers with
 	// Answers when it runs again.
 	Held bool
+	// State, when set, is JSON the tool keeps for when it runs again: it
+	// is recorded with the question and comes back with its answer
+	// (Answer.State), on any process and after a restart. A tool that
+	// talks to another system keeps there where it left off (a remote
+	// task's id), so that its next run goes on instead of starting over.
+	State json.RawMessage
+	// Remote and Path, on a question a remote agent asked (a sub-agent
+	// over A2A): its task, shown with the interrupt, and the hops through
+	// it, appended to the interrupt's path.
+	Remote *Remote
+	Path   []PathStep
 }
 
 // AskFor is Ask for a question with a schema, a URL or held work. The

@@ -37,6 +37,8 @@ type (
 	Interrupt = session.Interrupt
 	// PathStep is one hop of an interrupt's path.
 	PathStep = session.PathStep
+	// Remote is the task of a remote agent that asked a question (A2A).
+	Remote = session.Remote
 	// PendingInterrupt is an interrupt in the cross-session inbox.
 	PendingInterrupt = session.PendingInterrupt
 	// Decision answers one interrupt.

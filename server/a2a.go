@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -10,6 +11,29 @@ import (
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/a2a/a2aserver"
 )
+
+// a2aHandlers serves each of agents over A2A at /a2a/{agent}; another
+// name is 404.
+func (s *Server) a2aHandlers(agents []string) http.Handler {
+	byName := make(map[string]http.Handler, len(agents))
+	for _, agent := range agents {
+		h, err := s.a2aHandler(agent)
+		if err != nil {
+			h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			})
+		}
+		byName[agent] = h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := byName[r.PathValue("agent")]
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no agent %q is served over A2A here (a2a.agents in the config)", r.PathValue("agent")))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // a2aHandler serves agent over A2A at /a2a/{agent}, with the API's tokens:
 // a token's name owns the tasks it starts, and the runner's decision point

@@ -185,7 +185,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runner.Close()
-	srv := New(runner, &Options{Profiling: true, Gateway: &mcpserver.GatewayOptions{Agent: "gateway", Hub: hub, Servers: []string{"vol"}, Hold: 200 * time.Millisecond},
+	srv := New(runner, &Options{Profiling: true, A2A: []string{"ops"}, Gateway: &mcpserver.GatewayOptions{Agent: "gateway", Hub: hub, Servers: []string{"vol"}, Hold: 200 * time.Millisecond},
 		MaxStreamsPerSession: 1, MaxStreams: 2, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			io.WriteString(w, "# the exporter's answer\n")
@@ -400,12 +400,22 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	b1 := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship one"}`, 201)
 	b2 := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship two"}`, 201)
 	bulk := do("POST", "/v1/decisions", approver, `{"select":{"tool":"deploy","agent":"ops"},"action":"approve","limit":1}`, 200)
-	if rs := bulk["results"].([]any); len(rs) != 1 || rs[0].(map[string]any)["session_id"] != b2["id"] || rs[0].(map[string]any)["status"] != 200.0 ||
-		!strings.HasPrefix(bulk["batch"].(string), "bat_") {
+	// The newest pause first: the two paused at the same instant of the
+	// test's clock, so either may be the newer (ids tie within a millisecond).
+	rs := bulk["results"].([]any)
+	if len(rs) != 1 || rs[0].(map[string]any)["status"] != 200.0 || !strings.HasPrefix(bulk["batch"].(string), "bat_") {
 		t.Fatalf("bulk by selector: %v", bulk)
 	}
-	b1In := b1["interrupts"].([]any)[0].(map[string]any)["id"]
-	list := fmt.Sprintf(`{"decisions":[{"session_id":%q,"interrupt_id":%q,"action":"reject","reason":"not today"}]}`, b1["id"], b1In)
+	rest := b1
+	switch rs[0].(map[string]any)["session_id"] {
+	case b1["id"]:
+		rest = b2
+	case b2["id"]:
+	default:
+		t.Fatalf("bulk by selector decided neither new session: %v", bulk)
+	}
+	restIn := rest["interrupts"].([]any)[0].(map[string]any)["id"]
+	list := fmt.Sprintf(`{"decisions":[{"session_id":%q,"interrupt_id":%q,"action":"reject","reason":"not today"}]}`, rest["id"], restIn)
 	if rs := do("POST", "/v1/decisions", approver, list, 200)["results"].([]any); rs[0].(map[string]any)["status"] != 200.0 {
 		t.Fatalf("bulk by list: %v", rs)
 	}
@@ -573,6 +583,19 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("gateway call: %v %+v", err, gwRes)
 	}
 	gs.Close()
+
+	// A2A: the card needs no token; the endpoint answers JSON-RPC (a
+	// refused call is a JSON-RPC error in a 200) behind the same tokens.
+	do("GET", "/a2a/ops/.well-known/agent-card.json", nobody, "", 200)
+	do("GET", "/a2a/nope/.well-known/agent-card.json", nobody, "", 404)
+	getTask := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"no-such-task"}}`
+	for _, p := range []string{"/a2a/ops", "/a2a/ops/"} {
+		do("POST", p, nobody, getTask, 401)
+		if got := do("POST", p, uma, getTask, 200); got["error"] == nil {
+			t.Fatalf("A2A GetTask of an unknown task: %v", got)
+		}
+		do("POST", strings.Replace(p, "ops", "nope", 1), uma, getTask, 404)
+	}
 
 	// The AI SDK chat protocol: answers are event streams, so raw requests.
 	rawCall := func(method, path, tok, body string) (*http.Response, string) {

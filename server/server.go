@@ -27,7 +27,6 @@ import (
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/internal/suggest"
-	"github.com/cairnhq/cairn/a2a/a2aserver"
 	"github.com/cairnhq/cairn/mcp/mcpserver"
 	"github.com/cairnhq/cairn/session"
 )
@@ -182,18 +181,13 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.Handle("POST /mcp", mcpHandler) // a tool call runs a turn: it is waited for
 	s.mux.Handle("GET /mcp", s.endsOnStop(mcpHandler))
 	s.mux.Handle("DELETE /mcp", mcpHandler)
-	for _, agent := range opts.A2A {
-		h, err := s.a2aHandler(agent)
-		if err != nil {
-			h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				writeError(w, http.StatusInternalServerError, "internal", err.Error())
-			})
-		}
+	if len(opts.A2A) > 0 {
+		a2a := s.a2aHandlers(opts.A2A)
 		// With and without the slash: a client resolves the card's path
 		// relative to the endpoint's URL (the JavaScript SDK needs the slash).
-		s.mux.Handle("POST /a2a/"+agent, h) // a task's turn runs: it is waited for
-		s.mux.Handle("POST /a2a/"+agent+"/{$}", h)
-		s.mux.Handle("GET /a2a/"+agent+a2aserver.CardPath, h)
+		s.mux.Handle("POST /a2a/{agent}", a2a) // a task's turn runs: it is waited for
+		s.mux.Handle("POST /a2a/{agent}/{$}", a2a)
+		s.mux.Handle("GET /a2a/{agent}/.well-known/agent-card.json", a2a)
 	}
 	if opts.Gateway != nil {
 		gw := s.gatewayHandler(*opts.Gateway)

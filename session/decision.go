@@ -91,6 +91,8 @@ type Answer struct {
 	// elicitation, answered "decline"); otherwise a rejection ends the call.
 	Declined bool   `json:"declined,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// State is what the tool kept with the question (cairn.Question.State).
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // UnmarshalJSON reads an answer, or a plain string: the form logs written

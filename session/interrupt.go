@@ -114,6 +114,9 @@ type Interrupt struct {
 	URL string `json:"url,omitempty"`
 	// Text is what the interactive agent said (message).
 	Text string `json:"text,omitempty"`
+	// Remote, on a question a remote agent asked (a sub-agent over A2A),
+	// is that agent's task: where the answer goes.
+	Remote *Remote `json:"remote,omitempty"`
 	// Output, on a review, is the proposed answer (a JSON value), and
 	// OutputSchema the schema an edit must match.
 	Output       json.RawMessage `json:"output,omitempty"`
@@ -188,6 +191,13 @@ func (in Interrupt) MarshalJSON() ([]byte, error) {
 		plain
 		Ask Ask `json:"ask"`
 	}{plain(in), in.Ask()})
+}
+
+// Remote is a remote agent's task that asked a question (A2A): the
+// agent's URL and the task's id there.
+type Remote struct {
+	URL    string `json:"url"`
+	TaskID string `json:"task_id"`
 }
 
 // PathStep is one hop from the root frame towards a tool call: the agent,

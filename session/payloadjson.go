@@ -108,6 +108,9 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 		if p.Held {
 			b = append(b, `,"held":true`...)
 		}
+		if len(p.State) > 0 {
+			return b[:start], false
+		}
 		b, ok := appendRecorded(append(b, `,"interrupt":`...), &p.Interrupt)
 		if !ok {
 			return b[:start], false
@@ -147,7 +150,7 @@ func appendRecorded(b []byte, in *Interrupt) ([]byte, bool) {
 // Interrupt.MarshalJSON writes it: its may_decide, if set, and its Ask.
 func appendInterrupt(b []byte, in *Interrupt, withAsk bool) ([]byte, bool) {
 	if in.Preview != nil || in.Handle != "" || len(in.ResultSchema) > 0 || in.Question != "" || len(in.Schema) > 0 || in.URL != "" ||
-		in.Text != "" || len(in.Output) > 0 || len(in.OutputSchema) > 0 || len(in.Schedule) > 0 || in.OnExpiry != nil ||
+		in.Text != "" || in.Remote != nil || len(in.Output) > 0 || len(in.OutputSchema) > 0 || len(in.Schedule) > 0 || in.OnExpiry != nil ||
 		in.Approvers != nil || in.Required != 0 || len(in.Approvals) > 0 || len(in.RequestedBy) > 0 ||
 		len(in.Truncated) > 0 || len(in.Arguments) > 0 && !plainRaw(in.Arguments) || in.ExpiresAt != nil && !jsonTime(*in.ExpiresAt) {
 		return b, false

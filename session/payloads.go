@@ -145,6 +145,9 @@ type InterruptRequested struct {
 	Interrupt Interrupt `json:"interrupt"`
 	// Held: the tool holds its work in flight across this question.
 	Held bool `json:"held,omitempty"`
+	// State is what the tool keeps for when it runs again with the answer
+	// (cairn.Question.State): it comes back with the answer.
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // MarshalJSON records the interrupt without its Ask (see recorded), with

@@ -132,9 +132,9 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 		case r.asks():
 			path := append(st.pathTo(f), session.PathStep{Agent: f.Agent, Tool: c.Tool, CallID: c.ID})
 			in := session.Interrupt{ID: derivedID(st.scope(), f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
-				Kind: session.KindInput, Path: path, Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question,
-				Schema: compactJSON(r.Schema), URL: r.URL}
-			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held})
+				Kind: session.KindInput, Path: append(path, r.Path...), Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question,
+				Schema: compactJSON(r.Schema), URL: r.URL, Remote: r.Remote}
+			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held, State: compactJSON(r.State)})
 			continue
 		}
 		s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, Content: c.told(r.Content), IsError: r.IsError})
@@ -463,7 +463,10 @@ type Call struct {
 	Answers []session.Answer
 	// Held: the tool holds its work in flight while the call waits for an
 	// answer (ToolOutcome.Held).
-	Held    bool
+	Held bool
+	// AskState is what the tool kept with the question it waits on
+	// (ToolOutcome.State), for the answer.
+	AskState json.RawMessage `json:",omitempty"`
 	Result  string
 	IsError bool
 	// Asked is the seq of the event that made the call wait for a person

@@ -422,11 +422,11 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 		}
 	case session.ActionAnswer:
 		c.State = CallApproved
-		c.Answers = append(c.Answers, session.Answer{Text: p.Text, Content: p.Content})
+		c.Answers = append(c.Answers, session.Answer{Text: p.Text, Content: p.Content, State: c.AskState})
 	case session.ActionReject:
 		if c.Held && p.Kind == session.KindInput { // the held work hears "declined"
 			c.State = CallApproved
-			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason})
+			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason, State: c.AskState})
 		}
 	case session.ActionEdit: // a review's, handled above: a call is not edited
 	case session.ActionComplete, session.ActionFail: // the tool_result follows

@@ -45,6 +45,7 @@ func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Eve
 	in := p.Interrupt
 	c.State, c.Interrupt, c.Asked, c.ArgsSeq = CallAwaiting, &in, ev.Seq, ev.Seq
 	c.Held = c.Held || p.Held
+	c.AskState = p.State
 	return nil
 }
 

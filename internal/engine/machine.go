@@ -99,6 +99,13 @@ type ToolOutcome struct {
 	// Held: the tool keeps its work in flight across the pause, so a
 	// rejection runs it again with a declined answer instead of ending it.
 	Held bool `json:",omitempty"`
+	// State is what the tool keeps for when it runs again (recorded with
+	// the question, given back with its answer); Remote and Path, on a
+	// question a remote agent asked, are its task and the hops through it
+	// (appended to the call's path).
+	State  json.RawMessage     `json:",omitempty"`
+	Remote *session.Remote     `json:",omitempty"`
+	Path   []session.PathStep `json:",omitempty"`
 	// InDoubt: the tool's work may or may not have taken effect (it lost
 	// work it held); the call pauses as an in-doubt approval.
 	InDoubt bool `json:",omitempty"`

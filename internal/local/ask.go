@@ -13,6 +13,9 @@ type Question struct {
 	Schema json.RawMessage
 	URL    string
 	Held   bool
+	State  json.RawMessage
+	Remote *session.Remote
+	Path   []session.PathStep
 }
 
 type askState struct {

@@ -1,11 +1,15 @@
 package local_test
 
 import (
+	"path/filepath"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/cairn/store/sqlite"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testkit/check"
@@ -142,5 +146,63 @@ func TestHeldQuestion(t *testing.T) {
 	want := `null [{"declined":true,"reason":"not now"}] null [{"declined":true,"reason":"no thanks"}]`
 	if got := strings.Join(runs, " "); got != want {
 		t.Fatalf("runs:\n got %s\nwant %s", got, want)
+	}
+}
+
+// A question's State comes back with its answer when the tool runs again,
+// on another runner of the store (a restart, another replica); the
+// interrupt shows the remote task and the hops through it, and the log
+// keeps the state with the question.
+func TestQuestionStateComesBackWithTheAnswer(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	var seen []string
+	tool := cairn.NewTool(&cairn.Tool{Name: "partner", Description: "Ask the partner."}, func(ctx context.Context, a struct{}) (string, error) {
+		answers := cairn.Answers(ctx)
+		if len(answers) == 0 {
+			_, err := cairn.AskFor(ctx, cairn.Question{Text: "Which date?", Held: true, State: json.RawMessage(`{"task_id": "t-1"}`),
+				Remote: &cairn.Remote{URL: "http://partner.example/", TaskID: "t-1"}, Path: []cairn.PathStep{{Agent: "booking", Tool: "ask_date", CallID: "r1"}}})
+			return "", err
+		}
+		last := answers[len(answers)-1]
+		seen = append(seen, string(last.State))
+		return "booked for " + last.Text, nil
+	})
+	agents := func() []*cairn.Agent {
+		return []*cairn.Agent{{Name: "main", Model: echoModel("partner"), Tools: []*cairn.Tool{tool}}}
+	}
+	open := func() *cairn.Runner {
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cairn.NewRunner(agents(), &cairn.RunnerOptions{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	first := open()
+	s := check.NoErr(t)(first.Start(ctx, "main", "book it", nil))
+	in := s.Interrupts[0]
+	if in.Remote == nil || in.Remote.TaskID != "t-1" || len(in.Path) != 2 || in.Path[1].Agent != "booking" {
+		t.Fatalf("the interrupt: %+v", in)
+	}
+	events, err := first.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, ev := range events {
+		kept = kept || ev.Type == cairn.EventInputRequested && strings.Contains(string(ev.Data), `"state":{"task_id":"t-1"}`)
+	}
+	if !kept {
+		t.Fatal("the question's event does not keep its state")
+	}
+	second := open()
+	s = check.NoErr(t)(second.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: cairn.ActionAnswer, Text: "May 3"}}, nil))
+	if s.Status != cairn.StatusCompleted || s.Output != "booked for May 3" || len(seen) != 1 || seen[0] != `{"task_id":"t-1"}` {
+		t.Fatalf("after the answer on another runner: %s %q, states seen %v", s.Status, s.Output, seen)
 	}
 }
