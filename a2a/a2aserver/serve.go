@@ -248,7 +248,7 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 // failed or canceled.
 func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	c := h.caller(ctx)
-	m, err := h.read(ctx, c, req, false)
+	m, err := h.read(ctx, c, req)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		c := h.caller(ctx)
-		m, err := h.read(ctx, c, req, true)
+		m, err := h.read(ctx, c, req)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -282,3 +282,20 @@ func TestRefusedMessagesOverA2A(t *testing.T) {
 		t.Fatalf("refused messages changed the task: seq %d, want %d (%v)", now, seq, err)
 	}
 }
+
+// The same message sent again (a retry after a lost answer) is the same
+// task, not a second one; another message is another task.
+func TestTheSameMessageIsTheSameTask(t *testing.T) {
+	url, _ := opsServer(t, nil)
+	c, _ := client(t, url)
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ship web"))
+	first := send(t, c, &a2a.SendMessageRequest{Message: msg})
+	again := send(t, c, &a2a.SendMessageRequest{Message: msg})
+	if again.ID != first.ID || again.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("the message sent again: task %s (%s), want %s", again.ID, again.Status.State, first.ID)
+	}
+	other := send(t, c, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ship web"))})
+	if other.ID == first.ID {
+		t.Fatal("another message was taken as the same task")
+	}
+}

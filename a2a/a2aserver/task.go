@@ -3,7 +3,10 @@ package a2aserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,8 +19,7 @@ import (
 // message is a SendMessage request, checked: a new task's text, or what
 // goes on with an existing task.
 type message struct {
-	// id is the task's id: the session's, or for a new task one chosen
-	// here when the stream must name it first ("": the runner's).
+	// id is the task's id: the session's (for a new task, taskIDFor).
 	id        a2a.TaskID
 	contextID string
 	// sess is the task's session as read; nil for a new task.
@@ -31,9 +33,10 @@ type message struct {
 const maxContextID = 128
 
 // read checks req as c sends it: the message's role and parts, and the
-// task it goes on with, which c must see. named: a new task's id is
-// chosen now (a stream names the task before its turn runs).
-func (h *handler) read(ctx context.Context, c Caller, req *a2a.SendMessageRequest, named bool) (*message, error) {
+// task it goes on with, which c must see. A new task's id is made from the
+// caller and the message's id, so that the same message sent again (a
+// retry after a lost answer) is the same task, never a second one.
+func (h *handler) read(ctx context.Context, c Caller, req *a2a.SendMessageRequest) (*message, error) {
 	if req == nil || req.Message == nil {
 		return nil, errParams(`params.message is required: {"message": {"messageId": "…", "role": "ROLE_USER", "parts": [{"text": "…"}]}}`)
 	}
@@ -75,9 +78,7 @@ func (h *handler) read(ctx context.Context, c Caller, req *a2a.SendMessageReques
 		if m.contextID == "" {
 			m.contextID = a2a.NewContextID()
 		}
-		if named {
-			m.id = a2a.NewTaskID()
-		}
+		m.id = taskIDFor(c.Name, msg.ID)
 		return m, nil
 	}
 	sess, err := h.session(ctx, c, msg.TaskID)
@@ -105,6 +106,12 @@ func (h *handler) run(ctx context.Context, c Caller, m *message, observe func(ca
 	if m.sess == nil {
 		sess, err := h.r.Start(turn, h.agent, m.text, &cairn.StartOptions{ID: string(m.id), Owner: c.Name, Actor: c.actor(),
 			Metadata: map[string]any{contextKey: m.contextID}, Observe: observe})
+		if errors.Is(err, cairn.ErrConflict) {
+			// The same message again: its task, as it stands.
+			if again, gerr := h.session(ctx, c, m.id); gerr == nil && again.Owner == c.Name {
+				return again, nil
+			}
+		}
 		if err != nil {
 			return nil, h.fail(err, "start")
 		}
@@ -290,4 +297,15 @@ func contextOf(sess *cairn.Session) string {
 		return v
 	}
 	return sess.ID
+}
+
+// taskIDFor is the id of the task a caller's message starts: the same
+// message (id) of the same caller is the same task. A message without an
+// id starts a task of its own.
+func taskIDFor(caller, messageID string) a2a.TaskID {
+	if messageID == "" {
+		messageID = a2a.NewMessageID()
+	}
+	sum := sha256.Sum256([]byte(caller + "\x00" + messageID))
+	return a2a.TaskID("a2a-" + hex.EncodeToString(sum[:16]))
 }
