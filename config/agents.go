@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/a2a/a2aagent"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
 )
@@ -193,6 +195,19 @@ func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bo
 		return nil, l.errf(p+".subagents", "subagents[%d].approval: %v", i, err)
 	}
 	spec := &cairn.Tool{Name: name, Description: sa.Description, Approval: pol, Confirmation: sa.Confirmation}
+	if remote := l.remotes[sa.Agent]; remote != nil {
+		if sa.Mode != "" && sa.Mode != "tool" {
+			return nil, l.errf(p+".subagents", "subagents[%d].mode: %q is remote (a2a:): it is called as a tool; its questions reach your people as interrupts", i, sa.Agent)
+		}
+		opts := *remote
+		opts.Name, opts.Description = name, cmp.Or(sa.Description, remote.Description)
+		t, err := a2aagent.Tool(opts)
+		if err != nil {
+			return nil, l.errf(p+".subagents", "subagents[%d]: %v", i, err)
+		}
+		t.Approval, t.Confirmation = pol, sa.Confirmation
+		return t, nil
+	}
 	switch sa.Mode {
 	case "", "tool":
 		return cairn.AgentTool(sa.Agent, spec), nil
@@ -206,6 +221,9 @@ func (l *loader) subagent(p string, i int, sa SubagentConfig, seen map[string]bo
 func (l *loader) handoff(p, self string, i int, h HandoffConfig, seen map[string]bool) (*cairn.Tool, error) {
 	if err := l.otherAgent(p+".handoffs", fmt.Sprintf("handoffs[%d]", i), h.Agent, self); err != nil {
 		return nil, err
+	}
+	if l.remotes[h.Agent] != nil {
+		return nil, l.errf(p+".handoffs", "handoffs[%d]: %q is remote (a2a:): the conversation cannot move to it; call it as a sub-agent (subagents: [{agent: %s}])", i, h.Agent, h.Agent)
 	}
 	pol, err := approvalPolicy(h.Approval)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cairnhq/cairn"
+	"github.com/cairnhq/cairn/a2a/a2aagent"
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/mcp/mcptools"
 	"github.com/cairnhq/cairn/model"
@@ -247,6 +249,8 @@ type loader struct {
 	env  Env
 	// agents are the file's agents, for checking references to them.
 	agents map[string]AgentConfig
+	// remotes are the file's remote agents (a2a:), checked.
+	remotes map[string]*a2aagent.Options
 	// hub holds the file's MCP servers, and mcpTools their tools' overrides.
 	hub      *mcptools.Hub
 	mcpTools map[string]ToolConfig
@@ -345,8 +349,14 @@ func (l *loader) load(f *File) (_ *Config, err error) {
 	if err := l.mcpServers(f); err != nil {
 		return nil, err
 	}
+	if l.remotes, err = l.remoteAgents(f); err != nil {
+		return nil, err
+	}
 	var slots [][]toolSlot
 	for _, name := range sortedKeys(f.Agents) {
+		if l.remotes[name] != nil {
+			continue // reached over A2A: a tool of the agents that call it
+		}
 		agent, s, err := l.agent(name, f, models, tools)
 		if err != nil {
 			return nil, err
@@ -494,10 +504,42 @@ func (l *loader) a2a(f *File) ([]string, error) {
 		if _, ok := f.Agents[name]; !ok {
 			return nil, l.errf(p, "no agent %q: serve one of the agents defined under agents: (%s)", name, strings.Join(sortedKeys(f.Agents), ", "))
 		}
+		if f.Agents[name].A2A != nil {
+			return nil, l.errf(p, "agent %q is a remote agent (its a2a: key): its own server serves it", name)
+		}
 		if seen[name] {
 			return nil, l.errf(p, "agent %q is listed twice", name)
 		}
 		seen[name] = true
 	}
 	return f.A2A.Agents, nil
+}
+
+// remoteAgents reads the agents that have an a2a key: a URL, headers with
+// ${VAR} expanded, and nothing of a local agent's.
+func (l *loader) remoteAgents(f *File) (map[string]*a2aagent.Options, error) {
+	out := map[string]*a2aagent.Options{}
+	for _, name := range sortedKeys(f.Agents) {
+		a, p := f.Agents[name], "agents."+name
+		if a.A2A == nil {
+			continue
+		}
+		if a.Model != "" || a.Instructions != "" || len(a.Tools) > 0 || len(a.Subagents) > 0 || len(a.Handoffs) > 0 || a.OutputSchema != nil || a.Review != "" {
+			return nil, l.errf(p, "a remote agent (a2a:) has its model, instructions and tools on its own server: give it a2a and description only")
+		}
+		u, err := url.Parse(a.A2A.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, l.errf(p+".a2a.url", "%q is not an http(s) URL of an A2A agent (its card is at URL/.well-known/agent-card.json)", a.A2A.URL)
+		}
+		headers := map[string]string{}
+		for _, k := range sortedKeys(a.A2A.Headers) {
+			v, err := l.expand(p+".a2a.headers."+k, a.A2A.Headers[k])
+			if err != nil {
+				return nil, err
+			}
+			headers[k] = v
+		}
+		out[name] = &a2aagent.Options{Name: name, URL: a.A2A.URL, Headers: headers, Description: a.Description}
+	}
+	return out, nil
 }

@@ -111,7 +111,7 @@ func TestConfigErrorsNameFileLineAndKeyPath(t *testing.T) {
 		{"unknown model", strings.Replace(valid, "model: default", "model: big", 1), `agents.main.model: unknown model "big"`},
 		{"bad timeout", strings.Replace(valid, "timeout: 5s", "timeout: soon", 1), `tools.deploy_code.timeout: "soon" is not a positive duration`},
 		{"bad schema", strings.Replace(valid, "type: object", "type: 12", 1), `tools.deploy_code.parameters: not a valid JSON Schema`},
-		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `cairn.yaml:23: agents.main.max_iteration: unknown key "max_iteration" (known here: approvers, escalation, frontend_tools, handoffs, instructions, max_iterations, model, on_expiry, output_schema, review, subagents, tools); did you mean "max_iterations"?`},
+		{"unknown key", strings.Replace(valid, "max_iterations: 4", "max_iteration: 4", 1), `cairn.yaml:23: agents.main.max_iteration: unknown key "max_iteration" (known here: a2a, approvers, description, escalation, frontend_tools, handoffs, instructions, max_iterations, model, on_expiry, output_schema, review, subagents, tools); did you mean "max_iterations"?`},
 		{"missing key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: gpt-4o-mini}", 1), `models.default.api_key_env: environment variable OPENAI_API_KEY is not set`},
 		{"named key env", strings.Replace(valid, "{provider: scripted, script: [{text: hi}]}", "{provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', api_key_env: MY_KEY}", 1), `environment variable MY_KEY is not set`},
 		{"bad template", strings.Replace(valid, "Deploy to {{.environment}}?", "Deploy to {{.environment?", 1), `tools.deploy_code.confirmation: not a valid Go template`},

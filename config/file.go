@@ -428,6 +428,22 @@ type AgentConfig struct {
 	// FrontendTools: false refuses tools a client declares with its
 	// message (AG-UI frontend tools); default true.
 	FrontendTools *bool `yaml:"frontend_tools"`
+	// A2A makes the agent a remote one, reached over the Agent2Agent
+	// protocol (no model, no tools here): other agents call it as a
+	// sub-agent; see docs/a2a.md.
+	A2A *RemoteAgentConfig `yaml:"a2a"`
+	// Description, of a remote agent, tells the models that call it what
+	// it does (default: its agent card's).
+	Description string `yaml:"description"`
+}
+
+// RemoteAgentConfig is a remote agent's a2a key.
+type RemoteAgentConfig struct {
+	// URL is the agent's base URL; its card is at URL +
+	// /.well-known/agent-card.json.
+	URL string `yaml:"url"`
+	// Headers go with every request; ${VAR} is taken from the environment.
+	Headers map[string]string `yaml:"headers"`
 }
 
 // HandoffConfig lets an agent hand the conversation over to another agent:
