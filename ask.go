@@ -52,6 +52,13 @@ type Question struct {
 	// it, appended to the interrupt's path.
 	Remote *Remote
 	Path   []PathStep
+	// Approval asks approvers to approve what Text says instead of asking
+	// a question: the call waits under an approval interrupt, decided as
+	// any approval is (approvers, groups, the audit trail), and runs again
+	// with an Answer whose Approved is set; a rejection reaches the tool
+	// only when Held (a declined Answer), else it ends the call. An agent
+	// over A2A relays its remote agent's approvals so.
+	Approval bool
 }
 
 // AskFor is Ask for a question with a schema, a URL or held work. The

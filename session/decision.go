@@ -93,6 +93,9 @@ type Answer struct {
 	Reason   string `json:"reason,omitempty"`
 	// State is what the tool kept with the question (cairn.Question.State).
 	State json.RawMessage `json:"state,omitempty"`
+	// Approved: the approval the tool asked for was given
+	// (cairn.Question.Approval).
+	Approved bool `json:"approved,omitempty"`
 }
 
 // UnmarshalJSON reads an answer, or a plain string: the form logs written

@@ -108,7 +108,7 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 		if p.Held {
 			b = append(b, `,"held":true`...)
 		}
-		if len(p.State) > 0 {
+		if len(p.State) > 0 || p.Asked {
 			return b[:start], false
 		}
 		b, ok := appendRecorded(append(b, `,"interrupt":`...), &p.Interrupt)

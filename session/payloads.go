@@ -148,6 +148,9 @@ type InterruptRequested struct {
 	// State is what the tool keeps for when it runs again with the answer
 	// (cairn.Question.State): it comes back with the answer.
 	State json.RawMessage `json:"state,omitempty"`
+	// Asked: the tool running asked for this approval
+	// (cairn.Question.Approval); its decision goes to the tool.
+	Asked bool `json:"asked,omitempty"`
 }
 
 // MarshalJSON records the interrupt without its Ask (see recorded), with

@@ -96,6 +96,11 @@ type askState struct {
 	TaskID    a2a.TaskID `json:"task_id"`
 	ContextID string     `json:"context_id"`
 	Asked     string     `json:"asked"`
+	// Interrupt and Seq, when the remote is a Cairn agent, are its
+	// interrupt asked about and the seq to decide it at: the answer goes
+	// back as its decision.
+	Interrupt string `json:"interrupt,omitempty"`
+	Seq       int64  `json:"seq,omitempty"`
 }
 
 func (r *remote) run(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -154,18 +159,36 @@ func (r *remote) answer(ctx context.Context, c *a2aclient.Client, key string, an
 	if !asking(task) || statusKey(task) != st.Asked {
 		return task, nil // it moved on: the answer reached it already
 	}
-	if last.Declined {
+	var part *a2a.Part
+	switch {
+	case st.Interrupt != "": // a Cairn agent's interrupt: its decision
+		d := map[string]any{"interrupt_id": st.Interrupt}
+		switch {
+		case last.Approved:
+			d["action"] = "approve"
+		case last.Declined:
+			d["action"], d["reason"] = "reject", last.Reason
+		case len(last.Content) > 0:
+			d["action"], d["content"] = "answer", json.RawMessage(last.Content)
+		default:
+			d["action"], d["text"] = "answer", last.Text
+		}
+		var v any
+		raw, _ := json.Marshal(map[string]any{"decisions": []any{d}, "seq": st.Seq})
+		_ = json.Unmarshal(raw, &v)
+		part = a2a.NewDataPart(v)
+	case last.Declined:
 		task, err := retry(ctx, r, func() (*a2a.Task, error) { return c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: st.TaskID}) })
 		if err != nil {
 			return nil, r.failed("canceling task "+string(st.TaskID), err)
 		}
 		return task, nil
-	}
-	part := a2a.NewTextPart(last.Text)
-	if len(last.Content) > 0 {
+	case len(last.Content) > 0:
 		var v any
 		_ = json.Unmarshal(last.Content, &v)
 		part = a2a.NewDataPart(v)
+	default:
+		part = a2a.NewTextPart(last.Text)
 	}
 	msg := &a2a.Message{ID: fmt.Sprintf("%s/%d", key, len(answers)), Role: a2a.MessageRoleUser, TaskID: st.TaskID, ContextID: st.ContextID, Parts: []*a2a.Part{part}}
 	wait := r.opts.Backoff
@@ -228,9 +251,13 @@ func (r *remote) outcome(ctx context.Context, task *a2a.Task) (string, error) {
 		}
 		return r.bound(strings.Join(texts, "\n")), nil
 	case asking(task):
-		question, path := r.question(task)
-		state, _ := json.Marshal(askState{TaskID: task.ID, ContextID: task.ContextID, Asked: statusKey(task)})
-		_, err := cairn.AskFor(ctx, cairn.Question{Text: question, Held: true, State: state, Path: path,
+		q := r.question(task)
+		st := askState{TaskID: task.ID, ContextID: task.ContextID, Asked: statusKey(task)}
+		if q.interrupt != nil {
+			st.Interrupt, st.Seq = q.interrupt.ID, q.seq
+		}
+		state, _ := json.Marshal(st)
+		_, err := cairn.AskFor(ctx, cairn.Question{Text: q.text, Held: true, State: state, Path: q.path, Approval: q.approval,
 			Remote: &cairn.Remote{URL: r.opts.URL, TaskID: string(task.ID)}})
 		return "", err
 	}
@@ -243,46 +270,75 @@ func (r *remote) outcome(ctx context.Context, task *a2a.Task) (string, error) {
 	return "", fmt.Errorf("remote agent %s: task %s ended %s", r.opts.Name, task.ID, why)
 }
 
-// question is what an asking task asks, as a person reads it (bounded,
-// hidden characters shown), and the hops through the remote agent: a
-// Cairn agent's interrupts give their own paths.
-func (r *remote) question(task *a2a.Task) (string, []cairn.PathStep) {
-	text, path := "", []cairn.PathStep{{Agent: r.remoteName(), Tool: "a2a", CallID: string(task.ID)}}
+// asked is what an asking task asks, as a person reads it (bounded,
+// hidden characters shown), and the hops through the remote agent. A
+// Cairn agent's status lists its interrupts: the first for a person is
+// asked, an approval as an approval, with its own path.
+type asked struct {
+	text      string
+	path      []cairn.PathStep
+	approval  bool
+	interrupt *remoteInterrupt
+	seq       int64
+}
+
+// remoteInterrupt is an interrupt as a Cairn agent's status lists it.
+type remoteInterrupt struct {
+	ID   string           `json:"id"`
+	Kind cairn.Kind       `json:"kind"`
+	Path []cairn.PathStep `json:"path"`
+	Ask  struct {
+		Text string `json:"text"`
+	} `json:"ask"`
+}
+
+func (r *remote) question(task *a2a.Task) asked {
+	q := asked{path: []cairn.PathStep{{Agent: r.remoteName(), Tool: "a2a", CallID: string(task.ID)}}}
 	if m := task.Status.Message; m != nil {
-		text = partsText(textParts(m.Parts))
+		q.text = partsText(textParts(m.Parts))
 		for _, p := range m.Parts {
 			if d, ok := p.Content.(a2a.Data); ok {
-				if steps := cairnPath(d.Value); len(steps) > 0 {
-					path = steps
+				if in, seq := cairnPause(d.Value); in != nil {
+					q.interrupt, q.seq, q.text = in, seq, in.Ask.Text
+					q.approval = in.Kind == cairn.KindApproval
+					if len(in.Path) > 0 && len(in.Path) <= 16 {
+						q.path = in.Path
+					}
 				}
 			}
 		}
 	}
-	if strings.TrimSpace(text) == "" {
-		text = fmt.Sprintf("The remote agent %s needs input.", r.opts.Name)
+	if strings.TrimSpace(q.text) == "" {
+		q.text = fmt.Sprintf("The remote agent %s needs input.", r.opts.Name)
 	}
 	if task.Status.State == a2a.TaskStateAuthRequired {
-		text = "Authorization needed: " + text
+		q.text = "Authorization needed: " + q.text
 	}
-	return truncate(session.Visible(text), maxQuestion), path
+	q.text = truncate(session.Visible(q.text), maxQuestion)
+	return q
 }
 
-// cairnPath is the path of the one interrupt a Cairn agent's status data
-// part lists ({"interrupts": [{"path": […]}], "seq": N}); nil otherwise.
-func cairnPath(v any) []cairn.PathStep {
+// cairnPause reads a Cairn agent's status data part ({"interrupts": […],
+// "seq": N}): the first interrupt for a person that is an approval or a
+// plain question, and the seq; nil for anything else.
+func cairnPause(v any) (*remoteInterrupt, int64) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	var d struct {
-		Interrupts []struct {
-			Path []cairn.PathStep `json:"path"`
-		} `json:"interrupts"`
+		Interrupts []remoteInterrupt `json:"interrupts"`
+		Seq        *int64            `json:"seq"`
 	}
-	if json.Unmarshal(raw, &d) != nil || len(d.Interrupts) != 1 || len(d.Interrupts[0].Path) > 16 {
-		return nil
+	if json.Unmarshal(raw, &d) != nil || d.Seq == nil {
+		return nil, 0
 	}
-	return d.Interrupts[0].Path
+	for i, in := range d.Interrupts {
+		if in.ID != "" && (in.Kind == cairn.KindApproval || in.Kind == cairn.KindInput) {
+			return &d.Interrupts[i], *d.Seq
+		}
+	}
+	return nil, 0
 }
 
 func (r *remote) remoteName() string {

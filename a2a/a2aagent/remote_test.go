@@ -223,3 +223,69 @@ func TestRemoteDownIsAnErrorTheModelReads(t *testing.T) {
 		t.Fatalf("a remote that is down: %s %q", s.Status, s.Output)
 	}
 }
+
+// opsServer serves over A2A a Cairn agent "ops" whose deploy needs
+// approval; it counts the deploys.
+func opsServer(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	var deploys atomic.Int32
+	deploy := cairn.NewTool(&cairn.Tool{Name: "deploy", Description: "Deploy.", Approval: cairn.Always()},
+		func(ctx context.Context, a struct {
+			Service string `json:"service"`
+		}) (string, error) {
+			deploys.Add(1)
+			return "deployed " + a.Service, nil
+		})
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "deploy", Arguments: `{"service":"web"}`}}}, scripted.Reply{Text: "ops: {{.LastResult}}"})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	h, err := a2aserver.New(r, "ops", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL, &deploys
+}
+
+// A remote Cairn agent's approval is an approval of the calling session
+// (approvers decide it), with the path through both agents; approved
+// there, the remote tool runs once; rejected, it never runs.
+func TestRemoteApprovalIsAnApproval(t *testing.T) {
+	ctx := context.Background()
+	for _, action := range []cairn.Action{cairn.ActionApprove, cairn.ActionReject} {
+		t.Run(string(action), func(t *testing.T) {
+			url, deploys := opsServer(t)
+			r := caller(t, filepath.Join(t.TempDir(), "cairn.db"), url)
+			s, err := r.Start(ctx, "main", "ship web", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != cairn.StatusPaused || len(s.Interrupts) != 1 {
+				t.Fatalf("the caller: %s %+v", s.Status, s.Interrupts)
+			}
+			in := s.Interrupts[0]
+			if in.Kind != cairn.KindApproval || !strings.Contains(in.Ask().Text, "deploy") || in.Remote == nil || pathOf(in) != "main/partner>ops/deploy" {
+				t.Fatalf("the interrupt: kind %s, ask %q, remote %+v, path %s", in.Kind, in.Ask().Text, in.Remote, pathOf(in))
+			}
+			// Who may decide is the caller's decision point: a user may not.
+			if _, err := r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: action}}, &cairn.TurnOptions{Actor: cairn.Actor{Name: "uma", Role: "user", Via: cairn.ViaToken}}); err == nil {
+				t.Fatal("a user decided a remote approval")
+			}
+			s, err = r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{{InterruptID: in.ID, Action: action, Reason: "not now"}}, &cairn.TurnOptions{Actor: cairn.Actor{Name: "ada", Role: "approver", Via: cairn.ViaToken}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, runs := "partner: ops: deployed web", int32(1)
+			if action == cairn.ActionReject {
+				want, runs = "partner: ops: ", 0
+			}
+			if s.Status != cairn.StatusCompleted || !strings.HasPrefix(s.Output, want) || deploys.Load() != runs {
+				t.Fatalf("after %s: %s %q, %d deploys", action, s.Status, s.Output, deploys.Load())
+			}
+		})
+	}
+}

@@ -93,6 +93,7 @@ func projectToolStarted(p *ToolStarted, st *State, ev *session.Event, frame *Fra
 		return err
 	}
 	c.State, c.Args = CallStarted, string(p.Arguments)
+	c.AskState, c.AskedApproval = nil, false // a question's state came back with its answer
 	return nil
 }
 
@@ -134,6 +135,11 @@ func (s *stepper) toolsDone(in ToolsDone) error {
 			in := session.Interrupt{ID: derivedID(st.scope(), f.ID, c.Origin, c.ID, "input/"+strconv.Itoa(len(c.Answers))),
 				Kind: session.KindInput, Path: append(path, r.Path...), Tool: c.Tool, Arguments: json.RawMessage(c.Args), Question: r.Question,
 				Schema: compactJSON(r.Schema), URL: r.URL, Remote: r.Remote}
+			if r.Approval { // what the tool asks approvers to approve
+				in.Kind, in.Question, in.Message, in.Schema, in.URL = session.KindApproval, "", r.Question, nil, ""
+				s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held, State: compactJSON(r.State), Asked: true})
+				continue
+			}
 			s.emit(session.EventInputRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in, Held: r.Held, State: compactJSON(r.State)})
 			continue
 		}
@@ -465,8 +471,10 @@ type Call struct {
 	// answer (ToolOutcome.Held).
 	Held bool
 	// AskState is what the tool kept with the question it waits on
-	// (ToolOutcome.State), for the answer.
-	AskState json.RawMessage `json:",omitempty"`
+	// (ToolOutcome.State), for the answer; AskedApproval: that question is
+	// an approval the tool asked for (ToolOutcome.Approval).
+	AskState      json.RawMessage `json:",omitempty"`
+	AskedApproval bool            `json:",omitempty"`
 	Result  string
 	IsError bool
 	// Asked is the seq of the event that made the call wait for a person

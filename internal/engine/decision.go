@@ -360,7 +360,7 @@ func (s *stepper) record(p decided) {
 		return
 	case session.ActionApprove, session.ActionReject, session.ActionAnswer, session.ActionEdit:
 	}
-	if p.d.Action == session.ActionReject && !(p.c.Held && ev.Kind == session.KindInput) {
+	if p.d.Action == session.ActionReject && !(p.c.Held && (ev.Kind == session.KindInput || p.c.AskedApproval)) {
 		s.emit(session.EventToolResult, p.f, &ToolResult{CallID: p.c.ID, Tool: p.c.Tool, IsError: true,
 			Content: rejection(p.d.Reason)})
 	}
@@ -408,6 +408,10 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 	switch p.Action {
 	case session.ActionApprove:
 		c.State = CallApproved
+		if c.AskedApproval { // the tool asked: it runs again, told it was approved
+			c.Answers = append(c.Answers, session.Answer{Approved: true, State: c.AskState})
+			break
+		}
 		if inDoubt {
 			c.Reruns++  // the run in doubt may yet call back: this one waits under another id
 			if c.Held { // the held work is gone: the call starts afresh
@@ -424,7 +428,7 @@ func projectDecisionMade(p *DecisionMade, st *State, ev *session.Event, frame *F
 		c.State = CallApproved
 		c.Answers = append(c.Answers, session.Answer{Text: p.Text, Content: p.Content, State: c.AskState})
 	case session.ActionReject:
-		if c.Held && p.Kind == session.KindInput { // the held work hears "declined"
+		if c.Held && (p.Kind == session.KindInput || c.AskedApproval) { // the held work hears "declined"
 			c.State = CallApproved
 			c.Answers = append(c.Answers, session.Answer{Declined: true, Reason: p.Reason, State: c.AskState})
 		}

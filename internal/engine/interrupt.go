@@ -45,7 +45,9 @@ func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Eve
 	in := p.Interrupt
 	c.State, c.Interrupt, c.Asked, c.ArgsSeq = CallAwaiting, &in, ev.Seq, ev.Seq
 	c.Held = c.Held || p.Held
-	c.AskState = p.State
+	if len(p.State) > 0 || p.Asked {
+		c.AskState, c.AskedApproval = p.State, p.Asked
+	}
 	return nil
 }
 

@@ -103,9 +103,13 @@ type ToolOutcome struct {
 	// the question, given back with its answer); Remote and Path, on a
 	// question a remote agent asked, are its task and the hops through it
 	// (appended to the call's path).
-	State  json.RawMessage     `json:",omitempty"`
-	Remote *session.Remote     `json:",omitempty"`
+	State  json.RawMessage    `json:",omitempty"`
+	Remote *session.Remote    `json:",omitempty"`
 	Path   []session.PathStep `json:",omitempty"`
+	// Approval: the question is an approval (Question is what is
+	// approved): approvers decide it, and the tool runs again with the
+	// decision.
+	Approval bool `json:",omitempty"`
 	// InDoubt: the tool's work may or may not have taken effect (it lost
 	// work it held); the call pauses as an in-doubt approval.
 	InDoubt bool `json:",omitempty"`
@@ -121,7 +125,7 @@ type Pending struct {
 	Message string `json:",omitempty"`
 }
 
-func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" }
+func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" || o.Approval }
 
 // Expire ends every wait whose ExpiresAt has passed and lets the session go
 // on: an approval counts as rejected ("approval expired"); an external

@@ -13,9 +13,10 @@ type Question struct {
 	Schema json.RawMessage
 	URL    string
 	Held   bool
-	State  json.RawMessage
-	Remote *session.Remote
-	Path   []session.PathStep
+	State    json.RawMessage
+	Remote   *session.Remote
+	Path     []session.PathStep
+	Approval bool
 }
 
 type askState struct {

@@ -298,7 +298,7 @@ func (r *Runner) toolError(call engine.ToolRun, t *Tool, err error) engine.ToolO
 		outcome.Pending = &engine.Pending{Handle: pending.Handle, Message: pending.Message}
 	case errors.As(err, &q):
 		outcome.Question, outcome.Schema, outcome.URL, outcome.Held = q.q.Text, q.q.Schema, q.q.URL, q.q.Held
-		outcome.State, outcome.Remote, outcome.Path = q.q.State, q.q.Remote, q.q.Path
+		outcome.State, outcome.Remote, outcome.Path, outcome.Approval = q.q.State, q.q.Remote, q.q.Path, q.q.Approval
 		if len(q.q.State) > 0 && !json.Valid(q.q.State) {
 			outcome = engine.ToolOutcome{CallID: call.CallID, IsError: true,
 				Content: fmt.Sprintf("tool %q asked a question whose state is not JSON", call.Tool)}
