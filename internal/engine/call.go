@@ -475,8 +475,8 @@ type Call struct {
 	// an approval the tool asked for (ToolOutcome.Approval).
 	AskState      json.RawMessage `json:",omitempty"`
 	AskedApproval bool            `json:",omitempty"`
-	Result  string
-	IsError bool
+	Result        string
+	IsError       bool
 	// Asked is the seq of the event that made the call wait for a person
 	// (approval_requested, input_requested), for telling a pause's new
 	// interrupts from those an earlier pause already announced.

@@ -125,7 +125,9 @@ type Pending struct {
 	Message string `json:",omitempty"`
 }
 
-func (o ToolOutcome) asks() bool { return o.Question != "" || len(o.Schema) > 0 || o.URL != "" || o.Approval }
+func (o ToolOutcome) asks() bool {
+	return o.Question != "" || len(o.Schema) > 0 || o.URL != "" || o.Approval
+}
 
 // Expire ends every wait whose ExpiresAt has passed and lets the session go
 // on: an approval counts as rejected ("approval expired"); an external

@@ -9,10 +9,10 @@ import (
 
 // Question is a cairn.Question: what a tool asks the user.
 type Question struct {
-	Text   string
-	Schema json.RawMessage
-	URL    string
-	Held   bool
+	Text     string
+	Schema   json.RawMessage
+	URL      string
+	Held     bool
 	State    json.RawMessage
 	Remote   *session.Remote
 	Path     []session.PathStep
