@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// innerA2AConfig serves agent ops over A2A; its deploy needs approval and
+// logs each run; the outer server's token is an approver here.
+const innerA2AConfig = `
+store: sqlite:./inner.db
+auth:
+  tokens:
+    - {name: outer-server, token_env: CAIRN_TEST_OUTER_TOKEN, role: approver}
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: deploy, arguments: {environment: production}}]
+      - text: "ops: {{.LastResult}}"
+tools:
+  deploy:
+    parameters: {type: object, properties: {environment: {type: string}}, required: [environment]}
+    command: ["sh", "-c", "echo $CAIRN_IDEMPOTENCY_KEY >> runs.log; echo deployed"]
+    approval: always
+agents:
+  ops: {model: demo, tools: [deploy]}
+a2a: {agents: [ops]}
+`
+
+// outerA2AConfig calls the inner server's ops as its sub-agent partner.
+const outerA2AConfig = `
+store: sqlite:./outer.db
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: ask_partner, arguments: {input: "ship production"}}]
+      - text: "main: {{.LastResult}}"
+agents:
+  main: {model: demo, subagents: [{agent: partner}]}
+  partner:
+    a2a: {url: %q, headers: {Authorization: "Bearer ${CAIRN_TEST_OUTER_TOKEN}"}}
+    description: The platform team's deploy agent.
+`
+
+// Cairn → Cairn over A2A, two cairn serve processes: the inner server's
+// approval appears in the outer server's inbox with the path through both
+// agents, is approved there, and the inner tool runs once.
+func TestCairnToCairnOverA2A(t *testing.T) {
+	t.Setenv("CAIRN_TEST_OUTER_TOKEN", "outer-server-token-0123456789")
+	innerDir, outerDir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(innerDir, "cairn.yaml"), innerA2AConfig)
+	_, inner := serve(t, filepath.Join(innerDir, "cairn.yaml"))
+	writeFile(t, filepath.Join(outerDir, "cairn.yaml"), fmt.Sprintf(outerA2AConfig, inner+"/a2a/ops"))
+	_, outer := serve(t, filepath.Join(outerDir, "cairn.yaml"))
+
+	code, s := post(t, outer+"/v1/sessions", `{"agent":"main","input":"ship it"}`)
+	if code != http.StatusCreated || s["status"] != "paused" {
+		t.Fatalf("the outer session: %d %v", code, s)
+	}
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	remote, _ := in["remote"].(map[string]any)
+	if in["kind"] != "approval" || remote == nil || remote["url"] != inner+"/a2a/ops" || !strings.Contains(jsonText(in["ask"]), "deploy") {
+		t.Fatalf("the outer interrupt: %v", in)
+	}
+	if got := pathText(in["path"]); got != "main/ask_partner>ops/deploy" {
+		t.Fatalf("the path %s does not go through both agents", got)
+	}
+	inbox, _ := getJSON(t, outer+"/v1/interrupts")["interrupts"].([]any)
+	if len(inbox) != 1 || inbox[0].(map[string]any)["id"] != in["id"] {
+		t.Fatalf("the outer inbox: %v", inbox)
+	}
+	if b, _ := os.ReadFile(filepath.Join(innerDir, "runs.log")); len(b) != 0 {
+		t.Fatal("the inner deploy ran before the approval")
+	}
+
+	code, s, err := decide(outer, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusOK || s["status"] != "completed" || s["output"] != "main: ops: deployed" {
+		t.Fatalf("after the approval in the outer inbox: %d %v", code, s)
+	}
+	b, _ := os.ReadFile(filepath.Join(innerDir, "runs.log"))
+	if runs := strings.Fields(string(b)); len(runs) != 1 {
+		t.Fatalf("the inner deploy ran %d times, want once", len(runs))
+	}
+	// The outer timeline keeps the path through both agents and the
+	// remote task; the inner one records the outer server as who decided.
+	if tl := jsonText(eventsOf(t, outer, s["id"].(string))); !strings.Contains(tl, `{"agent":"ops","call_id":`) || !strings.Contains(tl, `"remote":{"task_id":`) {
+		t.Fatalf("the outer timeline lacks the path or the remote task:\n%s", tl)
+	}
+	task := remote["task_id"].(string)
+	req, _ := http.NewRequest("GET", inner+"/v1/sessions/"+task+"/events", nil)
+	var resp *http.Response
+	req.Header.Set("Authorization", "Bearer outer-server-token-0123456789")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var innerEvents struct{ Events []map[string]any }
+	if err := json.NewDecoder(resp.Body).Decode(&innerEvents); err != nil {
+		t.Fatal(err)
+	}
+	if tl := jsonText(innerEvents.Events); !strings.Contains(tl, `"name":"outer-server"`) {
+		t.Fatalf("the inner decision is not the outer server's:\n%s", tl)
+	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func pathText(v any) string {
+	var steps []string
+	for _, p := range v.([]any) {
+		m := p.(map[string]any)
+		steps = append(steps, fmt.Sprint(m["agent"], "/", m["tool"]))
+	}
+	return strings.Join(steps, ">")
+}
