@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,6 +72,21 @@ agents:
 	} {
 		if _, err := config.Parse("/etc/cairn/cairn.yaml", []byte(text), env); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}
+
+// The example pair of docs/a2a.md loads.
+func TestA2AExamples(t *testing.T) {
+	env := func(name string) (string, bool) { return "s3cret-outer-token", name == "OUTER_TOKEN" }
+	for _, name := range []string{"inner.yaml", "outer.yaml"} {
+		path := filepath.Join("..", "examples", "a2a", name)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Parse(path, src, env); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -136,8 +136,10 @@ func TestApprovalOverA2A(t *testing.T) {
 
 	approve := map[string]any{"interrupt_id": ins[0]["id"], "action": "approve"}
 	// A decision on a seq that is not the pause's is refused and changes nothing.
-	if _, err := c.SendMessage(ctx, decide(task, seq-1, approve)); err == nil || !errors.Is(err, a2a.ErrInvalidParams) {
-		t.Fatalf("a stale seq: %v, want invalid params", err)
+	_, err = c.SendMessage(ctx, decide(task, seq-1, approve))
+	var a2aErr *a2a.Error
+	if !errors.Is(err, a2a.ErrInvalidParams) || !errors.As(err, &a2aErr) || a2aErr.Details["cairn_code"] != "conflict" || !strings.Contains(err.Error(), "stale seq") {
+		t.Fatalf("a stale seq: %v (%+v), want invalid params with cairn_code conflict", err, a2aErr)
 	}
 	if deploys.Load() != 0 {
 		t.Fatal("a refused decision ran the tool")
