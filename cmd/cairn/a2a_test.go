@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,4 +136,107 @@ func pathText(v any) string {
 		steps = append(steps, fmt.Sprint(m["agent"], "/", m["tool"]))
 	}
 	return strings.Join(steps, ">")
+}
+
+// remoteJSConfig calls the JavaScript SDK's booking agent as partner, on a
+// store shared by replicas.
+const remoteJSConfig = `
+store: %s
+lease: 3s
+models:
+  demo:
+    provider: scripted
+    script:
+      - tool_calls: [{name: ask_partner, arguments: {input: "a table for two"}}]
+      - text: "main: {{.LastResult}}"
+agents:
+  main: {model: demo, subagents: [{agent: partner}]}
+  partner:
+    a2a: {url: %q}
+`
+
+// jsAgent starts the booking agent of server/testdata/clients/
+// a2a-server.mjs (the official @a2a-js/sdk server) and returns its URL.
+func jsAgent(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (Node 20; .ci/run installs it)")
+	}
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "server", "testdata", "clients"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk")); err != nil {
+		t.Skip("@a2a-js/sdk is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
+	}
+	cmd := exec.Command(node, filepath.Join(dir, "a2a-server.mjs"))
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return url
+		}
+	}
+	t.Fatalf("the JavaScript agent exited before listening: %v", cmd.Wait())
+	return ""
+}
+
+// A remote agent on the JavaScript SDK asks for input: its question is an
+// interrupt of the calling session with the path through it; the Cairn
+// node that holds the call is killed (-9) after the question; the answer,
+// given through REST on another replica, reaches the remote task exactly
+// once (the remote counts) and its task completes.
+func TestRemoteJSAgentAnsweredAfterKill9(t *testing.T) {
+	agent := jsAgent(t)
+	for name, store := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "cairn.yaml")
+			writeFile(t, cfg, fmt.Sprintf(remoteJSConfig, store(t), agent))
+			a, urlA := serve(t, cfg)
+			_, urlB := serve(t, cfg)
+			before := jsAnswers(t, agent)
+
+			code, s := post(t, urlA+"/v1/sessions", `{"agent":"main","input":"book dinner"}`)
+			if code != http.StatusCreated || s["status"] != "paused" {
+				t.Fatalf("the session: %d %v", code, s)
+			}
+			in := s["interrupts"].([]any)[0].(map[string]any)
+			remote, _ := in["remote"].(map[string]any)
+			if in["kind"] != "input" || in["question"] != "Which date?" || remote == nil || remote["url"] != agent {
+				t.Fatalf("the interrupt: %v", in)
+			}
+			if got := pathText(in["path"]); got != "main/ask_partner>booking/a2a" {
+				t.Fatalf("the path %s does not go through the remote agent", got)
+			}
+			inbox, _ := getJSON(t, urlB+"/v1/interrupts")["interrupts"].([]any)
+			if len(inbox) != 1 || inbox[0].(map[string]any)["id"] != in["id"] {
+				t.Fatalf("the inbox on the other replica: %v", inbox)
+			}
+
+			if err := a.Process.Kill(); err != nil { // kill -9, after the question, before the answer
+				t.Fatal(err)
+			}
+			a.Wait()
+			body := fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"answer","text":"May 3"}]}`, s["seq"], in["id"])
+			code, s = post(t, urlB+"/v1/sessions/"+s["id"].(string)+"/decisions", body)
+			if code != http.StatusOK || s["status"] != "completed" || s["output"] != "main: booked for May 3" {
+				t.Fatalf("the answer on the other replica: %d %v", code, s)
+			}
+			if n := jsAnswers(t, agent) - before; n != 1 {
+				t.Fatalf("the remote agent got the answer %d times, want once", n)
+			}
+		})
+	}
+}
+
+// jsAnswers is how many answers the JavaScript agent got.
+func jsAnswers(t *testing.T, url string) int {
+	t.Helper()
+	n, _ := getJSON(t, url+"/count")["answers"].(float64)
+	return int(n)
 }
