@@ -94,6 +94,14 @@ class PathStep:
 
 
 @dataclass
+class Remote:
+    """The task of a remote agent (over A2A) that asked an interrupt's question."""
+
+    url: str = ""
+    task_id: str = ""
+
+
+@dataclass
 class Choice:
     """One decision a person may make on an interrupt (see ``Ask``).
 
@@ -237,6 +245,7 @@ class Interrupt:
     schema: Any = None
     url: str = ""
     text: str = ""
+    remote: Optional[Remote] = None
     output: Any = None
     output_schema: Any = None
     in_doubt: bool = False

@@ -21,6 +21,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/{agent}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A 1.0, the JSON-RPC binding (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask) of an agent named in a2a.agents: a task is a session; a pause is TASK_STATE_INPUT_REQUIRED with the interrupts and seq as a data part; a data part {decisions, seq} decides. See docs/a2a.md. The same tokens. */
+        post: operations["a2a"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{agent}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The same A2A endpoint with a trailing slash: a client resolves the card relative to the URL it is given (the JavaScript SDK needs the slash). */
+        post: operations["a2aSlash"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{agent}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The A2A agent card of an agent named in a2a.agents: its endpoint, skills (its tools), streaming, and the bearer scheme when tokens are configured. No token needed. */
+        get: operations["a2aCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/callback": {
         parameters: {
             query?: never;
@@ -889,6 +940,10 @@ export interface components {
             schema?: unknown;
             url?: string;
             text?: string;
+            remote?: null | {
+                url: string;
+                task_id: string;
+            };
             /** @description any JSON value */
             output?: unknown;
             /** @description any JSON value */
@@ -1039,6 +1094,10 @@ export interface components {
             schema?: unknown;
             url?: string;
             text?: string;
+            remote?: null | {
+                url: string;
+                task_id: string;
+            };
             /** @description any JSON value */
             output?: unknown;
             /** @description any JSON value */
@@ -1346,6 +1405,119 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+        };
+    };
+    a2a: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a JSON-RPC response, or an SSE stream of them */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    a2aSlash: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a JSON-RPC response, or an SSE stream of them */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    a2aCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the agent card (A2A 1.0; its schema is the protocol's) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
