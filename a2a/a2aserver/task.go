@@ -127,22 +127,9 @@ func (h *handler) run(ctx context.Context, c Caller, m *message, observe func(ca
 	var err error
 	switch {
 	case m.data != nil:
-		var d decisionPart
-		dec := json.NewDecoder(bytes.NewReader(m.data))
-		dec.DisallowUnknownFields()
-		if derr := dec.Decode(&d); derr != nil {
-			return nil, errParams(`the data part must be {"decisions": [{"interrupt_id": "…", "action": "approve"}], "seq": N}: %v`, derr)
-		}
-		if d.Seq == nil {
-			return nil, errParams(`the data part's "seq" is required: the seq of the input-required status you decide on (%d now)`, sess.Seq)
-		}
-		if len(d.Decisions) == 0 {
-			return nil, errParams(`the data part's "decisions" must list at least one decision`)
-		}
-		for i, x := range d.Decisions {
-			if x.InterruptID == "" {
-				return nil, errParams("decisions[%d].interrupt_id is required", i)
-			}
+		d, derr := readDecisions(m.data, sess.Seq)
+		if derr != nil {
+			return nil, derr
 		}
 		out, err = h.r.Resume(turn, sess.ID, *d.Seq, d.Decisions, opts)
 	case m.text != "":
@@ -308,4 +295,31 @@ func taskIDFor(caller, messageID string) a2a.TaskID {
 	}
 	sum := sha256.Sum256([]byte(caller + "\x00" + messageID))
 	return a2a.TaskID("a2a-" + hex.EncodeToString(sum[:16]))
+}
+
+// readDecisions reads a data part that decides (decisionPart): strict,
+// with a seq and at least one decision, each naming its interrupt; now is
+// the task's seq, for the error that asks for one.
+func readDecisions(data []byte, now int64) (*decisionPart, error) {
+	var d decisionPart
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, errParams(`the data part must be {"decisions": [{"interrupt_id": "…", "action": "approve"}], "seq": N}: %v`, err)
+	}
+	if dec.More() {
+		return nil, errParams("the data part holds more than one JSON value")
+	}
+	if d.Seq == nil {
+		return nil, errParams(`the data part's "seq" is required: the seq of the input-required status you decide on (%d now)`, now)
+	}
+	if len(d.Decisions) == 0 {
+		return nil, errParams(`the data part's "decisions" must list at least one decision`)
+	}
+	for i, x := range d.Decisions {
+		if x.InterruptID == "" {
+			return nil, errParams("decisions[%d].interrupt_id is required", i)
+		}
+	}
+	return &d, nil
 }
