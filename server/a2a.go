@@ -44,8 +44,14 @@ func (s *Server) a2aHandler(agent string) (http.Handler, error) {
 		opts.URL = func(*http.Request) string { return strings.TrimSuffix(s.baseURL, "/") + "/a2a/" + agent }
 	}
 	if s.authOn() {
+		// Either scheme is enough: the card lists each as its own
+		// requirement.
 		opts.Security = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
-			Description: "A Cairn API token, or an ID token of the server's OpenID Provider (docs/auth.md)."}}
+			Description: "A Cairn API token, or an ID token of the server's OpenID Provider."}}
+		if s.oidc != nil {
+			opts.Security["oidc"] = a2a.OpenIDConnectSecurityScheme{Description: "An ID token of the server's OpenID Provider, sent as a bearer token.",
+				OpenIDConnectURL: strings.TrimSuffix(s.oidc.cfg.Issuer, "/") + "/.well-known/openid-configuration"}
+		}
 	}
 	h, err := a2aserver.New(s.runner, agent, opts)
 	if err != nil {

@@ -143,3 +143,23 @@ func mayDecide(t *testing.T, c *a2aclient.Client, task *a2a.Task) any {
 	t.Fatal("no data part")
 	return nil
 }
+
+// With an OpenID Provider configured, the card names it too: a client
+// may sign in there and send the ID token.
+func TestA2ACardNamesTheOpenIDProvider(t *testing.T) {
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: scripted.New(scripted.Reply{Text: "hi"})}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(server.New(r, &server.Options{A2A: []string{"ops"}, OIDC: &server.OIDC{Issuer: "https://id.example.org/", ClientID: "cairn"}}))
+	defer srv.Close()
+	card, err := agentcard.DefaultResolver.Resolve(context.Background(), srv.URL+"/a2a/ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oidc, ok := card.SecuritySchemes["oidc"].(a2a.OpenIDConnectSecurityScheme)
+	if !ok || oidc.OpenIDConnectURL != "https://id.example.org/.well-known/openid-configuration" || len(card.SecurityRequirements) != 2 {
+		t.Fatalf("the card's security: %+v, %+v", card.SecuritySchemes, card.SecurityRequirements)
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -150,7 +152,7 @@ func (h *handler) card(req *http.Request) *a2a.AgentCard {
 		Skills:              skills,
 		SecuritySchemes:     h.opts.Security,
 	}
-	for name := range h.opts.Security {
+	for _, name := range slices.Sorted(maps.Keys(h.opts.Security)) {
 		c.SecurityRequirements = append(c.SecurityRequirements, a2a.SecurityRequirements{name: {}})
 	}
 	return c
