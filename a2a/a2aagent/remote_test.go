@@ -194,7 +194,7 @@ func (d *dropOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	d.sent.Add(1)
 	if d.dropped.CompareAndSwap(false, true) {
-		io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return nil, errors.New("connection reset by peer")
 	}

@@ -61,7 +61,7 @@ func client(t *testing.T, url string) (*a2aclient.Client, *a2a.AgentCard) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Destroy() })
+	t.Cleanup(func() { _ = c.Destroy() })
 	return c, card
 }
 

@@ -172,6 +172,7 @@ func (h *handler) task(c Caller, sess *cairn.Session) *a2a.Task {
 		if sess.Error != nil {
 			t.Status.Message = agentMessage(t, fmt.Sprintf("%s-%d", sess.ID, sess.Seq), a2a.NewTextPart(sess.Error.Message))
 		}
+	case cairn.StatusRunning, cairn.StatusCancelled: // the state says it all
 	}
 	return t
 }
@@ -274,6 +275,7 @@ func state(sess *cairn.Session) a2a.TaskState {
 		return a2a.TaskStateFailed
 	case cairn.StatusCancelled:
 		return a2a.TaskStateCanceled
+	case cairn.StatusRunning:
 	}
 	return a2a.TaskStateWorking
 }

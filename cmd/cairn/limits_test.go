@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 // rssBytes reads a process's resident set size.

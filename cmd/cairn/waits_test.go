@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"fmt"
-	"github.com/chromedp/chromedp"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
