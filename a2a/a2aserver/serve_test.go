@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/a2a/a2aserver"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 	"github.com/cairnhq/cairn/model/scripted"
 )
 
@@ -300,4 +302,21 @@ func TestTheSameMessageIsTheSameTask(t *testing.T) {
 	if other.ID == first.ID {
 		t.Fatal("another message was taken as the same task")
 	}
+}
+
+// configuration.returnImmediately answers the new task at once, working;
+// its turn goes on and GetTask shows it pause.
+func TestReturnImmediately(t *testing.T) {
+	ctx := context.Background()
+	url, _ := opsServer(t, nil)
+	c, _ := client(t, url)
+	task := send(t, c, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ship web")),
+		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if task.Status.State != a2a.TaskStateWorking {
+		t.Fatalf("returned at once: %s, want working", task.Status.State)
+	}
+	testwait.For(t, 5*time.Second, "the detached task to pause", func() bool {
+		got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+		return err == nil && got.Status.State == a2a.TaskStateInputRequired
+	})
 }

@@ -27,6 +27,9 @@ type message struct {
 	text string
 	// data is the message's data part as JSON; nil without one.
 	data []byte
+	// detach: the caller asked for the task at once
+	// (configuration.returnImmediately); its turn goes on behind.
+	detach bool
 }
 
 // maxContextID bounds a caller's context id, which is kept with the session.
@@ -79,6 +82,7 @@ func (h *handler) read(ctx context.Context, c Caller, req *a2a.SendMessageReques
 			m.contextID = a2a.NewContextID()
 		}
 		m.id = taskIDFor(c.Name, msg.ID)
+		m.detach = req.Config != nil && req.Config.ReturnImmediately
 		return m, nil
 	}
 	sess, err := h.session(ctx, c, msg.TaskID)
@@ -105,7 +109,7 @@ func (h *handler) run(ctx context.Context, c Caller, m *message, observe func(ca
 	turn := context.WithoutCancel(ctx)
 	if m.sess == nil {
 		sess, err := h.r.Start(turn, h.agent, m.text, &cairn.StartOptions{ID: string(m.id), Owner: c.Name, Actor: c.actor(),
-			Metadata: map[string]any{contextKey: m.contextID}, Observe: observe})
+			Metadata: map[string]any{contextKey: m.contextID}, Observe: observe, Detach: m.detach && observe == nil})
 		if errors.Is(err, cairn.ErrConflict) {
 			// The same message again: its task, as it stands.
 			if again, gerr := h.session(ctx, c, m.id); gerr == nil && again.Owner == c.Name {
