@@ -471,6 +471,7 @@ function interruptCard(s, it, agent) {
       el('button', { type: 'button', class: 'pick-like', title: 'select every card of this kind, tool and agent', onclick: () => pickLike(it, agent) }, 'select all like this')),
     el('div', { class: 'crumbs' }, breadcrumb(s, it)),
     el('h3', {}, el('span', { class: 'kind' }, ask.label), it.tool || agent),
+    it.remote && el('p', { class: 'remote' }, el('span', { class: 'label' }, 'Asked by a remote agent (A2A): '), it.remote.url, ' · task ', it.remote.task_id),
     s.request && el('blockquote', { class: 'request' }, el('span', { class: 'label' }, 'The request: '), requestText(s)),
     tool && tool.description && el('p', { class: 'about' }, el('span', { class: 'label' }, it.tool + ': '), tool.description),
     runs && el('p', { class: 'runs' }, el('span', { class: 'label' }, 'Approving runs '), whatRuns(tool, it.tool)),
