@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // innerA2AConfig serves agent ops over A2A; its deploy needs approval and
@@ -82,6 +84,19 @@ func TestCairnToCairnOverA2A(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(innerDir, "runs.log")); len(b) != 0 {
 		t.Fatal("the inner deploy ran before the approval")
 	}
+	t.Run("the web inbox", func(t *testing.T) {
+		ctx := browser(t)
+		var text string
+		if err := chromedp.Run(ctx, chromedp.Navigate(outer+"/"), chromedp.WaitVisible(item(s["id"].(string)), chromedp.ByQuery),
+			chromedp.TextContent(item(s["id"].(string)), &text, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"main › ask_partner › ops › deploy", "Asked by a remote agent (A2A): " + inner + "/a2a/ops", "Run tool deploy"} {
+			if !strings.Contains(text, want) {
+				t.Fatalf("the card lacks %q:\n%s", want, text)
+			}
+		}
+	})
 
 	code, s, err := decide(outer, s)
 	if err != nil {
