@@ -2,8 +2,6 @@ package a2aserver_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/cairnhq/cairn"
-	"github.com/cairnhq/cairn/a2a/a2aserver"
 	"github.com/cairnhq/cairn/model/scripted"
 	"github.com/cairnhq/cairn/store/sqlite"
 )
@@ -33,16 +30,7 @@ func replica(t *testing.T, path string, deploy func(context.Context) (string, er
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	h, err := a2aserver.New(r, "ops", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/a2a/ops", h)
-	mux.Handle("/a2a/ops/", h)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/a2a/ops"
+	return mount(t, r, nil)
 }
 
 // A task started on one replica is read, decided and followed on

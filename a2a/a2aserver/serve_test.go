@@ -39,7 +39,14 @@ func opsServer(t *testing.T, opts *a2aserver.Options) (url string, deploys *atom
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Close() })
-	h, err := a2aserver.New(runner, "ops", opts)
+	return mount(t, runner, opts), deploys
+}
+
+// mount serves the runner's agent ops over A2A at /a2a/ops of a test
+// server and returns that URL.
+func mount(t *testing.T, r *cairn.Runner, opts *a2aserver.Options) string {
+	t.Helper()
+	h, err := a2aserver.New(r, "ops", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +55,7 @@ func opsServer(t *testing.T, opts *a2aserver.Options) (url string, deploys *atom
 	mux.Handle("/a2a/ops/", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/a2a/ops", deploys
+	return srv.URL + "/a2a/ops"
 }
 
 // client discovers the agent at url by its card, as any A2A client does.

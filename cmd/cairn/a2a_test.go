@@ -69,17 +69,9 @@ func TestCairnToCairnOverA2A(t *testing.T) {
 	if code != http.StatusCreated || s["status"] != "paused" {
 		t.Fatalf("the outer session: %d %v", code, s)
 	}
-	in := s["interrupts"].([]any)[0].(map[string]any)
-	remote, _ := in["remote"].(map[string]any)
-	if in["kind"] != "approval" || remote == nil || remote["url"] != inner+"/a2a/ops" || !strings.Contains(jsonText(in["ask"]), "deploy") {
+	in, remote := remoteInterrupt(t, s, outer, "approval", "main/ask_partner>ops/deploy")
+	if remote["url"] != inner+"/a2a/ops" || !strings.Contains(jsonText(in["ask"]), "deploy") {
 		t.Fatalf("the outer interrupt: %v", in)
-	}
-	if got := pathText(in["path"]); got != "main/ask_partner>ops/deploy" {
-		t.Fatalf("the path %s does not go through both agents", got)
-	}
-	inbox, _ := getJSON(t, outer+"/v1/interrupts")["interrupts"].([]any)
-	if len(inbox) != 1 || inbox[0].(map[string]any)["id"] != in["id"] {
-		t.Fatalf("the outer inbox: %v", inbox)
 	}
 	if b, _ := os.ReadFile(filepath.Join(innerDir, "runs.log")); len(b) != 0 {
 		t.Fatal("the inner deploy ran before the approval")
@@ -137,6 +129,26 @@ func writeFile(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// remoteInterrupt is the one interrupt of paused session s, which a
+// remote agent raised: of kind, with a path through the remote agent, and
+// in the inbox at base (another replica, perhaps); and its remote task.
+func remoteInterrupt(t *testing.T, s map[string]any, base, kind, path string) (in, remote map[string]any) {
+	t.Helper()
+	in = s["interrupts"].([]any)[0].(map[string]any)
+	remote, _ = in["remote"].(map[string]any)
+	if in["kind"] != kind || remote == nil || remote["task_id"] == "" {
+		t.Fatalf("the interrupt is not a remote %s: %v", kind, in)
+	}
+	if got := pathText(in["path"]); got != path {
+		t.Fatalf("the path %s does not go through the remote agent (%s)", got, path)
+	}
+	inbox, _ := getJSON(t, base+"/v1/interrupts")["interrupts"].([]any)
+	if len(inbox) != 1 || inbox[0].(map[string]any)["id"] != in["id"] {
+		t.Fatalf("the inbox at %s: %v", base, inbox)
+	}
+	return in, remote
 }
 
 func jsonText(v any) string {
@@ -220,17 +232,9 @@ func TestRemoteJSAgentAnsweredAfterKill9(t *testing.T) {
 			if code != http.StatusCreated || s["status"] != "paused" {
 				t.Fatalf("the session: %d %v", code, s)
 			}
-			in := s["interrupts"].([]any)[0].(map[string]any)
-			remote, _ := in["remote"].(map[string]any)
-			if in["kind"] != "input" || in["question"] != "Which date?" || remote == nil || remote["url"] != agent {
+			in, remote := remoteInterrupt(t, s, urlB, "input", "main/ask_partner>booking/a2a")
+			if in["question"] != "Which date?" || remote["url"] != agent {
 				t.Fatalf("the interrupt: %v", in)
-			}
-			if got := pathText(in["path"]); got != "main/ask_partner>booking/a2a" {
-				t.Fatalf("the path %s does not go through the remote agent", got)
-			}
-			inbox, _ := getJSON(t, urlB+"/v1/interrupts")["interrupts"].([]any)
-			if len(inbox) != 1 || inbox[0].(map[string]any)["id"] != in["id"] {
-				t.Fatalf("the inbox on the other replica: %v", inbox)
 			}
 
 			if err := a.Process.Kill(); err != nil { // kill -9, after the question, before the answer
