@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 )
 
 // innerA2AConfig serves agent ops over A2A; its deploy needs approval and
@@ -57,13 +59,28 @@ agents:
 // Cairn → Cairn over A2A, two cairn serve processes: the inner server's
 // approval appears in the outer server's inbox with the path through both
 // agents, is approved there, and the inner tool runs once.
+// The outer server runs on the local driver, and on Temporal (its worker
+// runs the call to the inner server).
 func TestCairnToCairnOverA2A(t *testing.T) {
 	t.Setenv("CAIRN_TEST_OUTER_TOKEN", "outer-server-token-0123456789")
+	t.Run("local", func(t *testing.T) { cairnToCairn(t, "") })
+	t.Run("temporal", func(t *testing.T) {
+		cairnToCairn(t, fmt.Sprintf("driver: temporal\ntemporal: {host_port: %q, task_queue: outer}\n", temporaltest.Server(t)))
+	})
+}
+
+// cairnToCairn runs the chain with the outer config after prefix (a
+// driver); with driver: temporal a worker runs the outer turns.
+func cairnToCairn(t *testing.T, prefix string) {
 	innerDir, outerDir := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(innerDir, "cairn.yaml"), innerA2AConfig)
 	_, inner := serve(t, filepath.Join(innerDir, "cairn.yaml"))
-	writeFile(t, filepath.Join(outerDir, "cairn.yaml"), fmt.Sprintf(outerA2AConfig, inner+"/a2a/ops"))
-	_, outer := serve(t, filepath.Join(outerDir, "cairn.yaml"))
+	outerCfg := filepath.Join(outerDir, "cairn.yaml")
+	writeFile(t, outerCfg, prefix+fmt.Sprintf(outerA2AConfig, inner+"/a2a/ops"))
+	if prefix != "" {
+		startWorker(t, outerCfg)
+	}
+	_, outer := serve(t, outerCfg)
 
 	code, s := post(t, outer+"/v1/sessions", `{"agent":"main","input":"ship it"}`)
 	if code != http.StatusCreated || s["status"] != "paused" {
