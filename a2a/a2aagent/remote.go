@@ -10,6 +10,8 @@ package a2aagent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,22 +120,27 @@ func (r *remote) run(ctx context.Context, raw json.RawMessage) (string, error) {
 	answers := cairn.Answers(ctx)
 	var task *a2a.Task
 	if len(answers) == 0 {
-		// The message's id is the call's: sent again after a crash, a
-		// server that keys tasks by it (Cairn's does) answers the same task.
-		msg := &a2a.Message{ID: key + "/0", Role: a2a.MessageRoleUser, Parts: []*a2a.Part{a2a.NewTextPart(args.Input)}}
-		res, err := retry(ctx, r, func() (a2a.SendMessageResult, error) {
-			return c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
-		})
-		if err != nil {
-			return "", r.failed("sending the message", err)
-		}
-		switch v := res.(type) {
-		case *a2a.Message: // an answer with no task
-			return r.bound(partsText(v.Parts)), nil
-		case *a2a.Task:
-			task = v
-		default:
-			return "", fmt.Errorf("remote agent %s answered neither a task nor a message", r.opts.Name)
+		// The message's id and its context are the call's: a run again
+		// after a crash finds the task the run before started (ListTasks
+		// by context), and a server that keys tasks by the message's id
+		// (Cairn's does) answers the same task if it is sent again.
+		contextID := contextFor(key)
+		if task = r.started(ctx, c, contextID); task == nil {
+			msg := &a2a.Message{ID: key + "/0", ContextID: contextID, Role: a2a.MessageRoleUser, Parts: []*a2a.Part{a2a.NewTextPart(args.Input)}}
+			res, err := retry(ctx, r, func() (a2a.SendMessageResult, error) {
+				return c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+			})
+			if err != nil {
+				return "", r.failed("sending the message", err)
+			}
+			switch v := res.(type) {
+			case *a2a.Message: // an answer with no task
+				return r.bound(partsText(v.Parts)), nil
+			case *a2a.Task:
+				task = v
+			default:
+				return "", fmt.Errorf("remote agent %s answered neither a task nor a message", r.opts.Name)
+			}
 		}
 	} else if task, err = r.answer(ctx, c, key, answers); err != nil {
 		return "", err
@@ -215,6 +222,25 @@ func (r *remote) answer(ctx context.Context, c *a2aclient.Client, key string, an
 		}
 		wait *= 2
 	}
+}
+
+// contextFor is the A2A context of the call with idempotency key key: the
+// same on every run of the call, on any process.
+func contextFor(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "cairn-" + hex.EncodeToString(sum[:16])
+}
+
+// started is the task an earlier run of this call started in contextID,
+// if the remote lists tasks (A2A's ListTasks); nil when it started none,
+// or does not say (a Cairn remote answers the same task to the same
+// message instead).
+func (r *remote) started(ctx context.Context, c *a2aclient.Client, contextID string) *a2a.Task {
+	list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: contextID, PageSize: 1})
+	if err != nil || list == nil || len(list.Tasks) == 0 || list.Tasks[0] == nil || list.Tasks[0].ContextID != contextID {
+		return nil
+	}
+	return list.Tasks[0]
 }
 
 // settle reads the task until it stops working: done, or asking.

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
+	"github.com/cairnhq/cairn/internal/testkit/testwait"
 )
 
 // innerA2AConfig serves agent ops over A2A; its deploy needs approval and
@@ -201,7 +203,7 @@ agents:
 
 // jsAgent starts the booking agent of server/testdata/clients/
 // a2a-server.mjs (the official @a2a-js/sdk server) and returns its URL.
-func jsAgent(t *testing.T) string {
+func jsAgent(t *testing.T, env ...string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -212,6 +214,7 @@ func jsAgent(t *testing.T) string {
 		t.Skip("@a2a-js/sdk is not installed: (cd server/testdata/clients && npm ci); .ci/run does it")
 	}
 	cmd := exec.Command(node, filepath.Join(dir, "a2a-server.mjs"))
+	cmd.Env = append(os.Environ(), env...)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -271,8 +274,49 @@ func TestRemoteJSAgentAnsweredAfterKill9(t *testing.T) {
 }
 
 // jsAnswers is how many answers the JavaScript agent got.
-func jsAnswers(t *testing.T, url string) int {
+func jsAnswers(t *testing.T, url string) int { return jsCount(t, url, "answers") }
+
+// jsCount is one of the JavaScript agent's counts: answers, tasks.
+func jsCount(t *testing.T, url, what string) int {
 	t.Helper()
-	n, _ := getJSON(t, url+"/count")["answers"].(float64)
+	n, _ := getJSON(t, url+"/count")[what].(float64)
 	return int(n)
+}
+
+// kill -9 of the node whose call is waiting for the remote task to stop
+// working, before anything was asked: another replica takes the session
+// over, runs the call again, finds the task the first run started (by the
+// call's context) and goes on with it — one remote task, its question asked
+// once, answered once.
+func TestRemoteTaskFoundAgainAfterKill9(t *testing.T) {
+	agent := jsAgent(t, "A2A_SLOW_MS=4000")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	writeFile(t, cfg, fmt.Sprintf(remoteJSConfig, "sqlite:"+filepath.Join(dir, "shared.db"), agent))
+	a, urlA := serve(t, cfg)
+	_, urlB := serve(t, cfg)
+
+	code, s := post(t, urlA+"/v1/sessions", `{"agent":"main","input":"book dinner","wait":false}`)
+	if code != http.StatusCreated {
+		t.Fatalf("the session: %d %v", code, s)
+	}
+	id := s["id"].(string)
+	testwait.For(t, 20*time.Second, "the remote task to start", func() bool { return jsCount(t, agent, "tasks") == 1 })
+	if err := a.Process.Kill(); err != nil { // kill -9 while the remote task works
+		t.Fatal(err)
+	}
+	a.Wait()
+	testwait.For(t, 60*time.Second, "the other replica to take the call over and pause", func() bool {
+		return getJSON(t, urlB+"/v1/sessions/"+id)["status"] == "paused"
+	})
+	s = getJSON(t, urlB+"/v1/sessions/"+id)
+	in, _ := remoteInterrupt(t, s, urlB, "input", "main/ask_partner>booking/a2a")
+	if n := jsCount(t, agent, "tasks"); n != 1 {
+		t.Fatalf("the remote agent started %d tasks, want one", n)
+	}
+	body := fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"answer","text":"May 4"}]}`, s["seq"], in["id"])
+	code, s = post(t, urlB+"/v1/sessions/"+id+"/decisions", body)
+	if code != http.StatusOK || s["status"] != "completed" || s["output"] != "main: booked for May 4" || jsAnswers(t, agent) != 1 {
+		t.Fatalf("the answer: %d %v, %d answers", code, s, jsAnswers(t, agent))
+	}
 }

@@ -1,7 +1,8 @@
 // An A2A agent on the official A2A JavaScript SDK's server (@a2a-js/sdk
 // 1.3, express): a booking agent that asks which date, then books it. It
-// counts the answers it gets (GET /count), so a test can tell that a
-// caller's answer reached it exactly once.
+// counts the tasks it started and the answers it got (GET /count), so a
+// test can tell that a caller started one task and answered it once.
+// With A2A_SLOW_MS set, a new task works that long before it asks.
 // Usage: node a2a-server.mjs   (prints "listening on URL")
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -9,6 +10,8 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/serve
 import { Role, TaskState } from '@a2a-js/sdk';
 
 let answers = 0;
+let tasks = 0;
+const slow = Number(process.env.A2A_SLOW_MS || 0);
 const now = () => new Date().toISOString();
 const text = (value) => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });
 const says = (taskId, contextId, t) => ({
@@ -20,10 +23,16 @@ const booking = {
   async execute(ctx, bus) {
     const said = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
     if (!ctx.task) {
-      bus.publish(AgentEvent.task({
-        id: ctx.taskId, contextId: ctx.contextId, artifacts: [], history: [ctx.userMessage], metadata: undefined,
-        status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: says(ctx.taskId, ctx.contextId, 'Which date?'), timestamp: now() },
-      }));
+      tasks++;
+      const ask = { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: says(ctx.taskId, ctx.contextId, 'Which date?'), timestamp: now() };
+      const task = { id: ctx.taskId, contextId: ctx.contextId, artifacts: [], history: [ctx.userMessage], metadata: undefined };
+      if (slow > 0) {
+        bus.publish(AgentEvent.task({ ...task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now() } }));
+        await new Promise((done) => setTimeout(done, slow));
+        bus.publish(AgentEvent.statusUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, metadata: undefined, status: ask }));
+      } else {
+        bus.publish(AgentEvent.task({ ...task, status: ask }));
+      }
       bus.finished();
       return;
     }
@@ -59,6 +68,6 @@ const server = app.listen(0, '127.0.0.1', () => {
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), booking);
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
   app.use('/a2a', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  app.get('/count', (req, res) => res.json({ answers }));
+  app.get('/count', (req, res) => res.json({ answers, tasks }));
   console.log(`listening on ${url}`);
 });
