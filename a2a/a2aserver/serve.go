@@ -50,7 +50,8 @@ type Options struct {
 	// Description is the agent card's description; "": one made from the
 	// agent's tools.
 	Description string
-	// Security is the card's security schemes, each required; nil: none.
+	// Security is the card's security schemes, each a way in (a
+	// requirement of its own: a call needs one); nil: none.
 	Security a2a.NamedSecuritySchemes
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
@@ -136,14 +137,15 @@ func (h *handler) card(req *http.Request) *a2a.AgentCard {
 		path, _, _ := strings.Cut(req.RequestURI, "?")
 		url = "http://" + req.Host + strings.TrimSuffix(path, CardPath)
 	}
-	skills := make([]a2a.AgentSkill, 0, len(h.info.Tools)+1)
-	skills = append(skills, a2a.AgentSkill{ID: h.agent, Name: h.agent, Description: h.description(), Tags: []string{"cairn", "human-in-the-loop"}})
-	for _, t := range h.info.Tools {
+	info := h.current()
+	skills := make([]a2a.AgentSkill, 0, len(info.Tools)+1)
+	skills = append(skills, a2a.AgentSkill{ID: h.agent, Name: h.agent, Description: h.description(info), Tags: []string{"cairn", "human-in-the-loop"}})
+	for _, t := range info.Tools {
 		skills = append(skills, a2a.AgentSkill{ID: h.agent + "." + t.Name, Name: t.Name, Description: cmp.Or(t.Description, t.Name), Tags: []string{"tool"}})
 	}
 	c := &a2a.AgentCard{
 		Name:                h.agent,
-		Description:         h.description(),
+		Description:         h.description(info),
 		Version:             "1",
 		SupportedInterfaces: []*a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version}},
 		Capabilities:        a2a.AgentCapabilities{Streaming: true},
@@ -158,15 +160,26 @@ func (h *handler) card(req *http.Request) *a2a.AgentCard {
 	return c
 }
 
-func (h *handler) description() string {
+// current is the agent as the runner has it now: its tools change with
+// its toolsets (an MCP server's list).
+func (h *handler) current() cairn.AgentInfo {
+	for _, a := range h.r.Agents() {
+		if a.Name == h.agent {
+			return a
+		}
+	}
+	return h.info
+}
+
+func (h *handler) description(info cairn.AgentInfo) string {
 	if h.opts.Description != "" {
 		return h.opts.Description
 	}
 	d := fmt.Sprintf("The Cairn agent %q. People may be asked to approve its actions: a task then turns input-required, "+
 		"its status message listing the interrupts and the seq; answer with a data part {\"decisions\": […], \"seq\": N}.", h.agent)
-	if len(h.info.Tools) > 0 {
-		names := make([]string, len(h.info.Tools))
-		for i, t := range h.info.Tools {
+	if len(info.Tools) > 0 {
+		names := make([]string, len(info.Tools))
+		for i, t := range info.Tools {
 			names[i] = t.Name
 		}
 		d += " Its tools: " + strings.Join(names, ", ") + "."
