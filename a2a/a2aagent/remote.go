@@ -9,12 +9,14 @@
 package a2aagent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -50,8 +52,43 @@ type Options struct {
 	MaxOutput int
 }
 
-// maxQuestion bounds a remote question as the interrupt shows it.
-const maxQuestion = 4 << 10
+// maxQuestion bounds a remote question as the interrupt shows it;
+// maxResponse a remote's HTTP answer; maxName a name in a remote's path.
+const (
+	maxQuestion = 4 << 10
+	maxResponse = 4 << 20
+	maxName     = 128
+)
+
+// cappedTransport fails a response body past maxResponse.
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{r: resp.Body, left: maxResponse}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	r    io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the remote agent's answer is larger than %d bytes", maxResponse)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.r.Close() }
 
 // Tool is the remote agent as a tool: {"input": "…"} sends the remote
 // agent a message and returns its answer (its artifacts' text). It is
@@ -65,6 +102,11 @@ func Tool(opts Options) (*cairn.Tool, error) {
 	if r.opts.HTTPClient == nil {
 		r.opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	// The remote's answers are read through a cap: a peer that sends more
+	// fails the request instead of filling memory.
+	capped := *r.opts.HTTPClient
+	capped.Transport = cappedTransport{next: cmp.Or[http.RoundTripper](capped.Transport, http.DefaultTransport)}
+	r.opts.HTTPClient = &capped
 	if r.opts.Attempts <= 0 {
 		r.opts.Attempts = 5
 	}
@@ -328,7 +370,11 @@ func (r *remote) question(task *a2a.Task) asked {
 					q.interrupt, q.seq, q.text = in, seq, in.Ask.Text
 					q.approval = in.Kind == cairn.KindApproval
 					if len(in.Path) > 0 && len(in.Path) <= 16 {
-						q.path = in.Path
+						q.path = make([]cairn.PathStep, len(in.Path))
+						for i, s := range in.Path { // names from the remote, bounded and visible
+							q.path[i] = cairn.PathStep{Agent: truncate(session.Visible(s.Agent), maxName),
+								Tool: truncate(session.Visible(s.Tool), maxName), CallID: truncate(session.Visible(s.CallID), maxName)}
+						}
 					}
 				}
 			}

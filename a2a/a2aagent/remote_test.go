@@ -289,3 +289,32 @@ func TestRemoteApprovalIsAnApproval(t *testing.T) {
 		})
 	}
 }
+
+// A remote whose answer is larger than the cap fails the call with an
+// error the model reads; nothing of it is kept.
+func TestRemoteAnswerIsBounded(t *testing.T) {
+	ctx := context.Background()
+	var card atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet && !card.Load() {
+			card.Store(true)
+			_, _ = io.WriteString(w, `{"name":"big","supportedInterfaces":[{"url":"http://`+req.Host+`/","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{},"defaultInputModes":[],"defaultOutputModes":[],"description":"","skills":[],"version":"1"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"`)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 5 {
+			_, _ = io.WriteString(w, chunk)
+		}
+		_, _ = io.WriteString(w, `"}]}]}}}`)
+	}))
+	defer srv.Close()
+	r := caller(t, filepath.Join(t.TempDir(), "cairn.db"), srv.URL)
+	s, err := r.Start(ctx, "main", "go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != cairn.StatusCompleted || !strings.Contains(s.Output, "larger than") || len(s.Output) > 4096 {
+		t.Fatalf("an answer past the cap: %s %.300q", s.Status, s.Output)
+	}
+}
