@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -326,4 +327,32 @@ func TestReturnImmediately(t *testing.T) {
 		got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 		return err == nil && got.Status.State == a2a.TaskStateInputRequired
 	})
+}
+
+// The interrupts go out as the API writes them: an argument's number
+// past float64's precision stays whole on the wire.
+func TestPauseKeepsNumbersWhole(t *testing.T) {
+	deploy := cairn.NewTool(&cairn.Tool{Name: "pay", Description: "Pay.", Approval: cairn.Always()},
+		func(ctx context.Context, a struct {
+			Cents int64 `json:"cents"`
+		}) (string, error) {
+			return "paid", nil
+		})
+	m := scripted.New(scripted.Reply{ToolCalls: []scripted.Call{{Name: "pay", Arguments: `{"cents":123456789012345678}`}}}, scripted.Reply{Text: "done"})
+	r, err := cairn.NewRunner([]*cairn.Agent{{Name: "ops", Model: m, Tools: []*cairn.Tool{deploy}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	url := mount(t, r, nil)
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"pay"}]}}}`
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `"cents":123456789012345678`) || !strings.Contains(string(b), "TASK_STATE_INPUT_REQUIRED") {
+		t.Fatalf("the pause on the wire:\n%s", b)
+	}
 }

@@ -194,15 +194,16 @@ func (h *handler) pauseMessage(c Caller, sess *cairn.Session) *a2a.Message {
 			asks = append(asks, ins[i].Ask().Text)
 		}
 	}
-	var view any
-	if raw, err := json.Marshal(ins); err == nil {
-		_ = json.Unmarshal(raw, &view)
+	// As written, not through any: arguments keep their numbers whole.
+	view, err := json.Marshal(ins)
+	if err != nil {
+		view = []byte("[]")
 	}
 	parts := []*a2a.Part{}
 	if len(asks) > 0 {
 		parts = append(parts, a2a.NewTextPart(strings.Join(asks, "\n")))
 	}
-	parts = append(parts, a2a.NewDataPart(map[string]any{"interrupts": view, "seq": sess.Seq}))
+	parts = append(parts, a2a.NewDataPart(map[string]any{"interrupts": json.RawMessage(view), "seq": sess.Seq}))
 	return agentMessage(&a2a.Task{ID: a2a.TaskID(sess.ID), ContextID: contextOf(sess)}, fmt.Sprintf("%s-%d", sess.ID, sess.Seq), parts...)
 }
 
