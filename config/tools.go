@@ -10,10 +10,9 @@ import (
 	"text/template"
 	"time"
 
-	"cel.dev/cel-go/cel"
-
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/command"
+	"github.com/cairnhq/cairn/internal/cond"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
 )
@@ -391,36 +390,11 @@ func policyOver(name, s string) (cairn.Policy, error) {
 // celPolicy compiles a CEL expression over the variable name (the decoded
 // arguments, or answer) to a policy. It is compiled once, here.
 func celPolicy(name, expr string) (cairn.Policy, error) {
-	env, err := cel.NewEnv(cel.Variable(name, cel.DynType))
+	c, err := cond.Compile(name, expr)
 	if err != nil {
 		return cairn.Policy{}, err
 	}
-	ast, iss := env.Compile(expr)
-	if iss.Err() != nil {
-		return cairn.Policy{}, iss.Err()
-	}
-	if ast.OutputType() != cel.BoolType {
-		return cairn.Policy{}, fmt.Errorf("the expression gives %s, not bool", ast.OutputType())
-	}
-	prg, err := env.Program(ast)
-	if err != nil {
-		return cairn.Policy{}, err
-	}
-	return cairn.PolicyFunc(expr, func(raw json.RawMessage) (bool, error) {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return false, err
-		}
-		out, _, err := prg.Eval(map[string]any{name: v})
-		if err != nil {
-			return false, fmt.Errorf("expression %q: %w", expr, err)
-		}
-		b, ok := out.Value().(bool)
-		if !ok {
-			return false, fmt.Errorf("expression %q gave %v, not a bool", expr, out.Value())
-		}
-		return b, nil
-	}), nil
+	return cairn.PolicyFunc(expr, c.EvalJSON), nil
 }
 
 // shellLine writes argv as a shell would read it back, quoting the words

@@ -64,6 +64,12 @@ type Decision struct {
 	// ones are refused with the same Reason (recorded in the decision
 	// event; listed in Session.Remembered).
 	Remember string `json:"remember,omitempty"`
+	// Rule, on approve or reject of a call, grants a standing rule: later
+	// calls of the same tool that match it are decided the same way,
+	// without asking (see Rule). Granting one needs what deciding the call
+	// needs, for a tool whose configuration allows rules and a call that
+	// one person decides.
+	Rule *RuleGrant `json:"rule,omitempty"`
 }
 
 // Remembered is a tool of an agent that a decision approved, or rejected,

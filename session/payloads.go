@@ -200,9 +200,12 @@ type DecisionMade struct {
 	// Approvals, on the last approval of a call that needed several, are
 	// all of them, this one included.
 	Approvals []Approval `json:"approvals,omitempty"`
-	// Rule, on a decision made by a rule rather than a person (the
-	// outcome at expiry), names it: tools.refund.on_expiry.
+	// Rule, on a decision made by a rule rather than a person, names it:
+	// a standing rule's id ("rul_…", decided for its grantor, the Actor),
+	// or the outcome at expiry (tools.refund.on_expiry).
 	Rule string `json:"rule,omitempty"`
+	// Granted is the standing rule this decision granted (Decision.Rule).
+	Granted *Rule `json:"granted_rule,omitempty"`
 	// Batch is the bulk decision this one was part of (BulkResponse.Batch).
 	Batch string `json:"batch,omitempty"`
 }

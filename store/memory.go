@@ -24,7 +24,9 @@ type Memory struct {
 	blobs    map[string][]byte
 	// tombstones are what purges left, by session id.
 	tombstones map[string]Tombstone
-	feed       Feed
+	// rules are the standing rules, in the order granted.
+	rules []*session.Rule
+	feed  Feed
 }
 
 type memMessage struct {
@@ -89,6 +91,7 @@ func (m *memHead) head() Head {
 var (
 	_ Outbox = (*Memory)(nil)
 	_ Blobs  = (*Memory)(nil)
+	_ Rules  = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store.
@@ -137,6 +140,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		cp := *head.Checkpoint
 		s.cp = &cp
 	}
+	m.putRules(head.Rules, head.RuleUses)
 	if head.Summary == nil {
 		head.Summary, head.PendingKinds = s.head.Summary, s.head.PendingKinds
 	}
@@ -478,4 +482,69 @@ func (m *Memory) Tombstone(ctx context.Context, id string) (Tombstone, error) {
 		return Tombstone{}, fmt.Errorf("tombstone of %s: %w", id, ErrNotFound)
 	}
 	return t, nil
+}
+
+// putRules stores granted rules and counts uses, under m.mu.
+func (m *Memory) putRules(granted []session.Rule, uses []string) {
+	for _, r := range granted {
+		if m.rule(r.ID) == nil {
+			r.GrantedBy.Groups = slices.Clone(r.GrantedBy.Groups)
+			m.rules = append(m.rules, &r)
+		}
+	}
+	for _, id := range uses {
+		if r := m.rule(id); r != nil {
+			r.Uses++
+		}
+	}
+}
+
+func (m *Memory) rule(id string) *session.Rule {
+	for _, r := range m.rules {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// Rules implements Rules.
+func (m *Memory) Rules(ctx context.Context, q RuleQuery) ([]session.Rule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []session.Rule
+	for _, r := range m.rules {
+		if q.Selects(r) && len(out) < q.Max() {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// Rule implements Rules.
+func (m *Memory) Rule(ctx context.Context, id string) (session.Rule, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if r := m.rule(id); r != nil {
+		return *r, nil
+	}
+	return session.Rule{}, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+}
+
+// RevokeRule implements Rules.
+func (m *Memory) RevokeRule(ctx context.Context, id string, by session.Actor, at time.Time) (session.Rule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rule(id)
+	if r == nil {
+		return session.Rule{}, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+	}
+	if r.RevokedAt == nil {
+		at := at.UTC()
+		r.RevokedAt, r.RevokedBy = &at, &by
+	}
+	return *r, nil
 }

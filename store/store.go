@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,15 @@ type Head struct {
 	// no listing index. UpdatedAt is still the time the lease is checked
 	// at. Reads leave it false.
 	Quiet bool
+	// Rules, when set on Append, are the standing rules the events grant
+	// (session.DecisionMade.Granted), put in the store's rules (see Rules)
+	// in the same commit: a rule is there if and only if the decision that
+	// granted it is. A rule id already stored keeps what it has.
+	Rules []session.Rule
+	// RuleUses, when set on Append, are the ids of the standing rules that
+	// decided calls in the events, one per decision: each adds one to its
+	// rule's Uses in the same commit. Reads leave it nil.
+	RuleUses []string
 	// Chained: the events' hashes are the engine's chain — each event's
 	// Hash is session.EventHash(ID, the event, the Hash of the event
 	// before it), the first's from its Prev — so a store may keep the hash
@@ -532,4 +542,54 @@ func DecodeCheckpoint(s string) (*session.Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %.40q: %w", s, ErrUnreadable)
 	}
 	return &session.Checkpoint{Seq: seq, At: time.UnixMicro(at).UTC(), Key: f[3], Hash: f[4], Sig: f[5]}, nil
+}
+
+// Rules keeps standing rules (session.Rule): written with the decision
+// that grants them (Head.Rules), read by every process that decides calls,
+// revoked at once for all of them. The stores of this module implement it.
+type Rules interface {
+	// Rules returns the rules q selects, oldest grant first.
+	Rules(ctx context.Context, q RuleQuery) ([]session.Rule, error)
+	// Rule returns rule id; ErrNotFound when there is none.
+	Rule(ctx context.Context, id string) (session.Rule, error)
+	// RevokeRule revokes rule id at at, by by, and returns it: from the
+	// commit on, no Rules query for live rules returns it. A rule revoked
+	// before keeps its first revocation. ErrNotFound when there is none.
+	RevokeRule(ctx context.Context, id string, by session.Actor, at time.Time) (session.Rule, error)
+}
+
+// RuleQuery selects standing rules.
+type RuleQuery struct {
+	// Tenant's rules only, unless AllTenants.
+	Tenant     string
+	AllTenants bool
+	// Tools, when set, keeps the rules of those tools.
+	Tools []string
+	// LiveAt, when set, keeps the rules neither revoked nor expired at
+	// that time; zero keeps them all.
+	LiveAt time.Time
+	// Limit caps the answer; 0: DefaultRuleLimit.
+	Limit int
+}
+
+// DefaultRuleLimit is RuleQuery's default limit.
+const DefaultRuleLimit = 1000
+
+// Max is q.Limit, or DefaultRuleLimit.
+func (q RuleQuery) Max() int {
+	if q.Limit > 0 {
+		return q.Limit
+	}
+	return DefaultRuleLimit
+}
+
+// Selects reports whether q selects r (what every store's query does).
+func (q RuleQuery) Selects(r *session.Rule) bool {
+	if !q.AllTenants && r.Tenant != q.Tenant {
+		return false
+	}
+	if len(q.Tools) > 0 && !slices.Contains(q.Tools, r.Tool) {
+		return false
+	}
+	return q.LiveAt.IsZero() || r.LiveAt(q.LiveAt)
 }

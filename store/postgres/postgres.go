@@ -4,6 +4,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,6 +125,21 @@ CREATE TABLE IF NOT EXISTS cairn_tombstones (
 );
 CREATE INDEX IF NOT EXISTS cairn_tombstones_purged_at ON cairn_tombstones(purged_at);
 ALTER TABLE cairn_tombstones ADD COLUMN IF NOT EXISTS checkpoint TEXT NOT NULL DEFAULT ''; -- the session's last signed checkpoint
+-- Standing rules (session.Rule, in JSON in data; uses and the revocation
+-- are columns, changed in place). The processes that decide calls read
+-- the live ones of a tenant's tools.
+CREATE TABLE IF NOT EXISTS cairn_rules (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	tool       TEXT NOT NULL,
+	granted_at TIMESTAMPTZ NOT NULL,
+	expires_at TIMESTAMPTZ,              -- NULL never
+	revoked_at TIMESTAMPTZ,              -- NULL not revoked
+	revoked_by TEXT NOT NULL DEFAULT '', -- a session.Actor in JSON
+	uses       BIGINT NOT NULL DEFAULT 0,
+	data       BYTEA NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cairn_rules_live ON cairn_rules(tenant, tool) WHERE revoked_at IS NULL;
 `
 
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
@@ -203,6 +219,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Outbox = (*Store)(nil)
+	_ store.Rules  = (*Store)(nil)
 	_ store.Blobs  = (*Store)(nil)
 )
 
@@ -281,6 +298,10 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	for _, b := range head.Blobs {
 		blobKeys, blobData = append(blobKeys, b.Key), append(blobData, b.Data)
 	}
+	rules, err := grantedRules(head.Rules)
+	if err != nil {
+		return fmt.Errorf("postgres append %s: %w", head.ID, err)
+	}
 	var summary []byte // NULL keeps the stored summary, and its kinds
 	var kinds *int32
 	if head.Summary != nil {
@@ -294,7 +315,8 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	written, err := s.w.do(ctx, head.ID, query, []any{
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
-		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes, store.EncodeCheckpoint(head.Checkpoint)})
+		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes, store.EncodeCheckpoint(head.Checkpoint),
+		rules.ids, rules.tenants, rules.tools, rules.granted, rules.expires, rules.data, head.RuleUses})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -351,7 +373,12 @@ r AS (INSERT INTO cairn_blob_refs(session_id, key) SELECT $1, k FROM unnest($22:
 	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT DO NOTHING),
 n AS (INSERT INTO cairn_snapshots(session_id, seq, data) SELECT $1, $4, $24::bytea
 	WHERE $24::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM s)
-	ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data)
+	ON CONFLICT (session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data),
+g AS (INSERT INTO cairn_rules(id, tenant, tool, granted_at, expires_at, data)
+	SELECT * FROM unnest($32::text[], $33::text[], $34::text[], $35::timestamptz[], $36::timestamptz[], $37::bytea[])
+	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (id) DO NOTHING),
+u AS (UPDATE cairn_rules SET uses = uses + c.n FROM (SELECT id, count(*) AS n FROM unnest($38::text[]) AS id GROUP BY id) AS c
+	WHERE cairn_rules.id = c.id AND EXISTS (SELECT 1 FROM s))
 SELECT count(*)::int FROM (SELECT pg_notify($25, $26) FROM s) AS written`
 )
 
@@ -898,4 +925,90 @@ func (s *Store) Checkpoint(ctx context.Context, id string) (session.Checkpoint, 
 		return session.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", id, store.ErrNotFound)
 	}
 	return *cp, nil
+}
+
+// ruleRows are the columns of the rules an append grants.
+type ruleRows struct {
+	ids, tenants, tools []string
+	granted             []time.Time
+	expires             []*time.Time
+	data                [][]byte
+}
+
+func grantedRules(rules []session.Rule) (ruleRows, error) {
+	var out ruleRows
+	for _, r := range rules {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return out, err
+		}
+		out.ids, out.tenants, out.tools = append(out.ids, r.ID), append(out.tenants, r.Tenant), append(out.tools, r.Tool)
+		out.granted, out.expires, out.data = append(out.granted, r.GrantedAt), append(out.expires, r.ExpiresAt), append(out.data, data)
+	}
+	return out, nil
+}
+
+// ruleColumns are what a rule is read from.
+const ruleColumns = `data, uses, revoked_at, revoked_by`
+
+func scanRule(scan func(...any) error) (session.Rule, error) {
+	var data []byte
+	var uses int64
+	var revokedAt *time.Time
+	var revokedBy string
+	if err := scan(&data, &uses, &revokedAt, &revokedBy); err != nil {
+		return session.Rule{}, err
+	}
+	var r session.Rule
+	if err := json.Unmarshal(data, &r); err != nil {
+		return session.Rule{}, fmt.Errorf("rule: %w: %v", store.ErrUnreadable, err)
+	}
+	r.Uses = uses
+	if revokedAt != nil {
+		at, by := revokedAt.UTC(), store.DecodeActor(revokedBy)
+		r.RevokedAt, r.RevokedBy = &at, &by
+	}
+	return r, nil
+}
+
+// Rules implements store.Rules.
+func (s *Store) Rules(ctx context.Context, q store.RuleQuery) ([]session.Rule, error) {
+	var tools []string
+	if len(q.Tools) > 0 {
+		tools = q.Tools
+	}
+	var live *time.Time
+	if !q.LiveAt.IsZero() {
+		live = &q.LiveAt
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+ruleColumns+` FROM cairn_rules
+		WHERE ($1 OR tenant=$2) AND ($3::text[] IS NULL OR tool = ANY($3))
+		AND ($4::timestamptz IS NULL OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)))
+		ORDER BY granted_at, id LIMIT $5`, q.AllTenants, q.Tenant, tools, live, q.Max())
+	if err != nil {
+		return nil, fmt.Errorf("postgres rules: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (session.Rule, error) { return scanRule(row.Scan) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres rules: %w", err)
+	}
+	return out, nil
+}
+
+// Rule implements store.Rules.
+func (s *Store) Rule(ctx context.Context, id string) (session.Rule, error) {
+	r, err := scanRule(s.pool.QueryRow(ctx, `SELECT `+ruleColumns+` FROM cairn_rules WHERE id=$1`, id).Scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("rule %s: %w", id, store.ErrNotFound)
+	}
+	return r, err
+}
+
+// RevokeRule implements store.Rules.
+func (s *Store) RevokeRule(ctx context.Context, id string, by session.Actor, at time.Time) (session.Rule, error) {
+	if _, err := s.pool.Exec(ctx, `UPDATE cairn_rules SET revoked_at=$1, revoked_by=$2 WHERE id=$3 AND revoked_at IS NULL`,
+		at.UTC(), store.EncodeActor(by), id); err != nil {
+		return session.Rule{}, fmt.Errorf("postgres revoke rule %s: %w", id, err)
+	}
+	return s.Rule(ctx, id)
 }

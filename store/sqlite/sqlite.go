@@ -69,6 +69,21 @@ CREATE INDEX IF NOT EXISTS blob_refs_key ON blob_refs(key);
 -- callback URLs answer "gone".
 CREATE TABLE IF NOT EXISTS tombstones (session_id TEXT PRIMARY KEY, nonce TEXT NOT NULL, seq INTEGER NOT NULL, purged_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tombstones_purged_at ON tombstones(purged_at);
+-- Standing rules (session.Rule, in JSON in data; uses and the revocation
+-- are columns, changed in place). The processes that decide calls read
+-- the live ones of a tenant's tools.
+CREATE TABLE IF NOT EXISTS rules (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	tool       TEXT NOT NULL,
+	granted_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL,            -- '' never
+	revoked_at TEXT NOT NULL DEFAULT '', -- '' not revoked
+	revoked_by TEXT NOT NULL DEFAULT '', -- a session.Actor in JSON
+	uses       INTEGER NOT NULL DEFAULT 0,
+	data       BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rules_live ON rules(tenant, tool) WHERE revoked_at = '';
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -126,6 +141,7 @@ var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Outbox = (*Store)(nil)
 	_ store.Blobs  = (*Store)(nil)
+	_ store.Rules  = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database at path.
@@ -448,6 +464,7 @@ const (
 	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
 	insertRef    = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	insertRule   = `INSERT INTO rules(id, tenant, tool, granted_at, expires_at, data) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
 
@@ -505,6 +522,20 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 		}
 		if _, err := exec(insertRef, head.ID, b.Key); err != nil {
 			return fmt.Errorf("sqlite append %s blob: %w", head.ID, err)
+		}
+	}
+	for _, r := range head.Rules {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("sqlite append %s rule: %w", head.ID, err)
+		}
+		if _, err := exec(insertRule, r.ID, r.Tenant, r.Tool, r.GrantedAt.UTC().Format(timeLayout), ruleExpiry(r.ExpiresAt), data); err != nil {
+			return fmt.Errorf("sqlite append %s rule: %w", head.ID, err)
+		}
+	}
+	for _, id := range head.RuleUses {
+		if _, err := exec(`UPDATE rules SET uses=uses+1 WHERE id=?`, id); err != nil {
+			return fmt.Errorf("sqlite append %s rule use: %w", head.ID, err)
 		}
 	}
 	if head.Snapshot != nil {
@@ -1200,4 +1231,93 @@ func (s *Store) Checkpoint(ctx context.Context, id string) (session.Checkpoint, 
 		return session.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", id, store.ErrNotFound)
 	}
 	return *cp, nil
+}
+
+// ruleExpiry is a rule's expires_at column: ” for never.
+func ruleExpiry(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// ruleColumns are what a rule is read from.
+const ruleColumns = `data, uses, revoked_at, revoked_by`
+
+// scanRule reads a rule from ruleColumns.
+func scanRule(scan func(...any) error) (session.Rule, error) {
+	var data []byte
+	var uses int64
+	var revokedAt, revokedBy string
+	if err := scan(&data, &uses, &revokedAt, &revokedBy); err != nil {
+		return session.Rule{}, err
+	}
+	var r session.Rule
+	if err := json.Unmarshal(data, &r); err != nil {
+		return session.Rule{}, fmt.Errorf("rule: %w: %v", store.ErrUnreadable, err)
+	}
+	r.Uses = uses
+	if revokedAt != "" {
+		at, err := time.Parse(timeLayout, revokedAt)
+		if err != nil {
+			return session.Rule{}, fmt.Errorf("rule %s revoked_at: %w", r.ID, store.ErrUnreadable)
+		}
+		by := store.DecodeActor(revokedBy)
+		r.RevokedAt, r.RevokedBy = &at, &by
+	}
+	return r, nil
+}
+
+// Rules implements store.Rules.
+func (s *Store) Rules(ctx context.Context, q store.RuleQuery) ([]session.Rule, error) {
+	query := `SELECT ` + ruleColumns + ` FROM rules WHERE 1=1`
+	var args []any
+	if !q.AllTenants {
+		query += ` AND tenant=?`
+		args = append(args, q.Tenant)
+	}
+	if len(q.Tools) > 0 {
+		query += ` AND tool IN (?` + strings.Repeat(`,?`, len(q.Tools)-1) + `)`
+		for _, t := range q.Tools {
+			args = append(args, t)
+		}
+	}
+	if !q.LiveAt.IsZero() {
+		query += ` AND revoked_at='' AND (expires_at='' OR expires_at>?)`
+		args = append(args, q.LiveAt.UTC().Format(timeLayout))
+	}
+	query += ` ORDER BY granted_at, id LIMIT ?`
+	args = append(args, q.Max())
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite rules: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Rule
+	for rows.Next() {
+		r, err := scanRule(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite rules: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Rule implements store.Rules.
+func (s *Store) Rule(ctx context.Context, id string) (session.Rule, error) {
+	r, err := scanRule(s.db.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM rules WHERE id=?`, id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("rule %s: %w", id, store.ErrNotFound)
+	}
+	return r, err
+}
+
+// RevokeRule implements store.Rules.
+func (s *Store) RevokeRule(ctx context.Context, id string, by session.Actor, at time.Time) (session.Rule, error) {
+	if _, err := s.exec(ctx, `UPDATE rules SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at=''`,
+		at.UTC().Format(timeLayout), store.EncodeActor(by), id); err != nil {
+		return session.Rule{}, fmt.Errorf("sqlite revoke rule %s: %w", id, err)
+	}
+	return s.Rule(ctx, id)
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("OutboxClaimsRetriesAndGivesUp", func(t *testing.T) { testOutboxClaimsRetriesAndGivesUp(t, open) })
 	t.Run("BlobsKeepTheFirstValue", func(t *testing.T) { testBlobsKeepTheFirstValue(t, open) })
 	t.Run("SnapshotBlobsCommitWithTheHead", func(t *testing.T) { testSnapshotBlobsCommitWithTheHead(t, open) })
+	t.Run("RulesCommitWithTheDecision", func(t *testing.T) { testRulesCommitWithTheDecision(t, open) })
 }
 
 func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {

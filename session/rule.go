@@ -1,0 +1,131 @@
+package session
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RuleScope is where a standing rule applies.
+type RuleScope string
+
+// Where a standing rule applies.
+const (
+	// ScopeSession: the calls of the tool by the agent in the session the
+	// rule was granted in.
+	ScopeSession RuleScope = "session"
+	// ScopeAgent: the calls of the tool by the agent in every session of
+	// the grantor's tenant.
+	ScopeAgent RuleScope = "agent"
+	// ScopeTenant: the calls of the tool by any agent in every session of
+	// the grantor's tenant.
+	ScopeTenant RuleScope = "tenant"
+)
+
+// Valid reports whether s is a scope.
+func (s RuleScope) Valid() bool {
+	return s == ScopeSession || s == ScopeAgent || s == ScopeTenant
+}
+
+// DefaultRuleDuration is how long a standing rule lasts when its grant
+// names no duration (and the tool allows that long).
+const DefaultRuleDuration = 30 * 24 * time.Hour
+
+// RuleDurationUnbounded is the Grant.Duration of a rule that never
+// expires: refused unless the tool's configuration allows it.
+const RuleDurationUnbounded = "unbounded"
+
+// MaxRuleCondition is the longest condition (Rule.If) a grant may carry.
+const MaxRuleCondition = 1024
+
+// RuleGrant, on a decision (Decision.Rule), turns it into a standing rule:
+// the call is decided, and later calls of the same tool that the condition
+// matches are decided the same way, without asking, until the rule expires
+// or is revoked.
+type RuleGrant struct {
+	// Scope is where the rule applies; empty: ScopeAgent.
+	Scope RuleScope `json:"scope,omitempty"`
+	// If is a CEL expression over args (the call's arguments) that a call
+	// must satisfy; empty: every call of the tool.
+	If string `json:"if,omitempty"`
+	// Duration is how long the rule lasts: a Go duration ("72h") or a
+	// number of days ("30d"); empty: DefaultRuleDuration, or the tool's
+	// maximum if shorter. RuleDurationUnbounded never expires.
+	Duration string `json:"duration,omitempty"`
+}
+
+// Rule is a standing rule: a decision a person made once for every
+// matching call of a tool, within a scope, until it expires or is revoked.
+// A rule decides only calls its grantor may decide (the call's approvers
+// are checked against the grantor, as recorded when granted), never a call
+// that needs several approvers or forbids its requester, and a rejecting
+// rule wins over an approving one.
+type Rule struct {
+	// ID is "rul_" and a digest of the session and the interrupt whose
+	// decision granted it.
+	ID     string    `json:"id"`
+	Tool   string    `json:"tool"`
+	Agent  string    `json:"agent,omitempty"` // empty for ScopeTenant
+	Action Action    `json:"action"`          // ActionApprove or ActionReject
+	If     string    `json:"if,omitempty"`
+	Scope  RuleScope `json:"scope"`
+	// Session is the session a ScopeSession rule applies in (and, for the
+	// others, the one it was granted in: Interrupt is of it).
+	Session   string `json:"session_id"`
+	Interrupt string `json:"interrupt_id"`
+	Tenant    string `json:"tenant,omitempty"`
+	// Reason, on a rejecting rule, is what the model reads.
+	Reason    string    `json:"reason,omitempty"`
+	GrantedBy Actor     `json:"granted_by"`
+	GrantedAt time.Time `json:"granted_at"`
+	// ExpiresAt is nil for a rule that never expires.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Uses counts the decisions the rule made.
+	Uses      int64      `json:"uses"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	RevokedBy *Actor     `json:"revoked_by,omitempty"`
+}
+
+// LiveAt reports whether r decides calls at t: not revoked, not expired.
+func (r *Rule) LiveAt(t time.Time) bool {
+	return r.RevokedAt == nil && (r.ExpiresAt == nil || t.Before(*r.ExpiresAt))
+}
+
+// Covers reports whether r's scope takes a call of tool by agent in the
+// session sessionID of tenant (its condition aside).
+func (r *Rule) Covers(tenant, sessionID, agent, tool string) bool {
+	if r.Tool != tool || r.Tenant != tenant {
+		return false
+	}
+	switch r.Scope {
+	case ScopeSession:
+		return r.Session == sessionID && r.Agent == agent
+	case ScopeAgent:
+		return r.Agent == agent
+	case ScopeTenant:
+		return true
+	}
+	return false
+}
+
+// ParseRuleDuration reads a grant's duration: a Go duration ("72h",
+// "90m") or whole days ("30d"); 0 with ok for RuleDurationUnbounded.
+func ParseRuleDuration(s string) (d time.Duration, unbounded bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == RuleDurationUnbounded {
+		return 0, true, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 100*365 {
+			return 0, false, fmt.Errorf("%q is not a whole number of days like 30d", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, false, nil
+	}
+	d, err = time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("%q is not a positive duration like 72h or 30d", s)
+	}
+	return d, false, nil
+}
