@@ -307,9 +307,31 @@ func (s *stepper) classify(agent *Agent, f *Frame, c *Call) (bool, any) {
 			}
 		}
 	}
+	if r := s.standingRule(f, c, tool, v, &in); r != nil {
+		return s.decideByRule(f, c, &in, r), v
+	}
 	s.schedule(tool, args, &in)
 	s.emit(session.EventApprovalRequested, f, &InterruptRequested{CallID: c.ID, Interrupt: in})
 	return false, nil
+}
+
+// decideByRule records standing rule r's decision on call c, which would
+// have waited on in: for its grantor, naming the rule. It reports whether
+// the call may begin (an approval); a rejection records the error result
+// the model reads.
+func (s *stepper) decideByRule(f *Frame, c *Call, in *session.Interrupt, r *session.Rule) bool {
+	why := "standing rule " + r.ID
+	if r.Action == session.ActionReject && r.Reason != "" {
+		why = r.Reason
+	}
+	s.emit(session.EventDecision, f, &DecisionMade{InterruptID: in.ID, Kind: session.KindApproval, CallID: c.ID, Tool: c.Tool,
+		Action: r.Action, Reason: why, Arguments: json.RawMessage(c.Args), ArgsDigest: digest(c.Args), Actor: r.GrantedBy, Rule: r.ID})
+	if r.Action == session.ActionApprove {
+		return true
+	}
+	s.emit(session.EventToolResult, f, &ToolResult{CallID: c.ID, Tool: c.Tool, IsError: true,
+		Content: rejection(r.Reason) + " (a standing rule refuses these calls)"})
+	return false
 }
 
 // request is the caller's request of call c, when the session is a direct

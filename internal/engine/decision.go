@@ -23,6 +23,7 @@ type decided struct {
 	review  *Frame          // the frame whose answer a review decides
 	output  json.RawMessage // compact edited answer, if any
 	actor   session.Actor   // who decides, Override set when only an admin's override allows it
+	rule    *session.Rule   // the standing rule the decision grants, if any
 }
 
 // decide checks every decision of a request before recording any: a
@@ -160,6 +161,9 @@ func (s *stepper) check(i int, d session.Decision, actor session.Actor) (decided
 		p.output = output
 	case session.ActionReject, session.ActionEdit:
 	}
+	if p.rule, err = s.grant(i, d, f, c, p.actor); err != nil {
+		return decided{}, err
+	}
 	return p, checkRemember(i, d)
 }
 
@@ -170,6 +174,9 @@ func (s *stepper) checkReview(i int, d session.Decision, f *Frame) (decided, err
 	p := decided{d: d, review: f}
 	if d.Remember != "" {
 		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].remember: a review cannot be remembered", i)
+	}
+	if d.Rule != nil {
+		return decided{}, errorf(session.CodeInvalidRequest, "decisions[%d].rule: a review's decision grants no standing rule", i)
 	}
 	switch d.Action {
 	case session.ActionApprove, session.ActionReject:
@@ -345,7 +352,7 @@ func (s *stepper) record(p decided) {
 		InterruptID: p.d.InterruptID, Kind: p.c.Interrupt.Kind, CallID: p.c.ID, Tool: p.c.Tool, Action: p.d.Action,
 		Reason: p.d.Reason, Text: p.d.Text, Arguments: json.RawMessage(p.c.Args), ArgsDigest: digest(p.c.Args),
 		NewArgs: p.newArgs, Remember: p.d.Remember, Actor: actor, Content: p.content, Output: p.output, Approvals: approvals,
-		Batch: s.batch,
+		Batch: s.batch, Granted: p.rule,
 	}
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))

@@ -34,6 +34,9 @@ type Start struct {
 	Call *session.CallRequest
 	// Tools are tools the sender runs itself (UserMessage.Tools).
 	Tools []model.ToolDefinition
+	// Rules are the standing rules the driver found live for the agent's
+	// tools (see ModelDone.Rules): a direct agent's call may match one.
+	Rules []session.Rule `json:",omitempty"`
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -76,6 +79,12 @@ type ModelDone struct {
 	Frame    string
 	Response *model.Response
 	Err      error
+	// Rules are the standing rules the driver read, live, for the tools
+	// the response calls that a rule may decide (Tool.Rules): a call that
+	// would wait for approval and that one of them matches is decided by
+	// it instead (recorded with the rule's id). Read as late as possible:
+	// a rule revoked before the read decides nothing.
+	Rules []session.Rule `json:",omitempty"`
 }
 
 // ToolsDone reports the outcomes of a RunTools effect, one per call.
@@ -241,6 +250,10 @@ type Options struct {
 	// Authority decides who may decide an interrupt: every Decide's actor
 	// is checked against it (session.Authority.MayDecide).
 	Authority session.Authority
+	// RuleCondition evaluates a standing rule's condition (a CEL
+	// expression over args) on a call's decoded arguments; nil: a rule
+	// with a condition matches nothing and none can be granted.
+	RuleCondition func(expr string, args any) (bool, error)
 }
 
 // New returns a machine for agents, keyed by name. opts may be nil.
@@ -273,6 +286,7 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	}()
 	switch in := in.(type) {
 	case Start:
+		s.rules = in.Rules
 		err = s.start(in)
 	case Message:
 		err = s.message(in)
@@ -281,6 +295,7 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 	case Cancel:
 		err = s.cancel(in)
 	case ModelDone:
+		s.rules = in.Rules
 		err = s.modelDone(in)
 	case ToolsDone:
 		err = s.toolsDone(in)
@@ -336,6 +351,8 @@ type stepper struct {
 	previews, editPreviews map[string]session.Preview
 	// batch is the bulk decision a Decide is part of.
 	batch string
+	// rules are the standing rules a ModelDone or Start brought.
+	rules []session.Rule
 	// room is where out, payloads and effects start: most steps record
 	// 2–4 events and one effect, so a step allocates once (the stepper),
 	// not once per slice.

@@ -68,6 +68,9 @@ type Tool struct {
 	// ApprovalTTL, when positive, is how long an approval request waits for a
 	// decision before its outcome at expiry (rejected: "approval expired").
 	ApprovalTTL time.Duration
+	// Rules says whether people may grant standing rules for the tool's
+	// calls, and for how long.
+	Rules RulePolicy
 	// Escalation says, for a call with these arguments, when its approval
 	// (or its external wait) reminds and escalates, and what happens at
 	// its deadline; nil, or a nil result: nothing, and expiry rejects.
@@ -231,4 +234,24 @@ func (a *Agent) checkOutput(text string) (json.RawMessage, string) {
 		return nil, "your answer is not a JSON value"
 	}
 	return buf.Bytes(), ""
+}
+
+// RulePolicy bounds the standing rules of a tool (session.Rule).
+type RulePolicy struct {
+	// Forbidden: no standing rule may be granted for the tool, and none
+	// decides its calls.
+	Forbidden bool
+	// MaxDuration is the longest a rule may last; 0:
+	// session.DefaultRuleDuration.
+	MaxDuration time.Duration
+	// Unbounded allows rules that never expire.
+	Unbounded bool
+}
+
+// Max is the longest a rule may last.
+func (p RulePolicy) Max() time.Duration {
+	if p.MaxDuration > 0 {
+		return p.MaxDuration
+	}
+	return session.DefaultRuleDuration
 }
