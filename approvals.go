@@ -92,3 +92,24 @@ func (r *Runner) NeedsApproval(agent, tool string, args json.RawMessage) (bool, 
 func (r *Runner) RecordCallResult(ctx context.Context, id string, c Completion, opts *TurnOptions) (*CallApproval, error) {
 	return r.rt.RecordCallResult(ctx, id, local.Completion(c), opts.rt())
 }
+
+// RuleQuery selects the standing rules Runner.Rules lists.
+type RuleQuery = local.RuleQuery
+
+// Rules lists the standing rules actor may see: those of their tenant
+// (every tenant's for a global actor or the program), live ones unless
+// q.All. Approvers and admins list rules; anyone else is refused
+// (ErrForbidden). The store must keep rules (the stores of this module
+// do).
+func (r *Runner) Rules(ctx context.Context, actor Actor, q RuleQuery) ([]Rule, error) {
+	return r.rt.Rules(ctx, actor, q)
+}
+
+// RevokeRule revokes standing rule id at once, for every process on the
+// store: a call made after it returns is not decided by it. Its grantor
+// or an admin of its tenant revokes it (else ErrForbidden); a rule of
+// another tenant is ErrNotFound. Revoking a revoked rule returns it as
+// it was revoked.
+func (r *Runner) RevokeRule(ctx context.Context, actor Actor, id string) (Rule, error) {
+	return r.rt.RevokeRule(ctx, actor, id)
+}

@@ -91,6 +91,21 @@ type (
 	ErrorBody = session.ErrorBody
 	// ForkOrigin is where a fork comes from (Session.ForkedFrom).
 	ForkOrigin = session.ForkOrigin
+	// Rule is a standing rule: a decision granted once for every matching
+	// call of a tool, within a scope, until it expires or is revoked
+	// (docs/rules.md).
+	Rule = session.Rule
+	// RuleGrant turns a decision into a standing rule (Decision.Rule).
+	RuleGrant = session.RuleGrant
+	// RuleScope is where a standing rule applies.
+	RuleScope = session.RuleScope
+)
+
+// Where a standing rule applies (RuleGrant.Scope).
+const (
+	ScopeSession = session.ScopeSession
+	ScopeAgent   = session.ScopeAgent
+	ScopeTenant  = session.ScopeTenant
 )
 
 // Preview formats (Preview.Format), and the most a preview's content

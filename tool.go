@@ -77,6 +77,10 @@ type Tool struct {
 	// counts as rejected with the reason "approval expired"), and the
 	// session goes on without a person.
 	ApprovalTTL time.Duration
+	// StandingRules bounds the standing rules people may grant for the
+	// tool's calls (docs/rules.md): the zero value allows rules of up to
+	// 30 days.
+	StandingRules StandingRules
 	// Escalation says when an undecided approval (or external wait)
 	// reminds and escalates to other groups, and what happens at its
 	// deadline: reject with a reason, approve if a condition holds, fail
@@ -164,6 +168,17 @@ func subAgentTool(agent string, spec *Tool, kind engine.ToolKind, mode Mode) *To
 	t.Parameters, t.Handler = agentToolSchema, nil
 	t.kind, t.target, t.mode = kind, agent, mode
 	return t
+}
+
+// StandingRules bounds the standing rules of a tool (Tool.StandingRules).
+type StandingRules struct {
+	// Forbidden: no standing rule may be granted for the tool, and none
+	// decides its calls.
+	Forbidden bool
+	// MaxDuration is the longest a rule may last; 0: 30 days.
+	MaxDuration time.Duration
+	// Unbounded allows rules that never expire (duration "unbounded").
+	Unbounded bool
 }
 
 // NewTool builds a tool from a typed function: spec gives its Name,
@@ -298,6 +313,7 @@ func (t *Tool) compile() (*local.Tool, error) {
 		Definition:  model.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: params},
 		Idempotent:  t.Idempotent,
 		ApprovalTTL: t.ApprovalTTL,
+		Rules:       engine.RulePolicy(t.StandingRules),
 		Kind:        t.kind,
 		Target:      t.target,
 		Mode:        t.mode,

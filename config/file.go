@@ -324,6 +324,14 @@ type ScriptCall struct {
 }
 
 // ToolConfig is one entry of tools.
+// StandingRulesConfig is a tool's standing_rules: whether people may
+// grant standing rules for its calls, and for how long at most (a
+// duration like 72h or 30d, or unbounded; default 30d).
+type StandingRulesConfig struct {
+	Allow       *bool  `yaml:"allow"`
+	MaxDuration string `yaml:"max_duration"`
+}
+
 type ToolConfig struct {
 	Description  string         `yaml:"description"`
 	Parameters   map[string]any `yaml:"parameters"`
@@ -345,7 +353,10 @@ type ToolConfig struct {
 	// shown while the call waits; the result arrives at the URL.
 	Wait *WaitConfig `yaml:"wait"`
 	// Approvers and ApprovalRules say who may approve its calls.
-	Approvers     *ApproversConfig     `yaml:"approvers"`
+	Approvers *ApproversConfig `yaml:"approvers"`
+	// StandingRules allows (the default) or forbids standing rules for
+	// the tool, and bounds how long one lasts.
+	StandingRules *StandingRulesConfig `yaml:"standing_rules"`
 	ApprovalRules []ApprovalRuleConfig `yaml:"approval_rules"`
 	// Escalation reminds and escalates while a call's approval (or wait)
 	// is undecided; OnExpiry is what happens at the approval's deadline

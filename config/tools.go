@@ -167,6 +167,9 @@ func (l *loader) clientTool(name string, tc ToolConfig) (*cairn.Tool, error) {
 
 // approvers reads a tool's approvers and approval_rules into t.
 func (l *loader) approvers(p string, tc ToolConfig, t *cairn.Tool, params map[string]any) error {
+	if err := l.standingRules(p+".standing_rules", tc.StandingRules, t); err != nil {
+		return err
+	}
 	if tc.Approvers == nil && len(tc.ApprovalRules) == 0 {
 		return nil
 	}
@@ -470,6 +473,33 @@ func (l *loader) preview(p, name string, pc *PreviewConfig, t *cairn.Tool) error
 		}
 	default:
 		return l.errf(p, "give command (the argv of a dry run: arguments on stdin, stdout is the preview) or mcp (SERVER.TOOL)")
+	}
+	return nil
+}
+
+// standingRules reads a tool's standing_rules: {allow, max_duration}.
+func (l *loader) standingRules(p string, c *StandingRulesConfig, t *cairn.Tool) error {
+	if c == nil {
+		return nil
+	}
+	if c.Allow != nil && !*c.Allow {
+		if c.MaxDuration != "" {
+			return l.errf(p+".max_duration", "rules are not allowed (allow: false): drop max_duration")
+		}
+		t.StandingRules.Forbidden = true
+		return nil
+	}
+	if c.MaxDuration == "" {
+		return nil
+	}
+	d, unbounded, err := session.ParseRuleDuration(c.MaxDuration)
+	switch {
+	case err != nil:
+		return l.errf(p+".max_duration", "%v; or unbounded", err)
+	case unbounded:
+		t.StandingRules.Unbounded, t.StandingRules.MaxDuration = true, 100*365*24*time.Hour
+	default:
+		t.StandingRules.MaxDuration = d
 	}
 	return nil
 }

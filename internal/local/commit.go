@@ -133,6 +133,10 @@ func (r *Runner) sealStep(ctx context.Context, head store.Head, nonce string, st
 			return head, fmt.Errorf("webhooks of session %s: %w", head.ID, err)
 		}
 	}
+	var err error
+	if head.Rules, head.RuleUses, err = ruleChanges(step); err != nil {
+		return head, fmt.Errorf("standing rules of session %s: %w", head.ID, err)
+	}
 	head.Checkpoint = r.checkpoint(head, step.Events)
 	return head, nil
 }

@@ -256,7 +256,11 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		var resp *model.Response
 		var err error
 		run(ctx, true, func(ctx context.Context) { resp, err = r.callModel(ctx, st.SessionID, st.Seq, eff, t) })
-		in = engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
+		done := engine.ModelDone{Frame: eff.Frame, Response: resp, Err: err}
+		if err == nil && resp != nil {
+			done.Rules = r.rulesFor(ctx, st.Tenant, eff.Agent, resp.Message.ToolCalls)
+		}
+		in = done
 		if err != nil && t != nil && (t.cancelRequested.Load() || r.halt.Load()) {
 			in = nil // dropped on purpose: the caller decides again
 		}

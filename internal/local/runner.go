@@ -20,6 +20,7 @@ import (
 	"github.com/cairnhq/cairn/audit"
 	"github.com/cairnhq/cairn/continuation"
 	"github.com/cairnhq/cairn/driver"
+	"github.com/cairnhq/cairn/internal/cond"
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/schema"
 	"github.com/cairnhq/cairn/session"
@@ -128,7 +129,7 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 		return nil, err
 	}
 	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: schema.CheckValue,
-		Authority: session.Authority{AdminOverride: opts.AdminOverride}}
+		Authority: session.Authority{AdminOverride: opts.AdminOverride}, RuleCondition: cond.NewCache("args", 1024).Eval}
 	if err := r.compile(agents); err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	}
 	st := &engine.State{}
 	in := engine.Start{SessionID: id, Nonce: newNonce(), Agent: agent, Text: input, Metadata: opts.Metadata, Owner: opts.Owner, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools}
+	if opts.Call != nil {
+		in.Rules = r.rulesFor(ctx, in.Actor.Tenant, agent, []model.ToolCall{{Name: opts.Call.Tool}})
+	}
 	step, err := r.compiled.Load().machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
