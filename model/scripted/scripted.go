@@ -24,7 +24,9 @@ type Call struct {
 	// ID defaults to a deterministic id unique in the conversation.
 	ID   string
 	Name string
-	// Arguments is the argument JSON, sent to the engine as is.
+	// Arguments is the argument JSON, sent to the engine as is, or, when
+	// it holds "{{", a text/template over Vars giving it ({"env":
+	// "{{.Input}}"}: the user's last message as a string's content).
 	Arguments string
 }
 
@@ -105,17 +107,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 			Content: fmt.Sprintf("(scripted model: the script has %d replies and %s)", len(replies), where)}}, nil
 	}
 	r := replies[step]
-	text := r.Text
-	if strings.Contains(text, "{{") {
-		t, err := template.New("reply").Parse(text)
-		if err != nil {
-			return nil, fmt.Errorf("scripted reply %d: %w", step, err)
-		}
-		var b strings.Builder
-		if err := t.Execute(&b, vars); err != nil {
-			return nil, fmt.Errorf("scripted reply %d: %w", step, err)
-		}
-		text = b.String()
+	text, err := expand(r.Text, vars)
+	if err != nil {
+		return nil, fmt.Errorf("scripted reply %d: %w", step, err)
 	}
 	msg := model.Message{Role: model.RoleAssistant, Content: text}
 	for i, c := range r.ToolCalls {
@@ -123,7 +117,11 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", assistants+1, i+1)
 		}
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: c.Name, Arguments: c.Arguments})
+		args, err := expand(c.Arguments, vars)
+		if err != nil {
+			return nil, fmt.Errorf("scripted reply %d, call %d: %w", step, i, err)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: c.Name, Arguments: args})
 	}
 	if m.Stream && req.OnTextDelta != nil && text != "" {
 		for _, w := range strings.SplitAfter(text, " ") {
@@ -148,3 +146,19 @@ func words(s string) int {
 
 // Describe names the provider and model, for telemetry.
 func (m *Model) Describe() (provider, name string) { return "scripted", "scripted" }
+
+// expand runs text as a template over vars when it holds one.
+func expand(text string, vars Vars) (string, error) {
+	if !strings.Contains(text, "{{") {
+		return text, nil
+	}
+	t, err := template.New("reply").Parse(text)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, vars); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}

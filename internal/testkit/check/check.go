@@ -33,3 +33,16 @@ func Events(t testing.TB) func([]cairn.Event, error) []cairn.Event {
 		return evs
 	}
 }
+
+// Must fails t when a call under test errs, and returns its value:
+//
+//	rules := check.Must[[]cairn.Rule](t)(r.Rules(ctx, actor, q))
+func Must[T any](t testing.TB) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("call under test: %v", err)
+		}
+		return v
+	}
+}
