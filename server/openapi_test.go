@@ -429,6 +429,30 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	do("POST", "/v1/decisions", nobody, list, 401)
 	do("POST", "/v1/decisions", approver, big, 413)
 
+	// Standing rules: granted with a decision, listed, deciding the next
+	// call, revoked.
+	g := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship three"}`, 201)
+	gIn := g["interrupts"].([]any)[0].(map[string]any)["id"]
+	do("POST", "/v1/sessions/"+g["id"].(string)+"/decisions", approver,
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","rule":{"scope":"agent","if":"args.env == 'prod'","duration":"72h"}}]}`, g["seq"], gIn), 200)
+	rules := do("GET", "/v1/rules", approver, "", 200)["rules"].([]any)
+	if len(rules) != 1 {
+		t.Fatalf("rules: %v", rules)
+	}
+	ruleID := rules[0].(map[string]any)["id"].(string)
+	if next := do("POST", "/v1/sessions", uma, `{"agent":"ops","input":"ship four"}`, 201); next["status"] != "completed" {
+		t.Fatalf("a call the rule covers: %v", next)
+	}
+	do("GET", "/v1/rules?all=maybe", approver, "", 400)
+	do("GET", "/v1/rules", uma, "", 403)
+	do("GET", "/v1/rules", nobody, "", 401)
+	do("DELETE", "/v1/rules/"+ruleID, uma, "", 403)
+	do("DELETE", "/v1/rules/rul_none", approver, "", 404)
+	do("DELETE", "/v1/rules/"+ruleID, nobody, "", 401)
+	if revoked := do("DELETE", "/v1/rules/"+ruleID, approver, "", 200); revoked["revoked_at"] == nil || revoked["uses"] != 1.0 {
+		t.Fatalf("revoked: %v", revoked)
+	}
+
 	// Forks: at a pause (the latest by default), not at another event.
 	fork := do("POST", "/v1/sessions/"+id+"/fork", uma, `{}`, 201)
 	if from, _ := fork["forked_from"].(map[string]any); from == nil || from["session_id"] != id || fork["status"] != "completed" {

@@ -157,6 +157,8 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/audit", s.getAudit)
 	s.mux.HandleFunc("GET /v1/interrupts", s.listInterrupts)
 	s.mux.HandleFunc("POST /v1/decisions", s.postBulkDecisions)
+	s.mux.HandleFunc("GET /v1/rules", s.listRules)
+	s.mux.HandleFunc("DELETE /v1/rules/{id}", s.revokeRule)
 	s.mux.HandleFunc("POST /v1/approvals", s.createApproval)
 	s.mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	s.mux.HandleFunc("POST /v1/approvals/{id}/result", s.postApprovalResult)
