@@ -674,7 +674,11 @@ function actions(s, it, agent, card, error) {
   const reason = el('input', { type: 'text', class: 'reason', placeholder: 'reason (the model sees it)', size: 28 });
   // Remember applies to the approval of a tool call (it takes arguments).
   const remember = (ask.choices || []).some((c) => c.field === 'arguments') ? el('input', { type: 'checkbox', class: 'remember' }) : null;
-  const remembered = () => remember && remember.checked ? 'session' : undefined;
+  // A standing rule: the same decision for every matching call, until it
+  // expires or is revoked (docs/rules.md); one person decides the call.
+  const rule = remember && !(it.required > 1) && !(it.approvers && it.approvers.not_requester) ? ruleForm(it) : null;
+  const remembered = () => remember && remember.checked && !(rule && rule.on()) ? 'session' : undefined;
+  const granted = () => rule && rule.on() ? rule.value() : undefined;
   let reasonShown = false;
   (ask.choices || []).forEach((c, i) => {
     const cls = [i === 0 ? 'primary' : '', c.action === 'reject' || c.action === 'fail' ? 'danger' : '', c.action].filter(Boolean).join(' ');
@@ -682,7 +686,7 @@ function actions(s, it, agent, card, error) {
     switch (c.field) {
       case 'reason':
         if (!reasonShown) { box.append(reason); reasonShown = true; }
-        box.append(el('button', { class: cls, onclick: () => send({ reason: reason.value, remember: c.action === 'reject' ? remembered() : undefined }) }, c.label));
+        box.append(el('button', { class: cls, onclick: () => send({ reason: reason.value, remember: c.action === 'reject' ? remembered() : undefined, rule: c.action === 'reject' ? granted() : undefined }) }, c.label));
         break;
       case 'text': {
         const answer = el('input', { type: 'text', class: 'answer', placeholder: 'your answer', size: 30 });
@@ -691,7 +695,7 @@ function actions(s, it, agent, card, error) {
       }
       case 'arguments':
         // As asked, or with arguments edited in a form from the tool's schema.
-        box.append(el('button', { class: cls, onclick: () => send({ remember: remembered() }) }, c.label),
+        box.append(el('button', { class: cls, onclick: () => send({ remember: remembered(), rule: granted() }) }, c.label),
           el('button', { class: 'edit', onclick: () => openEditor(s, it, agent, card, error, c, (args, fieldErrors) => send({ arguments: args, remember: remembered() }, fieldErrors)) }, 'Edit arguments'));
         break;
       case 'content':
@@ -714,7 +718,33 @@ function actions(s, it, agent, card, error) {
     }
   });
   if (remember) box.append(el('label', { class: 'muted' }, remember, ' remember for this session'));
+  if (rule) box.append(rule.box);
   return box;
+}
+
+// ruleForm is a card's standing-rule grant: off until ticked; its
+// condition is pre-filled from the call's arguments (each top-level
+// string, number or boolean), its scope is the agent, its duration 30 days.
+function ruleForm(it) {
+  const on = el('input', { type: 'checkbox', class: 'rule-on' });
+  const scope = el('select', { class: 'rule-scope' }, ...['agent', 'session', 'tenant'].map((v) => el('option', { value: v }, v === 'agent' ? 'this agent' : v === 'session' ? 'this session' : 'the tenant')));
+  const cond = el('input', { type: 'text', class: 'rule-if', size: 40, value: ruleCondition(it.arguments) });
+  const duration = el('input', { type: 'text', class: 'rule-duration', size: 6, value: '30d' });
+  const box = el('div', { class: 'rule muted' }, el('label', {}, on, ' make it a standing rule for ', it.tool || 'this tool'), ' in ', scope,
+    ' if ', cond, ' for ', duration);
+  return {
+    box,
+    on: () => on.checked,
+    value: () => ({ scope: scope.value, if: cond.value.trim() || undefined, duration: duration.value.trim() || undefined }),
+  };
+}
+
+// ruleCondition is a CEL condition that the arguments satisfy: each
+// top-level scalar equals its value.
+function ruleCondition(args) {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return '';
+  return Object.keys(args).sort().filter((k) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && ['string', 'number', 'boolean'].includes(typeof args[k]))
+    .map((k) => 'args.' + k + ' == ' + JSON.stringify(args[k])).join(' && ');
 }
 
 async function decide(s, decision, error, fieldErrors) {
@@ -908,6 +938,35 @@ async function renderSessions(params) {
       page.next_cursor && el('button', { id: 'next-page', onclick: () => nav('cursor', page.next_cursor) }, 'Next page')));
 }
 
+// ---------- standing rules ----------
+
+async function renderRules(params) {
+  const all = params.get('all') === 'true';
+  const rules = (await api('GET', '/v1/rules' + (all ? '?all=true' : ''))).rules;
+  const error = el('p', { class: 'error' });
+  const revoke = async (r) => {
+    error.textContent = '';
+    try {
+      await api('DELETE', '/v1/rules/' + encodeURIComponent(r.id));
+      await renderRules(params);
+    } catch (e) { error.textContent = e.message; }
+  };
+  const standing = (r) => r.revoked_at ? 'revoked ' + ago(r.revoked_at) + (r.revoked_by ? ' by ' + (r.revoked_by.name || '') : '')
+    : r.expires_at && new Date(r.expires_at) <= new Date() ? 'expired' : r.expires_at ? 'until ' + new Date(r.expires_at).toLocaleString() : 'no expiry';
+  main().replaceChildren(
+    el('h2', {}, 'Standing rules'),
+    el('p', { class: 'muted' }, 'Each decides the matching calls of a tool without asking, for whoever granted it. ',
+      el('a', { href: all ? '#/rules' : '#/rules?all=true', id: 'rules-all' }, all ? 'Live rules only' : 'With revoked and expired')),
+    error,
+    el('table', { id: 'rules' }, el('tr', {}, ...['rule', 'decides', 'condition', 'scope', 'granted by', 'uses', 'state', ''].map((h) => el('th', {}, h))),
+      ...rules.map((r) => el('tr', { 'data-rule': r.id }, el('td', {}, r.id), el('td', {}, r.action + ' ' + r.tool + (r.agent ? ' of ' + r.agent : '')),
+        el('td', {}, el('code', {}, r.if || 'every call')), el('td', {}, r.scope + (r.scope === 'session' ? ' ' + r.session_id : '')),
+        el('td', {}, (r.granted_by && r.granted_by.name) || 'the program', ' ', ago(r.granted_at)), el('td', { class: 'uses' }, String(r.uses)),
+        el('td', { class: 'rule-state' }, standing(r)),
+        el('td', {}, r.revoked_at ? '' : el('button', { class: 'danger revoke', onclick: () => revoke(r) }, 'Revoke'))))),
+    rules.length ? '' : el('p', { class: 'muted' }, 'No standing rules.'));
+}
+
 // ---------- one session ----------
 
 const MAX_DEPTH = 8; // deeper frames are drawn at this depth (app.css has .depth-0 … .depth-8)
@@ -941,7 +1000,9 @@ function eventLine(ev, depth, names, said) {
     case 'input_requested': return row('', el('span', { class: 'frame' }, 'asks: ' + (d.interrupt && d.interrupt.question)));
     case 'decision': {
       const who = d.actor && d.actor.name;
-      const what = (PAST[d.action] || d.action) + (d.tool ? ' ' + d.tool : '');
+      let what = (PAST[d.action] || d.action) + (d.tool ? ' ' + d.tool : '');
+      if (d.rule && d.rule.startsWith('rul_')) what += ' by standing rule ' + d.rule;
+      if (d.granted_rule) what += ' and granted standing rule ' + d.granted_rule.id;
       return row('', el('span', { class: 'frame' }, who ? who + ' ' + what : what[0].toUpperCase() + what.slice(1)));
     }
     case 'interrupt_reminded': return row('', el('span', { class: 'frame' }, 'reminded who may decide ' + d.tool));
@@ -1118,6 +1179,7 @@ async function route() {
     if (parts[0] === 'sessions' && parts[1]) { state.view = 'session/' + parts[1]; await renderSession(parts[1], state.stop.signal); }
     else if (parts[0] === 'sessions') { state.view = 'sessions'; await renderSessions(params); }
     else if (parts[0] === 'new') { state.view = 'new'; await renderNew(); }
+    else if (parts[0] === 'rules') { state.view = 'rules'; await renderRules(params); }
     else { state.view = 'inbox'; renderInbox(); }
   } catch (e) {
     if (e.status !== 401) main().replaceChildren(el('p', { class: 'error' }, e.message));
@@ -1135,6 +1197,7 @@ async function start() {
   document.getElementById('whoami').replaceChildren(state.me.auth ? (state.me.display_name || state.me.name) + ' (' + state.me.role + (state.me.all_tenants ? ', every tenant' : state.me.tenant ? ', ' + state.me.tenant : '') + ') ' : 'no auth (loopback) ',
     state.me.auth ? el('button', { onclick: signOut }, 'Sign out') : '');
   document.getElementById('nav-new').hidden = false;
+  document.getElementById('nav-rules').hidden = !canDecide();
   state.agents = (await api('GET', '/v1/agents')).agents;
   startFeed();
   await route();
