@@ -106,9 +106,10 @@ func (r *Runner) Rules(ctx context.Context, actor Actor, q RuleQuery) ([]Rule, e
 }
 
 // RevokeRule revokes standing rule id at once, for every process on the
-// store: a call made after it returns is not decided by it. Its grantor
-// or an admin of its tenant revokes it (else ErrForbidden); a rule of
-// another tenant is ErrNotFound. Revoking a revoked rule returns it as
+// store: a call made after it returns is not decided by it. Any approver
+// or admin of its tenant may revoke it (revoking only makes calls ask
+// again; anyone else: ErrForbidden); a rule of another tenant is
+// ErrNotFound. Revoking a revoked rule returns it as
 // it was revoked.
 func (r *Runner) RevokeRule(ctx context.Context, actor Actor, id string) (Rule, error) {
 	return r.rt.RevokeRule(ctx, actor, id)

@@ -176,9 +176,9 @@ func operations() []operation {
 			responses: map[int]reply{200: {"the rules, oldest grant first", rulesBody{}}, 400: badRequest, 401: unauthorized,
 				403: {description: "only approvers and admins list standing rules"}}},
 		{method: "DELETE", path: "/v1/rules/{id}", id: "revokeRule",
-			summary: "Revoke a standing rule at once, on every server sharing the store: a call made after the answer is not decided by it. Its grantor or an admin revokes it.",
+			summary: "Revoke a standing rule at once, on every server sharing the store: a call made after the answer is not decided by it. Any approver or admin of its tenant revokes it.",
 			responses: map[int]reply{200: {"the rule, revoked (a rule revoked before keeps its first revocation)", &cairn.Rule{}}, 401: unauthorized,
-				403: {description: "only the rule's grantor or an admin revokes it"}, 404: notFound}},
+				403: {description: "only approvers and admins revoke standing rules"}, 404: notFound}},
 		{method: "POST", path: "/v1/approvals", id: "createApproval",
 			summary: "Ask a person to approve a call your own code makes: a session of the approvals agent paused on one approval interrupt (the inbox, webhooks, governance and audit apply). A repeated idempotency_key answers 200 with the same request. See docs/gateway.md.",
 			request: approvalRequest{}, responses: map[int]reply{

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -128,4 +130,43 @@ func ParseRuleDuration(s string) (d time.Duration, unbounded bool, err error) {
 		return 0, false, fmt.Errorf("%q is not a positive duration like 72h or 30d", s)
 	}
 	return d, false, nil
+}
+
+// ConditionFor is a standing rule's condition that args (a call's
+// arguments, a JSON object) satisfy: each top-level string, number or
+// boolean equals its value, in key order ("args.env == \"staging\" &&
+// args.replicas == 2"); "" when there is none. The doors pre-fill a
+// grant with it.
+func ConditionFor(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		if !identifier(k) {
+			continue
+		}
+		switch v := m[k].(type) {
+		case string, float64, bool:
+			b, _ := json.Marshal(v) // a CEL literal: strings are quoted as in JSON
+			parts = append(parts, "args."+k+" == "+string(b))
+		}
+	}
+	return strings.Join(parts, " && ")
+}
+
+// identifier reports whether k can follow "args." in CEL.
+func identifier(k string) bool {
+	for i, c := range k {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return k != ""
 }

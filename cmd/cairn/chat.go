@@ -102,7 +102,9 @@ const chatHelp = `Type a message for the agent shown in the prompt. Commands:
   /cancel all    cancel the whole turn
   /quit          leave (the session stays where it is)
 When a call waits for approval: y approves, n rejects (then asks why),
-a approves the tool for the rest of the session, e edits the arguments
+a approves the tool for the rest of the session, r approves it and grants
+a standing rule (asks its condition, pre-filled from the call, scope and
+duration: later matching calls run without asking), e edits the arguments
 ($EDITOR, or JSON typed inline; JSON typed at the prompt is taken as new
 arguments after you confirm), "never[: reason]" refuses the tool for the
 rest of the session, and any other text rejects with that text as the
@@ -530,7 +532,7 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 		fmt.Fprintf(c.out, "%s  %s\n", where, note)
 	}
 	for {
-		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", where, clip(it.Message, 2000)))
+		ans, ok := c.read(fmt.Sprintf("%sapprove? %s [y]es [n]o [a]lways [r]ule [e]dit, never[: why], /cancel all, /help, or a reason: ", where, clip(it.Message, 2000)))
 		if !ok {
 			return nil, false
 		}
@@ -563,6 +565,12 @@ func (c *chatter) ask(it cairn.Interrupt) (*cairn.Decision, bool) {
 				return nil, false
 			}
 			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionReject, Reason: reason}, true
+		case "r", "rule":
+			g, ok := c.grant(it)
+			if !ok {
+				return nil, false
+			}
+			return &cairn.Decision{InterruptID: it.ID, Action: cairn.ActionApprove, Rule: g}, true
 		case "e", "edit":
 			args, ok := c.edit(it.Arguments)
 			if !ok {
@@ -680,6 +688,38 @@ func (c *chatter) observe(ev cairn.Event) {
 		fmt.Fprintf(c.out, "  → %s hands the conversation to %s\n", ev.Agent, d.Agent)
 		c.streamed.Reset()
 	}
+}
+
+// grant asks for a standing rule's condition (pre-filled from the call:
+// an empty line keeps it, "-" drops it), scope and duration.
+func (c *chatter) grant(it cairn.Interrupt) (*cairn.RuleGrant, bool) {
+	suggested := session.ConditionFor(it.Arguments)
+	cond, ok := c.read(fmt.Sprintf("standing rule for %s, if [%s] (- for every call): ", it.Tool, suggested))
+	if !ok {
+		return nil, false
+	}
+	switch cond = strings.TrimSpace(cond); cond {
+	case "":
+		cond = suggested
+	case "-":
+		cond = ""
+	}
+	scope, ok := c.read("for this [a]gent (default), this [s]ession or the [t]enant: ")
+	if !ok {
+		return nil, false
+	}
+	g := &cairn.RuleGrant{If: cond, Scope: cairn.ScopeAgent}
+	switch strings.ToLower(strings.TrimSpace(scope)) {
+	case "s", "session":
+		g.Scope = cairn.ScopeSession
+	case "t", "tenant":
+		g.Scope = cairn.ScopeTenant
+	}
+	if g.Duration, ok = c.read("for how long [30d] (like 72h or 7d): "); !ok {
+		return nil, false
+	}
+	g.Duration = strings.TrimSpace(g.Duration)
+	return g, true
 }
 
 // approvalAnswer reads the answer to an approval prompt: y approves, a

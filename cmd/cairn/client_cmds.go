@@ -190,3 +190,68 @@ func newAgentsCmd(stdout io.Writer) *cobra.Command {
 	})
 	return cmd
 }
+
+func newRulesCmd(stdout io.Writer) *cobra.Command {
+	c := &client{http: &http.Client{Timeout: time.Minute}}
+	cmd := &cobra.Command{Use: "rules", Short: "List and revoke the standing rules of a running server (docs/rules.md)"}
+	cmd.PersistentFlags().StringVar(&c.base, "server", envOr("CAIRN_SERVER", "http://127.0.0.1:8080"), "server URL (env CAIRN_SERVER)")
+	cmd.PersistentFlags().StringVar(&c.token, "token", os.Getenv("CAIRN_TOKEN"), "bearer token (env CAIRN_TOKEN)")
+	var tool string
+	var all bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the live standing rules (--all: revoked and expired ones too)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if tool != "" {
+				q.Set("tool", tool)
+			}
+			if all {
+				q.Set("all", "true")
+			}
+			var out struct{ Rules []cairn.Rule }
+			if err := c.do(cmd.Context(), "GET", "/v1/rules?"+q.Encode(), nil, &out); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RULE	DECIDES	IF	SCOPE	GRANTED BY	USES	UNTIL")
+			for _, r := range out.Rules {
+				what := string(r.Action) + " " + r.Tool
+				if r.Agent != "" {
+					what += " of " + r.Agent
+				}
+				cond := r.If
+				if cond == "" {
+					cond = "every call"
+				}
+				until := "no expiry"
+				switch {
+				case r.RevokedAt != nil:
+					until = "revoked " + r.RevokedAt.Format(time.RFC3339)
+				case r.ExpiresAt != nil:
+					until = r.ExpiresAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, what, oneLine(cond, 60), r.Scope, r.GrantedBy.Who(), r.Uses, until)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&tool, "tool", "", "only this tool's rules")
+	list.Flags().BoolVar(&all, "all", false, "revoked and expired rules too")
+	revoke := &cobra.Command{
+		Use:   "revoke RULE",
+		Short: "Revoke a standing rule at once, on every server sharing the store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var r cairn.Rule
+			if err := c.do(cmd.Context(), "DELETE", "/v1/rules/"+url.PathEscape(args[0]), nil, &r); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked %s (%s %s; it decided %d calls)\n", r.ID, r.Action, r.Tool, r.Uses)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, revoke)
+	return cmd
+}

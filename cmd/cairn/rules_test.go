@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,7 +63,7 @@ func TestStandingRuleFromThePage(t *testing.T) {
 				b, _ := os.ReadFile(filepath.Join(dir, "runs.log"))
 				return len(strings.Fields(string(b)))
 			}
-			start := func(base, env string) map[string]any {
+			startAs := func(base, env string) map[string]any {
 				t.Helper()
 				code, s := apiCall(t, "POST", base+"/v1/sessions", anaToken, fmt.Sprintf(`{"agent":"ops","input":%q}`, env))
 				if code != http.StatusCreated {
@@ -69,14 +71,14 @@ func TestStandingRuleFromThePage(t *testing.T) {
 				}
 				return s
 			}
-			first := start(urlA, "staging")
+			first := startAs(urlA, "staging")
 			if first["status"] != "paused" {
 				t.Fatalf("the first call: %v", first)
 			}
 			id := first["id"].(string)
 
 			// Beyond the grantor's groups: 403, and nothing is granted.
-			prod := start(urlB, "prod")
+			prod := startAs(urlB, "prod")
 			prodIn := prod["interrupts"].([]any)[0].(map[string]any)["id"].(string)
 			code, body := apiCall(t, "POST", urlB+"/v1/sessions/"+prod["id"].(string)+"/decisions", devToken,
 				fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","rule":{"scope":"agent"}}]}`, prod["seq"], prodIn))
@@ -111,14 +113,14 @@ func TestStandingRuleFromThePage(t *testing.T) {
 
 			// On B: the matching call runs at once, the outside one pauses.
 			before := runs()
-			next := start(urlB, "staging")
+			next := startAs(urlB, "staging")
 			if next["status"] != "completed" || runs() != before+1 {
 				t.Fatalf("a matching call on B: %v (runs %d → %d)", next, before, runs())
 			}
 			if d := decisionOf(t, urlB, next["id"].(string)); d["rule"] != rule["id"] || d["action"] != "approve" || d["actor"].(map[string]any)["name"] != "ana" {
 				t.Fatalf("the rule's decision: %v", d)
 			}
-			if other := start(urlB, "qa"); other["status"] != "paused" {
+			if other := startAs(urlB, "qa"); other["status"] != "paused" {
 				t.Fatalf("a call outside the condition: %v", other)
 			}
 
@@ -126,7 +128,7 @@ func TestStandingRuleFromThePage(t *testing.T) {
 			run("revoke", chromedp.Navigate(urlA+"/#/rules"), chromedp.WaitVisible(`#rules tr[data-rule] button.revoke`, chromedp.ByQuery),
 				chromedp.Click(`#rules tr[data-rule] button.revoke`, chromedp.ByQuery),
 				chromedp.WaitNotPresent(`#rules tr[data-rule]`, chromedp.ByQuery))
-			if after := start(urlB, "staging"); after["status"] != "paused" {
+			if after := startAs(urlB, "staging"); after["status"] != "paused" {
 				t.Fatalf("a call right after the revocation: %v", after)
 			}
 			_, all := apiCall(t, "GET", urlB+"/v1/rules?all=true", anaToken, "")
@@ -153,4 +155,85 @@ func decisionOf(t *testing.T, base, id string) map[string]any {
 		return false
 	})
 	return d
+}
+
+// cairn chat grants a rule with r (the condition pre-filled from the
+// call): the next matching call in the chat runs without asking, another
+// one asks. The CLI grants one with --rule, lists and revokes them.
+func TestStandingRuleFromChatAndCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	writeFile(t, cfg, fmt.Sprintf(rulesConfig, "sqlite:"+filepath.Join(dir, "cairn.db")))
+	t.Setenv("CAIRN_TEST_ANA", anaToken)
+	t.Setenv("CAIRN_TEST_DEV", devToken)
+	cmd := exec.Command(binary, "chat", "--config", cfg, "--agent", "ops")
+	// r, then an empty condition (the pre-filled one), the default scope and duration.
+	cmd.Stdin = strings.NewReader("staging\nr\n\n\n\nstaging\nqa\nn\nno\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	if strings.Count(string(out), "approve?") != 2 || !strings.Contains(string(out), `if [args.env == "staging"]`) ||
+		strings.Count(string(out), "ops> deployed") != 2 {
+		t.Fatalf("chat:\n%s", out)
+	}
+
+	_, base := serve(t, cfg)
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, append(args, "--server", base, "--token", anaToken)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("cairn %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	list := cli("rules", "list")
+	if strings.Count(list, "rul_") != 1 || !strings.Contains(list, `args.env == "staging"`) || !strings.Contains(list, "approve deploy of ops") {
+		t.Fatalf("rules list:\n%s", list)
+	}
+	s := start(t, base, "qa")
+	out2 := cli("sessions", "approve", s, "--rule", "--rule-if", `args.env == "qa"`, "--rule-for", "72h", "--rule-scope", "tenant")
+	if !strings.Contains(out2, "completed") {
+		t.Fatalf("approve --rule:\n%s", out2)
+	}
+	if again := start(t, base, "qa"); sessionStatus(t, base, again) != "completed" {
+		t.Fatalf("a call the CLI's rule covers did not run at once")
+	}
+	list = cli("rules", "list", "--tool", "deploy")
+	ids := regexp.MustCompile(`rul_[0-9a-f]+`).FindAllString(list, -1)
+	if len(ids) != 2 || !strings.Contains(list, "tenant") {
+		t.Fatalf("rules list:\n%s", list)
+	}
+	for _, id := range ids {
+		if out := cli("rules", "revoke", id); !strings.Contains(out, "revoked "+id) {
+			t.Fatalf("revoke:\n%s", out)
+		}
+	}
+	if list := cli("rules", "list"); strings.Contains(list, "rul_") {
+		t.Fatalf("live rules after revoking both:\n%s", list)
+	}
+	if list := cli("rules", "list", "--all"); strings.Count(list, "revoked ") != 2 {
+		t.Fatalf("rules list --all:\n%s", list)
+	}
+	if s := start(t, base, "qa"); sessionStatus(t, base, s) != "paused" {
+		t.Fatalf("a call after the revocation did not pause")
+	}
+}
+
+// start starts a session of ops deploying to env, as ana, and returns its id.
+func start(t *testing.T, base, env string) string {
+	t.Helper()
+	code, s := apiCall(t, "POST", base+"/v1/sessions", anaToken, fmt.Sprintf(`{"agent":"ops","input":%q}`, env))
+	if code != http.StatusCreated {
+		t.Fatalf("start %s: %d %v", env, code, s)
+	}
+	return s["id"].(string)
+}
+
+func sessionStatus(t *testing.T, base, id string) string {
+	t.Helper()
+	_, s := apiCall(t, "GET", base+"/v1/sessions/"+id, anaToken, "")
+	status, _ := s["status"].(string)
+	return status
 }

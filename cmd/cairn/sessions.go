@@ -120,7 +120,8 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 
 	decide := func(use, short string, action cairn.Action) *cobra.Command {
 		var reason, text, arguments, content, output string
-		var remember bool
+		var remember, rule bool
+		var grant cairn.RuleGrant
 		var selectors []string
 		var limit int
 		bulk := action == cairn.ActionApprove || action == cairn.ActionReject
@@ -184,12 +185,22 @@ func newSessionsCmd(stdout io.Writer) *cobra.Command {
 				if remember {
 					dec.Remember = cairn.RememberSession
 				}
+				if rule {
+					g := grant
+					dec.Rule = &g
+				}
 				return c.post(ctx, stdout, "/v1/sessions/"+url.PathEscape(s.ID)+"/decisions", map[string]any{"seq": s.Seq, "decisions": []cairn.Decision{dec}})
 			},
 		}
 		if bulk {
 			d.Flags().StringSliceVar(&selectors, "select", nil, "decide every pending call that matches, across sessions (one request: POST /v1/decisions): tool=NAME, agent=NAME, kind=KIND, session=ID (repeat or comma-separate)")
 			d.Flags().IntVar(&limit, "limit", 0, "with --select: at most this many calls (default 100, at most 1000)")
+		}
+		if bulk {
+			d.Flags().BoolVar(&rule, "rule", false, "grant a standing rule: decide the tool's later matching calls the same way, without asking (docs/rules.md)")
+			d.Flags().StringVar(&grant.If, "rule-if", "", "with --rule: the CEL condition over args a call must meet (default: every call)")
+			d.Flags().StringVar((*string)(&grant.Scope), "rule-scope", "", "with --rule: session, agent (default) or tenant")
+			d.Flags().StringVar(&grant.Duration, "rule-for", "", "with --rule: how long, like 72h or 30d (default 30d, or the tool's maximum)")
 		}
 		switch action {
 		case cairn.ActionApprove:
@@ -562,6 +573,9 @@ func describe(ev cairn.Event) string {
 		}
 		if d.Remember != "" {
 			out += " [remember " + d.Remember + "]"
+		}
+		if d.Granted != nil {
+			out += " [granted standing rule " + d.Granted.ID + "]"
 		}
 		if d.Rule != "" {
 			out += " (" + d.Rule + ")"

@@ -109,10 +109,11 @@ func (r *Runner) RevokeRule(ctx context.Context, actor session.Actor, id string)
 	if err != nil {
 		return session.Rule{}, err
 	}
-	mine := actor.Identity() != "" && actor.Identity() == rule.GrantedBy.Identity()
-	if !actor.Trusted() && !mine && actor.Role != session.RoleAdmin {
+	// Revoking only makes calls ask again (fail closed): any approver of
+	// the tenant may, not only the grantor.
+	if !actor.Trusted() && !session.RoleAtLeast(actor.Role, session.RoleApprover) {
 		return session.Rule{}, &session.Error{Code: session.CodeForbidden,
-			Message: fmt.Sprintf("standing rule %s is revoked by whoever granted it (%s) or an admin; %s is neither", id, rule.GrantedBy.Who(), actor.Who())}
+			Message: fmt.Sprintf("standing rule %s is revoked by an approver or an admin; %s is neither", id, actor.Who())}
 	}
 	return rs.RevokeRule(ctx, id, actor, r.now())
 }
