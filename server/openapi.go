@@ -172,7 +172,7 @@ func operations() []operation {
 				401: unauthorized, 403: {description: "only approvers and admins decide in bulk"}, 413: tooLarge}},
 		{method: "GET", path: "/v1/rules", id: "listRules",
 			summary: "The standing rules of the caller's tenant (every tenant's for a global actor): live ones, or every one with all=true. A decision grants one with its rule field (docs/rules.md). For approvers and admins.",
-			query: []param{{"tool", "only this tool's rules", "string"}, {"all", "true: revoked and expired rules too", "boolean"}},
+			query:   []param{{"tool", "only this tool's rules", "string"}, {"all", "true: revoked and expired rules too", "boolean"}},
 			responses: map[int]reply{200: {"the rules, oldest grant first", rulesBody{}}, 400: badRequest, 401: unauthorized,
 				403: {description: "only approvers and admins list standing rules"}}},
 		{method: "DELETE", path: "/v1/rules/{id}", id: "revokeRule",

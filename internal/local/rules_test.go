@@ -133,4 +133,3 @@ func decisionsOf(t *testing.T, r *cairn.Runner, id string) []session.DecisionMad
 	}
 	return out
 }
-
