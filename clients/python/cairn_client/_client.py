@@ -31,6 +31,8 @@ from ._types import (
     Me,
     Preview,
     Result,
+    Rule,
+    RuleGrant,
     Session,
     SessionsPage,
     from_dict,
@@ -189,13 +191,25 @@ class Client:
         path = self._path("/v1/sessions/{}/interrupts/{}/preview", interrupt.session_id, interrupt.id)
         return from_dict(Preview, self._call("POST", path, {"arguments": arguments}))
 
-    def approve(self, interrupt: Interrupt, arguments: Any = None, remember: str = "") -> Session:
-        """Approves an interrupt's call, with replacement ``arguments`` if given."""
-        return self._decide_one(interrupt, Decision.approve(interrupt.id, arguments, remember))
+    def approve(self, interrupt: Interrupt, arguments: Any = None, remember: str = "", rule: Optional[RuleGrant] = None) -> Session:
+        """Approves an interrupt's call, with replacement ``arguments`` if given; ``rule`` grants a standing rule."""
+        return self._decide_one(interrupt, Decision.approve(interrupt.id, arguments, remember, rule))
 
-    def reject(self, interrupt: Interrupt, reason: str = "", remember: str = "") -> Session:
-        """Rejects an interrupt's call (or a reviewed answer); the model sees ``reason``."""
-        return self._decide_one(interrupt, Decision.reject(interrupt.id, reason, remember))
+    def reject(self, interrupt: Interrupt, reason: str = "", remember: str = "", rule: Optional[RuleGrant] = None) -> Session:
+        """Rejects an interrupt's call (or a reviewed answer); the model sees ``reason``; ``rule`` grants a standing rule."""
+        return self._decide_one(interrupt, Decision.reject(interrupt.id, reason, remember, rule))
+
+    # Standing rules
+
+    def rules(self, tool: str = "", all: bool = False) -> List[Rule]:
+        """The standing rules of the caller's tenant: live ones, or every one with ``all``."""
+        q = {k: v for k, v in (("tool", tool), ("all", "true" if all else "")) if v}
+        path = "/v1/rules" + ("?" + urllib.parse.urlencode(q) if q else "")
+        return [from_dict(Rule, r) for r in self._call("GET", path)["rules"] or []]
+
+    def revoke_rule(self, rule_id: str) -> Rule:
+        """Revokes a standing rule at once, on every server sharing the store; returns it revoked."""
+        return from_dict(Rule, self._call("DELETE", self._path("/v1/rules/{}", rule_id)))
 
     def answer(self, interrupt: Interrupt, text: str) -> Session:
         """Answers a question."""

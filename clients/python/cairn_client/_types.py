@@ -26,6 +26,7 @@ Field = Literal["reason", "text", "content", "arguments", "output"]
 Via = Literal["token", "oidc", "action_link", "callback"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "cancelled"]
 PreviewFormat = Literal["text", "diff", "json"]
+RuleScope = Literal["session", "agent", "tenant"]
 EventType = Literal[
     "session_started", "user_message", "model_response", "approval_requested", "input_requested",
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
@@ -79,9 +80,16 @@ def from_dict(cls: typing.Type[T], data: Dict[str, Any]) -> T:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+        key = json_name(f)
+        if key in data:
+            kwargs[f.name] = _convert(hints[f.name], data[key])
     return cls(**kwargs)
+
+
+def json_name(f: "dataclasses.Field[Any]") -> str:
+    """The JSON key of a dataclass field: its name, or ``metadata["json"]``
+    for a key Python reserves (``if`` is ``if_``)."""
+    return str(f.metadata.get("json", f.name))
 
 
 @dataclass
@@ -509,6 +517,48 @@ class Change:
 
 
 @dataclass
+class RuleGrant:
+    """Turns a decision into a standing rule (``Decision.rule``, docs/rules.md).
+
+    Later calls of the same tool that ``if_`` (a CEL condition over
+    ``args``; JSON ``if``) matches are decided the same way, without
+    asking, within ``scope`` (default ``agent``), for ``duration`` (``72h``,
+    ``30d``; default 30 days or the tool's maximum).
+    """
+
+    scope: str = ""
+    if_: str = field(default="", metadata={"json": "if"})
+    duration: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The grant as the API takes it (empty fields left out)."""
+        out = {"scope": self.scope, "if": self.if_, "duration": self.duration}
+        return {k: v for k, v in out.items() if v}
+
+
+@dataclass
+class Rule:
+    """A standing rule (``GET /v1/rules``): it decides matching calls of a tool for its grantor."""
+
+    id: str = ""
+    tool: str = ""
+    agent: str = ""
+    action: Optional[Action] = None
+    if_: str = field(default="", metadata={"json": "if"})
+    scope: str = ""
+    session_id: str = ""
+    interrupt_id: str = ""
+    tenant: str = ""
+    reason: str = ""
+    granted_by: Optional[Actor] = None
+    granted_at: Optional[datetime.datetime] = None
+    expires_at: Optional[datetime.datetime] = None
+    uses: int = 0
+    revoked_at: Optional[datetime.datetime] = None
+    revoked_by: Optional[Actor] = None
+
+
+@dataclass
 class Decision:
     """A decision on one interrupt. Build it with the class methods."""
 
@@ -520,16 +570,19 @@ class Decision:
     content: Any = None
     output: Any = None
     remember: str = ""
+    rule: Optional[RuleGrant] = None
 
     @classmethod
-    def approve(cls, interrupt_id: str, arguments: Any = None, remember: str = "") -> "Decision":
-        """Approves a call, with replacement ``arguments`` if given (checked against the tool's schema)."""
-        return cls(interrupt_id=interrupt_id, action="approve", arguments=arguments, remember=remember)
+    def approve(cls, interrupt_id: str, arguments: Any = None, remember: str = "", rule: Optional[RuleGrant] = None) -> "Decision":
+        """Approves a call, with replacement ``arguments`` if given (checked against the tool's schema);
+        with ``rule``, also the tool's later matching calls (a standing rule)."""
+        return cls(interrupt_id=interrupt_id, action="approve", arguments=arguments, remember=remember, rule=rule)
 
     @classmethod
-    def reject(cls, interrupt_id: str, reason: str = "", remember: str = "") -> "Decision":
-        """Rejects a call (the model sees ``reason``), or sends a reviewed answer back."""
-        return cls(interrupt_id=interrupt_id, action="reject", reason=reason, remember=remember)
+    def reject(cls, interrupt_id: str, reason: str = "", remember: str = "", rule: Optional[RuleGrant] = None) -> "Decision":
+        """Rejects a call (the model sees ``reason``), or sends a reviewed answer back;
+        with ``rule``, also the tool's later matching calls (a standing rule)."""
+        return cls(interrupt_id=interrupt_id, action="reject", reason=reason, remember=remember, rule=rule)
 
     @classmethod
     def answer(cls, interrupt_id: str, text: str) -> "Decision":
@@ -558,6 +611,8 @@ class Decision:
             value = getattr(self, name)
             if value is not None and value != "":
                 out[name] = value
+        if self.rule is not None:
+            out["rule"] = self.rule.to_dict()
         return out
 
 

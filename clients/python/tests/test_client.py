@@ -6,7 +6,7 @@ import queue
 import threading
 import unittest
 
-from cairn_client import CairnError, Client, Decision
+from cairn_client import CairnError, Client, Decision, RuleGrant
 
 from .server import Server
 
@@ -45,6 +45,28 @@ class Approvals(unittest.TestCase):
         self.assertEqual(done.status, "completed")
         self.assertEqual(done.output, '{"environment":"production"}')
         self.assertIsNotNone(done.updated_at)
+
+    def test_standing_rule(self) -> None:
+        _, i = self.paused("releaser", "staging")
+        done = self.cairn.approve(i, rule=RuleGrant(if_='args.environment == "staging"', duration="72h"))
+        self.assertEqual(done.status, "completed")
+        (rule,) = self.cairn.rules(tool="release")
+        self.assertEqual((rule.if_, rule.scope, rule.action, rule.uses), ('args.environment == "staging"', "agent", "approve", 0))
+        self.assertIsNotNone(rule.expires_at)
+        # The next matching call runs without asking; another one asks.
+        self.assertEqual(self.cairn.create_session("releaser", "staging").status, "completed")
+        self.assertEqual(self.cairn.create_session("releaser", "qa").status, "paused")
+        self.assertEqual(self.cairn.rules(tool="release")[0].uses, 1)
+        revoked = self.cairn.revoke_rule(rule.id)
+        self.assertIsNotNone(revoked.revoked_at)
+        self.assertEqual(self.cairn.rules(tool="release"), [])
+        self.assertEqual(len(self.cairn.rules(tool="release", all=True)), 1)
+        self.assertEqual(self.cairn.create_session("releaser", "staging").status, "paused")
+        # Longer than the tool allows: refused, nothing granted.
+        _, j = self.paused("releaser", "staging")
+        with self.assertRaises(CairnError) as long:
+            self.cairn.approve(j, rule=RuleGrant(duration="30d"))
+        self.assertEqual((long.exception.status, long.exception.code), (403, "forbidden"))
 
     def test_edit_arguments(self) -> None:
         s, i = self.paused("ops")

@@ -80,6 +80,10 @@ export type BulkResult = Item<BulkResponse["results"]>;
 export type BulkDecision = Decision & { session_id: string };
 /** Which pending calls a bulk decision picks (those the caller may decide). */
 export type Selector = NonNullable<Schemas["BulkRequest"]["select"]>;
+/** A standing rule (`GET /v1/rules`): it decides matching calls of a tool for its grantor. */
+export type Rule = Schemas["Rule"];
+/** Turns a decision into a standing rule: `{ scope, if, duration }` (docs/rules.md). */
+export type RuleGrant = NonNullable<Decision["rule"]>;
 
 /** What `requestApproval` (and `requireApproval`) send besides the tool and its arguments. */
 export interface ApprovalOptions {
@@ -323,14 +327,34 @@ export class Client {
     return this.call<BulkResponse>("POST", "/v1/decisions", { select, action, reason: options.reason, limit: options.limit }, options);
   }
 
-  /** Approves an interrupt's call, with replacement `arguments` if given (checked against the tool's schema). */
-  approve(interrupt: Interrupt, options: { arguments?: unknown; remember?: string } & RequestOptions = {}) {
-    return this.decideOne(interrupt, { action: "approve", arguments: options.arguments, remember: options.remember }, options);
+  /**
+   * Approves an interrupt's call, with replacement `arguments` if given (checked against the tool's schema);
+   * `rule` grants a standing rule: the tool's later matching calls are approved without asking.
+   */
+  approve(interrupt: Interrupt, options: { arguments?: unknown; remember?: string; rule?: RuleGrant } & RequestOptions = {}) {
+    return this.decideOne(interrupt, { action: "approve", arguments: options.arguments, remember: options.remember, rule: options.rule }, options);
   }
 
-  /** Rejects an interrupt's call, or sends a reviewed answer back; the model sees `reason`. */
-  reject(interrupt: Interrupt, reason = "", options: { remember?: string } & RequestOptions = {}) {
-    return this.decideOne(interrupt, { action: "reject", reason, remember: options.remember }, options);
+  /**
+   * Rejects an interrupt's call, or sends a reviewed answer back; the model sees `reason`;
+   * `rule` grants a standing rule: the tool's later matching calls are refused without asking.
+   */
+  reject(interrupt: Interrupt, reason = "", options: { remember?: string; rule?: RuleGrant } & RequestOptions = {}) {
+    return this.decideOne(interrupt, { action: "reject", reason, remember: options.remember, rule: options.rule }, options);
+  }
+
+  /** The standing rules of the caller's tenant: live ones, or every one with `all`. */
+  async rules(options: { tool?: string; all?: boolean } & RequestOptions = {}): Promise<Rule[]> {
+    const q = new URLSearchParams();
+    if (options.tool) q.set("tool", options.tool);
+    if (options.all) q.set("all", "true");
+    const body = await this.call<Schemas["RulesBody"]>("GET", "/v1/rules" + (q.size ? "?" + q : ""), undefined, options);
+    return body.rules ?? [];
+  }
+
+  /** Revokes a standing rule at once, on every server sharing the store; answers it revoked. */
+  revokeRule(id: string, options: RequestOptions = {}): Promise<Rule> {
+    return this.call<Rule>("DELETE", "/v1/rules/" + encodeURIComponent(id), undefined, options);
   }
 
   /** Answers a question (an `input` interrupt). */

@@ -502,6 +502,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The standing rules of the caller's tenant (every tenant's for a global actor): live ones, or every one with all=true. A decision grants one with its rule field (docs/rules.md). For approvers and admins. */
+        get: operations["listRules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a standing rule at once, on every server sharing the store: a call made after the answer is not decided by it. Any approver or admin of its tenant revokes it. */
+        delete: operations["revokeRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -762,6 +796,11 @@ export interface components {
                 /** @description any JSON value */
                 output?: unknown;
                 remember?: string;
+                rule?: null | {
+                    scope?: string;
+                    if?: string;
+                    duration?: string;
+                };
             }[];
             select?: null | {
                 /** @enum {string} */
@@ -880,6 +919,11 @@ export interface components {
                 /** @description any JSON value */
                 output?: unknown;
                 remember?: string;
+                rule?: null | {
+                    scope?: string;
+                    if?: string;
+                    duration?: string;
+                };
             }[];
         };
         ErrorBody: {
@@ -1050,6 +1094,11 @@ export interface components {
                 /** @description any JSON value */
                 output?: unknown;
                 remember?: string;
+                rule?: null | {
+                    scope?: string;
+                    if?: string;
+                    duration?: string;
+                };
             }[];
         };
         MeBody: {
@@ -1227,6 +1276,96 @@ export interface components {
             output?: unknown;
             /** @description why the function failed */
             error?: string;
+        };
+        Rule: {
+            id: string;
+            tool: string;
+            agent?: string;
+            /** @enum {string} */
+            action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+            if?: string;
+            scope: string;
+            session_id: string;
+            interrupt_id: string;
+            tenant?: string;
+            reason?: string;
+            granted_by: {
+                name?: string;
+                role?: string;
+                subject?: string;
+                issuer?: string;
+                groups?: null | string[];
+                tenant?: string;
+                /** @enum {string} */
+                via?: "token" | "oidc" | "action_link" | "callback";
+                override?: boolean;
+                all_tenants?: boolean;
+            };
+            /** Format: date-time */
+            granted_at: string;
+            /** Format: date-time */
+            expires_at?: null | string;
+            uses: number;
+            /** Format: date-time */
+            revoked_at?: null | string;
+            revoked_by?: null | {
+                name?: string;
+                role?: string;
+                subject?: string;
+                issuer?: string;
+                groups?: null | string[];
+                tenant?: string;
+                /** @enum {string} */
+                via?: "token" | "oidc" | "action_link" | "callback";
+                override?: boolean;
+                all_tenants?: boolean;
+            };
+        };
+        RulesBody: {
+            rules: null | {
+                id: string;
+                tool: string;
+                agent?: string;
+                /** @enum {string} */
+                action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+                if?: string;
+                scope: string;
+                session_id: string;
+                interrupt_id: string;
+                tenant?: string;
+                reason?: string;
+                granted_by: {
+                    name?: string;
+                    role?: string;
+                    subject?: string;
+                    issuer?: string;
+                    groups?: null | string[];
+                    tenant?: string;
+                    /** @enum {string} */
+                    via?: "token" | "oidc" | "action_link" | "callback";
+                    override?: boolean;
+                    all_tenants?: boolean;
+                };
+                /** Format: date-time */
+                granted_at: string;
+                /** Format: date-time */
+                expires_at?: null | string;
+                uses: number;
+                /** Format: date-time */
+                revoked_at?: null | string;
+                revoked_by?: null | {
+                    name?: string;
+                    role?: string;
+                    subject?: string;
+                    issuer?: string;
+                    groups?: null | string[];
+                    tenant?: string;
+                    /** @enum {string} */
+                    via?: "token" | "oidc" | "action_link" | "callback";
+                    override?: boolean;
+                    all_tenants?: boolean;
+                };
+            }[];
         };
         Session: {
             id: string;
@@ -2831,6 +2970,107 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+        };
+    };
+    listRules: {
+        parameters: {
+            query?: {
+                /** @description only this tool's rules */
+                tool?: string;
+                /** @description true: revoked and expired rules too */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the rules, oldest grant first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulesBody"];
+                };
+            };
+            /** @description the request is malformed; error.message names the field and the fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description only approvers and admins list standing rules */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the rule, revoked (a rule revoked before keeps its first revocation) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description only approvers and admins revoke standing rules */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -44,6 +44,26 @@ describe("decisions", () => {
     assert.equal(done.output, '{"environment":"production"}');
   });
 
+  test("a standing rule: granted, deciding, revoked", async () => {
+    const first = await cairn.createSession("releaser", "staging");
+    const done = await cairn.approve(first.interrupts[0], { rule: { if: 'args.environment == "staging"', duration: "72h" } });
+    assert.equal(done.status, "completed");
+    const [rule, ...more] = await cairn.rules({ tool: "release" });
+    assert.equal(more.length, 0);
+    assert.deepEqual([rule.if, rule.scope, rule.action, rule.uses], ['args.environment == "staging"', "agent", "approve", 0]);
+    assert.equal((await cairn.createSession("releaser", "staging")).status, "completed", "a matching call runs without asking");
+    assert.equal((await cairn.createSession("releaser", "qa")).status, "paused", "another one asks");
+    assert.equal((await cairn.rules({ tool: "release" }))[0].uses, 1);
+    const revoked = await cairn.revokeRule(rule.id);
+    assert.ok(revoked.revoked_at);
+    assert.deepEqual(await cairn.rules({ tool: "release" }), []);
+    assert.equal((await cairn.rules({ tool: "release", all: true })).length, 1);
+    const after = await cairn.createSession("releaser", "staging");
+    assert.equal(after.status, "paused", "revoked, it decides nothing");
+    const tooLong = await refused(cairn.approve(after.interrupts[0], { rule: { duration: "30d" } }));
+    assert.deepEqual([tooLong.status, tooLong.code], [403, "forbidden"]);
+  });
+
   test("edit the arguments", async () => {
     const [s, i] = await paused("ops");
     const bad = await refused(cairn.approve(i, { arguments: { environment: "moon" } }));
