@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,7 +71,15 @@ func serve(t testing.TB, cfg string) (*exec.Cmd, string) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }() // drained so the server never blocks on it
+			// Drained so the server never blocks on it; its last lines are
+			// kept and shown when the test fails (why a request got 500).
+			tail := &tailBuffer{max: 32 << 10}
+			go func() { _, _ = io.Copy(tail, stderr) }()
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the last of `cairn serve` %s's stderr:\n%s", m[1], tail.String())
+				}
+			})
 			return cmd, m[1]
 		}
 	}
@@ -725,4 +734,27 @@ func TestListenAddress(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append(w.b[:0], w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

@@ -360,3 +360,50 @@ func TestTemporalWorkerGoneWhileWaiting(t *testing.T) {
 		t.Fatalf("the hasty session's events: %v", counts)
 	}
 }
+
+// On the Temporal driver, a standing rule granted with a decision decides
+// the next call without a pause (read in the model call's activity, so
+// the workflow's history holds it), and revoked, decides nothing.
+func TestTemporalStandingRule(t *testing.T) {
+	ts := newTemporalSetup(t, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"))
+	startWorker(t, ts.cfg)
+	_, url := serve(t, ts.cfg)
+	code, s := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
+	if code != 201 || s["status"] != "paused" {
+		t.Fatalf("create: %d %v", code, s)
+	}
+	in := s["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+	code, s = post(t, url+"/v1/sessions/"+s["id"].(string)+"/decisions",
+		fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve","rule":{"if":"args.environment == 'production'"}}]}`, s["seq"], in))
+	if code != 200 {
+		t.Fatalf("grant: %d %v", code, s)
+	}
+	rules := getJSON(t, url+"/v1/rules")["rules"].([]any)
+	if len(rules) != 1 {
+		t.Fatalf("rules: %v", rules)
+	}
+	id := rules[0].(map[string]any)["id"].(string)
+	code, next := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`)
+	if code != 201 || next["status"] != "completed" {
+		t.Fatalf("a call the rule covers: %d %v", code, next)
+	}
+	evs := getJSON(t, url+"/v1/sessions/"+next["id"].(string)+"/events")["events"].([]any)
+	var ruled bool
+	for _, ev := range evs {
+		if e := ev.(map[string]any); e["type"] == "decision" && e["data"].(map[string]any)["rule"] == id {
+			ruled = true
+		}
+	}
+	if !ruled {
+		t.Fatalf("no decision by %s in %v", id, evs)
+	}
+	req, _ := http.NewRequest("DELETE", url+"/v1/rules/"+id, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("revoke: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if code, after := post(t, url+"/v1/sessions", `{"agent":"main","input":"deploy"}`); code != 201 || after["status"] != "paused" {
+		t.Fatalf("a call after the revocation: %d %v", code, after)
+	}
+}

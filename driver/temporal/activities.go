@@ -11,6 +11,7 @@ import (
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/internal/local"
 	"github.com/cairnhq/cairn/model"
+	"github.com/cairnhq/cairn/session"
 	"github.com/cairnhq/cairn/store"
 )
 
@@ -40,6 +41,9 @@ type modelArgs struct {
 	// text deltas follow it (0 in histories written before it was added).
 	Seq    int64 `json:",omitempty"`
 	Effect engine.CallModel
+	// Tenant is the session's: the standing rules read with the reply
+	// are of its tenant.
+	Tenant string `json:",omitempty"`
 }
 
 // modelResult is a model call's outcome: a response, or why it failed (a
@@ -49,6 +53,10 @@ type modelResult struct {
 	Response *model.Response      `json:",omitempty"`
 	Error    string               `json:",omitempty"`
 	Provider *model.ProviderError `json:",omitempty"`
+	// Rules are the standing rules live when the reply came, for the
+	// tools it calls (engine.ModelDone.Rules): read in the activity, so
+	// the workflow's history records them and a replay decides the same.
+	Rules []session.Rule `json:",omitempty"`
 }
 
 func (m modelResult) failure() error {
@@ -94,7 +102,7 @@ func (a *activities) Model(ctx context.Context, in modelArgs) (modelResult, erro
 		}
 		return out, nil
 	}
-	return modelResult{Response: resp}, nil
+	return modelResult{Response: resp, Rules: a.core.RulesFor(ctx, in.Tenant, in.Effect.Agent, resp.Message.ToolCalls)}, nil
 }
 
 // Tools runs a batch of approved or automatic calls.

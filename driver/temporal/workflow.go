@@ -342,14 +342,14 @@ func (r *sessionRun) perform(ctx workflow.Context, eff engine.Effect) (engine.In
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 		})
 		var out modelResult
-		err := workflow.ExecuteActivity(actx, ActivityModel, modelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff}).Get(tctx, &out)
+		err := workflow.ExecuteActivity(actx, ActivityModel, modelArgs{SessionID: r.st.SessionID, Seq: r.st.Seq, Effect: eff, Tenant: r.st.Tenant}).Get(tctx, &out)
 		switch {
 		case r.cancelled:
 			return engine.Cancel{Scope: session.CancelAll, Actor: r.cancelBy}, nil
 		case err != nil:
 			return engine.ModelDone{Frame: eff.Frame, Err: fmt.Errorf("the model call did not complete: %w", err)}, nil
 		}
-		return engine.ModelDone{Frame: eff.Frame, Response: out.Response, Err: out.failure()}, nil
+		return engine.ModelDone{Frame: eff.Frame, Response: out.Response, Err: out.failure(), Rules: out.Rules}, nil
 	case engine.RunTools:
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.w.opts.ToolTimeout, HeartbeatTimeout: r.w.opts.Heartbeat,

@@ -119,6 +119,12 @@ func (c Core) CallModel(ctx context.Context, sessionID string, after int64, eff 
 	return c.r.callModel(ctx, sessionID, after, eff, nil) // an outside driver's calls: each its own deadline
 }
 
+// RulesFor reads the standing rules live now for the tools calls name
+// that a rule may decide, in tenant (engine.ModelDone.Rules).
+func (c Core) RulesFor(ctx context.Context, tenant, agent string, calls []model.ToolCall) []session.Rule {
+	return c.r.rulesFor(ctx, tenant, agent, calls)
+}
+
 // RunTools performs a RunTools effect.
 func (c Core) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
 	return c.r.runTools(ctx, eff, false)
