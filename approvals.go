@@ -94,7 +94,7 @@ func (r *Runner) RecordCallResult(ctx context.Context, id string, c Completion, 
 }
 
 // RuleQuery selects the standing rules Runner.Rules lists.
-type RuleQuery = local.RuleQuery
+type RuleQuery = session.RuleQuery
 
 // Rules lists the standing rules actor may see: those of their tenant
 // (every tenant's for a global actor or the program), live ones unless

@@ -137,7 +137,17 @@ type RunnerOptions struct {
 	// trusts, besides the Signer's own (when it is an *audit.Key): older
 	// keys, after a rotation.
 	AuditKeys audit.Keys
+	// Suggestions says when the inbox offers a standing rule on an
+	// approval (PendingInterrupt.Suggestion): the zero value offers one
+	// after 20 approvals by 2 people (docs/rules.md).
+	Suggestions SuggestionPolicy
 }
+
+// SuggestionPolicy says when the inbox offers a standing rule: the same
+// call (tool, agent, argument shape) approved as asked at least
+// MinApprovals times by at least MinPeople people, never rejected or
+// edited. Zero fields take the defaults (20, 2); Off offers none.
+type SuggestionPolicy = local.SuggestionPolicy
 
 // DefaultCheckpointEvery is how many events a running turn records
 // between signed checkpoints unless RunnerOptions.CheckpointEvery says

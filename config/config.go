@@ -59,6 +59,8 @@ type Config struct {
 	Tokens []Token
 	// AdminOverride is auth.admin_override (cairn.RunnerOptions.AdminOverride).
 	AdminOverride bool
+	// Suggestions is the suggestions section (cairn.RunnerOptions.Suggestions).
+	Suggestions cairn.SuggestionPolicy
 	// OIDC is auth.oidc, checked (nil without it).
 	OIDC *OIDC
 	// ContinuationKeys come from the variable named by secret_env (keys

@@ -15,8 +15,11 @@ type File struct {
 	SecretEnv string `yaml:"secret_env"`
 	// TokenLedger is a SQLite file recording spent continuation tokens when
 	// the store is memory (other stores keep the ledger themselves).
-	TokenLedger string                 `yaml:"token_ledger"`
-	Auth        *AuthConfig            `yaml:"auth"`
+	TokenLedger string      `yaml:"token_ledger"`
+	Auth        *AuthConfig `yaml:"auth"`
+	// Suggestions says when the inbox offers a standing rule:
+	// {min_approvals: 20, min_people: 2} (the defaults), or {off: true}.
+	Suggestions *SuggestionsConfig     `yaml:"suggestions"`
 	Models      map[string]ModelConfig `yaml:"models"`
 	Tools       map[string]ToolConfig  `yaml:"tools"`
 	Agents      map[string]AgentConfig `yaml:"agents"`
@@ -324,6 +327,13 @@ type ScriptCall struct {
 }
 
 // ToolConfig is one entry of tools.
+// SuggestionsConfig is the suggestions section (cairn.SuggestionPolicy).
+type SuggestionsConfig struct {
+	MinApprovals int  `yaml:"min_approvals"`
+	MinPeople    int  `yaml:"min_people"`
+	Off          bool `yaml:"off"`
+}
+
 // StandingRulesConfig is a tool's standing_rules: whether people may
 // grant standing rules for its calls, and for how long at most (a
 // duration like 72h or 30d, or unbounded; default 30d).

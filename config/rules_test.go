@@ -11,6 +11,7 @@ import (
 )
 
 const rulesConfig = `store: memory
+suggestions: {min_approvals: 40, min_people: 3}
 models:
   default: {provider: scripted, script: [{text: hi}]}
 tools:
@@ -40,6 +41,9 @@ func TestStandingRulesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Suggestions != (cairn.SuggestionPolicy{MinApprovals: 40, MinPeople: 3}) {
+		t.Errorf("suggestions: %+v", cfg.Suggestions)
+	}
 	tools := map[string]*cairn.Tool{}
 	for _, tool := range cfg.Agents[0].Tools {
 		tools[tool.Name] = tool
@@ -58,6 +62,7 @@ func TestStandingRulesConfig(t *testing.T) {
 		{"max_duration: 7d}", "max_duration: 7 days}", `tools.deploy.standing_rules.max_duration: "7 days" is not a positive duration`},
 		{"{allow: false}", "{allow: false, max_duration: 3d}", "tools.wipe.standing_rules.max_duration: rules are not allowed"},
 		{"{allow: false}", "{allwo: false}", `did you mean "allow"?`},
+		{"min_people: 3}", "min_people: -1}", "suggestions: min_approvals and min_people are counts"},
 	} {
 		_, err := config.Parse(filepath.Join(t.TempDir(), "cairn.yaml"), []byte(strings.Replace(rulesConfig, c.from, c.to, 1)), func(string) (string, bool) { return "", false })
 		if err == nil || !strings.Contains(err.Error(), c.says) {

@@ -27,6 +27,12 @@ func (l *loader) server(f *File, cfg *Config) error {
 	if cfg.ContinuationKeys, err = l.keys(f.SecretEnv); err != nil {
 		return err
 	}
+	if s := f.Suggestions; s != nil {
+		if s.MinApprovals < 0 || s.MinPeople < 0 {
+			return l.errf("suggestions", "min_approvals and min_people are counts (0: the defaults, 20 and 2); to offer none, off: true")
+		}
+		cfg.Suggestions = cairn.SuggestionPolicy{MinApprovals: s.MinApprovals, MinPeople: s.MinPeople, Off: s.Off}
+	}
 	if f.Auth != nil {
 		cfg.AdminOverride = f.Auth.AdminOverride
 		if f.Auth.OIDC != nil {

@@ -218,6 +218,9 @@ type PendingInterrupt struct {
 	Seq int64 `json:"seq"`
 	// PausedAt is when the session paused (its last update).
 	PausedAt time.Time `json:"paused_at"`
+	// Suggestion, on an approval, is a standing rule the decision history
+	// supports for calls like this one (see Suggestion).
+	Suggestion *Suggestion `json:"suggestion,omitempty"`
 }
 
 // MarshalJSON writes the pending interrupt: its Interrupt, with its Ask,
@@ -230,9 +233,10 @@ func (p PendingInterrupt) MarshalJSON() ([]byte, error) {
 		Ask       Ask       `json:"ask"`
 		SessionID string    `json:"session_id"`
 		Tenant    string    `json:"tenant,omitempty"`
-		Seq       int64     `json:"seq"`
-		PausedAt  time.Time `json:"paused_at"`
-	}{plain(p.Interrupt), p.Interrupt.Ask(), p.SessionID, p.Tenant, p.Seq, p.PausedAt})
+		Seq        int64       `json:"seq"`
+		PausedAt   time.Time   `json:"paused_at"`
+		Suggestion *Suggestion `json:"suggestion,omitempty"`
+	}{plain(p.Interrupt), p.Interrupt.Ask(), p.SessionID, p.Tenant, p.Seq, p.PausedAt, p.Suggestion})
 }
 
 // OnTimeout is what happens when an external call's deadline passes with

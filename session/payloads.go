@@ -206,6 +206,10 @@ type DecisionMade struct {
 	Rule string `json:"rule,omitempty"`
 	// Granted is the standing rule this decision granted (Decision.Rule).
 	Granted *Rule `json:"granted_rule,omitempty"`
+	// AskedAt is when the interrupt was asked (absent where none was: a
+	// standing rule's or an auto-approval's decision), for the time a
+	// person took to decide.
+	AskedAt *time.Time `json:"asked_at,omitempty"`
 	// Batch is the bulk decision this one was part of (BulkResponse.Batch).
 	Batch string `json:"batch,omitempty"`
 }

@@ -170,3 +170,66 @@ func identifier(k string) bool {
 	}
 	return k != ""
 }
+
+// Suggestion is a standing rule the inbox offers on an approval: calls of
+// the same tool by the same agent with the same argument shape (the
+// condition ConditionFor makes) were approved, as asked, many times by
+// several people and never rejected or edited.
+type Suggestion struct {
+	// Rule is the grant to send with an approval to take it (its
+	// condition is the call's shape), and what it would decide.
+	Rule SuggestedRule `json:"rule"`
+	// Evidence is what supports it.
+	Evidence Evidence `json:"evidence"`
+}
+
+// SuggestedRule is a suggestion's rule: a RuleGrant and what it decides.
+type SuggestedRule struct {
+	Action Action    `json:"action"`
+	Tool   string    `json:"tool"`
+	Agent  string    `json:"agent"`
+	Scope  RuleScope `json:"scope"`
+	If     string    `json:"if"`
+	// Duration is the grant's (the tool's maximum, at most 30 days).
+	Duration string `json:"duration"`
+}
+
+// Evidence is the decision history behind a suggestion: Approvals
+// approvals of the call's shape by People distinct people, the first of
+// them at Since, none rejected or edited.
+type Evidence struct {
+	Approvals int       `json:"approvals"`
+	People    int       `json:"people"`
+	Since     time.Time `json:"since"`
+}
+
+// Grant is the RuleGrant that takes suggestion s.
+func (s *Suggestion) Grant() *RuleGrant {
+	return &RuleGrant{Scope: s.Rule.Scope, If: s.Rule.If, Duration: s.Rule.Duration}
+}
+
+// FormatRuleDuration writes d as ParseRuleDuration reads it: whole days
+// as "30d", else a Go duration.
+func FormatRuleDuration(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// RuleQuery selects the standing rules a listing shows.
+type RuleQuery struct {
+	// Tool, when set, keeps that tool's rules.
+	Tool string
+	// All lists revoked and expired rules too; else the live ones.
+	All bool
+}
+
+// SuggestionPolicy says when the inbox offers a standing rule: the same
+// call (tool, agent, argument shape) approved as asked at least
+// MinApprovals times by at least MinPeople people, never rejected or
+// edited. Zero fields take the defaults (20, 2); Off offers none.
+type SuggestionPolicy struct {
+	MinApprovals, MinPeople int
+	Off                     bool
+}

@@ -26,7 +26,11 @@ type Memory struct {
 	tombstones map[string]Tombstone
 	// rules are the standing rules, in the order granted.
 	rules []*session.Rule
-	feed  Feed
+	// decisions are the decision records, in the order written, and their
+	// ids.
+	decisions   []DecisionRecord
+	decisionIDs map[string]bool
+	feed        Feed
 }
 
 type memMessage struct {
@@ -89,9 +93,10 @@ func (m *memHead) head() Head {
 }
 
 var (
-	_ Outbox = (*Memory)(nil)
-	_ Blobs  = (*Memory)(nil)
-	_ Rules  = (*Memory)(nil)
+	_ Outbox    = (*Memory)(nil)
+	_ Blobs     = (*Memory)(nil)
+	_ Rules     = (*Memory)(nil)
+	_ Decisions = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store.
@@ -141,6 +146,7 @@ func (m *Memory) Append(ctx context.Context, head Head, expectedSeq int64, event
 		s.cp = &cp
 	}
 	m.putRules(head.Rules, head.RuleUses)
+	m.putDecisions(head.Decisions)
 	if head.Summary == nil {
 		head.Summary, head.PendingKinds = s.head.Summary, s.head.PendingKinds
 	}
@@ -547,4 +553,58 @@ func (m *Memory) RevokeRule(ctx context.Context, id string, by session.Actor, at
 		r.RevokedAt, r.RevokedBy = &at, &by
 	}
 	return *r, nil
+}
+
+// putDecisions stores decision records, under m.mu.
+func (m *Memory) putDecisions(records []DecisionRecord) {
+	for _, r := range records {
+		if m.decisionIDs[r.ID] {
+			continue
+		}
+		if m.decisionIDs == nil {
+			m.decisionIDs = map[string]bool{}
+		}
+		m.decisionIDs[r.ID] = true
+		r.Detail = slices.Clone(r.Detail)
+		m.decisions = append(m.decisions, r)
+	}
+}
+
+// Decisions implements Decisions.
+func (m *Memory) Decisions(ctx context.Context, q DecisionQuery, each func(*DecisionRecord) bool) error {
+	m.mu.RLock()
+	var out []DecisionRecord
+	for i := range m.decisions {
+		if q.Selects(&m.decisions[i]) {
+			out = append(out, m.decisions[i])
+		}
+	}
+	m.mu.RUnlock()
+	slices.SortStableFunc(out, func(a, b DecisionRecord) int { return a.DecidedAt.Compare(b.DecidedAt) })
+	for i := range out {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !each(&out[i]) {
+			break
+		}
+	}
+	return nil
+}
+
+// LatestDecisions implements Decisions.
+func (m *Memory) LatestDecisions(ctx context.Context, key DecisionKey, limit int) ([]DecisionRecord, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []DecisionRecord
+	for _, r := range slices.Backward(m.decisions) {
+		if r.Tenant == key.Tenant && r.Agent == key.Agent && r.Tool == key.Tool && r.Shape == key.Shape {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b DecisionRecord) int { return b.DecidedAt.Compare(a.DecidedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

@@ -98,6 +98,10 @@ type Head struct {
 	// decided calls in the events, one per decision: each adds one to its
 	// rule's Uses in the same commit. Reads leave it nil.
 	RuleUses []string
+	// Decisions, when set on Append, are the records of the approvals the
+	// events decide (see Decisions), stored in the same commit. Reads
+	// leave it nil.
+	Decisions []DecisionRecord
 	// Chained: the events' hashes are the engine's chain — each event's
 	// Hash is session.EventHash(ID, the event, the Hash of the event
 	// before it), the first's from its Prev — so a store may keep the hash
@@ -592,4 +596,66 @@ func (q RuleQuery) Selects(r *session.Rule) bool {
 		return false
 	}
 	return q.LiveAt.IsZero() || r.LiveAt(q.LiveAt)
+}
+
+// DecisionRecord is one decision on a call's approval, kept beside the
+// sessions' logs for the approval analytics and the earned suggestions:
+// written in the commit of the decision (Head.Decisions), so the records
+// are exactly the decisions recorded.
+type DecisionRecord struct {
+	// ID is the session's id and the interrupt's, joined by "/": a record
+	// written again keeps the first.
+	ID        string
+	Tenant    string
+	SessionID string
+	Agent     string
+	Tool      string
+	// Shape is the call's argument shape (session.ConditionFor of its
+	// arguments): calls of one shape are "the same call".
+	Shape  string
+	Action session.Action
+	// Edited: approved with other arguments; Expired: the outcome at the
+	// approval's deadline, decided by no one.
+	Edited, Expired bool
+	// Rule is the standing rule (or on_expiry rule) that decided it, if any.
+	Rule string
+	// Approver is who decided (session.Actor.Identity), Name their name.
+	Approver, Name string
+	// AskedAt is when the approval was asked (zero: never asked, as for a
+	// standing rule's decision); DecidedAt when it was decided.
+	AskedAt, DecidedAt time.Time
+	// Detail, on a rejected or edited call, is what an evaluation set
+	// keeps of it (JSON: arguments, new_arguments, reason); nil otherwise.
+	Detail json.RawMessage
+}
+
+// DecisionQuery selects decision records.
+type DecisionQuery struct {
+	Tenant     string
+	AllTenants bool
+	// Since and Until bound DecidedAt: Since ≤ DecidedAt < Until (a zero
+	// one does not bound).
+	Since, Until time.Time
+}
+
+// Selects reports whether q selects r (what every store's query does).
+func (q DecisionQuery) Selects(r *DecisionRecord) bool {
+	return (q.AllTenants || r.Tenant == q.Tenant) && (q.Since.IsZero() || !r.DecidedAt.Before(q.Since)) &&
+		(q.Until.IsZero() || r.DecidedAt.Before(q.Until))
+}
+
+// DecisionKey names the calls of one tool of one agent with one argument
+// shape, in a tenant.
+type DecisionKey struct {
+	Tenant, Agent, Tool, Shape string
+}
+
+// Decisions keeps decision records (DecisionRecord). The stores of this
+// module implement it.
+type Decisions interface {
+	// Decisions calls each with the records q selects, oldest decision
+	// first (an index walk on tenant and time), until each returns false.
+	Decisions(ctx context.Context, q DecisionQuery, each func(*DecisionRecord) bool) error
+	// LatestDecisions returns the last limit records of key, newest first.
+	LatestDecisions(ctx context.Context, key DecisionKey, limit int) ([]DecisionRecord, error)
 }

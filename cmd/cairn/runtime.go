@@ -44,6 +44,7 @@ func openRuntime(ctx context.Context, cfg *config.Config, opts cairn.RunnerOptio
 		}
 	}
 	opts.Store, opts.Webhooks, opts.PublicURL, opts.AdminOverride = rt.store, cfg.Webhooks, cfg.PublicURL, cfg.AdminOverride
+	opts.Suggestions = cfg.Suggestions
 	if key, err := signerOf(ctx, cfg, rt.store); err != nil {
 		return nil, err
 	} else if key != nil { // a nil *audit.Key in the interface would sign

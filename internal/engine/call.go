@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/model"
@@ -503,6 +504,8 @@ type Call struct {
 	// (approval_requested, input_requested), for telling a pause's new
 	// interrupts from those an earlier pause already announced.
 	Asked int64 `json:",omitempty"`
+	// AskedAt is when: the decision records it, for the time a person took.
+	AskedAt time.Time `json:",omitzero"`
 	// ArgsSeq, while the call waits for several approvals, is the seq since
 	// which its arguments are as they are (the request, or the last edit):
 	// an approval made at a seq from then on approved these arguments.

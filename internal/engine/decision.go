@@ -357,6 +357,10 @@ func (s *stepper) record(p decided) {
 	if p.newArgs != nil {
 		ev.NewArgsDigest = digest(string(p.newArgs))
 	}
+	if !p.c.AskedAt.IsZero() {
+		at := p.c.AskedAt.UTC()
+		ev.AskedAt = &at
+	}
 	s.emit(session.EventDecision, p.f, ev)
 	switch p.d.Action {
 	case session.ActionComplete:

@@ -43,7 +43,7 @@ func projectInterruptRequested(p *InterruptRequested, st *State, ev *session.Eve
 		return err
 	}
 	in := p.Interrupt
-	c.State, c.Interrupt, c.Asked, c.ArgsSeq = CallAwaiting, &in, ev.Seq, ev.Seq
+	c.State, c.Interrupt, c.Asked, c.AskedAt, c.ArgsSeq = CallAwaiting, &in, ev.Seq, ev.Time, ev.Seq
 	c.Held = c.Held || p.Held
 	if len(p.State) > 0 || p.Asked {
 		c.AskState, c.AskedApproval = p.State, p.Asked

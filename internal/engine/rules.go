@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"github.com/cairnhq/cairn/session"
 )
@@ -96,11 +95,11 @@ func (s *stepper) grant(i int, d session.Decision, f *Frame, c *Call, actor sess
 		case err != nil:
 			return nil, bad("duration: %v", err)
 		case unbounded && !tool.Rules.Unbounded:
-			return nil, forbidden("duration: the configuration allows rules for %q to last at most %s (tools.%s.standing_rules.max_duration)", c.Tool, days(dur), c.Tool)
+			return nil, forbidden("duration: the configuration allows rules for %q to last at most %s (tools.%s.standing_rules.max_duration)", c.Tool, session.FormatRuleDuration(dur), c.Tool)
 		case unbounded:
 			dur = 0
 		case d > dur:
-			return nil, forbidden("duration: %s is longer than the %s the configuration allows for %q (tools.%s.standing_rules.max_duration)", g.Duration, days(dur), c.Tool, c.Tool)
+			return nil, forbidden("duration: %s is longer than the %s the configuration allows for %q (tools.%s.standing_rules.max_duration)", g.Duration, session.FormatRuleDuration(dur), c.Tool, c.Tool)
 		default:
 			dur = d
 		}
@@ -110,14 +109,6 @@ func (s *stepper) grant(i int, d session.Decision, f *Frame, c *Call, actor sess
 		rule.ExpiresAt = &exp
 	}
 	return rule, nil
-}
-
-// days writes d in days when it is whole days.
-func days(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
 }
 
 // standingRule returns the standing rule that decides call c of frame f

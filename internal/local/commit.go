@@ -134,7 +134,7 @@ func (r *Runner) sealStep(ctx context.Context, head store.Head, nonce string, st
 		}
 	}
 	var err error
-	if head.Rules, head.RuleUses, err = ruleChanges(step); err != nil {
+	if head.Rules, head.RuleUses, head.Decisions, err = decisionChanges(head, step); err != nil {
 		return head, fmt.Errorf("standing rules of session %s: %w", head.ID, err)
 	}
 	head.Checkpoint = r.checkpoint(head, step.Events)

@@ -121,6 +121,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 					continue
 				}
 				if len(interrupts) == limit {
+					r.suggest(ctx, interrupts)
 					return interrupts, encodeCursor(prev, i), nil
 				}
 				interrupts = append(interrupts, session.PendingInterrupt{Interrupt: s.Interrupts[i], SessionID: s.ID, Tenant: s.Tenant, Seq: s.Seq, PausedAt: s.UpdatedAt})
@@ -128,6 +129,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 			prev, skip = h.Position(), 0
 		}
 		if !more {
+			r.suggest(ctx, interrupts)
 			return interrupts, "", nil
 		}
 	}

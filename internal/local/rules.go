@@ -1,10 +1,13 @@
 package local
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/model"
@@ -43,17 +46,19 @@ func (r *Runner) rulesFor(ctx context.Context, tenant, agent string, calls []mod
 	return rules
 }
 
-// ruleChanges are the standing rules a step's decisions grant and the
-// rules that decided calls in it, one id per decision, for its commit
-// (store.Head.Rules, RuleUses).
-func ruleChanges(step engine.Step) (granted []session.Rule, uses []string, err error) {
+// decisionChanges are what a step's decisions add beside its events, for
+// its commit: the standing rules they grant, the rules that decided calls
+// (one id per decision), and a record of each decided approval
+// (store.Head.Rules, RuleUses, Decisions).
+func decisionChanges(head store.Head, step engine.Step) (granted []session.Rule, uses []string, records []store.DecisionRecord, err error) {
 	for i := range step.Events {
-		if step.Events[i].Type != session.EventDecision {
+		ev := &step.Events[i]
+		if ev.Type != session.EventDecision {
 			continue
 		}
 		p, err := engine.Payload(step.Events, step.Payloads, i)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		d, ok := p.(*engine.DecisionMade)
 		if !ok {
@@ -62,23 +67,37 @@ func ruleChanges(step engine.Step) (granted []session.Rule, uses []string, err e
 		if d.Granted != nil {
 			granted = append(granted, *d.Granted)
 		}
-		if d.Granted == nil && len(d.Rule) > 4 && d.Rule[:4] == "rul_" {
+		if d.Granted == nil && strings.HasPrefix(d.Rule, "rul_") {
 			uses = append(uses, d.Rule)
 		}
+		if d.Kind == session.KindApproval && (d.Action == session.ActionApprove || d.Action == session.ActionReject) {
+			records = append(records, decisionRecord(head, ev, d))
+		}
 	}
-	return granted, uses, nil
+	return granted, uses, records, nil
 }
 
-// RuleQuery is what Rules lists.
-type RuleQuery struct {
-	// Tool, when set, keeps that tool's rules.
-	Tool string
-	// All lists revoked and expired rules too; else the live ones.
-	All bool
+// decisionRecord is the record of decision d, event ev of head's session.
+func decisionRecord(head store.Head, ev *session.Event, d *engine.DecisionMade) store.DecisionRecord {
+	r := store.DecisionRecord{ID: head.ID + "/" + d.InterruptID, Tenant: head.Tenant, SessionID: head.ID, Agent: ev.Agent, Tool: d.Tool,
+		Shape: session.ConditionFor(d.Arguments), Action: d.Action, Edited: len(d.NewArgs) > 0, Rule: d.Rule,
+		Approver: d.Actor.Identity(), Name: d.Actor.Who(), DecidedAt: ev.Time.UTC()}
+	r.Expired = d.Actor.Name == expiryActor.Name && d.Actor.Role == expiryActor.Role && d.Actor.Via == ""
+	if d.AskedAt != nil {
+		r.AskedAt = d.AskedAt.UTC()
+	}
+	if d.Action == session.ActionReject || r.Edited {
+		r.Detail, _ = json.Marshal(struct { // strings and JSON the event holds: cannot fail
+			Arguments    json.RawMessage `json:"arguments,omitempty"`
+			NewArguments json.RawMessage `json:"new_arguments,omitempty"`
+			Reason       string          `json:"reason,omitempty"`
+		}{d.Arguments, d.NewArgs, d.Reason})
+	}
+	return r
 }
 
 // Rules is cairn.Runner.Rules (documented there).
-func (r *Runner) Rules(ctx context.Context, actor session.Actor, q RuleQuery) ([]session.Rule, error) {
+func (r *Runner) Rules(ctx context.Context, actor session.Actor, q session.RuleQuery) ([]session.Rule, error) {
 	rs, err := r.ruleStore()
 	if err != nil {
 		return nil, err
@@ -124,4 +143,83 @@ func (r *Runner) ruleStore() (store.Rules, error) {
 		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: "this runner's store keeps no standing rules"}
 	}
 	return rs, nil
+}
+
+// SuggestionPolicy is cairn.SuggestionPolicy.
+type SuggestionPolicy = session.SuggestionPolicy
+
+// Defaults of SuggestionPolicy, and how far back a suggestion looks.
+const (
+	DefaultSuggestAfter  = 20
+	DefaultSuggestPeople = 2
+	// suggestWindow is how many of a call shape's last decisions a
+	// suggestion reads (one index walk): "never rejected" is within them.
+	suggestWindow = 1000
+)
+
+// suggest sets the suggestion of each approval of a page of the inbox
+// that the decision history supports (SuggestionPolicy). Each call shape
+// of the page is one read of its last decisions. A read that fails
+// suggests nothing (and is logged): suggestions are advice.
+func (r *Runner) suggest(ctx context.Context, items []session.PendingInterrupt) {
+	pol := r.suggestions
+	ds, ok := r.store.(store.Decisions)
+	if pol.Off || !ok {
+		return
+	}
+	n, k := cmp.Or(pol.MinApprovals, DefaultSuggestAfter), cmp.Or(pol.MinPeople, DefaultSuggestPeople)
+	tools := r.compiled.Load().tools
+	found := map[store.DecisionKey]*session.Suggestion{}
+	for i := range items {
+		it := &items[i]
+		in := &it.Interrupt
+		if in.Kind != session.KindApproval || in.InDoubt || in.Required > 1 || in.Approvers != nil && in.Approvers.NotRequester || len(in.Path) == 0 || in.Remote != nil {
+			continue
+		}
+		agent := in.Path[len(in.Path)-1].Agent
+		t := tools[agent][in.Tool]
+		if t == nil || t.Engine.Rules.Forbidden {
+			continue
+		}
+		key := store.DecisionKey{Tenant: it.Tenant, Agent: agent, Tool: in.Tool, Shape: session.ConditionFor(in.Arguments)}
+		s, seen := found[key]
+		if !seen {
+			recs, err := ds.LatestDecisions(ctx, key, suggestWindow)
+			if err != nil {
+				r.log.WarnContext(ctx, "the decision history could not be read; no suggestion", "tool", in.Tool, "error", err)
+				return
+			}
+			s = earned(recs, n, k)
+			if s != nil {
+				s.Rule = session.SuggestedRule{Action: session.ActionApprove, Tool: in.Tool, Agent: agent, Scope: session.ScopeAgent, If: key.Shape,
+					Duration: session.FormatRuleDuration(min(t.Engine.Rules.Max(), session.DefaultRuleDuration))}
+			}
+			found[key] = s
+		}
+		it.Suggestion = s
+	}
+}
+
+// earned is the suggestion recs support, newest first: at least n
+// approvals as asked by at least k people, none rejected or edited. The
+// decisions of rules and expiries are no one's and do not count.
+func earned(recs []store.DecisionRecord, n, k int) *session.Suggestion {
+	var ev session.Evidence
+	people := map[string]bool{}
+	for _, rec := range recs {
+		if rec.Rule != "" || rec.Expired {
+			continue
+		}
+		if rec.Action != session.ActionApprove || rec.Edited {
+			return nil
+		}
+		ev.Approvals++
+		people[rec.Approver+"\x00"+rec.Name] = true
+		ev.Since = rec.DecidedAt
+	}
+	if ev.Approvals < n || len(people) < k {
+		return nil
+	}
+	ev.People = len(people)
+	return &session.Suggestion{Evidence: ev}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/testkit/check"
@@ -132,4 +133,94 @@ func decisionsOf(t *testing.T, r *cairn.Runner, id string) []session.DecisionMad
 		out = append(out, d)
 	}
 	return out
+}
+
+// The inbox offers a standing rule where the history supports it: 40
+// approvals of the same call shape by 3 people give a suggestion with
+// that evidence (the grant it names decides the next such call); a
+// rejection among them, an edit, or too few people give none; another
+// shape has its own history.
+func TestSuggestionsFromTheHistory(t *testing.T) {
+	ctx := context.Background()
+	people := []cairn.Actor{
+		{Name: "ana", Subject: "ana", Role: session.RoleApprover, Groups: []string{"ops"}, Via: session.ViaToken},
+		{Name: "bo", Subject: "bo", Role: session.RoleApprover, Groups: []string{"ops"}, Via: session.ViaToken},
+		{Name: "cy", Subject: "cy", Role: session.RoleApprover, Groups: []string{"ops"}, Via: session.ViaToken},
+	}
+	decide := func(t *testing.T, r *cairn.Runner, env string, d cairn.Decision, who cairn.Actor) {
+		t.Helper()
+		s := check.NoErr(t)(r.Start(ctx, "main", env, nil))
+		d.InterruptID = s.Interrupts[0].ID
+		check.NoErr(t)(r.Resume(ctx, s.ID, s.Seq, []cairn.Decision{d}, &cairn.TurnOptions{Actor: who}))
+	}
+	pendingOf := func(t *testing.T, r *cairn.Runner, env string) cairn.PendingInterrupt {
+		t.Helper()
+		s := check.NoErr(t)(r.Start(ctx, "main", env, nil))
+		items, _, err := r.InterruptsPage(ctx, cairn.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if it.SessionID == s.ID {
+				return it
+			}
+		}
+		t.Fatalf("%s is not in the inbox", s.ID)
+		return cairn.PendingInterrupt{}
+	}
+	approve := cairn.Decision{Action: cairn.ActionApprove}
+	var runs atomic.Int32
+	history := func(t *testing.T, mid *cairn.Decision) *cairn.Runner {
+		r := ruleNode(t, filepath.Join(t.TempDir(), "c.db"), &runs)
+		for i := range 40 {
+			d := approve
+			if mid != nil && i == 20 {
+				d = *mid
+			}
+			decide(t, r, "staging", d, people[i%3])
+		}
+		return r
+	}
+
+	t.Run("earned", func(t *testing.T) {
+		r := history(t, nil)
+		began := time.Now()
+		it := pendingOf(t, r, "staging")
+		s := it.Suggestion
+		if s == nil || s.Evidence.Approvals != 40 || s.Evidence.People != 3 || s.Evidence.Since.IsZero() || s.Evidence.Since.After(began) {
+			t.Fatalf("the suggestion: %+v", s)
+		}
+		if s.Rule.If != `args.env == "staging"` || s.Rule.Tool != "deploy" || s.Rule.Agent != "main" || s.Rule.Action != cairn.ActionApprove || s.Rule.Duration != "30d" {
+			t.Fatalf("the suggested rule: %+v", s.Rule)
+		}
+		if other := pendingOf(t, r, "prod"); other.Suggestion != nil {
+			t.Fatalf("another shape, never decided: %+v", other.Suggestion)
+		}
+		// Taking it: the grant it names, with the approval.
+		check.NoErr(t)(r.Resume(ctx, it.SessionID, it.Seq, []cairn.Decision{{InterruptID: it.ID, Action: cairn.ActionApprove, Rule: s.Grant()}}, &cairn.TurnOptions{Actor: people[0]}))
+		if next := check.NoErr(t)(r.Start(ctx, "main", "staging", nil)); next.Status != cairn.StatusCompleted {
+			t.Fatalf("the next call after taking the suggestion: %+v", next)
+		}
+	})
+	t.Run("one rejection", func(t *testing.T) {
+		r := history(t, &cairn.Decision{Action: cairn.ActionReject, Reason: "not now"})
+		if s := pendingOf(t, r, "staging").Suggestion; s != nil {
+			t.Fatalf("a suggestion despite a rejection: %+v", s)
+		}
+	})
+	t.Run("one edit", func(t *testing.T) {
+		r := history(t, &cairn.Decision{Action: cairn.ActionApprove, Arguments: []byte(`{"env":"staging"}`)})
+		if s := pendingOf(t, r, "staging").Suggestion; s != nil {
+			t.Fatalf("a suggestion despite an edit: %+v", s)
+		}
+	})
+	t.Run("one person", func(t *testing.T) {
+		r := ruleNode(t, filepath.Join(t.TempDir(), "c.db"), &runs)
+		for range 25 {
+			decide(t, r, "staging", approve, people[0])
+		}
+		if s := pendingOf(t, r, "staging").Suggestion; s != nil {
+			t.Fatalf("a suggestion from one person: %+v", s)
+		}
+	})
 }

@@ -66,6 +66,8 @@ type Options struct {
 	CheckpointEvery int
 	// AuditKeys is cairn.RunnerOptions.AuditKeys.
 	AuditKeys audit.Keys
+	// Suggestions is cairn.RunnerOptions.Suggestions.
+	Suggestions SuggestionPolicy
 }
 
 // Runner starts sessions and resumes them. It is the in-process driver of
@@ -85,6 +87,7 @@ type Runner struct {
 	// followed by a model call is written while the call runs (driveIn).
 	overlapWrites  bool
 	log            *slog.Logger
+	suggestions    SuggestionPolicy
 	maxParallel    int
 	toolWorkers    workers
 	now            func() time.Time
@@ -128,6 +131,7 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.suggestions = opts.Suggestions
 	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: schema.CheckValue,
 		Authority: session.Authority{AdminOverride: opts.AdminOverride}, RuleCondition: cond.NewCache("args", 1024).Eval}
 	if err := r.compile(agents); err != nil {

@@ -14,6 +14,7 @@ const state = {
   inboxGen: 0, // the inbox update under way (a newer one stops an older one)
   filters: { kind: '', agent: '', tool: '' },
   selected: new Map(), // inbox cards picked for a bulk decision: "session/interrupt" → {s, it}
+  suggestions: new Map(), // standing rules the history supports: "session/interrupt" → suggestion
   view: '',
   stop: null, // aborts the current view's live stream
 };
@@ -269,6 +270,7 @@ function sessionChanged(s) {
   else state.inbox.delete(s.id);
   updateCount();
   updateInboxList();
+  loadSuggestions();
 }
 
 // loadInbox reads every paused session. Changes the feed brings while it
@@ -287,6 +289,7 @@ async function loadInbox() {
   for (const s of listed.values()) if (newest(s)) state.inbox.set(s.id, s);
   updateCount();
   updateInboxList();
+  loadSuggestions();
 }
 
 // The cross-session feed keeps the inbox live, whichever process records.
@@ -719,7 +722,50 @@ function actions(s, it, agent, card, error) {
   });
   if (remember) box.append(el('label', { class: 'muted' }, remember, ' remember for this session'));
   if (rule) box.append(rule.box);
+  // A rule the decision history supports: GET /v1/interrupts' suggestion,
+  // read apart from the sessions the inbox lists (loadSuggestions).
+  if (rule) {
+    const slot = el('div', { class: 'suggestion-slot' });
+    box.append(slot);
+    card.suggest = (sg) => slot.replaceChildren(...(sg ? [suggestionLine(s, it, sg, error)] : []));
+    card.suggest(state.suggestions.get(s.id + '/' + it.id));
+  }
   return box;
+}
+
+// suggestionLine offers a suggested standing rule, its evidence, and a
+// button that approves the call and grants the rule.
+function suggestionLine(s, it, sg, error) {
+  const ev = sg.evidence;
+  return el('div', { class: 'suggestion' },
+    el('span', { class: 'label' }, 'Suggested: '),
+    'approve ' + sg.rule.tool + ' of ' + sg.rule.agent + (sg.rule.if ? ' when ' + sg.rule.if : '') + ' without asking, for ' + sg.rule.duration +
+      ' (approved ' + ev.approvals + ' times by ' + ev.people + ' people since ' + new Date(ev.since).toLocaleDateString() + ', never rejected or edited) ',
+    el('button', { class: 'take-suggestion', onclick: () => decide(s, { interrupt_id: it.id, action: 'approve', rule: { scope: sg.rule.scope, if: sg.rule.if || undefined, duration: sg.rule.duration } }, error) },
+      'Approve and grant this rule'));
+}
+
+// loadSuggestions reads the inbox's suggestions (a few pages of
+// GET /v1/interrupts) and shows them on the cards; called, at most every
+// half second, when the inbox changes.
+let suggestionsDue = null;
+function loadSuggestions() {
+  if (suggestionsDue || !canDecide()) return;
+  suggestionsDue = setTimeout(async () => {
+    suggestionsDue = null;
+    const found = new Map();
+    try {
+      let cursor = '';
+      for (let i = 0; i < 5; i++) {
+        const page = await api('GET', '/v1/interrupts?kind=approval&limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+        for (const p of page.interrupts) if (p.suggestion) found.set(p.session_id + '/' + p.id, p.suggestion);
+        cursor = page.next_cursor;
+        if (!cursor) break;
+      }
+    } catch (e) { return; }
+    state.suggestions = found;
+    for (const [key, card] of state.cards) if (card.suggest) card.suggest(found.get(key.split('/').slice(0, 2).join('/')));
+  }, 500);
 }
 
 // ruleForm is a card's standing-rule grant: off until ticked; its

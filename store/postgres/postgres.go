@@ -140,6 +140,27 @@ CREATE TABLE IF NOT EXISTS cairn_rules (
 	data       BYTEA NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cairn_rules_live ON cairn_rules(tenant, tool) WHERE revoked_at IS NULL;
+-- One row per decided approval (store.DecisionRecord), for the analytics
+-- (by tenant and time) and the earned suggestions (by call shape).
+CREATE TABLE IF NOT EXISTS cairn_decisions (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	agent      TEXT NOT NULL,
+	tool       TEXT NOT NULL,
+	shape      TEXT NOT NULL,
+	action     TEXT NOT NULL,
+	edited     BOOLEAN NOT NULL,
+	expired    BOOLEAN NOT NULL,
+	rule       TEXT NOT NULL,
+	approver   TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	asked_at   TIMESTAMPTZ,       -- NULL never asked
+	decided_at TIMESTAMPTZ NOT NULL,
+	detail     BYTEA
+);
+CREATE INDEX IF NOT EXISTS cairn_decisions_time ON cairn_decisions(tenant, decided_at);
+CREATE INDEX IF NOT EXISTS cairn_decisions_shape ON cairn_decisions(tenant, agent, tool, shape, decided_at);
 `
 
 // kindsSchema adds pending_kinds (the store.Kinds of the summary's
@@ -217,10 +238,11 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Outbox = (*Store)(nil)
-	_ store.Rules  = (*Store)(nil)
-	_ store.Blobs  = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Outbox    = (*Store)(nil)
+	_ store.Rules     = (*Store)(nil)
+	_ store.Decisions = (*Store)(nil)
+	_ store.Blobs     = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://…) and creates the
@@ -302,6 +324,7 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 	if err != nil {
 		return fmt.Errorf("postgres append %s: %w", head.ID, err)
 	}
+	dec := decisionRows(head.Decisions)
 	var summary []byte // NULL keeps the stored summary, and its kinds
 	var kinds *int32
 	if head.Summary != nil {
@@ -316,7 +339,9 @@ func (s *Store) Append(ctx context.Context, head store.Head, expectedSeq int64, 
 		head.ID, head.Agent, head.Status, head.Seq, head.CreatedAt, head.UpdatedAt, summary, head.Lease.Owner, leaseUntil(head.Lease), optionalTime(head.NextExpiry),
 		expectedSeq, seqs, types, times, frames, agents, data, outIDs, outTopics, outBodies, outAt, blobKeys, blobData, snapshot,
 		channel, fmt.Sprintf("%d 0 %s", head.Seq, head.ID), head.Owner, kinds, head.Tenant, hashes, store.EncodeCheckpoint(head.Checkpoint),
-		rules.ids, rules.tenants, rules.tools, rules.granted, rules.expires, rules.data, head.RuleUses})
+		rules.ids, rules.tenants, rules.tools, rules.granted, rules.expires, rules.data, head.RuleUses,
+		dec.ids, dec.tenants, dec.sessions, dec.agents, dec.tools, dec.shapes, dec.actions, dec.edited, dec.expired, dec.rules, dec.approvers, dec.names,
+		dec.asked, dec.decided, dec.details})
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && written == 1:
@@ -378,7 +403,11 @@ g AS (INSERT INTO cairn_rules(id, tenant, tool, granted_at, expires_at, data)
 	SELECT * FROM unnest($32::text[], $33::text[], $34::text[], $35::timestamptz[], $36::timestamptz[], $37::bytea[])
 	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (id) DO NOTHING),
 u AS (UPDATE cairn_rules SET uses = uses + c.n FROM (SELECT id, count(*) AS n FROM unnest($38::text[]) AS id GROUP BY id) AS c
-	WHERE cairn_rules.id = c.id AND EXISTS (SELECT 1 FROM s))
+	WHERE cairn_rules.id = c.id AND EXISTS (SELECT 1 FROM s)),
+d AS (INSERT INTO cairn_decisions(id, tenant, session_id, agent, tool, shape, action, edited, expired, rule, approver, name, asked_at, decided_at, detail)
+	SELECT * FROM unnest($39::text[], $40::text[], $41::text[], $42::text[], $43::text[], $44::text[], $45::text[], $46::boolean[], $47::boolean[],
+		$48::text[], $49::text[], $50::text[], $51::timestamptz[], $52::timestamptz[], $53::bytea[])
+	WHERE EXISTS (SELECT 1 FROM s) ON CONFLICT (id) DO NOTHING)
 SELECT count(*)::int FROM (SELECT pg_notify($25, $26) FROM s) AS written`
 )
 
@@ -1011,4 +1040,92 @@ func (s *Store) RevokeRule(ctx context.Context, id string, by session.Actor, at 
 		return session.Rule{}, fmt.Errorf("postgres revoke rule %s: %w", id, err)
 	}
 	return s.Rule(ctx, id)
+}
+
+// decisionCols are the columns of the decision records an append writes.
+type decisionCols struct {
+	ids, tenants, sessions, agents, tools, shapes, actions, rules, approvers, names []string
+	edited, expired                                                                 []bool
+	asked                                                                           []*time.Time
+	decided                                                                         []time.Time
+	details                                                                         [][]byte
+}
+
+func decisionRows(records []store.DecisionRecord) decisionCols {
+	var c decisionCols
+	for _, d := range records {
+		c.ids, c.tenants, c.sessions, c.agents = append(c.ids, d.ID), append(c.tenants, d.Tenant), append(c.sessions, d.SessionID), append(c.agents, d.Agent)
+		c.tools, c.shapes, c.actions, c.rules = append(c.tools, d.Tool), append(c.shapes, d.Shape), append(c.actions, string(d.Action)), append(c.rules, d.Rule)
+		c.approvers, c.names, c.edited, c.expired = append(c.approvers, d.Approver), append(c.names, d.Name), append(c.edited, d.Edited), append(c.expired, d.Expired)
+		var asked *time.Time
+		if !d.AskedAt.IsZero() {
+			at := d.AskedAt
+			asked = &at
+		}
+		c.asked, c.decided, c.details = append(c.asked, asked), append(c.decided, d.DecidedAt), append(c.details, []byte(d.Detail))
+	}
+	return c
+}
+
+// decisionColumns are what a decision record is read from.
+const decisionColumns = `id, tenant, session_id, agent, tool, shape, action, edited, expired, rule, approver, name, asked_at, decided_at, detail`
+
+func scanDecision(scan func(...any) error) (store.DecisionRecord, error) {
+	var d store.DecisionRecord
+	var asked *time.Time
+	var detail []byte
+	if err := scan(&d.ID, &d.Tenant, &d.SessionID, &d.Agent, &d.Tool, &d.Shape, &d.Action, &d.Edited, &d.Expired, &d.Rule, &d.Approver, &d.Name,
+		&asked, &d.DecidedAt, &detail); err != nil {
+		return d, err
+	}
+	d.DecidedAt = d.DecidedAt.UTC()
+	if asked != nil {
+		d.AskedAt = asked.UTC()
+	}
+	if len(detail) > 0 {
+		d.Detail = detail
+	}
+	return d, nil
+}
+
+// Decisions implements store.Decisions.
+func (s *Store) Decisions(ctx context.Context, q store.DecisionQuery, each func(*store.DecisionRecord) bool) error {
+	var since, until *time.Time
+	if !q.Since.IsZero() {
+		since = &q.Since
+	}
+	if !q.Until.IsZero() {
+		until = &q.Until
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+decisionColumns+` FROM cairn_decisions
+		WHERE ($1 OR tenant=$2) AND ($3::timestamptz IS NULL OR decided_at >= $3) AND ($4::timestamptz IS NULL OR decided_at < $4)
+		ORDER BY decided_at`, q.AllTenants, q.Tenant, since, until)
+	if err != nil {
+		return fmt.Errorf("postgres decisions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDecision(rows.Scan)
+		if err != nil {
+			return fmt.Errorf("postgres decisions: %w", err)
+		}
+		if !each(&d) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
+
+// LatestDecisions implements store.Decisions.
+func (s *Store) LatestDecisions(ctx context.Context, key store.DecisionKey, limit int) ([]store.DecisionRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+decisionColumns+` FROM cairn_decisions WHERE tenant=$1 AND agent=$2 AND tool=$3 AND shape=$4
+		ORDER BY decided_at DESC LIMIT $5`, key.Tenant, key.Agent, key.Tool, key.Shape, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres latest decisions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.DecisionRecord, error) { return scanDecision(row.Scan) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres latest decisions: %w", err)
+	}
+	return out, nil
 }

@@ -84,6 +84,27 @@ CREATE TABLE IF NOT EXISTS rules (
 	data       BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS rules_live ON rules(tenant, tool) WHERE revoked_at = '';
+-- One row per decided approval (store.DecisionRecord), for the analytics
+-- (by tenant and time) and the earned suggestions (by call shape).
+CREATE TABLE IF NOT EXISTS decisions (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	agent      TEXT NOT NULL,
+	tool       TEXT NOT NULL,
+	shape      TEXT NOT NULL,
+	action     TEXT NOT NULL,
+	edited     INTEGER NOT NULL,
+	expired    INTEGER NOT NULL,
+	rule       TEXT NOT NULL,
+	approver   TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	asked_at   TEXT NOT NULL, -- '' never asked
+	decided_at TEXT NOT NULL,
+	detail     BLOB
+);
+CREATE INDEX IF NOT EXISTS decisions_time ON decisions(tenant, decided_at);
+CREATE INDEX IF NOT EXISTS decisions_shape ON decisions(tenant, agent, tool, shape, decided_at);
 `
 
 // addedColumns came after the first release (turn leases, token outcomes,
@@ -138,10 +159,11 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Outbox = (*Store)(nil)
-	_ store.Blobs  = (*Store)(nil)
-	_ store.Rules  = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Outbox    = (*Store)(nil)
+	_ store.Blobs     = (*Store)(nil)
+	_ store.Rules     = (*Store)(nil)
+	_ store.Decisions = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database at path.
@@ -460,12 +482,14 @@ const (
 	// skips an index whose columns an UPDATE does not name).
 	quietUpdate = `UPDATE sessions SET seq=?, lease_owner=?, lease_until=?, checkpoint=COALESCE(?, checkpoint), rev=` + nextRev + `
 		WHERE id=? AND seq=? AND (lease_owner='' OR lease_owner=? OR lease_until<=?)`
-	insertEvent  = `INSERT INTO events(session_id, seq, type, time, frame, agent, data, hash) VALUES (?,?,?,?,?,?,?,?)`
-	insertOutbox = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
-	insertBlob   = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
-	insertRef    = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
-	insertRule   = `INSERT INTO rules(id, tenant, tool, granted_at, expires_at, data) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
-	putSnapshot  = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
+	insertEvent    = `INSERT INTO events(session_id, seq, type, time, frame, agent, data, hash) VALUES (?,?,?,?,?,?,?,?)`
+	insertOutbox   = `INSERT INTO outbox(id, topic, body, created_at, due) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	insertBlob     = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
+	insertRef      = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	insertDecision = `INSERT INTO decisions(id, tenant, session_id, agent, tool, shape, action, edited, expired, rule, approver, name, asked_at, decided_at, detail)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	insertRule  = `INSERT INTO rules(id, tenant, tool, granted_at, expires_at, data) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	putSnapshot = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
 
 func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expectedSeq int64, events []session.Event) error {
@@ -531,6 +555,12 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 		}
 		if _, err := exec(insertRule, r.ID, r.Tenant, r.Tool, r.GrantedAt.UTC().Format(timeLayout), ruleExpiry(r.ExpiresAt), data); err != nil {
 			return fmt.Errorf("sqlite append %s rule: %w", head.ID, err)
+		}
+	}
+	for _, d := range head.Decisions {
+		if _, err := exec(insertDecision, d.ID, d.Tenant, d.SessionID, d.Agent, d.Tool, d.Shape, d.Action, d.Edited, d.Expired, d.Rule, d.Approver, d.Name,
+			optionalTime(d.AskedAt), d.DecidedAt.UTC().Format(timeLayout), []byte(d.Detail)); err != nil {
+			return fmt.Errorf("sqlite append %s decision: %w", head.ID, err)
 		}
 	}
 	for _, id := range head.RuleUses {
@@ -1320,4 +1350,83 @@ func (s *Store) RevokeRule(ctx context.Context, id string, by session.Actor, at 
 		return session.Rule{}, fmt.Errorf("sqlite revoke rule %s: %w", id, err)
 	}
 	return s.Rule(ctx, id)
+}
+
+// decisionColumns are what a decision record is read from.
+const decisionColumns = `id, tenant, session_id, agent, tool, shape, action, edited, expired, rule, approver, name, asked_at, decided_at, detail`
+
+func scanDecision(scan func(...any) error) (store.DecisionRecord, error) {
+	var d store.DecisionRecord
+	var asked, decided string
+	var detail []byte
+	if err := scan(&d.ID, &d.Tenant, &d.SessionID, &d.Agent, &d.Tool, &d.Shape, &d.Action, &d.Edited, &d.Expired, &d.Rule, &d.Approver, &d.Name,
+		&asked, &decided, &detail); err != nil {
+		return d, err
+	}
+	var err error
+	if d.DecidedAt, err = time.Parse(timeLayout, decided); err != nil {
+		return d, fmt.Errorf("decision %s: %w", d.ID, store.ErrUnreadable)
+	}
+	if asked != "" {
+		if d.AskedAt, err = time.Parse(timeLayout, asked); err != nil {
+			return d, fmt.Errorf("decision %s: %w", d.ID, store.ErrUnreadable)
+		}
+	}
+	if len(detail) > 0 {
+		d.Detail = detail
+	}
+	return d, nil
+}
+
+// Decisions implements store.Decisions.
+func (s *Store) Decisions(ctx context.Context, q store.DecisionQuery, each func(*store.DecisionRecord) bool) error {
+	query := `SELECT ` + decisionColumns + ` FROM decisions WHERE 1=1`
+	var args []any
+	if !q.AllTenants {
+		query += ` AND tenant=?`
+		args = append(args, q.Tenant)
+	}
+	if !q.Since.IsZero() {
+		query += ` AND decided_at>=?`
+		args = append(args, q.Since.UTC().Format(timeLayout))
+	}
+	if !q.Until.IsZero() {
+		query += ` AND decided_at<?`
+		args = append(args, q.Until.UTC().Format(timeLayout))
+	}
+	query += ` ORDER BY decided_at`
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite decisions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDecision(rows.Scan)
+		if err != nil {
+			return fmt.Errorf("sqlite decisions: %w", err)
+		}
+		if !each(&d) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
+
+// LatestDecisions implements store.Decisions.
+func (s *Store) LatestDecisions(ctx context.Context, key store.DecisionKey, limit int) ([]store.DecisionRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+decisionColumns+` FROM decisions WHERE tenant=? AND agent=? AND tool=? AND shape=?
+		ORDER BY decided_at DESC LIMIT ?`, key.Tenant, key.Agent, key.Tool, key.Shape, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite latest decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.DecisionRecord
+	for rows.Next() {
+		d, err := scanDecision(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite latest decisions: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
 }

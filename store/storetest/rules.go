@@ -98,3 +98,78 @@ func testRulesCommitWithTheDecision(t *testing.T, open func(t *testing.T) store.
 		t.Fatalf("revoking no rule: %v", err)
 	}
 }
+
+// testDecisionsCommitWithTheirEvents: decision records are stored by the
+// append that carries them (not by a refused one, and once per id), read
+// by tenant and time range oldest first, and by call shape newest first.
+func testDecisionsCommitWithTheirEvents(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	s := open(t)
+	ds, ok := s.(store.Decisions)
+	if !ok {
+		t.Skip("the store keeps no decision records (store.Decisions)")
+	}
+	at := epoch()
+	rec := func(id, tenant, shape string, action session.Action, minutes int) store.DecisionRecord {
+		return store.DecisionRecord{ID: "s1/" + id, Tenant: tenant, SessionID: "s1", Agent: "main", Tool: "deploy", Shape: shape, Action: action,
+			Approver: "\x00ana", Name: "ana", AskedAt: at, DecidedAt: at.Add(time.Duration(minutes) * time.Minute)}
+	}
+	h := headAt("s1", 1, "running")
+	h.Decisions = []store.DecisionRecord{rec("a", "", "x", session.ActionApprove, 1), rec("b", "acme", "x", session.ActionApprove, 2)}
+	must(t, s.Append(ctx, h, 0, []session.Event{event(1)}))
+	stale := headAt("s1", 2, "running")
+	stale.Decisions = []store.DecisionRecord{rec("c", "", "x", session.ActionReject, 3)}
+	if err := s.Append(ctx, stale, 7, []session.Event{event(2)}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a stale append: %v", err)
+	}
+	h = headAt("s1", 2, "running")
+	rejected := rec("d", "", "x", session.ActionReject, 5)
+	rejected.Detail = []byte(`{"reason":"no"}`)
+	unasked := rec("e", "", "y", session.ActionApprove, 4)
+	unasked.AskedAt, unasked.Rule = time.Time{}, "rul_1"
+	h.Decisions = []store.DecisionRecord{rec("a", "", "other", session.ActionReject, 9), rejected, unasked}
+	must(t, s.Append(ctx, h, 1, []session.Event{event(2)}))
+
+	read := func(q store.DecisionQuery) []store.DecisionRecord {
+		t.Helper()
+		var out []store.DecisionRecord
+		if err := ds.Decisions(ctx, q, func(d *store.DecisionRecord) bool { out = append(out, *d); return true }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	ids := func(rs []store.DecisionRecord) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	all := read(store.DecisionQuery{})
+	if got := ids(all); !slices.Equal(got, []string{"s1/a", "s1/e", "s1/d"}) {
+		t.Fatalf("the default tenant's, oldest first: %v", got)
+	}
+	if a := all[0]; a.Shape != "x" || a.Action != session.ActionApprove || a.Approver != "\x00ana" || !a.AskedAt.Equal(at) || !a.DecidedAt.Equal(at.Add(time.Minute)) {
+		t.Fatalf("s1/a kept its first record: %+v", a)
+	}
+	if e := all[1]; !e.AskedAt.IsZero() || e.Rule != "rul_1" || e.Detail != nil {
+		t.Fatalf("s1/e: %+v", e)
+	}
+	if d := all[2]; string(d.Detail) != `{"reason":"no"}` || d.Action != session.ActionReject {
+		t.Fatalf("s1/d: %+v", d)
+	}
+	if got := ids(read(store.DecisionQuery{AllTenants: true, Since: at.Add(2 * time.Minute), Until: at.Add(5 * time.Minute)})); !slices.Equal(got, []string{"s1/b", "s1/e"}) {
+		t.Fatalf("every tenant's in [2m, 5m): %v", got)
+	}
+	var first []string
+	if err := ds.Decisions(ctx, store.DecisionQuery{}, func(d *store.DecisionRecord) bool { first = append(first, d.ID); return false }); err != nil || len(first) != 1 {
+		t.Fatalf("stopping early: %v %v", first, err)
+	}
+	latest, err := ds.LatestDecisions(ctx, store.DecisionKey{Agent: "main", Tool: "deploy", Shape: "x"}, 5)
+	if err != nil || !slices.Equal(ids(latest), []string{"s1/d", "s1/a"}) {
+		t.Fatalf("latest of shape x: %v %v", ids(latest), err)
+	}
+	if latest, _ := ds.LatestDecisions(ctx, store.DecisionKey{Agent: "main", Tool: "deploy", Shape: "x"}, 1); !slices.Equal(ids(latest), []string{"s1/d"}) {
+		t.Fatalf("the latest one: %v", ids(latest))
+	}
+}

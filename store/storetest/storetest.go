@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("BlobsKeepTheFirstValue", func(t *testing.T) { testBlobsKeepTheFirstValue(t, open) })
 	t.Run("SnapshotBlobsCommitWithTheHead", func(t *testing.T) { testSnapshotBlobsCommitWithTheHead(t, open) })
 	t.Run("RulesCommitWithTheDecision", func(t *testing.T) { testRulesCommitWithTheDecision(t, open) })
+	t.Run("DecisionsCommitWithTheirEvents", func(t *testing.T) { testDecisionsCommitWithTheirEvents(t, open) })
 }
 
 func testAppendAndRead(t *testing.T, open func(t *testing.T) store.Store) {

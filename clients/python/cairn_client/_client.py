@@ -205,7 +205,8 @@ class Client:
         """The standing rules of the caller's tenant: live ones, or every one with ``all``."""
         q = {k: v for k, v in (("tool", tool), ("all", "true" if all else "")) if v}
         path = "/v1/rules" + ("?" + urllib.parse.urlencode(q) if q else "")
-        return [from_dict(Rule, r) for r in self._call("GET", path)["rules"] or []]
+        rules: List[Dict[str, Any]] = self._call("GET", path)["rules"] or []
+        return [from_dict(Rule, r) for r in rules]
 
     def revoke_rule(self, rule_id: str) -> Rule:
         """Revokes a standing rule at once, on every server sharing the store; returns it revoked."""
