@@ -114,3 +114,36 @@ func (r *Runner) Rules(ctx context.Context, actor Actor, q RuleQuery) ([]Rule, e
 func (r *Runner) RevokeRule(ctx context.Context, actor Actor, id string) (Rule, error) {
 	return r.rt.RevokeRule(ctx, actor, id)
 }
+
+// Approval analytics (docs/analytics.md).
+type (
+	// AnalyticsQuery selects what Runner.Analytics counts.
+	AnalyticsQuery = session.AnalyticsQuery
+	// Analytics are the figures of the approval process, a row per tool,
+	// agent or approver.
+	Analytics = session.Analytics
+	// AnalyticsRow is one row of them.
+	AnalyticsRow = session.AnalyticsRow
+	// AnalyticsBy is what a row is per.
+	AnalyticsBy = session.AnalyticsBy
+)
+
+// What analytics rows are per (AnalyticsQuery.By).
+const (
+	ByTool     = session.ByTool
+	ByAgent    = session.ByAgent
+	ByApprover = session.ByApprover
+)
+
+// Analytics counts the approvals of actor's tenant (every tenant's for a
+// global actor or the program) decided in q's range, a row per tool,
+// agent or approver: pending, decided, approved, rejected, edited,
+// expired, decided by standing rules, the time people took (median, 90th
+// percentile), fast approvals and the longest streak of approvals (the
+// rubber-stamp signals). One walk of the store's decision records in the
+// range (an index on tenant and time) and, for pending, of the paused
+// sessions with an approval. Approvers and admins read it (else
+// ErrForbidden).
+func (r *Runner) Analytics(ctx context.Context, actor Actor, q AnalyticsQuery) (*Analytics, error) {
+	return r.rt.Analytics(ctx, actor, q)
+}

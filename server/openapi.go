@@ -179,6 +179,12 @@ func operations() []operation {
 			summary: "Revoke a standing rule at once, on every server sharing the store: a call made after the answer is not decided by it. Any approver or admin of its tenant revokes it.",
 			responses: map[int]reply{200: {"the rule, revoked (a rule revoked before keeps its first revocation)", &cairn.Rule{}}, 401: unauthorized,
 				403: {description: "only approvers and admins revoke standing rules"}, 404: notFound}},
+		{method: "GET", path: "/v1/analytics", id: "getAnalytics",
+			summary: "The approval process's figures for the caller's tenant, a row per tool, agent or approver: pending, decided, approved, rejected, edited, expired, decided by standing rules, time to decision (median, 90th percentile), fast approvals and the longest approval streak (docs/analytics.md). For approvers and admins.",
+			query: []param{{"since", "count decisions at or after this time (RFC 3339)", "string"}, {"until", "count decisions before this time (RFC 3339)", "string"},
+				{"by", "tool (default), agent or approver", "string"}, {"read_time", "approvals faster than this (a Go duration, default 5s) are fast", "string"}},
+			responses: map[int]reply{200: {"the figures", &cairn.Analytics{}}, 400: badRequest, 401: unauthorized,
+				403: {description: "only approvers and admins read the analytics"}}},
 		{method: "POST", path: "/v1/approvals", id: "createApproval",
 			summary: "Ask a person to approve a call your own code makes: a session of the approvals agent paused on one approval interrupt (the inbox, webhooks, governance and audit apply). A repeated idempotency_key answers 200 with the same request. See docs/gateway.md.",
 			request: approvalRequest{}, responses: map[int]reply{

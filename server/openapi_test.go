@@ -453,6 +453,15 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 		t.Fatalf("revoked: %v", revoked)
 	}
 
+	// Analytics: the decisions above, counted.
+	if a := do("GET", "/v1/analytics?by=tool&since=2026-01-01T00:00:00Z", approver, "", 200); len(a["rows"].([]any)) == 0 {
+		t.Fatalf("analytics: %v", a)
+	}
+	do("GET", "/v1/analytics?by=color", approver, "", 400)
+	do("GET", "/v1/analytics?since=yesterday", approver, "", 400)
+	do("GET", "/v1/analytics", uma, "", 403)
+	do("GET", "/v1/analytics", nobody, "", 401)
+
 	// Forks: at a pause (the latest by default), not at another event.
 	fork := do("POST", "/v1/sessions/"+id+"/fork", uma, `{}`, 201)
 	if from, _ := fork["forked_from"].(map[string]any); from == nil || from["session_id"] != id || fork["status"] != "completed" {

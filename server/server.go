@@ -159,6 +159,7 @@ func New(runner *cairn.Runner, opts *Options) *Server {
 	s.mux.HandleFunc("POST /v1/decisions", s.postBulkDecisions)
 	s.mux.HandleFunc("GET /v1/rules", s.listRules)
 	s.mux.HandleFunc("DELETE /v1/rules/{id}", s.revokeRule)
+	s.mux.HandleFunc("GET /v1/analytics", s.analytics)
 	s.mux.HandleFunc("POST /v1/approvals", s.createApproval)
 	s.mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	s.mux.HandleFunc("POST /v1/approvals/{id}/result", s.postApprovalResult)

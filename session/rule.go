@@ -233,3 +233,73 @@ type SuggestionPolicy struct {
 	MinApprovals, MinPeople int
 	Off                     bool
 }
+
+// AnalyticsBy is what the rows of approval analytics are per.
+type AnalyticsBy string
+
+// What analytics rows are per.
+const (
+	ByTool     AnalyticsBy = "tool"
+	ByAgent    AnalyticsBy = "agent"
+	ByApprover AnalyticsBy = "approver"
+)
+
+// Valid reports whether b is one of them.
+func (b AnalyticsBy) Valid() bool { return b == ByTool || b == ByAgent || b == ByApprover }
+
+// DefaultReadTime is the time below which an approval counts as fast (a
+// rubber-stamp signal) unless the query says otherwise.
+const DefaultReadTime = 5 * time.Second
+
+// AnalyticsQuery selects the decisions approval analytics count.
+type AnalyticsQuery struct {
+	// Since and Until bound the decisions' times: Since ≤ t < Until; zero
+	// ones do not bound.
+	Since, Until time.Time
+	// By is what a row is per; empty: ByTool.
+	By AnalyticsBy
+	// ReadTime: an approval decided faster than it is a fast approval;
+	// zero: DefaultReadTime.
+	ReadTime time.Duration
+}
+
+// Analytics are figures of the approval process (docs/analytics.md).
+type Analytics struct {
+	By    AnalyticsBy `json:"by"`
+	Since time.Time   `json:"since,omitzero"`
+	Until time.Time   `json:"until,omitzero"`
+	// ReadTimeMs is the read time FastApprovals counts against.
+	ReadTimeMs int64          `json:"read_time_ms"`
+	Rows       []AnalyticsRow `json:"rows"`
+}
+
+// AnalyticsRow is the figures of one tool, agent or approver (Key).
+type AnalyticsRow struct {
+	Key string `json:"key"`
+	// Pending: approvals waiting now (rows by tool or agent).
+	Pending int `json:"pending"`
+	// Decisions: decided approvals, by anyone: Approved + Rejected +
+	// Expired.
+	Decisions int `json:"decisions"`
+	Approved  int `json:"approved"`
+	Rejected  int `json:"rejected"`
+	// Edited: approved with other arguments (counted in Approved too).
+	Edited int `json:"edited"`
+	// Expired: decided by their deadline (on_expiry), by no one.
+	Expired int `json:"expired"`
+	// ByRule: decided by a standing rule (counted in Approved or Rejected).
+	ByRule int `json:"by_rule"`
+	// TimeToDecision: from asked to decided, of the decisions people made.
+	TimeToDecision Quantiles `json:"time_to_decision_ms"`
+	// FastApprovals: people's approvals faster than the read time.
+	FastApprovals int `json:"fast_approvals"`
+	// LongestStreak: the longest run of people's approvals as asked, with
+	// no rejection or edit between them, in decision order.
+	LongestStreak int `json:"longest_streak"`
+}
+
+// Quantiles are the median and the 90th percentile, in milliseconds.
+type Quantiles struct {
+	P50 int64 `json:"p50"`
+	P90 int64 `json:"p90"`
+}

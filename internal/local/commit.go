@@ -149,6 +149,7 @@ func (r *Runner) appendSealed(ctx context.Context, head store.Head, step engine.
 		return storeError(err, head.ID)
 	}
 	r.metrics.committed(ctx, head.Tenant, step, time.Since(began))
+	r.metrics.decided(ctx, head.Decisions)
 	r.hub.published(head.ID, events)
 	if len(head.Outbox) > 0 {
 		r.hooks.deliverer.Wake()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/cairn/internal/engine"
 	"github.com/cairnhq/cairn/session"
+	"github.com/cairnhq/cairn/store"
 )
 
 // meterName names the runner's instruments' scope.
@@ -20,6 +21,8 @@ const meterName = "github.com/cairnhq/cairn"
 type metrics struct {
 	turns     metric.Int64Counter
 	decisions metric.Int64Counter
+	// waited is the time people took to decide an approval.
+	waited    metric.Float64Histogram
 	model     metric.Float64Histogram
 	tool      metric.Float64Histogram
 	commit    metric.Float64Histogram
@@ -60,6 +63,7 @@ const (
 	modelLabels                    // agent, outcome
 	toolLabels                     // tool, outcome
 	cacheLabels                    // result
+	waitedLabels                   // tool, action, tenant
 )
 
 // labelSet is one set of labels as the instruments' calls take it.
@@ -80,6 +84,8 @@ func (k labelKey) attributes() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("tool", k.a), attribute.String("outcome", k.b)}
 	case cacheLabels:
 		return []attribute.KeyValue{attribute.String("result", k.a)}
+	case waitedLabels:
+		return []attribute.KeyValue{attribute.String("tool", k.a), attribute.String("action", k.b), attribute.String("tenant", k.c)}
 	}
 	return nil
 }
@@ -118,6 +124,12 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	if x.decisions, err = m.Int64Counter("cairn.decisions", metric.WithDescription("Decisions recorded, by interrupt kind and action (approve, reject, answer); expiries have the actor role expiry.")); err != nil {
+		return nil, err
+	}
+	// Seconds, from a glance (a rubber stamp) to days.
+	waited := metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 30, 60, 300, 900, 3600, 4*3600, 24*3600, 3*24*3600)
+	if x.waited, err = m.Float64Histogram("cairn.approval.time_to_decision", metric.WithUnit("s"), waited,
+		metric.WithDescription("How long a person took to decide an approval (asked to decided), by tool, action and tenant; standing rules and expiries are not people.")); err != nil {
 		return nil, err
 	}
 	if x.model, err = m.Float64Histogram("cairn.model.duration", metric.WithUnit("s"), buckets, metric.WithDescription("Model calls, by agent and outcome.")); err != nil {
@@ -172,6 +184,20 @@ func (m *metrics) committed(ctx context.Context, tenant string, step engine.Step
 				m.decisions.Add(ctx, 1, m.labels.of(labelKey{of: decisionLabels, a: string(d.Kind), b: string(d.Action), c: d.Actor.Role, d: tenant}).add...)
 			}
 		}
+	}
+}
+
+// decided records the time people took to decide the approvals of a
+// commit (its decision records).
+func (m *metrics) decided(ctx context.Context, records []store.DecisionRecord) {
+	if m == nil {
+		return
+	}
+	for _, d := range records {
+		if d.Rule != "" || d.Expired || d.AskedAt.IsZero() {
+			continue
+		}
+		m.waited.Record(ctx, d.DecidedAt.Sub(d.AskedAt).Seconds(), m.labels.of(labelKey{of: waitedLabels, a: d.Tool, b: string(d.Action), c: d.Tenant}).record...)
 	}
 }
 
