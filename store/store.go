@@ -636,6 +636,10 @@ type DecisionQuery struct {
 	// Since and Until bound DecidedAt: Since ≤ DecidedAt < Until (a zero
 	// one does not bound).
 	Since, Until time.Time
+	// Lean reads only what the analytics count (Agent, Tool, Action,
+	// Edited, Expired, Rule, Name, AskedAt, DecidedAt; the rest is left
+	// zero): a walk of many records allocates less.
+	Lean bool
 }
 
 // Selects reports whether q selects r (what every store's query does).

@@ -123,7 +123,7 @@ func TestTerminalCommandsAtTheApprovalPrompt(t *testing.T) {
 	term.typeLine("/cancel")
 	term.expect("nothing to cancel: no session yet", 1)
 	term.typeLine("deploy it")
-	term.expect("approve? Deploy to production? [y]es [n]o [a]lways [e]dit, never[: why], /cancel all, /help, or a reason: ", 1)
+	term.expect("approve? Deploy to production? [y]es [n]o [a]lways [r]ule [e]dit, never[: why], /cancel all, /help, or a reason: ", 1)
 	term.typeLine(`{"environment":"staging"}`)
 	term.expect("approve with these arguments instead? [y]es [n]o: ", 1)
 	term.typeLine("n")

@@ -37,7 +37,7 @@ func (r *Runner) Analytics(ctx context.Context, actor session.Actor, q session.A
 		}
 		return t
 	}
-	err := ds.Decisions(ctx, store.DecisionQuery{Tenant: actor.Tenant, AllTenants: actor.EveryTenant(), Since: q.Since, Until: q.Until}, func(d *store.DecisionRecord) bool {
+	err := ds.Decisions(ctx, store.DecisionQuery{Tenant: actor.Tenant, AllTenants: actor.EveryTenant(), Since: q.Since, Until: q.Until, Lean: true}, func(d *store.DecisionRecord) bool {
 		var key string
 		switch by {
 		case session.ByAgent:

@@ -99,8 +99,8 @@ CREATE TABLE IF NOT EXISTS decisions (
 	rule       TEXT NOT NULL,
 	approver   TEXT NOT NULL,
 	name       TEXT NOT NULL,
-	asked_at   TEXT NOT NULL, -- '' never asked
-	decided_at TEXT NOT NULL,
+	asked_at   INTEGER NOT NULL, -- µs since 1970 (0: never asked): an integer reads without parsing
+	decided_at INTEGER NOT NULL, -- µs since 1970
 	detail     BLOB
 );
 CREATE INDEX IF NOT EXISTS decisions_time ON decisions(tenant, decided_at);
@@ -559,7 +559,7 @@ func (s *Store) appendIn(ctx context.Context, tx conn, head store.Head, expected
 	}
 	for _, d := range head.Decisions {
 		if _, err := exec(insertDecision, d.ID, d.Tenant, d.SessionID, d.Agent, d.Tool, d.Shape, d.Action, d.Edited, d.Expired, d.Rule, d.Approver, d.Name,
-			optionalTime(d.AskedAt), d.DecidedAt.UTC().Format(timeLayout), []byte(d.Detail)); err != nil {
+			micros(d.AskedAt), micros(d.DecidedAt), []byte(d.Detail)); err != nil {
 			return fmt.Errorf("sqlite append %s decision: %w", head.ID, err)
 		}
 	}
@@ -1357,20 +1357,15 @@ const decisionColumns = `id, tenant, session_id, agent, tool, shape, action, edi
 
 func scanDecision(scan func(...any) error) (store.DecisionRecord, error) {
 	var d store.DecisionRecord
-	var asked, decided string
+	var asked, decided int64
 	var detail []byte
 	if err := scan(&d.ID, &d.Tenant, &d.SessionID, &d.Agent, &d.Tool, &d.Shape, &d.Action, &d.Edited, &d.Expired, &d.Rule, &d.Approver, &d.Name,
 		&asked, &decided, &detail); err != nil {
 		return d, err
 	}
-	var err error
-	if d.DecidedAt, err = time.Parse(timeLayout, decided); err != nil {
-		return d, fmt.Errorf("decision %s: %w", d.ID, store.ErrUnreadable)
-	}
-	if asked != "" {
-		if d.AskedAt, err = time.Parse(timeLayout, asked); err != nil {
-			return d, fmt.Errorf("decision %s: %w", d.ID, store.ErrUnreadable)
-		}
+	d.DecidedAt = time.UnixMicro(decided).UTC()
+	if asked != 0 {
+		d.AskedAt = time.UnixMicro(asked).UTC()
 	}
 	if len(detail) > 0 {
 		d.Detail = detail
@@ -1380,7 +1375,11 @@ func scanDecision(scan func(...any) error) (store.DecisionRecord, error) {
 
 // Decisions implements store.Decisions.
 func (s *Store) Decisions(ctx context.Context, q store.DecisionQuery, each func(*store.DecisionRecord) bool) error {
-	query := `SELECT ` + decisionColumns + ` FROM decisions WHERE 1=1`
+	cols, scanOne := decisionColumns, scanDecision
+	if q.Lean {
+		cols, scanOne = leanDecisionColumns, scanLeanDecision
+	}
+	query := `SELECT ` + cols + ` FROM decisions WHERE 1=1`
 	var args []any
 	if !q.AllTenants {
 		query += ` AND tenant=?`
@@ -1388,11 +1387,11 @@ func (s *Store) Decisions(ctx context.Context, q store.DecisionQuery, each func(
 	}
 	if !q.Since.IsZero() {
 		query += ` AND decided_at>=?`
-		args = append(args, q.Since.UTC().Format(timeLayout))
+		args = append(args, micros(q.Since))
 	}
 	if !q.Until.IsZero() {
 		query += ` AND decided_at<?`
-		args = append(args, q.Until.UTC().Format(timeLayout))
+		args = append(args, micros(q.Until))
 	}
 	query += ` ORDER BY decided_at`
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -1401,7 +1400,7 @@ func (s *Store) Decisions(ctx context.Context, q store.DecisionQuery, each func(
 	}
 	defer rows.Close()
 	for rows.Next() {
-		d, err := scanDecision(rows.Scan)
+		d, err := scanOne(rows.Scan)
 		if err != nil {
 			return fmt.Errorf("sqlite decisions: %w", err)
 		}
@@ -1429,4 +1428,28 @@ func (s *Store) LatestDecisions(ctx context.Context, key store.DecisionKey, limi
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// micros is t in microseconds since 1970; 0 for the zero time.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// leanDecisionColumns are what a lean walk reads (store.DecisionQuery.Lean).
+const leanDecisionColumns = `agent, tool, action, edited, expired, rule, name, asked_at, decided_at`
+
+func scanLeanDecision(scan func(...any) error) (store.DecisionRecord, error) {
+	var d store.DecisionRecord
+	var asked, decided int64
+	if err := scan(&d.Agent, &d.Tool, &d.Action, &d.Edited, &d.Expired, &d.Rule, &d.Name, &asked, &decided); err != nil {
+		return d, err
+	}
+	d.DecidedAt = time.UnixMicro(decided).UTC()
+	if asked != 0 {
+		d.AskedAt = time.UnixMicro(asked).UTC()
+	}
+	return d, nil
 }
