@@ -42,7 +42,7 @@ func BenchmarkAnalytics(b *testing.B) {
 				action = session.ActionReject
 			}
 			h.Decisions = append(h.Decisions, store.DecisionRecord{ID: fmt.Sprintf("ses_%d/int_1", n), SessionID: fmt.Sprintf("ses_%d", n), Agent: "ops",
-				Tool: fmt.Sprintf("tool_%d", n%8), Shape: `args.env == "staging"`, Action: action, Approver: fmt.Sprintf("\x00p%d", n%5),
+				Tool: fmt.Sprintf("tool_%d", n%8), Shape: `args.env == "staging"`, Action: action, Approver: fmt.Sprintf(" p%d", n%5),
 				Name: fmt.Sprintf("p%d", n%5), AskedAt: at.Add(-time.Duration(1+n%600) * time.Second), DecidedAt: at})
 		}
 		if err := st.Append(ctx, h, 0, []session.Event{{Seq: 1, Type: session.EventSessionStarted, Time: start, Data: json.RawMessage(`{}`)}}); err != nil {

@@ -619,7 +619,9 @@ type DecisionRecord struct {
 	Edited, Expired bool
 	// Rule is the standing rule (or on_expiry rule) that decided it, if any.
 	Rule string
-	// Approver is who decided (session.Actor.Identity), Name their name.
+	// Approver is who decided (session.Actor.Identity, its issuer and
+	// subject joined by a space, as a text column holds it), Name their
+	// name.
 	Approver, Name string
 	// AskedAt is when the approval was asked (zero: never asked, as for a
 	// standing rule's decision); DecidedAt when it was decided.

@@ -81,7 +81,7 @@ func decisionChanges(head store.Head, step engine.Step) (granted []session.Rule,
 func decisionRecord(head store.Head, ev *session.Event, d *engine.DecisionMade) store.DecisionRecord {
 	r := store.DecisionRecord{ID: head.ID + "/" + d.InterruptID, Tenant: head.Tenant, SessionID: head.ID, Agent: ev.Agent, Tool: d.Tool,
 		Shape: session.ConditionFor(d.Arguments), Action: d.Action, Edited: len(d.NewArgs) > 0, Rule: d.Rule,
-		Approver: d.Actor.Identity(), Name: d.Actor.Who(), DecidedAt: ev.Time.UTC()}
+		Approver: strings.ReplaceAll(d.Actor.Identity(), "\x00", " "), Name: d.Actor.Who(), DecidedAt: ev.Time.UTC()}
 	r.Expired = d.Actor.Name == expiryActor.Name && d.Actor.Role == expiryActor.Role && d.Actor.Via == ""
 	if d.AskedAt != nil {
 		r.AskedAt = d.AskedAt.UTC()

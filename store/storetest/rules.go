@@ -112,7 +112,7 @@ func testDecisionsCommitWithTheirEvents(t *testing.T, open func(t *testing.T) st
 	at := epoch()
 	rec := func(id, tenant, shape string, action session.Action, minutes int) store.DecisionRecord {
 		return store.DecisionRecord{ID: "s1/" + id, Tenant: tenant, SessionID: "s1", Agent: "main", Tool: "deploy", Shape: shape, Action: action,
-			Approver: "\x00ana", Name: "ana", AskedAt: at, DecidedAt: at.Add(time.Duration(minutes) * time.Minute)}
+			Approver: " ana", Name: "ana", AskedAt: at, DecidedAt: at.Add(time.Duration(minutes) * time.Minute)}
 	}
 	h := headAt("s1", 1, "running")
 	h.Decisions = []store.DecisionRecord{rec("a", "", "x", session.ActionApprove, 1), rec("b", "acme", "x", session.ActionApprove, 2)}
@@ -149,7 +149,7 @@ func testDecisionsCommitWithTheirEvents(t *testing.T, open func(t *testing.T) st
 	if got := ids(all); !slices.Equal(got, []string{"s1/a", "s1/e", "s1/d"}) {
 		t.Fatalf("the default tenant's, oldest first: %v", got)
 	}
-	if a := all[0]; a.Shape != "x" || a.Action != session.ActionApprove || a.Approver != "\x00ana" || !a.AskedAt.Equal(at) || !a.DecidedAt.Equal(at.Add(time.Minute)) {
+	if a := all[0]; a.Shape != "x" || a.Action != session.ActionApprove || a.Approver != " ana" || !a.AskedAt.Equal(at) || !a.DecidedAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("s1/a kept its first record: %+v", a)
 	}
 	if e := all[1]; !e.AskedAt.IsZero() || e.Rule != "rul_1" || e.Detail != nil {
