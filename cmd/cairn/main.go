@@ -73,7 +73,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	_ = serve.MarkFlagRequired("config")
 	// What people read passes a visibleWriter; MCP's stdout is a protocol.
 	shown := newVisibleWriter(stdout)
-	root.AddCommand(serve, newSessionsCmd(shown), newAgentsCmd(shown), newChatCmd(stdin, shown, stderr), newMCPCmd(stdin, stdout, stderr), newGatewayCmd(stdin, stdout, stderr), newWorkerCmd(stderr), newAuditCmd(shown), newRulesCmd(shown))
+	root.AddCommand(serve, newSessionsCmd(shown), newAgentsCmd(shown), newChatCmd(stdin, shown, stderr), newMCPCmd(stdin, stdout, stderr), newGatewayCmd(stdin, stdout, stderr), newWorkerCmd(stderr), newAuditCmd(shown), newRulesCmd(shown), newAnalyticsCmd(shown))
 	return root
 }
 

@@ -100,7 +100,11 @@ func openStoreOf(ctx context.Context, cfgPath string) (*config.Config, store.Sto
 }
 
 // purgeCutoff reads --before: a date, an RFC 3339 time, or an age.
-func purgeCutoff(v string, now time.Time) (time.Time, error) {
+func purgeCutoff(v string, now time.Time) (time.Time, error) { return timeFlag("before", v, now) }
+
+// timeFlag reads the time flag --name: a date, an RFC 3339 time, or an
+// age (that long before now).
+func timeFlag(name, v string, now time.Time) (time.Time, error) {
 	if t, err := time.ParseInLocation(time.DateOnly, v, time.Local); err == nil {
 		return t, nil
 	}
@@ -110,7 +114,7 @@ func purgeCutoff(v string, now time.Time) (time.Time, error) {
 	if d, err := config.ParseAge(v); err == nil && d > 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("--before %q: write a date (2026-10-01), an RFC 3339 time (2026-10-01T12:00:00Z) or an age (720h, 30d)", v)
+	return time.Time{}, fmt.Errorf("--%s %q: write a date (2026-10-01), an RFC 3339 time (2026-10-01T12:00:00Z) or an age (720h, 30d)", name, v)
 }
 
 // purgeDryRun lists the sessions a purge of status would delete (the 20

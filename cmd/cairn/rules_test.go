@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -236,4 +237,55 @@ func sessionStatus(t *testing.T, base, id string) string {
 	_, s := apiCall(t, "GET", base+"/v1/sessions/"+id, anaToken, "")
 	status, _ := s["status"].(string)
 	return status
+}
+
+// cairn analytics show reads a server's figures; cairn analytics export
+// writes the rejected and edited calls of a config's store as JSON lines.
+func TestAnalyticsShowAndExport(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	writeFile(t, cfg, fmt.Sprintf(rulesConfig, "sqlite:"+filepath.Join(dir, "cairn.db")))
+	t.Setenv("CAIRN_TEST_ANA", anaToken)
+	t.Setenv("CAIRN_TEST_DEV", devToken)
+	_, base := serve(t, cfg)
+	decide := func(env, decision string) {
+		t.Helper()
+		code, s := apiCall(t, "POST", base+"/v1/sessions", anaToken, fmt.Sprintf(`{"agent":"ops","input":%q}`, env))
+		if code != http.StatusCreated {
+			t.Fatalf("start: %d %v", code, s)
+		}
+		in := s["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+		code, s = apiCall(t, "POST", base+"/v1/sessions/"+s["id"].(string)+"/decisions", anaToken,
+			fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,%s}]}`, s["seq"], in, decision))
+		if code != http.StatusOK {
+			t.Fatalf("decide: %d %v", code, s)
+		}
+	}
+	decide("staging", `"action":"approve"`)
+	decide("prod", `"action":"reject","reason":"not on a Friday"`)
+	decide("qa", `"action":"approve","arguments":{"env":"staging"}`)
+	start(t, base, "later") // pending
+
+	out, err := exec.Command(binary, "analytics", "show", "--by", "tool", "--since", "1d", "--server", base, "--token", anaToken).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^deploy\s+1\s+3\s+2\s+1\s+1\s`).Match(out) {
+		t.Fatalf("analytics show: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "analytics", "export", "--config", cfg).Output()
+	if err != nil {
+		t.Fatalf("analytics export: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("export:\n%s", out)
+	}
+	var rejected, edited map[string]any
+	if json.Unmarshal([]byte(lines[0]), &rejected) != nil || json.Unmarshal([]byte(lines[1]), &edited) != nil {
+		t.Fatalf("not JSON lines:\n%s", out)
+	}
+	if rejected["action"] != "reject" || rejected["reason"] != "not on a Friday" || rejected["arguments"].(map[string]any)["env"] != "prod" || rejected["decided_by"] != "ana" {
+		t.Fatalf("the rejected call: %v", rejected)
+	}
+	if edited["edited"] != true || edited["new_arguments"].(map[string]any)["env"] != "staging" || edited["arguments"].(map[string]any)["env"] != "qa" {
+		t.Fatalf("the edited call: %v", edited)
+	}
 }
