@@ -136,6 +136,16 @@ func TestStandingRuleFromThePage(t *testing.T) {
 			if r := all["rules"].([]any)[0].(map[string]any); r["revoked_at"] == nil || r["uses"] != 1.0 || r["revoked_by"].(map[string]any)["name"] != "ana" {
 				t.Fatalf("the revoked rule: %v", r)
 			}
+			// The analytics page: the decisions above, by tool, with its plots.
+			var row string
+			run("analytics", chromedp.Navigate(urlA+"/#/analytics?days=all"), chromedp.WaitVisible(`#analytics tr[data-key="deploy"]`, chromedp.ByQuery),
+				chromedp.Text(`#analytics tr[data-key="deploy"]`, &row, chromedp.ByQuery),
+				chromedp.WaitVisible(`svg.plot rect[data-series="approved"]`, chromedp.ByQuery))
+			// deploy: 3 pending (prod, qa, the last staging), 3 decided (the
+			// grant, prod's 403 decided nothing, the rule's), 2 approved, 1 by rule.
+			if f := strings.Fields(row); len(f) < 8 || f[1] != "3" || f[2] != "2" || f[3] != "2" || f[7] != "1" {
+				t.Fatalf("the analytics row of deploy: %q", row)
+			}
 			run("sign out", chromedp.Evaluate(`localStorage.clear()`, nil))
 		})
 	}

@@ -1013,6 +1013,61 @@ async function renderRules(params) {
     rules.length ? '' : el('p', { class: 'muted' }, 'No standing rules.'));
 }
 
+// ---------- analytics ----------
+
+// renderAnalytics draws GET /v1/analytics: a table per tool, agent or
+// approver, and two plots (decisions by outcome, time to decision), drawn
+// as SVG by hand: a few bars need no library.
+async function renderAnalytics(params) {
+  const by = params.get('by') || 'tool';
+  const days = params.get('days') || '30';
+  const since = days === 'all' ? '' : '&since=' + new Date(Date.now() - Number(days) * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
+  const a = await api('GET', '/v1/analytics?by=' + encodeURIComponent(by) + since);
+  const nav = (k, v) => { const p = new URLSearchParams(params); p.set(k, v); location.hash = '#/analytics?' + p; };
+  const secs = (ms) => ms >= 60000 ? (ms / 60000).toFixed(1) + ' min' : (ms / 1000).toFixed(1) + ' s';
+  const heads = [by, 'pending', 'decisions', 'approved', 'rejected', 'edited', 'expired', 'by rule', 'p50', 'p90', 'fast (< ' + secs(a.read_time_ms) + ')', 'longest streak'];
+  main().replaceChildren(
+    el('h2', {}, 'Approval analytics'),
+    el('div', { class: 'filters' },
+      el('select', { id: 'analytics-by', onchange: (e) => nav('by', e.target.value) }, ...['tool', 'agent', 'approver'].map((v) => el('option', { value: v, selected: v === by }, 'by ' + v))),
+      el('select', { id: 'analytics-days', onchange: (e) => nav('days', e.target.value) }, ...['1', '7', '30', '90', 'all'].map((v) => el('option', { value: v, selected: v === days }, v === 'all' ? 'all time' : 'last ' + v + ' days')))),
+    plot('Decisions', a.rows, [['approved', '#3a7d44'], ['rejected', '#b03a2e'], ['expired', '#888']], (v) => String(v)),
+    plot('Time to decision (median, 90th percentile)', a.rows.map((r) => ({ key: r.key, p50: r.time_to_decision_ms.p50, p90: r.time_to_decision_ms.p90 })), [['p50', '#2e6da4'], ['p90', '#9ec1e6']], secs, true),
+    el('table', { id: 'analytics' }, el('tr', {}, ...heads.map((h) => el('th', {}, h))),
+      ...a.rows.map((r) => el('tr', { 'data-key': r.key }, el('td', {}, r.key || '(none)'), ...[r.pending, r.decisions, r.approved, r.rejected, r.edited, r.expired, r.by_rule].map((n) => el('td', {}, String(n))),
+        el('td', {}, secs(r.time_to_decision_ms.p50)), el('td', {}, secs(r.time_to_decision_ms.p90)),
+        el('td', { class: r.fast_approvals ? 'warn' : '' }, String(r.fast_approvals)), el('td', {}, String(r.longest_streak))))),
+    a.rows.length ? '' : el('p', { class: 'muted' }, 'No approvals were decided in this range.'),
+    el('p', { class: 'muted' }, 'Fast approvals and long streaks are rubber-stamp signals: see docs/analytics.md for every figure.'));
+}
+
+// plot draws rows as horizontal bars, one group per row: stacked series
+// (each [field, colour]), or side by side when grouped.
+function plot(title, rows, series, label, grouped) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const svg = (tag, attrs, text) => { const n = document.createElementNS(NS, tag); for (const k in attrs) n.setAttribute(k, attrs[k]); if (text !== undefined) n.textContent = visibleText(String(text)); return n; };
+  const width = 640, left = 160, bar = 14, gap = 8;
+  const per = grouped ? series.length : 1;
+  const height = rows.length * (per * bar + gap) + gap;
+  const total = (r) => grouped ? Math.max(...series.map(([f]) => r[f])) : series.reduce((n, [f]) => n + r[f], 0);
+  const max = Math.max(1, ...rows.map(total));
+  const g = svg('svg', { class: 'plot', width, height, viewBox: '0 0 ' + width + ' ' + height, role: 'img', 'aria-label': title });
+  rows.forEach((r, i) => {
+    const y = gap + i * (per * bar + gap);
+    g.append(svg('text', { x: left - 6, y: y + bar - 3, 'text-anchor': 'end', 'font-size': 11 }, r.key || '(none)'));
+    let x = left;
+    series.forEach(([f, colour], j) => {
+      const w = (width - left - 60) * r[f] / max;
+      const yy = grouped ? y + j * bar : y;
+      g.append(svg('rect', { x: grouped ? left : x, y: yy, width: w, height: bar - 2, fill: colour, 'data-series': f }));
+      if (grouped) g.append(svg('text', { x: left + w + 4, y: yy + bar - 4, 'font-size': 10 }, label(r[f])));
+      x += grouped ? 0 : w;
+    });
+    if (!grouped) g.append(svg('text', { x: x + 4, y: y + bar - 4, 'font-size': 10 }, label(total(r))));
+  });
+  return el('figure', { class: 'plot' }, el('figcaption', {}, title + ' — ' + series.map(([f]) => f).join(', ')), g);
+}
+
 // ---------- one session ----------
 
 const MAX_DEPTH = 8; // deeper frames are drawn at this depth (app.css has .depth-0 … .depth-8)
@@ -1226,6 +1281,7 @@ async function route() {
     else if (parts[0] === 'sessions') { state.view = 'sessions'; await renderSessions(params); }
     else if (parts[0] === 'new') { state.view = 'new'; await renderNew(); }
     else if (parts[0] === 'rules') { state.view = 'rules'; await renderRules(params); }
+    else if (parts[0] === 'analytics') { state.view = 'analytics'; await renderAnalytics(params); }
     else { state.view = 'inbox'; renderInbox(); }
   } catch (e) {
     if (e.status !== 401) main().replaceChildren(el('p', { class: 'error' }, e.message));
@@ -1244,6 +1300,7 @@ async function start() {
     state.me.auth ? el('button', { onclick: signOut }, 'Sign out') : '');
   document.getElementById('nav-new').hidden = false;
   document.getElementById('nav-rules').hidden = !canDecide();
+  document.getElementById('nav-analytics').hidden = !canDecide();
   state.agents = (await api('GET', '/v1/agents')).agents;
   startFeed();
   await route();
