@@ -32,7 +32,9 @@
 //   - lease.go: who owns a running turn, renewals, takeover, shutdown, cancel.
 //   - expiry.go: approvals and waits past their deadline.
 //   - rules.go: standing rules: read with a model reply, written with the
-//     decisions that grant and use them, listed and revoked.
+//     decisions that grant and use them, listed and revoked; decision
+//     records and the inbox's suggestions.
+//   - analytics.go: approval analytics from the decision records.
 //   - retention.go: purges of finished sessions, and their tombstones.
 //   - hub.go, feed.go, follow.go, stream.go: the live fan-out of one
 //     session's events and of the changes to every session, and the
