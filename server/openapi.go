@@ -449,10 +449,11 @@ func componentSchemas() (map[string]*jsonschema.Schema, error) {
 	}
 	type pending struct {
 		interrupt
-		SessionID string    `json:"session_id"`
-		Tenant    string    `json:"tenant,omitempty" jsonschema:"the session's tenant (absent: the default tenant)"`
-		Seq       int64     `json:"seq" jsonschema:"the seq a decision on this interrupt must name"`
-		PausedAt  time.Time `json:"paused_at"`
+		SessionID  string              `json:"session_id"`
+		Tenant     string              `json:"tenant,omitempty" jsonschema:"the session's tenant (absent: the default tenant)"`
+		Seq        int64               `json:"seq" jsonschema:"the seq a decision on this interrupt must name"`
+		PausedAt   time.Time           `json:"paused_at"`
+		Suggestion *session.Suggestion `json:"suggestion,omitempty" jsonschema:"a standing rule the decision history supports for calls like this one, with its evidence (docs/analytics.md)"`
 	}
 	out := map[string]*jsonschema.Schema{}
 	for name, wire := range map[string]reflect.Type{"Interrupt": reflect.TypeFor[interrupt](), "PendingInterrupt": reflect.TypeFor[pending]()} {

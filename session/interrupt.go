@@ -230,9 +230,9 @@ func (p PendingInterrupt) MarshalJSON() ([]byte, error) {
 	type plain Interrupt
 	return segjson.Marshal(struct {
 		plain
-		Ask       Ask       `json:"ask"`
-		SessionID string    `json:"session_id"`
-		Tenant    string    `json:"tenant,omitempty"`
+		Ask        Ask         `json:"ask"`
+		SessionID  string      `json:"session_id"`
+		Tenant     string      `json:"tenant,omitempty"`
 		Seq        int64       `json:"seq"`
 		PausedAt   time.Time   `json:"paused_at"`
 		Suggestion *Suggestion `json:"suggestion,omitempty"`

@@ -101,12 +101,11 @@ func TestAnalyticsMatchTheEventLog(t *testing.T) {
 					session.DecisionMade
 				}
 				_ = json.Unmarshal(ev.Data, &d)
-				switch ev.Type {
-				case session.EventApprovalRequested:
+				if ev.Type == session.EventApprovalRequested {
 					asked[d.Interrupt.ID] = ev.Time
 					continue
-				case session.EventDecision:
-				default:
+				}
+				if ev.Type != session.EventDecision {
 					continue
 				}
 				if ev.Time.Before(since) {

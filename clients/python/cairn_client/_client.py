@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import http.client
 import json
@@ -17,6 +18,7 @@ from ._approval import F, Key, Message, require_approval
 from ._sse import read_messages
 from ._types import (
     Action,
+    Analytics,
     Agent,
     AuditState,
     BulkResponse,
@@ -199,7 +201,23 @@ class Client:
         """Rejects an interrupt's call (or a reviewed answer); the model sees ``reason``; ``rule`` grants a standing rule."""
         return self._decide_one(interrupt, Decision.reject(interrupt.id, reason, remember, rule))
 
-    # Standing rules
+    # Standing rules and analytics
+
+    def analytics(
+        self,
+        by: str = "tool",
+        since: Optional[datetime.datetime] = None,
+        until: Optional[datetime.datetime] = None,
+        read_time: str = "",
+    ) -> Analytics:
+        """The approval figures of the caller's tenant, a row per ``tool``, ``agent`` or ``approver``."""
+        q = {"by": by}
+        for name, at in (("since", since), ("until", until)):
+            if at is not None:
+                q[name] = at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if read_time:
+            q["read_time"] = read_time
+        return from_dict(Analytics, self._call("GET", "/v1/analytics?" + urllib.parse.urlencode(q)))
 
     def rules(self, tool: str = "", all: bool = False) -> List[Rule]:
         """The standing rules of the caller's tenant: live ones, or every one with ``all``."""

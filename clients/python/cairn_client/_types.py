@@ -231,6 +231,39 @@ class Preview:
 
 
 @dataclass
+class SuggestedRule:
+    """The standing rule a suggestion offers: a grant, and what it decides."""
+
+    action: Optional[Action] = None
+    tool: str = ""
+    agent: str = ""
+    scope: str = ""
+    if_: str = field(default="", metadata={"json": "if"})
+    duration: str = ""
+
+    def grant(self) -> "RuleGrant":
+        """The ``RuleGrant`` to send with an approval to take the suggestion."""
+        return RuleGrant(scope=self.scope, if_=self.if_, duration=self.duration)
+
+
+@dataclass
+class Evidence:
+    """What supports a suggestion: approvals of the call's shape by distinct people since a time."""
+
+    approvals: int = 0
+    people: int = 0
+    since: Optional[datetime.datetime] = None
+
+
+@dataclass
+class Suggestion:
+    """A standing rule the decision history supports (``Interrupt.suggestion``, docs/analytics.md)."""
+
+    rule: Optional[SuggestedRule] = None
+    evidence: Optional[Evidence] = None
+
+
+@dataclass
 class Interrupt:
     """Something a person (or a system) must decide before the session goes on.
 
@@ -272,6 +305,7 @@ class Interrupt:
     tenant: str = ""
     seq: int = 0
     paused_at: Optional[datetime.datetime] = None
+    suggestion: Optional[Suggestion] = None
 
 
 @dataclass
@@ -683,3 +717,39 @@ class CallApproval:
     created_at: Optional[datetime.datetime] = None
     expires_at: Optional[datetime.datetime] = None
     decided_at: Optional[datetime.datetime] = None
+
+
+@dataclass
+class Quantiles:
+    """A median and a 90th percentile, in milliseconds."""
+
+    p50: int = 0
+    p90: int = 0
+
+
+@dataclass
+class AnalyticsRow:
+    """One tool's, agent's or approver's approval figures (docs/analytics.md)."""
+
+    key: str = ""
+    pending: int = 0
+    decisions: int = 0
+    approved: int = 0
+    rejected: int = 0
+    edited: int = 0
+    expired: int = 0
+    by_rule: int = 0
+    time_to_decision_ms: Optional[Quantiles] = None
+    fast_approvals: int = 0
+    longest_streak: int = 0
+
+
+@dataclass
+class Analytics:
+    """The approval process's figures (``GET /v1/analytics``)."""
+
+    by: str = ""
+    since: Optional[datetime.datetime] = None
+    until: Optional[datetime.datetime] = None
+    read_time_ms: int = 0
+    rows: List[AnalyticsRow] = field(default_factory=_empty)

@@ -68,6 +68,30 @@ class Approvals(unittest.TestCase):
             self.cairn.approve(j, rule=RuleGrant(duration="30d"))
         self.assertEqual((long.exception.status, long.exception.code), (403, "forbidden"))
 
+    def test_suggestion_and_analytics(self) -> None:
+        for _ in range(3):
+            _, i = self.paused("releaser", "canary")
+            self.assertEqual(self.cairn.approve(i).status, "completed")
+        s, _ = self.paused("releaser", "canary")
+        (item,) = [p for p in self.cairn.pending(kind="approval") if p.session_id == s.id]
+        sg = item.suggestion
+        assert sg is not None and sg.rule is not None and sg.evidence is not None
+        self.assertEqual((sg.rule.tool, sg.rule.if_, sg.evidence.approvals, sg.evidence.people), ("release", 'args.environment == "canary"', 3, 1))
+        self.assertIsNotNone(sg.evidence.since)
+        rows = {r.key: r for r in self.cairn.analytics(by="tool").rows}
+        release = rows["release"]
+        self.assertGreaterEqual(release.decisions, 3)
+        self.assertGreaterEqual(release.pending, 1)
+        assert release.time_to_decision_ms is not None
+        # Taking it: the grant it names.
+        self.assertEqual(self.cairn.approve(item, rule=sg.rule.grant()).status, "completed")
+        self.assertEqual(self.cairn.create_session("releaser", "canary").status, "completed")
+        for r in self.cairn.rules(tool="release"):
+            self.cairn.revoke_rule(r.id)
+        with self.assertRaises(CairnError) as bad:
+            self.cairn.analytics(by="colour")
+        self.assertEqual(bad.exception.status, 400)
+
     def test_edit_arguments(self) -> None:
         s, i = self.paused("ops")
         with self.assertRaises(CairnError) as refused:

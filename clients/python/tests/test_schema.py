@@ -73,6 +73,12 @@ PAIRS = [
     (c.BulkResult, prop(SCHEMAS["BulkResponse"], "results")),
     (c.ErrorBody, prop(SCHEMAS["BulkResponse"], "results", "error")),
     (c.Rule, SCHEMAS["Rule"]),
+    (c.Suggestion, prop(SCHEMAS["InterruptsPage"], "interrupts", "suggestion")),
+    (c.SuggestedRule, prop(SCHEMAS["InterruptsPage"], "interrupts", "suggestion", "rule")),
+    (c.Evidence, prop(SCHEMAS["InterruptsPage"], "interrupts", "suggestion", "evidence")),
+    (c.Analytics, SCHEMAS["Analytics"]),
+    (c.AnalyticsRow, prop(SCHEMAS["Analytics"], "rows")),
+    (c.Quantiles, prop(SCHEMAS["Analytics"], "rows", "time_to_decision_ms")),
     (c.RuleGrant, prop(SCHEMAS["DecisionsRequest"], "decisions", "rule")),
 ]
 

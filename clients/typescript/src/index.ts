@@ -84,6 +84,12 @@ export type Selector = NonNullable<Schemas["BulkRequest"]["select"]>;
 export type Rule = Schemas["Rule"];
 /** Turns a decision into a standing rule: `{ scope, if, duration }` (docs/rules.md). */
 export type RuleGrant = NonNullable<Decision["rule"]>;
+/** A standing rule the decision history supports, on an inbox item (`Interrupt.suggestion`). */
+export type Suggestion = NonNullable<Schemas["PendingInterrupt"]["suggestion"]>;
+/** The approval process's figures (`GET /v1/analytics`, docs/analytics.md). */
+export type Analytics = Schemas["Analytics"];
+/** One tool's, agent's or approver's figures. */
+export type AnalyticsRow = Item<Analytics["rows"]>;
 
 /** What `requestApproval` (and `requireApproval`) send besides the tool and its arguments. */
 export interface ApprovalOptions {
@@ -341,6 +347,17 @@ export class Client {
    */
   reject(interrupt: Interrupt, reason = "", options: { remember?: string; rule?: RuleGrant } & RequestOptions = {}) {
     return this.decideOne(interrupt, { action: "reject", reason, remember: options.remember, rule: options.rule }, options);
+  }
+
+  /** The approval figures of the caller's tenant, a row per tool (default), agent or approver. */
+  analytics(
+    options: { by?: "tool" | "agent" | "approver"; since?: Date; until?: Date; readTime?: string } & RequestOptions = {},
+  ): Promise<Analytics> {
+    const q = new URLSearchParams({ by: options.by ?? "tool" });
+    if (options.since) q.set("since", options.since.toISOString().replace(/\.\d+Z$/, "Z"));
+    if (options.until) q.set("until", options.until.toISOString().replace(/\.\d+Z$/, "Z"));
+    if (options.readTime) q.set("read_time", options.readTime);
+    return this.call<Analytics>("GET", "/v1/analytics?" + q, undefined, options);
   }
 
   /** The standing rules of the caller's tenant: live ones, or every one with `all`. */

@@ -349,6 +349,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The approval process's figures for the caller's tenant, a row per tool, agent or approver: pending, decided, approved, rejected, edited, expired, decided by standing rules, time to decision (median, 90th percentile), fast approvals and the longest approval streak (docs/analytics.md). For approvers and admins. */
+        get: operations["getAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -739,6 +756,30 @@ export interface components {
             /** @description answers to the interrupts of the previous run: {interruptId, status: resolved|cancelled, payload} */
             resume?: null | {
                 [key: string]: unknown;
+            }[];
+        };
+        Analytics: {
+            by: string;
+            /** Format: date-time */
+            since?: string;
+            /** Format: date-time */
+            until?: string;
+            read_time_ms: number;
+            rows: null | {
+                key: string;
+                pending: number;
+                decisions: number;
+                approved: number;
+                rejected: number;
+                edited: number;
+                expired: number;
+                by_rule: number;
+                time_to_decision_ms: {
+                    p50: number;
+                    p90: number;
+                };
+                fast_approvals: number;
+                longest_streak: number;
             }[];
         };
         ApprovalRequest: {
@@ -1238,6 +1279,24 @@ export interface components {
             seq: number;
             /** Format: date-time */
             paused_at: string;
+            /** @description a standing rule the decision history supports for calls like this one, with its evidence (docs/analytics.md) */
+            suggestion?: null | {
+                rule: {
+                    /** @enum {string} */
+                    action: "approve" | "reject" | "answer" | "edit" | "complete" | "fail";
+                    tool: string;
+                    agent: string;
+                    scope: string;
+                    if: string;
+                    duration: string;
+                };
+                evidence: {
+                    approvals: number;
+                    people: number;
+                    /** Format: date-time */
+                    since: string;
+                };
+            };
         };
         Preview: {
             /** @enum {string} */
@@ -2481,6 +2540,62 @@ export interface operations {
             };
             /** @description the body is larger than the server accepts */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAnalytics: {
+        parameters: {
+            query?: {
+                /** @description count decisions at or after this time (RFC 3339) */
+                since?: string;
+                /** @description count decisions before this time (RFC 3339) */
+                until?: string;
+                /** @description tool (default), agent or approver */
+                by?: string;
+                /** @description approvals faster than this (a Go duration, default 5s) are fast */
+                read_time?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Analytics"];
+                };
+            };
+            /** @description the request is malformed; error.message names the field and the fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no bearer token, or not a valid one (only when auth is configured) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description only approvers and admins read the analytics */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -64,6 +64,26 @@ describe("decisions", () => {
     assert.deepEqual([tooLong.status, tooLong.code], [403, "forbidden"]);
   });
 
+  test("a suggestion from the history, and the analytics", async () => {
+    for (let i = 0; i < 3; i++) {
+      const s = await cairn.createSession("releaser", "canary");
+      assert.equal((await cairn.approve(s.interrupts[0])).status, "completed");
+    }
+    const s = await cairn.createSession("releaser", "canary");
+    let item;
+    for await (const p of cairn.pending({ kind: "approval" })) if (p.session_id === s.id) item = p;
+    const sg = item.suggestion;
+    assert.deepEqual([sg.rule.tool, sg.rule.if, sg.evidence.approvals, sg.evidence.people], ["release", 'args.environment == "canary"', 3, 1]);
+    const rows = Object.fromEntries((await cairn.analytics({ by: "tool", since: new Date(Date.now() - 3600e3) })).rows.map((r) => [r.key, r]));
+    assert.ok(rows.release.decisions >= 3 && rows.release.pending >= 1);
+    const { scope, if: cond, duration } = sg.rule;
+    assert.equal((await cairn.approve(item, { rule: { scope, if: cond, duration } })).status, "completed");
+    assert.equal((await cairn.createSession("releaser", "canary")).status, "completed");
+    for (const r of await cairn.rules({ tool: "release" })) await cairn.revokeRule(r.id);
+    const bad = await refused(cairn.analytics({ by: "colour" }));
+    assert.equal(bad.status, 400);
+  });
+
   test("edit the arguments", async () => {
     const [s, i] = await paused("ops");
     const bad = await refused(cairn.approve(i, { arguments: { environment: "moon" } }));
