@@ -390,7 +390,7 @@ func zombiesOnly(pgid int) bool {
 // in the file's terms, with a suggestion where one is close.
 func TestConfigMistakesTeach(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
-		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: a2a, agents, allowed_hosts, allowed_origins, approvals, audit, auth, driver, gateway, lease, mcp_servers, models, public_url, retention, secret_env, shutdown_grace, store, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
+		{"top-level typo", strings.Replace(valid, "store: memory", "stroe: memory", 1), `cairn.yaml:2: stroe: unknown key "stroe" (known here: a2a, agents, allowed_hosts, allowed_origins, approvals, audit, auth, driver, gateway, lease, mcp_servers, models, public_url, retention, secret_env, shutdown_grace, store, suggestions, temporal, token_ledger, tools, webhooks); did you mean "store"?`},
 		{"tool key typo", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `tools.deploy_code.aproval_ttl: unknown key "aproval_ttl"`},
 		{"tool key suggestion", strings.Replace(valid, "approval_ttl: 1h", "aproval_ttl: 1h", 1), `did you mean "approval_ttl"?`},
 		{"model key typo", strings.Replace(valid, "{provider: scripted", "{provder: scripted", 1), `models.default.provder: unknown key "provder"`},

@@ -378,6 +378,7 @@ func TestPageCLIAndAPIAgree(t *testing.T) {
 			if ev["type"] == "decision" {
 				d := ev["data"].(map[string]any)
 				delete(d, "interrupt_id") // derived from the session id
+				delete(d, "asked_at")     // when this session paused
 				b, _ := json.Marshal(d)
 				return string(b)
 			}

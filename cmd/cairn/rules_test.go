@@ -172,11 +172,7 @@ func decisionOf(t *testing.T, base, id string) map[string]any {
 // call): the next matching call in the chat runs without asking, another
 // one asks. The CLI grants one with --rule, lists and revokes them.
 func TestStandingRuleFromChatAndCLI(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "cairn.yaml")
-	writeFile(t, cfg, fmt.Sprintf(rulesConfig, "sqlite:"+filepath.Join(dir, "cairn.db")))
-	t.Setenv("CAIRN_TEST_ANA", anaToken)
-	t.Setenv("CAIRN_TEST_DEV", devToken)
+	cfg := rulesSetup(t)
 	cmd := exec.Command(binary, "chat", "--config", cfg, "--agent", "ops")
 	// r, then an empty condition (the pre-filled one), the default scope and duration.
 	cmd.Stdin = strings.NewReader("staging\nr\n\n\n\nstaging\nqa\nn\nno\n")
@@ -232,6 +228,18 @@ func TestStandingRuleFromChatAndCLI(t *testing.T) {
 	}
 }
 
+// rulesSetup writes rulesConfig on a SQLite file in a new directory, sets
+// its tokens, and returns the config's path.
+func rulesSetup(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	writeFile(t, cfg, fmt.Sprintf(rulesConfig, "sqlite:"+filepath.Join(dir, "cairn.db")))
+	t.Setenv("CAIRN_TEST_ANA", anaToken)
+	t.Setenv("CAIRN_TEST_DEV", devToken)
+	return cfg
+}
+
 // start starts a session of ops deploying to env, as ana, and returns its id.
 func start(t *testing.T, base, env string) string {
 	t.Helper()
@@ -252,11 +260,7 @@ func sessionStatus(t *testing.T, base, id string) string {
 // cairn analytics show reads a server's figures; cairn analytics export
 // writes the rejected and edited calls of a config's store as JSON lines.
 func TestAnalyticsShowAndExport(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "cairn.yaml")
-	writeFile(t, cfg, fmt.Sprintf(rulesConfig, "sqlite:"+filepath.Join(dir, "cairn.db")))
-	t.Setenv("CAIRN_TEST_ANA", anaToken)
-	t.Setenv("CAIRN_TEST_DEV", devToken)
+	cfg := rulesSetup(t)
 	_, base := serve(t, cfg)
 	decide := func(env, decision string) {
 		t.Helper()
