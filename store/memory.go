@@ -26,11 +26,9 @@ type Memory struct {
 	tombstones map[string]Tombstone
 	// rules are the standing rules, in the order granted.
 	rules []*session.Rule
-	// decisions are the decision records, in the order written, and their
-	// ids.
-	decisions   []DecisionRecord
-	decisionIDs map[string]bool
-	feed        Feed
+	// decisions are the decision records, in the order written.
+	decisions []DecisionRecord
+	feed      Feed
 }
 
 type memMessage struct {
@@ -558,13 +556,6 @@ func (m *Memory) RevokeRule(ctx context.Context, id string, by session.Actor, at
 // putDecisions stores decision records, under m.mu.
 func (m *Memory) putDecisions(records []DecisionRecord) {
 	for _, r := range records {
-		if m.decisionIDs[r.ID] {
-			continue
-		}
-		if m.decisionIDs == nil {
-			m.decisionIDs = map[string]bool{}
-		}
-		m.decisionIDs[r.ID] = true
 		r.Detail = slices.Clone(r.Detail)
 		m.decisions = append(m.decisions, r)
 	}

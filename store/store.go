@@ -603,8 +603,8 @@ func (q RuleQuery) Selects(r *session.Rule) bool {
 // written in the commit of the decision (Head.Decisions), so the records
 // are exactly the decisions recorded.
 type DecisionRecord struct {
-	// ID is the session's id and the interrupt's, joined by "/": a record
-	// written again keeps the first.
+	// ID is the session's id and the interrupt's, joined by "/". A record
+	// is written once: with its decision's events, which are.
 	ID        string
 	Tenant    string
 	SessionID string

@@ -85,9 +85,10 @@ CREATE TABLE IF NOT EXISTS rules (
 );
 CREATE INDEX IF NOT EXISTS rules_live ON rules(tenant, tool) WHERE revoked_at = '';
 -- One row per decided approval (store.DecisionRecord), for the analytics
--- (by tenant and time) and the earned suggestions (by call shape).
+-- (by tenant and time: the table's own order, so a commit writes one more
+-- B-tree entry, not two) and the earned suggestions (by call shape).
 CREATE TABLE IF NOT EXISTS decisions (
-	id         TEXT PRIMARY KEY,
+	id         TEXT NOT NULL,
 	tenant     TEXT NOT NULL,
 	session_id TEXT NOT NULL,
 	agent      TEXT NOT NULL,
@@ -101,9 +102,9 @@ CREATE TABLE IF NOT EXISTS decisions (
 	name       TEXT NOT NULL,
 	asked_at   INTEGER NOT NULL, -- µs since 1970 (0: never asked): an integer reads without parsing
 	decided_at INTEGER NOT NULL, -- µs since 1970
-	detail     BLOB
-);
-CREATE INDEX IF NOT EXISTS decisions_time ON decisions(tenant, decided_at);
+	detail     BLOB,
+	PRIMARY KEY (tenant, decided_at, id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS decisions_shape ON decisions(tenant, agent, tool, shape, decided_at);
 `
 
@@ -151,11 +152,14 @@ type Store struct {
 	w  *writer
 	// The hot reads, prepared once (database/sql keeps them per connection).
 	headStmt, eventsStmt, snapshotStmt *sql.Stmt
-	feed                               store.Feed
-	pollMu                             sync.Mutex
-	polling                            bool
-	stop                               context.CancelFunc
-	stopped                            context.Context
+	// liveRulesStmt reads one tool's live rules: every model reply that
+	// calls a tool a rule may decide asks it (local's rulesFor).
+	liveRulesStmt *sql.Stmt
+	feed          store.Feed
+	pollMu        sync.Mutex
+	polling       bool
+	stop          context.CancelFunc
+	stopped       context.Context
 }
 
 var (
@@ -227,6 +231,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		query string
 	}{
 		{&st.headStmt, `SELECT ` + headColumns + ` FROM sessions WHERE id=?`},
+		{&st.liveRulesStmt, `SELECT ` + ruleColumns + ` FROM rules WHERE tenant=? AND tool=? AND revoked_at='' AND (expires_at='' OR expires_at>?) ORDER BY granted_at, id LIMIT ?`},
 		{&st.eventsStmt, eventsQuery},
 		{&st.snapshotStmt, `SELECT seq, data FROM snapshots WHERE session_id=?`},
 	} {
@@ -434,7 +439,7 @@ func (s *Store) Durable() bool { return true }
 func (s *Store) Close() error {
 	s.stop()
 	s.w.close()
-	for _, st := range []*sql.Stmt{s.headStmt, s.eventsStmt, s.snapshotStmt} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.eventsStmt, s.snapshotStmt, s.liveRulesStmt} {
 		st.Close()
 	}
 	return s.db.Close()
@@ -487,7 +492,7 @@ const (
 	insertBlob     = `INSERT INTO blobs(key, data) VALUES (?, ?) ON CONFLICT(key) DO NOTHING`
 	insertRef      = `INSERT INTO blob_refs(session_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`
 	insertDecision = `INSERT INTO decisions(id, tenant, session_id, agent, tool, shape, action, edited, expired, rule, approver, name, asked_at, decided_at, detail)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`
 	insertRule  = `INSERT INTO rules(id, tenant, tool, granted_at, expires_at, data) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 	putSnapshot = `INSERT INTO snapshots(session_id, seq, data) VALUES (?,?,?) ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data`
 )
@@ -1298,8 +1303,28 @@ func scanRule(scan func(...any) error) (session.Rule, error) {
 	return r, nil
 }
 
-// Rules implements store.Rules.
+// Rules implements store.Rules. The live rules of a tenant's tools (what
+// a runner asks with each model reply) are a prepared statement per tool.
 func (s *Store) Rules(ctx context.Context, q store.RuleQuery) ([]session.Rule, error) {
+	if !q.AllTenants && !q.LiveAt.IsZero() && len(q.Tools) > 0 && len(q.Tools) <= 4 {
+		var out []session.Rule
+		for _, tool := range q.Tools {
+			rows, err := s.liveRulesStmt.QueryContext(ctx, q.Tenant, tool, q.LiveAt.UTC().Format(timeLayout), q.Max()-len(out))
+			if err != nil {
+				return nil, fmt.Errorf("sqlite rules: %w", err)
+			}
+			if out, err = scanRules(rows, out); err != nil {
+				return nil, err
+			}
+			if len(out) >= q.Max() {
+				break
+			}
+		}
+		slices.SortStableFunc(out, func(a, b session.Rule) int { // oldest grant first, as one query orders them
+			return cmp.Or(a.GrantedAt.Compare(b.GrantedAt), strings.Compare(a.ID, b.ID))
+		})
+		return out, nil
+	}
 	query := `SELECT ` + ruleColumns + ` FROM rules WHERE 1=1`
 	var args []any
 	if !q.AllTenants {
@@ -1322,8 +1347,12 @@ func (s *Store) Rules(ctx context.Context, q store.RuleQuery) ([]session.Rule, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlite rules: %w", err)
 	}
+	return scanRules(rows, nil)
+}
+
+// scanRules appends the rules of rows to out, and closes rows.
+func scanRules(rows *sql.Rows, out []session.Rule) ([]session.Rule, error) {
 	defer rows.Close()
-	var out []session.Rule
 	for rows.Next() {
 		r, err := scanRule(rows.Scan)
 		if err != nil {
@@ -1331,7 +1360,10 @@ func (s *Store) Rules(ctx context.Context, q store.RuleQuery) ([]session.Rule, e
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite rules: %w", err)
+	}
+	return out, nil
 }
 
 // Rule implements store.Rules.
