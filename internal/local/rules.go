@@ -152,8 +152,9 @@ type SuggestionPolicy = session.SuggestionPolicy
 const (
 	DefaultSuggestAfter  = 20
 	DefaultSuggestPeople = 2
-	// suggestWindow is how many of a call shape's last decisions a
-	// suggestion reads (one index walk): "never rejected" is within them.
+	// suggestWindow bounds how many of a call shape's last decisions a
+	// suggestion reads (one index walk; ten times the approvals it needs,
+	// at least 200): "never rejected" is within them.
 	suggestWindow = 1000
 )
 
@@ -184,7 +185,7 @@ func (r *Runner) suggest(ctx context.Context, items []session.PendingInterrupt) 
 		key := store.DecisionKey{Tenant: it.Tenant, Agent: agent, Tool: in.Tool, Shape: session.ConditionFor(in.Arguments)}
 		s, seen := found[key]
 		if !seen {
-			recs, err := ds.LatestDecisions(ctx, key, suggestWindow)
+			recs, err := ds.LatestDecisions(ctx, key, min(suggestWindow, max(10*n, 200)))
 			if err != nil {
 				r.log.WarnContext(ctx, "the decision history could not be read; no suggestion", "tool", in.Tool, "error", err)
 				return
