@@ -35,15 +35,15 @@ func newAnalyticsShowCmd(stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.http = &http.Client{Timeout: time.Minute}
 			path := "/v1/analytics?by=" + by
-			for name, v := range map[string]string{"since": since, "until": until} {
-				if v == "" {
+			for _, f := range [][2]string{{"since", since}, {"until", until}} {
+				if f[1] == "" {
 					continue
 				}
-				at, err := timeFlag(name, v, time.Now())
+				at, err := timeFlag(f[0], f[1], time.Now())
 				if err != nil {
 					return err
 				}
-				path += "&" + name + "=" + at.UTC().Format(time.RFC3339)
+				path += "&" + f[0] + "=" + at.UTC().Format(time.RFC3339)
 			}
 			var a cairn.Analytics
 			if err := c.do(cmd.Context(), "GET", path, nil, &a); err != nil {

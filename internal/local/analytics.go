@@ -17,8 +17,8 @@ func (r *Runner) Analytics(ctx context.Context, actor session.Actor, q session.A
 	if !ok {
 		return nil, &session.Error{Code: session.CodeInvalidRequest, Message: "this runner's store keeps no decision records"}
 	}
-	if !actor.Trusted() && !session.RoleAtLeast(actor.Role, session.RoleApprover) {
-		return nil, &session.Error{Code: session.CodeForbidden, Message: fmt.Sprintf("approval analytics are for approvers and admins; %s is not one", actor.Who())}
+	if err := approverOnly(actor, "approval analytics are"); err != nil {
+		return nil, err
 	}
 	by := cmp.Or(q.By, session.ByTool)
 	if !by.Valid() {

@@ -82,7 +82,7 @@ func decisionRecord(head store.Head, ev *session.Event, d *engine.DecisionMade) 
 	r := store.DecisionRecord{ID: head.ID + "/" + d.InterruptID, Tenant: head.Tenant, SessionID: head.ID, Agent: ev.Agent, Tool: d.Tool,
 		Shape: session.ConditionFor(d.Arguments), Action: d.Action, Edited: len(d.NewArgs) > 0, Rule: d.Rule,
 		Approver: strings.ReplaceAll(d.Actor.Identity(), "\x00", " "), Name: d.Actor.Who(), DecidedAt: ev.Time.UTC()}
-	r.Expired = d.Actor.Name == expiryActor.Name && d.Actor.Role == expiryActor.Role && d.Actor.Via == ""
+	r.Expired = isExpiry(d.Actor)
 	if d.AskedAt != nil {
 		r.AskedAt = d.AskedAt.UTC()
 	}
@@ -102,8 +102,8 @@ func (r *Runner) Rules(ctx context.Context, actor session.Actor, q session.RuleQ
 	if err != nil {
 		return nil, err
 	}
-	if !actor.Trusted() && !session.RoleAtLeast(actor.Role, session.RoleApprover) {
-		return nil, &session.Error{Code: session.CodeForbidden, Message: fmt.Sprintf("standing rules are listed for approvers and admins; %s is not one", actor.Who())}
+	if err := approverOnly(actor, "standing rules are listed"); err != nil {
+		return nil, err
 	}
 	sq := store.RuleQuery{Tenant: actor.Tenant, AllTenants: actor.EveryTenant()}
 	if q.Tool != "" {
@@ -130,9 +130,8 @@ func (r *Runner) RevokeRule(ctx context.Context, actor session.Actor, id string)
 	}
 	// Revoking only makes calls ask again (fail closed): any approver of
 	// the tenant may, not only the grantor.
-	if !actor.Trusted() && !session.RoleAtLeast(actor.Role, session.RoleApprover) {
-		return session.Rule{}, &session.Error{Code: session.CodeForbidden,
-			Message: fmt.Sprintf("standing rule %s is revoked by an approver or an admin; %s is neither", id, actor.Who())}
+	if err := approverOnly(actor, "standing rule "+id+" is revoked"); err != nil {
+		return session.Rule{}, err
 	}
 	return rs.RevokeRule(ctx, id, actor, r.now())
 }
@@ -223,4 +222,14 @@ func earned(recs []store.DecisionRecord, n, k int) *session.Suggestion {
 	}
 	ev.People = len(people)
 	return &session.Suggestion{Evidence: ev}
+}
+
+// approverOnly refuses (ErrForbidden) what only approvers, admins and the
+// program may do (what says what, for the message): the governance reads
+// and acts that decide nothing themselves (rules, analytics).
+func approverOnly(actor session.Actor, what string) error {
+	if actor.Trusted() || session.RoleAtLeast(actor.Role, session.RoleApprover) {
+		return nil
+	}
+	return &session.Error{Code: session.CodeForbidden, Message: fmt.Sprintf("%s for approvers and admins; %s is neither", what, actor.Who())}
 }

@@ -152,7 +152,7 @@ func notes(step engine.Step, i int) ([]note, error) {
 	case *engine.DecisionMade:
 		typ := webhook.InterruptDecided
 		switch {
-		case p.Actor.Name == expiryActor.Name && p.Actor.Role == expiryActor.Role && p.Actor.Via == "":
+		case isExpiry(p.Actor):
 			typ = webhook.InterruptExpired
 		case p.Action == session.ActionComplete || p.Action == session.ActionFail:
 			typ = webhook.InterruptCompleted
@@ -203,6 +203,12 @@ func created(ins []session.Interrupt, isNew func(id string) bool) []note {
 
 // expiryActor is who the engine records as deciding an expired approval.
 var expiryActor = session.Actor{Name: "cairn", Role: "expiry"}
+
+// isExpiry reports whether a decision's actor is the runner deciding at a
+// deadline (expiryActor), not a person.
+func isExpiry(a session.Actor) bool {
+	return a.Name == expiryActor.Name && a.Role == expiryActor.Role && a.Via == ""
+}
 
 // messageID is a delivery's id: the same for every retry, distinct for
 // every event, interrupt and endpoint, and (with the session's nonce)
