@@ -66,7 +66,23 @@ type Agent struct {
 	// (StartOptions.ClientTools, TurnOptions.ClientTools: AG-UI frontend
 	// tools); by default they are offered to the model for that message.
 	NoClientTools bool
+	// OnNewVersion says what a session does that started under another
+	// definition of the agent than the one deployed now (its
+	// instructions, tools and their schemas and approval policies, the
+	// agents it reaches; Session.Definition): VersionPin ("", the
+	// default) resumes it under its own, VersionLatest under the one
+	// deployed now, recording a definition_changed event.
+	OnNewVersion VersionPolicy
 }
+
+// VersionPolicy is Agent.OnNewVersion.
+type VersionPolicy string
+
+// Version policies (config: on_new_version).
+const (
+	VersionPin    VersionPolicy = "pin"
+	VersionLatest VersionPolicy = "latest"
+)
 
 // SchemaFor returns the JSON Schema of T for Agent.OutputSchema, generated
 // as NewTool generates a tool's: field names from `json` tags,
@@ -108,8 +124,17 @@ type Toolset interface {
 // compile is the agent as the runtime takes it: its tools compiled when
 // the runtime asks (at NewRunner, and again each time a toolset changes).
 func (a *Agent) compile() (*local.Agent, error) {
+	switch a.OnNewVersion {
+	case "", VersionPin, VersionLatest:
+	default:
+		return nil, fmt.Errorf("cairn: agent %q: OnNewVersion %q is not %q or %q", a.Name, a.OnNewVersion, VersionPin, VersionLatest)
+	}
+	spec, err := a.spec()
+	if err != nil {
+		return nil, fmt.Errorf("cairn: agent %q: %w", a.Name, err)
+	}
 	ra := &local.Agent{Name: a.Name, Instructions: a.Instructions, Model: a.Model, MaxIterations: a.MaxIterations,
-		OutputSchema: a.OutputSchema, OutputRetries: a.OutputRetries,
+		OutputSchema: a.OutputSchema, OutputRetries: a.OutputRetries, Spec: spec, FollowLatest: a.OnNewVersion == VersionLatest,
 		Tools: func() ([]*local.Tool, error) {
 			all := a.Tools
 			for _, ts := range a.Toolsets {

@@ -1,6 +1,10 @@
 package cairn
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/cairnhq/cairn/internal/cond"
+)
 
 // Policy decides whether a call waits for a person's decision, and says
 // when in words, for people and clients (Runner.Agents, GET /v1/agents):
@@ -11,6 +15,9 @@ import "encoding/json"
 type Policy struct {
 	rule string
 	ask  func(args json.RawMessage) (bool, error)
+	// over is the variable of a CEL policy (PolicyCEL), whose rule is its
+	// expression: data, which a session's stored definition rebuilds.
+	over string
 }
 
 // Never is the policy that never asks (the zero Policy, described "never").
@@ -41,9 +48,24 @@ func PolicyFunc(rule string, ask func(args json.RawMessage) (bool, error)) Polic
 	return Policy{rule: rule, ask: ask}
 }
 
+// PolicyCEL is the policy that asks when the CEL expression expr holds for
+// the JSON it is asked about, bound to variable: "args" for a tool's
+// calls, "output" for a review. It is described by expr. An expression
+// that fails to evaluate asks (fail closed). Unlike a Go function, a CEL
+// policy is data: a session paused under it resumes under it after the
+// deployment changed it (see docs/operations.md).
+func PolicyCEL(variable, expr string) (Policy, error) {
+	c, err := cond.Compile(variable, expr)
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{rule: expr, ask: c.EvalJSON, over: variable}, nil
+}
+
 // Describe returns p described by rule instead.
 func (p Policy) Describe(rule string) Policy {
 	p.rule = rule
+	p.over = "" // its words no longer say what it does
 	return p
 }
 

@@ -29,15 +29,17 @@ type coreHandle = local.CoreHandle
 // be nil.
 func NewRunner(agents []*Agent, opts *RunnerOptions) (*Runner, error) {
 	compiled := make([]*local.Agent, len(agents))
+	deployed := make(map[string]*Agent, len(agents))
 	for i, a := range agents {
 		if a != nil {
 			var err error
 			if compiled[i], err = a.compile(); err != nil {
 				return nil, err
 			}
+			deployed[a.Name] = a
 		}
 	}
-	rt, err := local.New(compiled, opts.runtime())
+	rt, err := local.New(compiled, opts.runtime(), rebuilder{deployed}.rebuild)
 	if err != nil {
 		return nil, err
 	}

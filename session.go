@@ -91,6 +91,9 @@ type (
 	ErrorBody = session.ErrorBody
 	// ForkOrigin is where a fork comes from (Session.ForkedFrom).
 	ForkOrigin = session.ForkOrigin
+	// DefinitionVersion is the version of its agent a session runs under
+	// (Session.Definition; Agent.OnNewVersion).
+	DefinitionVersion = session.DefinitionVersion
 	// Rule is a standing rule: a decision granted once for every matching
 	// call of a tool, within a scope, until it expires or is revoked
 	// (docs/rules.md).
@@ -193,6 +196,7 @@ const (
 	EventTurnCancelled      = session.EventTurnCancelled
 	EventTurnInterrupted    = session.EventTurnInterrupted
 	EventSessionForked      = session.EventSessionForked
+	EventDefinitionChanged  = session.EventDefinitionChanged
 	EventModelDelta         = session.EventModelDelta
 	EventModelDeltasSkipped = session.EventModelDeltasSkipped
 )

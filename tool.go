@@ -393,8 +393,12 @@ func (t *Tool) compile() (*local.Tool, error) {
 		}
 		et.Preview = true
 	}
+	spec, err := t.spec(params)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
 	return &local.Tool{Engine: et, Handler: t.Handler, Timeout: t.Timeout, Info: t.info(params),
-		Preview: t.Preview, PreviewTimeout: t.PreviewTimeout}, nil
+		Preview: t.Preview, PreviewTimeout: t.PreviewTimeout, Spec: spec}, nil
 }
 
 // checkApprovers refuses approvers that no one could satisfy.

@@ -28,7 +28,12 @@ func (l *loader) agent(name string, f *File, models map[string]model.Model, tool
 		return nil, nil, l.errf(p+".max_iterations", "must be positive, got %d", a.MaxIterations)
 	}
 	agent := &cairn.Agent{Name: name, Instructions: a.Instructions, Model: m, MaxIterations: a.MaxIterations,
-		NoClientTools: a.FrontendTools != nil && !*a.FrontendTools}
+		NoClientTools: a.FrontendTools != nil && !*a.FrontendTools, OnNewVersion: cairn.VersionPolicy(a.OnNewVersion)}
+	switch agent.OnNewVersion {
+	case "", cairn.VersionPin, cairn.VersionLatest:
+	default:
+		return nil, nil, l.errf(p+".on_new_version", "%q is not pin (a paused session resumes under the definition it started with; the default) or latest (under the one configured now)", a.OnNewVersion)
+	}
 	if a.Approvers != nil {
 		approvers, err := l.approversOf(p+".approvers", *a.Approvers)
 		if err != nil {

@@ -449,6 +449,11 @@ type AgentConfig struct {
 	// FrontendTools: false refuses tools a client declares with its
 	// message (AG-UI frontend tools); default true.
 	FrontendTools *bool `yaml:"frontend_tools"`
+	// OnNewVersion says what a session paused under an earlier definition
+	// of the agent does after the configuration changed: pin (default)
+	// resumes it under its own, latest under the new one, recording a
+	// definition_changed event (cairn.Agent.OnNewVersion).
+	OnNewVersion string `yaml:"on_new_version"`
 	// A2A makes the agent a remote one, reached over the Agent2Agent
 	// protocol (no model, no tools here): other agents call it as a
 	// sub-agent; see docs/a2a.md.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairnhq/cairn"
 	"github.com/cairnhq/cairn/internal/command"
-	"github.com/cairnhq/cairn/internal/cond"
 	"github.com/cairnhq/cairn/internal/suggest"
 	"github.com/cairnhq/cairn/session"
 )
@@ -393,11 +392,7 @@ func policyOver(name, s string) (cairn.Policy, error) {
 // celPolicy compiles a CEL expression over the variable name (the decoded
 // arguments, or answer) to a policy. It is compiled once, here.
 func celPolicy(name, expr string) (cairn.Policy, error) {
-	c, err := cond.Compile(name, expr)
-	if err != nil {
-		return cairn.Policy{}, err
-	}
-	return cairn.PolicyFunc(expr, c.EvalJSON), nil
+	return cairn.PolicyCEL(name, expr)
 }
 
 // shellLine writes argv as a shell would read it back, quoting the words

@@ -56,5 +56,5 @@ func AllEventTypes() []EventType {
 		EventInputRequested, EventReviewRequested, EventExternalRequested, EventClientRequested, EventWaitExpired,
 		EventDecision, EventApprovalAdded, EventInterruptReminded, EventInterruptEscalated, EventToolStarted, EventToolResult, EventFramePushed, EventFramePopped, EventHandoff,
 		EventAgentMessage, EventOutputRejected, EventTurnPaused, EventTurnCompleted, EventTurnFailed,
-		EventTurnCancelled, EventTurnInterrupted, EventSessionForked, EventModelDelta, EventModelDeltasSkipped}
+		EventTurnCancelled, EventTurnInterrupted, EventSessionForked, EventDefinitionChanged, EventModelDelta, EventModelDeltasSkipped}
 }

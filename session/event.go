@@ -81,6 +81,11 @@ const (
 	// a point it paused or waited for a message at) that a fork starts
 	// with: the session goes on from there in its own way (SessionForked).
 	EventSessionForked EventType = "session_forked"
+	// EventDefinitionChanged records that a session goes on under another
+	// definition of its agent than the one it ran under so far: its agent
+	// says on_new_version: latest, and the deployment changed
+	// (DefinitionChanged).
+	EventDefinitionChanged EventType = "definition_changed"
 	// EventModelDelta is streamed text, never stored (Seq 0); only for
 	// agents whose model streams.
 	EventModelDelta EventType = "model_delta"

@@ -75,6 +75,11 @@ func (s *Session) appendSimple(b []byte, interruptsLast bool) ([]byte, bool) {
 	b = appendUsage(append(b, `,"usage":`...), s.Usage)
 	b = appendTime(append(b, `,"created_at":`...), s.CreatedAt)
 	b = appendTime(append(b, `,"updated_at":`...), s.UpdatedAt)
+	if d := s.Definition; d != nil {
+		b = appendString(append(b, `,"definition":{"hash":`...), d.Hash)
+		b = strconv.AppendBool(append(b, `,"current":`...), d.Current)
+		b = append(b, '}')
+	}
 	if interruptsLast {
 		// As the log keeps them (recorded), in their common form.
 		var ok bool

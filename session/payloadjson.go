@@ -42,6 +42,9 @@ func AppendPayload(b []byte, payload Payload) ([]byte, bool) {
 		if p.Tenant != "" {
 			b = appendString(append(b, `,"tenant":`...), p.Tenant)
 		}
+		if p.Definition != "" {
+			b = appendString(append(b, `,"definition":`...), p.Definition)
+		}
 		return append(b, '}'), true
 	case *UserMessage:
 		if !p.Actor.IsZero() || p.Call != nil || len(p.Tools) > 0 {

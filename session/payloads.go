@@ -70,6 +70,8 @@ func DecodeEvent(ev Event) (Payload, error) {
 		p = &TurnInterrupted{}
 	case EventSessionForked:
 		p = &SessionForked{}
+	case EventDefinitionChanged:
+		p = &DefinitionChanged{}
 	case EventModelDelta:
 		p = &ModelDelta{}
 	case EventModelDeltasSkipped:
@@ -95,6 +97,10 @@ type SessionStarted struct {
 	Owner    string         `json:"owner,omitempty"`
 	// Tenant is the session's tenant (Session.Tenant).
 	Tenant string `json:"tenant,omitempty"`
+	// Definition is the content hash of the agent's definition the session
+	// starts under (Session.Definition); empty in logs written before
+	// versions were recorded.
+	Definition string `json:"definition,omitempty"`
 }
 
 // UserMessage is a message from the user to a frame (the top of the stack).
@@ -389,6 +395,14 @@ func (p SessionForked) MarshalJSON() ([]byte, error) {
 	}{plain(p), recordedAll(p.Interrupts)})
 }
 
+// DefinitionChanged: from here on the session runs under the definition
+// To of its agent instead of From (both content hashes; see
+// Session.Definition).
+type DefinitionChanged struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
 // IsForkPoint reports whether a session may be forked at an event of type
 // t (Runner.Fork): one that ends a run of its turn, after which it paused
 // or waited for the user's next message, or a fork's own start.
@@ -445,3 +459,4 @@ func (*TurnFailed) isPayload()         {}
 func (*TurnCancelled) isPayload()      {}
 func (*TurnInterrupted) isPayload()    {}
 func (*SessionForked) isPayload()      {}
+func (*DefinitionChanged) isPayload()  {}

@@ -58,10 +58,28 @@ type Session struct {
 	// ForkedFrom, on a fork (Runner.Fork, POST /v1/sessions/{id}/fork), is
 	// the session and seq its log was copied from.
 	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
+	// Definition is the version of its agent the session runs under: the
+	// content hash of the agent's definition (instructions, tools with
+	// their schemas and approval policies, the agents it reaches) and
+	// whether it is the one deployed now. Nil for sessions started before
+	// versions were recorded.
+	Definition *DefinitionVersion `json:"definition,omitempty"`
 	// Truncated, in a listing, names the fields shown as a preview ("output",
 	// "error.message"): the session itself (GET /v1/sessions/{id}) has them
 	// whole. Empty everywhere else.
 	Truncated []string `json:"truncated,omitempty"`
+}
+
+// DefinitionVersion is the version of its agent a session runs under.
+type DefinitionVersion struct {
+	// Hash is the content hash of the definition ("sha256:…").
+	Hash string `json:"hash"`
+	// Current reports whether it is the definition deployed now (as the
+	// runner that answers has it). A paused session whose definition is
+	// not current resumes under its own, or, when its agent says
+	// on_new_version: latest, under the current one, recording a
+	// definition_changed event.
+	Current bool `json:"current"`
 }
 
 // RequestBytes bounds Session.Request, so that a session's summary, which

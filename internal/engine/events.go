@@ -94,6 +94,9 @@ func project(st *State, ev *session.Event, frame *Frame, data eventData) error {
 		return projectTurnInterrupted(p, st, ev, frame)
 	case *SessionForked:
 		return projectSessionForked(p, st, ev, frame)
+	case *DefinitionChanged:
+		st.Definition = p.To
+		return nil
 	}
 	return fmt.Errorf("event %d (%s): no projection for %T", ev.Seq, ev.Type, data)
 }

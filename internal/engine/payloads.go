@@ -26,4 +26,5 @@ type (
 	TurnCancelled      = session.TurnCancelled
 	TurnInterrupted    = session.TurnInterrupted
 	SessionForked      = session.SessionForked
+	DefinitionChanged  = session.DefinitionChanged
 )

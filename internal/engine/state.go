@@ -37,6 +37,10 @@ type State struct {
 	Owner      string
 	// Tenant is the session's tenant (session.Session.Tenant).
 	Tenant string `json:",omitempty"`
+	// Definition is the content hash of the definition of its agent the
+	// session runs under (Agent.Definition when it started, or since its
+	// last definition_changed); "" before versions were recorded.
+	Definition string `json:",omitempty"`
 	// ForkedFrom, on a fork, is where its log was copied from.
 	ForkedFrom *session.ForkOrigin `json:",omitempty"`
 	// Head is the Hash of the session's last event: the next event's Prev.

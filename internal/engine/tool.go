@@ -147,6 +147,15 @@ type Agent struct {
 	// NoSenderTools refuses messages that declare tools of their own
 	// (UserMessage.Tools, AG-UI frontend tools).
 	NoSenderTools bool
+	// Definition is the content hash of the agent's definition as this
+	// machine has it (the driver computes it): recorded when a session of
+	// the agent starts (State.Definition). "" records none.
+	Definition string
+	// FollowLatest (on_new_version: latest): a session of the agent that
+	// ran under another definition goes on under this machine's, and the
+	// step records definition_changed. Without it the driver steps the
+	// session with a machine of its own definition.
+	FollowLatest bool
 }
 
 // maxSenderTools bounds the tools one message may declare.

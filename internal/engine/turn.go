@@ -16,6 +16,7 @@ func projectSessionStarted(p *SessionStarted, st *State, ev *session.Event, fram
 		return fmt.Errorf("event %d: %s after the start", ev.Seq, ev.Type)
 	}
 	st.SessionID, st.Nonce, st.Agent, st.Metadata, st.Owner, st.Tenant, st.CreatedAt = p.SessionID, p.Nonce, p.Agent, p.Metadata, p.Owner, p.Tenant, ev.Time
+	st.Definition = p.Definition
 	st.Status = session.StatusRunning
 	st.frames++
 	// Room for a turn with one tool call (the request, the call, its
@@ -120,7 +121,8 @@ func (s *stepper) start(in Start) error {
 	if err := checkSenderTools(s.m.agents[in.Agent], in.Tools); err != nil {
 		return err
 	}
-	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant})
+	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant,
+		Definition: s.m.agents[in.Agent].Definition})
 	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor, Call: in.Call, Tools: in.Tools})
 	s.advance()
 	return nil

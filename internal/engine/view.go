@@ -32,6 +32,9 @@ func (s *State) View() *session.Session {
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Interrupts: noInterrupts, Stack: box.stack[:0], Remembered: noRemembered,
 	}
+	if s.Definition != "" {
+		v.Definition = &session.DefinitionVersion{Hash: s.Definition}
+	}
 	if len(s.Remembered) > 0 {
 		v.Remembered = s.Remembered
 	}

@@ -142,7 +142,7 @@ func (r *Runner) countPending(ctx context.Context, actor session.Actor, by sessi
 			return err
 		}
 		for _, h := range heads {
-			s, err := sessionFromHead(h)
+			s, err := r.sessionFromHead(h)
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func TestStateCacheBoundedByBytes(t *testing.T) {
 func TestRunnerCacheStaysWithinBytes(t *testing.T) {
 	ctx := context.Background()
 	m := &echoModel{}
-	r, err := New([]*Agent{{Name: "main", Model: m}}, &Options{CacheBytes: 8 << 20})
+	r, err := New([]*Agent{{Name: "main", Model: m}}, &Options{CacheBytes: 8 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

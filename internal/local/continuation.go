@@ -61,7 +61,11 @@ func (r *Runner) Invoke(ctx context.Context, agent, input string, opts *TurnOpti
 	ctx, _ = opts.apply(ctx)
 	scratch := store.NewMemory()
 	st := &engine.State{}
-	step, err := r.compiled.Load().machine.Step(st, engine.Start{SessionID: r.newID(), Nonce: newNonce(), Agent: agent, Text: input}, r.now())
+	c := r.compiled.Load()
+	if err := r.keepDefinition(ctx, c, agent); err != nil {
+		return nil, err
+	}
+	step, err := c.machine.Step(st, engine.Start{SessionID: r.newID(), Nonce: newNonce(), Agent: agent, Text: input}, r.now())
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,11 @@ func (r *Runner) Continue(ctx context.Context, agent, token string, decisions []
 	}
 	paused := st.Seq
 	in := engine.Decide{Seq: paused, Actor: actor, Decisions: decisions}
-	step, err := r.compiled.Load().machine.Step(st, in, r.now())
+	m, err := r.forSession(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	step, err := m.machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
 	}

@@ -46,10 +46,15 @@ func (r *Runner) apply(ctx context.Context, id string, in engine.Input) (*sessio
 // the outcome may come from it being behind the store, and that nothing
 // was written or run (apply reads the session and tries again).
 func (r *Runner) applyTo(ctx context.Context, st *engine.State, in engine.Input, unchecked bool) (sess *session.Session, behind bool, err error) {
-	if d, ok := in.(engine.Decide); ok {
-		in = r.withEditPreviews(ctx, st, d)
+	c, err := r.forSession(ctx, st)
+	if err != nil {
+		r.cache.put(st) // read, not changed
+		return nil, false, err
 	}
-	machine := r.compiled.Load().machine
+	if d, ok := in.(engine.Decide); ok {
+		in = r.withEditPreviews(ctx, c, st, d)
+	}
+	machine := c.machine
 	step, err := machine.Step(st, in, r.now())
 	switch {
 	case err != nil && unchecked:
@@ -112,6 +117,7 @@ func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step
 // sessionOf is the Session of a state this runner just recorded.
 func (r *Runner) sessionOf(st *engine.State) *session.Session {
 	s := st.View()
+	r.markCurrent(s)
 	if s.Status == session.StatusRunning && !r.halt.Load() {
 		until := r.now().Add(r.leaseFor)
 		s.LeaseOwner, s.LeaseExpiresAt = r.node, &until
@@ -159,7 +165,11 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 	// Each step's memory goes back to its machine once nothing reads it
 	// (engine.Machine.Recycle): once its events are written and the next
 	// step is made, or, for a first step held unwritten, once written.
-	recycle := func(step *engine.Step) { r.compiled.Load().machine.Recycle(step) }
+	c, err := r.forSession(ctx, st) // the machine of the session's definition
+	if err != nil {
+		return nil, err
+	}
+	recycle := func(step *engine.Step) { c.machine.Recycle(step) }
 	for first := true; ; {
 		if _, model := firstEffect(step).(engine.CallModel); owned && unseen && model && step.Events[0].Seq == 1 {
 			t.unwritten = step
@@ -213,12 +223,12 @@ func (r *Runner) driveIn(ctx context.Context, to store.Store, st *engine.State, 
 			return nil, r.interrupt(ctx, to, st, t, "the runner stopped (shutdown); another process continues the turn", errHalted)
 		default:
 			var err error
-			if in, err = r.perform(ctx, to, st, t, step.Effects[0]); err != nil {
+			if in, err = r.perform(ctx, to, c, st, t, step.Effects[0]); err != nil {
 				return nil, err
 			}
 		}
 		done := step
-		if step, err = r.compiled.Load().machine.Step(st, in, r.now()); err != nil {
+		if step, err = c.machine.Step(st, in, r.now()); err != nil {
 			return nil, err
 		}
 		if t == nil || len(t.unwritten.Events) == 0 { // else done is held unwritten
@@ -237,7 +247,7 @@ func firstEffect(step engine.Step) engine.Effect {
 
 // perform runs one effect and returns the input that reports it. t is nil
 // for a turn outside the runner's store (stateless mode).
-func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
+func (r *Runner) perform(ctx context.Context, to store.Store, c *compiled, st *engine.State, t *turn, eff engine.Effect) (engine.Input, error) {
 	run := func(ctx context.Context, isModel bool, fn func(ctx context.Context)) {
 		if t == nil {
 			fn(ctx)
@@ -270,14 +280,14 @@ func (r *Runner) perform(ctx context.Context, to store.Store, st *engine.State, 
 		if inline {
 			r.guard(ctx, to, st, t)
 		}
-		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, eff, inline) })
+		run(ctx, false, func(ctx context.Context) { results = r.runTools(ctx, c, eff, inline) })
 		if rescued, err := t.rescued(); rescued {
 			return nil, err
 		}
 		in = engine.ToolsDone{Frame: eff.Frame, Results: results}
 	case engine.RunPreviews:
 		var results []engine.PreviewOutcome
-		run(ctx, false, func(ctx context.Context) { results = r.runPreviews(ctx, eff) })
+		run(ctx, false, func(ctx context.Context) { results = r.runPreviews(ctx, c, eff) })
 		in = engine.PreviewsDone{Results: results}
 	default:
 		return nil, fmt.Errorf("cairn: unknown effect %T", eff)

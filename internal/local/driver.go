@@ -127,13 +127,13 @@ func (c Core) RulesFor(ctx context.Context, tenant, agent string, calls []model.
 
 // RunTools performs a RunTools effect.
 func (c Core) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
-	return c.r.runTools(ctx, eff, false)
+	return c.r.runTools(ctx, c.r.compiled.Load(), eff, false)
 }
 
 // RunPreviews performs a RunPreviews effect (never fails: a preview that
 // cannot be computed is reported as its error).
 func (c Core) RunPreviews(ctx context.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
-	return c.r.runPreviews(ctx, eff)
+	return c.r.runPreviews(ctx, c.r.compiled.Load(), eff)
 }
 
 // EditPreviews names the dry runs to compute before Decide d applies

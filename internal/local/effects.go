@@ -215,15 +215,17 @@ func handle(ctx context.Context, t *Tool, call engine.ToolRun) (res toolResult) 
 // returns the outcomes in the model's call order. inline: the turn is
 // guarded (Runner.rescue), so a handler without a timeout may run on the
 // calling goroutine.
-func (r *Runner) runTools(ctx context.Context, eff engine.RunTools, inline bool) []engine.ToolOutcome {
+//
+// c is the compiled agents the session runs under (Runner.forSession).
+func (r *Runner) runTools(ctx context.Context, c *compiled, eff engine.RunTools, inline bool) []engine.ToolOutcome {
 	out := make([]engine.ToolOutcome, len(eff.Calls))
 	if len(eff.Calls) == 1 { // the common case: no goroutine to start and wait for
-		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0], inline)
+		out[0] = r.runTool(ctx, eff.Session, eff.Nonce, c.tools[eff.Agent][eff.Calls[0].Tool], eff.Calls[0], inline)
 		return out
 	}
 	eachAtMost(len(eff.Calls), r.maxParallel, func(i int) {
 		call := eff.Calls[i]
-		out[i] = r.runTool(ctx, eff.Session, eff.Nonce, r.compiled.Load().tools[eff.Agent][call.Tool], call, inline)
+		out[i] = r.runTool(ctx, eff.Session, eff.Nonce, c.tools[eff.Agent][call.Tool], call, inline)
 	})
 	return out
 }

@@ -473,7 +473,7 @@ func (r *Runner) Cancel(ctx context.Context, sessionID string, scope session.Can
 		case h.Status == session.StatusPaused: // it paused before it saw the request
 			return r.apply(ctx, sessionID, cancel)
 		case h.Status != session.StatusRunning:
-			return sessionFromHead(h)
+			return r.sessionFromHead(h)
 		case !h.Lease.HeldBy("", r.now()): // its owner died: cancel it here
 			return r.apply(ctx, sessionID, cancel)
 		}

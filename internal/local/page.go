@@ -89,7 +89,7 @@ func (r *Runner) SessionsPage(ctx context.Context, status session.Status, page P
 	}
 	sessions = make([]*session.Session, 0, len(heads))
 	for _, h := range heads {
-		s, err := sessionFromHead(h)
+		s, err := r.sessionFromHead(h)
 		if err != nil {
 			return nil, "", err
 		}
@@ -112,7 +112,7 @@ func (r *Runner) InterruptsPage(ctx context.Context, page Page) (interrupts []se
 			return nil, "", err
 		}
 		for _, h := range heads {
-			s, err := sessionFromHead(h)
+			s, err := r.sessionFromHead(h)
 			if err != nil {
 				return nil, "", err
 			}

@@ -18,19 +18,19 @@ const DefaultPreviewTimeout = 10 * time.Second
 // at most maxParallel at once. Each is bounded by its tool's preview
 // timeout; one that fails, panics or times out is reported as its error,
 // so the pause it was computed for is never held up for longer.
-func (r *Runner) runPreviews(ctx context.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
+func (r *Runner) runPreviews(ctx context.Context, c *compiled, eff engine.RunPreviews) []engine.PreviewOutcome {
 	out := make([]engine.PreviewOutcome, len(eff.Previews))
 	eachAtMost(len(eff.Previews), r.maxParallel, func(i int) {
 		run := eff.Previews[i]
-		out[i] = engine.PreviewOutcome{InterruptID: run.InterruptID, Preview: r.preview(ctx, run)}
+		out[i] = engine.PreviewOutcome{InterruptID: run.InterruptID, Preview: r.preview(ctx, c, run)}
 	})
 	return out
 }
 
 // preview runs one dry run: the tool's Preview with the call's arguments,
 // bounded by its timeout, normalised (session.Preview.Normalize).
-func (r *Runner) preview(ctx context.Context, run engine.PreviewRun) session.Preview {
-	t := r.compiled.Load().tools[run.Agent][run.Tool]
+func (r *Runner) preview(ctx context.Context, c *compiled, run engine.PreviewRun) session.Preview {
+	t := c.tools[run.Agent][run.Tool]
 	if t == nil || t.Preview == nil {
 		return session.Preview{Error: fmt.Sprintf("tool %q has no preview here (its toolset dropped it, or this process has another configuration)", run.Tool)}
 	}
@@ -79,25 +79,30 @@ func (r *Runner) Preview(ctx context.Context, sessionID, interruptID string, arg
 	if err != nil {
 		return nil, err
 	}
-	run, err := r.compiled.Load().machine.PreviewFor(st, interruptID, args, actor)
+	c, err := r.forSession(ctx, st)
+	if err != nil {
+		r.cache.put(st)
+		return nil, err
+	}
+	run, err := c.machine.PreviewFor(st, interruptID, args, actor)
 	r.cache.put(st) // read, not changed
 	if err != nil {
 		return nil, err
 	}
-	p := r.preview(ctx, run)
+	p := r.preview(ctx, c, run)
 	return &p, nil
 }
 
 // withEditPreviews computes the dry runs of the edited arguments d
 // carries for calls that will wait for more approvers (engine.EditPreviews)
 // and returns d with them.
-func (r *Runner) withEditPreviews(ctx context.Context, st *engine.State, d engine.Decide) engine.Decide {
-	runs := r.compiled.Load().machine.EditPreviews(st, d)
+func (r *Runner) withEditPreviews(ctx context.Context, c *compiled, st *engine.State, d engine.Decide) engine.Decide {
+	runs := c.machine.EditPreviews(st, d)
 	if len(runs) == 0 {
 		return d
 	}
 	d.Previews = map[string]session.Preview{}
-	for _, o := range r.runPreviews(ctx, engine.RunPreviews{Session: st.SessionID, Previews: runs}) {
+	for _, o := range r.runPreviews(ctx, c, engine.RunPreviews{Session: st.SessionID, Previews: runs}) {
 		d.Previews[o.InterruptID] = o.Preview
 	}
 	return d

@@ -75,11 +75,15 @@ type Options struct {
 // and appends each step's events to the Store in one commit. A Runner is
 // safe for concurrent use; any number of Runners may share one Store.
 type Runner struct {
-	agents     map[string]*Agent
-	limits     map[string]modelLimits // by agent: its model's, read once
-	order      []string               // agent names as NewRunner got them
-	compiled   atomic.Pointer[compiled]
-	compileMu  sync.Mutex // one recompile at a time
+	agents    map[string]*Agent
+	limits    map[string]modelLimits // by agent: its model's, read once
+	order     []string               // agent names as NewRunner got them
+	compiled  atomic.Pointer[compiled]
+	compileMu sync.Mutex // one recompile at a time
+	// defs: the definitions stored, and machines for older ones;
+	// rebuildDef makes a stored one's agents again (Options.Rebuild).
+	defs       versions
+	rebuildDef Rebuild
 	engineOpts engine.Options
 	store      store.Store
 	snapshots  snapshotPolicy // for store
@@ -123,7 +127,11 @@ type Runner struct {
 
 // NewRunner checks and compiles the agents and their tools once. opts may
 // be nil.
-func New(agents []*Agent, opts *Options) (*Runner, error) {
+//
+// rebuild makes the agents of a stored definition again, for the sessions
+// that run under one the deployment no longer has (package cairn's); nil:
+// such a session cannot resume.
+func New(agents []*Agent, opts *Options, rebuild Rebuild) (*Runner, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -132,6 +140,7 @@ func New(agents []*Agent, opts *Options) (*Runner, error) {
 		return nil, err
 	}
 	r.suggestions = opts.Suggestions
+	r.rebuildDef = rebuild
 	r.engineOpts = engine.Options{AutoApprove: opts.AutoApprove, CheckAnswer: schema.CheckValue,
 		Authority: session.Authority{AdminOverride: opts.AdminOverride}, RuleCondition: cond.NewCache("args", 1024).Eval}
 	if err := r.compile(agents); err != nil {
@@ -293,11 +302,12 @@ func (r *Runner) Store() store.Store { return r.store }
 // sessionFromHead is the Session as last recorded: the stored view, with
 // the seq, status and update time of the head row (see engine.ViewChanged)
 // and the lease of a running session.
-func sessionFromHead(h store.Head) (*session.Session, error) {
+func (r *Runner) sessionFromHead(h store.Head) (*session.Session, error) {
 	s, err := engine.StoredView(h.Summary, h.Seq, h.Status, h.UpdatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", h.ID, err)
 	}
+	r.markCurrent(s)
 	if s.Status == session.StatusRunning {
 		until := h.Lease.Until
 		s.LeaseOwner, s.LeaseExpiresAt = h.Lease.Owner, &until

@@ -83,7 +83,11 @@ func (r *Runner) Start(ctx context.Context, agent, input string, opts *StartOpti
 	if opts.Call != nil {
 		in.Rules = r.rulesFor(ctx, in.Actor.Tenant, agent, []model.ToolCall{{Name: opts.Call.Tool}})
 	}
-	step, err := r.compiled.Load().machine.Step(st, in, r.now())
+	c := r.compiled.Load()
+	if err := r.keepDefinition(ctx, c, agent); err != nil {
+		return nil, err
+	}
+	step, err := c.machine.Step(st, in, r.now())
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +277,7 @@ func (r *Runner) Session(ctx context.Context, id string) (*session.Session, erro
 	if err != nil {
 		return nil, storeError(err, id)
 	}
-	return sessionFromHead(h)
+	return r.sessionFromHead(h)
 }
 
 // Sessions is cairn.Runner.Sessions (documented there).

@@ -40,6 +40,14 @@ type Agent struct {
 	CallerTool *Tool
 	// NoClientTools refuses tools a caller declares (engine.Agent.NoSenderTools).
 	NoClientTools bool
+	// Spec is the agent's part of its definition (Definition), as package
+	// cairn writes it: everything of it but its tools and what cannot be
+	// stored (its model, handlers).
+	Spec json.RawMessage
+	// FollowLatest: a session of the agent resumes under the agent as
+	// deployed now (on_new_version: latest) rather than under the
+	// definition it ran under (engine.Agent.FollowLatest).
+	FollowLatest bool
 }
 
 // Tool is a cairn.Tool compiled: what the engine knows of it, the handler
@@ -55,6 +63,9 @@ type Tool struct {
 	// is set with it.
 	Preview        func(ctx context.Context, args json.RawMessage) (session.Preview, error)
 	PreviewTimeout time.Duration
+	// Spec is the tool's part of its agent's definition (Definition), as
+	// package cairn writes it.
+	Spec json.RawMessage
 }
 
 // Call is what a running tool finds in its context: its idempotency key

@@ -9,17 +9,24 @@ import (
 // compiled is the runner's agents with their tools checked and prepared:
 // replaced as a whole when a toolset changes, so a step sees one version.
 type compiled struct {
-	machine *engine.Machine
-	tools   map[string]map[string]*Tool // agent → tool
-	order   map[string][]string         // agent → tool names, as listed
+	machine  *engine.Machine
+	tools    map[string]map[string]*Tool // agent → tool
+	order    map[string][]string         // agent → tool names, as listed
+	versions map[string]version          // agent → its definition
 }
 
 // compileAll compiles every agent's tools, its own and its toolsets'.
 func (r *Runner) compileAll() (*compiled, error) {
+	return r.compileAgents(r.order, r.agents)
+}
+
+// compileAgents compiles agents (listed in order): the deployed ones, or
+// those of a stored definition (rebuild).
+func (r *Runner) compileAgents(order []string, agents map[string]*Agent) (*compiled, error) {
 	c := &compiled{tools: map[string]map[string]*Tool{}, order: map[string][]string{}}
 	specs := map[string]*engine.Agent{}
-	for _, name := range r.order {
-		a := r.agents[name]
+	for _, name := range order {
+		a := agents[name]
 		spec := &engine.Agent{Name: a.Name, Instructions: a.Instructions, Tools: map[string]*engine.Tool{}, MaxIterations: a.MaxIterations,
 			OutputSchema: a.OutputSchema, CheckOutput: a.CheckOutput, OutputRetries: a.OutputRetries, Review: a.Review, Direct: a.Direct, NoSenderTools: a.NoClientTools}
 		if a.CallerTool != nil {
@@ -42,7 +49,7 @@ func (r *Runner) compileAll() (*compiled, error) {
 			if tools[name] != nil {
 				return nil, fmt.Errorf("cairn: agent %q: tool %q is listed twice", a.Name, name)
 			}
-			if (et.Kind == engine.ToolAgent || et.Kind == engine.ToolHandoff) && r.agents[et.Target] == nil {
+			if (et.Kind == engine.ToolAgent || et.Kind == engine.ToolHandoff) && agents[et.Target] == nil {
 				return nil, fmt.Errorf("cairn: agent %q: tool %q runs agent %q, which is not among the runner's agents", a.Name, name, et.Target)
 			}
 			tools[name] = t
@@ -51,6 +58,9 @@ func (r *Runner) compileAll() (*compiled, error) {
 			c.order[a.Name] = append(c.order[a.Name], name)
 		}
 		c.tools[a.Name], specs[a.Name] = tools, spec
+	}
+	if err := define(c, agents, specs); err != nil {
+		return nil, err
 	}
 	opts := r.engineOpts
 	c.machine = engine.New(specs, &opts)
