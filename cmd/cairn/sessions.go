@@ -416,6 +416,9 @@ func printSession(w io.Writer, s *cairn.Session, record string, evs []cairn.Even
 	if f := s.ForkedFrom; f != nil {
 		fmt.Fprintf(w, "forked  from %s at %d\n", f.SessionID, f.Seq)
 	}
+	if d := s.Definition; d != nil {
+		fmt.Fprintf(w, "version %s (%s)\n", shortHash(d.Hash), versionNote(d.Current))
+	}
 	for _, in := range s.Interrupts {
 		fmt.Fprintf(w, "waits   %s %s\n", in.ID, brief(&cairn.Session{Interrupts: []cairn.Interrupt{in}}))
 		if note := deadlineNote(in, time.Now()); note != "" {
@@ -521,12 +524,31 @@ func actorOf(a cairn.Actor) string {
 }
 
 // describe summarises an event's data for the timeline.
+// shortHash is a definition's hash as people compare them: its first
+// twelve hex digits, as git shortens commits.
+func shortHash(h string) string {
+	hex := strings.TrimPrefix(h, "sha256:")
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return hex
+}
+
+func versionNote(current bool) string {
+	if current {
+		return "the agent's current definition"
+	}
+	return "not the current definition: the configuration changed since the session started"
+}
+
 func describe(ev cairn.Event) string {
 	p, err := session.DecodeEvent(ev)
 	if err != nil {
 		return ""
 	}
 	switch d := p.(type) {
+	case *session.DefinitionChanged:
+		return fmt.Sprintf("from %s to %s (on_new_version: latest)", shortHash(d.From), shortHash(d.To))
 	case *session.UserMessage:
 		return oneLine(d.Text, 80)
 	case *session.AgentMessage:

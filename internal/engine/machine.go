@@ -284,7 +284,8 @@ func (m *Machine) Step(st *State, in Input, now time.Time) (out Step, err error)
 			m.Recycle(&Step{stepper: s}) // nothing of it is returned
 		}
 	}()
-	if undo := s.followLatest(in); undo != nil {
+	var undo func()
+	if in, undo = s.followLatest(in); undo != nil {
 		defer func() {
 			if err != nil {
 				undo() // a refused input leaves st as it was
@@ -377,21 +378,40 @@ type stepper struct {
 // followLatest records definition_changed when the session's agent follows
 // the latest definition (Agent.FollowLatest) and this machine's is not the
 // one the session ran under: first, so what the input does is done under
-// the new one. It returns what puts st back if the input is refused, or
-// nil when it recorded nothing.
-func (s *stepper) followLatest(in Input) (undo func()) {
+// the new one. It returns the input, its seq moved past the event when it
+// named the session's current one, and what puts st back if the input is
+// refused (nil when it recorded nothing).
+func (s *stepper) followLatest(in Input) (Input, func()) {
 	switch in.(type) {
 	case Start, Interrupted:
-		return nil // a new session starts under this one; an interrupted turn does nothing
+		return in, nil // a new session starts under this one; an interrupted turn does nothing
 	}
 	st := s.st
 	a := s.m.agents[st.Agent]
 	if a == nil || !a.FollowLatest || a.Definition == "" || st.Definition == "" || a.Definition == st.Definition || st.Seq == 0 {
-		return nil
+		return in, nil
 	}
 	seq, updated, head, from := st.Seq, st.UpdatedAt, st.Head, st.Definition
 	s.emit(session.EventDefinitionChanged, nil, &DefinitionChanged{From: from, To: a.Definition})
-	return func() { st.Seq, st.UpdatedAt, st.Head, st.Definition = seq, updated, head, from }
+	// The caller saw the session before the event: its seq is current.
+	switch v := in.(type) {
+	case Decide:
+		if v.Seq == seq {
+			v.Seq = st.Seq
+		}
+		in = v
+	case Message:
+		if v.Seq == seq {
+			v.Seq = st.Seq
+		}
+		in = v
+	case Cancel:
+		if v.Seq == seq {
+			v.Seq = st.Seq
+		}
+		in = v
+	}
+	return in, func() { st.Seq, st.UpdatedAt, st.Head, st.Definition = seq, updated, head, from }
 }
 
 // chain sets the Hash and Prev of the step's events and the state's Head,

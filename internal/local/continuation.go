@@ -185,6 +185,7 @@ func (r *Runner) settle(ctx context.Context, id string, res *continuation.Result
 
 func (r *Runner) result(ctx context.Context, st *engine.State, agent string) (*continuation.Result, error) {
 	sess := st.View()
+	r.markCurrent(sess)
 	res := &continuation.Result{Status: sess.Status, Output: sess.Output, Interrupts: sess.Interrupts, Error: sess.Error}
 	if sess.Status != session.StatusPaused {
 		return res, nil

@@ -35,6 +35,9 @@
 //     decisions that grant and use them, listed and revoked; decision
 //     records and the inbox's suggestions.
 //   - analytics.go: approval analytics from the decision records.
+//   - definition.go: the definition each session runs under (its agent's,
+//     hashed and stored once), and the machines rebuilt for sessions
+//     pinned to one the deployment no longer has.
 //   - retention.go: purges of finished sessions, and their tombstones.
 //   - hub.go, feed.go, follow.go, stream.go: the live fan-out of one
 //     session's events and of the changes to every session, and the

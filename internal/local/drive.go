@@ -109,6 +109,8 @@ func (r *Runner) runTurn(ctx context.Context, st *engine.State, step engine.Step
 	sess = last // the view the last commit's summary was written from
 	if sess == nil || sess.Status == session.StatusRunning {
 		sess = r.sessionOf(st) // before the state is shared again
+	} else {
+		r.markCurrent(sess)
 	}
 	r.cache.put(st)
 	return sess, nil

@@ -1113,8 +1113,15 @@ function eventLine(ev, depth, names, said) {
     case 'turn_failed': return row('', el('span', { class: 'error' }, 'turn failed: ' + (d.error && d.error.message)), forkButton(ev));
     case 'turn_cancelled': return row('', el('span', { class: 'frame' }, 'turn cancelled'), forkButton(ev));
     case 'session_forked': return row('', el('span', { class: 'frame' }, 'a fork of ', el('a', { href: '#/sessions/' + d.from.session_id }, d.from.session_id), ' at ' + d.from.seq), forkButton(ev));
+    case 'definition_changed': return row('', el('span', { class: 'frame' }, 'goes on under the agent\'s new definition ' + shortHash(d.to) + ' (was ' + shortHash(d.from) + ')'));
     default: return null;
   }
+}
+
+// shortHash is a definition's hash as people compare them: its first twelve
+// hex digits (cairn sessions show writes the same).
+function shortHash(h) {
+  return (h || '').replace(/^sha256:/, '').slice(0, 12);
 }
 
 // forkButton, on an event where the session paused or waited for a
@@ -1181,6 +1188,8 @@ async function renderSession(id, signal) {
   const paint = () => {
     head.replaceChildren(
       el('h2', {}, s.id), el('p', {}, 'agent ', el('b', {}, s.agent), ' · ', el('span', { class: 'status status-' + s.status, id: 'session-status' }, s.status), ' · updated ', ago(s.updated_at)),
+      s.definition ? el('p', { class: 'muted', id: 'definition', title: s.definition.hash }, 'version ', el('code', {}, shortHash(s.definition.hash)),
+        s.definition.current ? ' · the agent\'s current definition' : ' · not the current definition: the configuration changed since the session started') : '',
       s.forked_from ? el('p', { class: 'muted', id: 'forked-from' }, 'a fork of ', el('a', { href: '#/sessions/' + s.forked_from.session_id }, s.forked_from.session_id), ' at event ' + s.forked_from.seq) : '',
       s.stack.length > 1 ? el('p', { class: 'stack' }, 'talking with: ', ...s.stack.map((f) => el('span', {}, f.agent))) : '',
       s.error ? el('p', { class: 'error' }, s.error.message) : '',
