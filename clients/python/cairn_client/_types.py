@@ -32,7 +32,7 @@ EventType = Literal[
     "review_requested", "external_requested", "client_requested", "wait_expired", "decision",
     "approval_added", "interrupt_reminded", "interrupt_escalated", "tool_started", "tool_result", "frame_pushed", "frame_popped", "handoff", "agent_message",
     "output_rejected", "turn_paused", "turn_completed", "turn_failed", "turn_cancelled",
-    "turn_interrupted", "session_forked", "model_delta", "model_deltas_skipped",
+    "turn_interrupted", "session_forked", "definition_changed", "model_delta", "model_deltas_skipped",
 ]
 
 
@@ -365,6 +365,22 @@ class ForkOrigin:
 
 
 @dataclass
+class DefinitionVersion:
+    """The version of its agent a session runs under.
+
+    ``hash`` is the content hash of the agent's definition (instructions,
+    tools with their schemas and approval policies, the agents it reaches);
+    ``current`` says whether it is the one deployed now. A paused session
+    whose definition is not current resumes under its own, or under the
+    new one with a ``definition_changed`` event when its agent says
+    ``on_new_version: latest``.
+    """
+
+    hash: str = ""
+    current: bool = False
+
+
+@dataclass
 class Session:
     """A conversation with an agent and where it stands.
 
@@ -393,6 +409,7 @@ class Session:
     created_at: Optional[datetime.datetime] = None
     updated_at: Optional[datetime.datetime] = None
     forked_from: Optional[ForkOrigin] = None
+    definition: Optional[DefinitionVersion] = None
     truncated: Optional[List[str]] = None
     output_text: str = ""
 

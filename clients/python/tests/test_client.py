@@ -131,6 +131,10 @@ class Approvals(unittest.TestCase):
         s, i = self.paused("ops")
         fork = self.cairn.fork(s.id)
         assert fork.forked_from is not None
+        # A fork runs under the definition its original started with.
+        assert s.definition is not None and fork.definition is not None
+        self.assertEqual((fork.definition.hash, fork.definition.current), (s.definition.hash, True))
+        self.assertTrue(s.definition.hash.startswith("sha256:"))
         self.assertEqual((fork.forked_from.session_id, fork.forked_from.seq, fork.status), (s.id, s.seq, "paused"))
         done = self.cairn.reject(fork.interrupts[0], "not from the fork")
         self.assertEqual(done.status, "completed")

@@ -69,6 +69,7 @@ PAIRS = [
     (c.CallResult, prop(SCHEMAS["CallApproval"], "result")),
     (c.Preview, SCHEMAS["Preview"]),
     (c.ForkOrigin, prop(SCHEMAS["Session"], "forked_from")),
+    (c.DefinitionVersion, prop(SCHEMAS["Session"], "definition")),
     (c.BulkResponse, SCHEMAS["BulkResponse"]),
     (c.BulkResult, prop(SCHEMAS["BulkResponse"], "results")),
     (c.ErrorBody, prop(SCHEMAS["BulkResponse"], "results", "error")),

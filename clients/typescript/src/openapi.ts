@@ -979,7 +979,7 @@ export interface components {
             events: null | {
                 seq: number;
                 /** @enum {string} */
-                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "interrupt_reminded" | "interrupt_escalated" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "session_forked" | "model_delta" | "model_deltas_skipped";
+                type: "session_started" | "user_message" | "model_response" | "approval_requested" | "input_requested" | "review_requested" | "external_requested" | "client_requested" | "wait_expired" | "decision" | "approval_added" | "interrupt_reminded" | "interrupt_escalated" | "tool_started" | "tool_result" | "frame_pushed" | "frame_popped" | "handoff" | "agent_message" | "output_rejected" | "turn_paused" | "turn_completed" | "turn_failed" | "turn_cancelled" | "turn_interrupted" | "session_forked" | "definition_changed" | "model_delta" | "model_deltas_skipped";
                 /** Format: date-time */
                 time: string;
                 frame?: string;
@@ -1482,6 +1482,10 @@ export interface components {
                 session_id: string;
                 seq: number;
             };
+            definition?: null | {
+                hash: string;
+                current: boolean;
+            };
             truncated?: null | string[];
             /** @description the final answer's text, for an agent with an output_schema */
             output_text?: string;
@@ -1541,6 +1545,10 @@ export interface components {
                 forked_from?: null | {
                     session_id: string;
                     seq: number;
+                };
+                definition?: null | {
+                    hash: string;
+                    current: boolean;
                 };
                 truncated?: null | string[];
             })[];

@@ -123,6 +123,9 @@ describe("decisions", () => {
     const [s] = await paused("ops");
     const fork = await cairn.fork(s.id);
     assert.deepEqual([fork.forked_from?.session_id, fork.forked_from?.seq, fork.status], [s.id, s.seq, "paused"]);
+    // A fork runs under the definition its original started with.
+    assert.match(s.definition?.hash ?? "", /^sha256:[0-9a-f]{64}$/);
+    assert.deepEqual([fork.definition?.hash, fork.definition?.current], [s.definition?.hash, true]);
     const done = await cairn.reject(fork.interrupts[0], "not from the fork");
     assert.equal(done.status, "completed");
     assert.equal((await cairn.getSession(s.id)).status, "paused", "the original is not changed");
