@@ -211,6 +211,8 @@ func TestLatestResumesUnderTheNewDefinition(t *testing.T) {
 	}
 	changed := -1
 	for i, ev := range events {
+		// Only these two: their order.
+		//exhaustive:ignore
 		switch ev.Type {
 		case cairn.EventDefinitionChanged:
 			var p session.DefinitionChanged
