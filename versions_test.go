@@ -3,6 +3,7 @@ package cairn_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -258,5 +259,40 @@ func TestPinnedToolThatIsGoneFailsTheCall(t *testing.T) {
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != model.RoleTool || !last.IsError || !strings.Contains(last.Content, "not deployed any more") {
 		t.Fatalf("the model read %+v", last)
+	}
+}
+
+// A session whose agent the deployment no longer has cannot be rebuilt:
+// its decision is refused (409, nothing changes) saying why, and it
+// resumes once the agent is configured again.
+func TestPinnedAgentThatIsGoneRefusesTheDecision(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	var seen asked
+	a := deployment{instructions: "A", approval: "true"}
+	ra := a.open(t, path, &seen)
+	s, err := ra.Start(ctx, "releaser", "production", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ra.Close()
+
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	other, err := cairn.NewRunner([]*cairn.Agent{{Name: "other", Model: scripted.New(scripted.Reply{Text: "hi"})}}, &cairn.RunnerOptions{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := []cairn.Decision{{InterruptID: s.Interrupts[0].ID, Action: cairn.ActionApprove}}
+	_, err = other.Resume(ctx, s.ID, s.Seq, decide, nil)
+	if !errors.Is(err, cairn.ErrConflict) || !strings.Contains(err.Error(), `agent "releaser" is not deployed any more`) {
+		t.Fatalf("resume without the agent: %v", err)
+	}
+	_ = other.Close()
+	if got, _ := a.open(t, path, &seen).Resume(ctx, s.ID, s.Seq, decide, nil); got == nil || got.Status != cairn.StatusCompleted {
+		t.Fatalf("resumed once the agent is back: %+v", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -189,32 +188,37 @@ func (r *Runner) pinned(ctx context.Context, c *compiled, hash string) (*compile
 	return p, nil
 }
 
-// errNoDefinition: a session's definition cannot be had.
-var errNoDefinition = errors.New("cairn: the session's definition cannot be rebuilt")
+// noDefinition refuses a step of a session whose definition cannot be had
+// here (409: nothing changes; configure the agent again, or follow the
+// latest).
+func noDefinition(hash, format string, args ...any) error {
+	return &session.Error{Code: session.CodeConflict, Message: fmt.Sprintf("the session runs under definition %s of its agent, which cannot be rebuilt here: %s; configure what it needs again, or set the agent's on_new_version: latest",
+		hash, fmt.Sprintf(format, args...))}
+}
 
 // rebuild reads the definition hash from the store and compiles it.
 func (r *Runner) rebuild(ctx context.Context, hash string) (*compiled, error) {
 	blobs, ok := r.store.(store.Blobs)
 	if !ok || r.rebuildDef == nil {
-		return nil, fmt.Errorf("%w: definition %s (this runner cannot rebuild definitions)", errNoDefinition, hash)
+		return nil, noDefinition(hash, "this runner cannot rebuild definitions")
 	}
 	found, err := blobs.GetBlobs(ctx, []string{DefinitionKey(hash)})
 	if err != nil {
 		return nil, fmt.Errorf("cairn: read definition %s: %w", hash, err)
 	}
 	if len(found) != 1 || found[0] == nil {
-		return nil, fmt.Errorf("%w: definition %s is not in the store", errNoDefinition, hash)
+		return nil, noDefinition(hash, "the store does not have it")
 	}
 	if got := definitionHash(found[0]); got != hash {
-		return nil, fmt.Errorf("%w: the stored definition %s hashes to %s", errNoDefinition, hash, got)
+		return nil, noDefinition(hash, "the stored document hashes to %s", got)
 	}
 	var def Definition
 	if err := json.Unmarshal(found[0], &def); err != nil {
-		return nil, fmt.Errorf("%w: definition %s: %v", errNoDefinition, hash, err)
+		return nil, noDefinition(hash, "%v", err)
 	}
 	agents, err := r.rebuildDef(&def)
 	if err != nil {
-		return nil, fmt.Errorf("%w: definition %s: %v", errNoDefinition, hash, err)
+		return nil, noDefinition(hash, "%v", err)
 	}
 	byName := make(map[string]*Agent, len(agents))
 	order := make([]string, 0, len(agents))
@@ -224,11 +228,11 @@ func (r *Runner) rebuild(ctx context.Context, hash string) (*compiled, error) {
 	}
 	c, err := r.compileAgents(order, byName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: definition %s: %v", errNoDefinition, hash, err)
+		return nil, noDefinition(hash, "%v", err)
 	}
 	if got := c.versions[def.Agent].hash; got != hash {
 		// What was rebuilt is not what was stored: run nothing under it.
-		return nil, fmt.Errorf("%w: definition %s was rebuilt as %s", errNoDefinition, hash, got)
+		return nil, noDefinition(hash, "it was rebuilt as %s", got)
 	}
 	return c, nil
 }
