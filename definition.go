@@ -116,6 +116,18 @@ func (a *Agent) spec() (json.RawMessage, error) {
 		Direct: a.Direct, CallerTools: a.CallerTools, NoClientTools: a.NoClientTools})
 }
 
+// apply puts the spec on a, a copy of the agent deployed now (its review
+// policy, if written in Go, is kept under the stored words).
+func (s *agentSpec) apply(a *Agent) error {
+	review, err := s.Review.policy(a.Review)
+	if err != nil {
+		return fmt.Errorf("review: %w", err)
+	}
+	a.Name, a.Instructions, a.MaxIterations, a.OutputSchema, a.OutputRetries = s.Name, s.Instructions, s.MaxIterations, s.OutputSchema, s.OutputRetries
+	a.Review, a.Approvers, a.Direct, a.CallerTools, a.NoClientTools = review, s.Approvers, s.Direct, s.CallerTools, s.NoClientTools
+	return nil
+}
+
 // rebuilder makes the agents of stored definitions again beside deployed.
 type rebuilder struct{ deployed map[string]*Agent }
 
@@ -145,12 +157,9 @@ func (b rebuilder) rebuild(def *local.Definition) ([]*local.Agent, error) {
 				deployedTools[t.Name] = t
 			}
 		}
-		review, err := spec.Review.policy(a.Review)
-		if err != nil {
-			return nil, fmt.Errorf("agent %q: review: %w", d.Name, err)
+		if err := spec.apply(a); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", d.Name, err)
 		}
-		a.Name, a.Instructions, a.MaxIterations, a.OutputSchema, a.OutputRetries = spec.Name, spec.Instructions, spec.MaxIterations, spec.OutputSchema, spec.OutputRetries
-		a.Review, a.Approvers, a.Direct, a.CallerTools, a.NoClientTools = review, spec.Approvers, spec.Direct, spec.CallerTools, spec.NoClientTools
 		a.Toolsets, a.Tools = nil, make([]*Tool, 0, len(d.Tools))
 		for _, raw := range d.Tools {
 			t, err := rebuildTool(raw, deployedTools)
