@@ -54,6 +54,9 @@ type Start struct {
 	Call *session.CallRequest
 	// Tools are tools the sender runs itself (session.UserMessage.Tools).
 	Tools []model.ToolDefinition
+	// Definition is the definition of the agent the session starts under
+	// (engine.Start.Definition), stored before the driver is asked.
+	Definition string
 }
 
 // Decide is decisions on a paused session as a Driver gets them: the seq

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairnhq/cairn/internal/testkit/fakeopenai"
+	"github.com/cairnhq/cairn/internal/testkit/temporaltest"
 )
 
 // versionConfig is a release agent in two versions: %[1]s its store, %[2]s
@@ -189,5 +190,58 @@ func TestPausedSessionKeepsItsVersionAcrossARestart(t *testing.T) {
 				t.Fatalf("cairn sessions show after latest: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// On the Temporal driver a paused session also resumes under the
+// definition it started with after the worker and the server restart with
+// config B: the workflow replays and goes on with the machine of its own
+// definition, rebuilt from the store.
+func TestTemporalPausedSessionKeepsItsVersion(t *testing.T) {
+	fake := fakeopenai.Start(t, releaseModel)
+	addr := temporaltest.Server(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cairn.yaml")
+	store := "sqlite:" + filepath.Join(dir, "shared.db")
+	temporal := fmt.Sprintf("driver: temporal\ntemporal: {host_port: %q, task_queue: q%d}\n", addr, time.Now().UnixNano())
+	version := func(v string) {
+		writeVersion(t, cfg, store, fake.BaseURL(), v, "pin")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, cfg, temporal+string(b))
+	}
+	version("A")
+	worker := startWorker(t, cfg)
+	server, base := serve(t, cfg)
+	code, s := post(t, base+"/v1/sessions", `{"agent":"main","input":"production"}`)
+	if code != 201 || s["status"] != "paused" || s["definition"] == nil {
+		t.Fatalf("start under A: %d %v", code, s)
+	}
+	hashA := s["definition"].(map[string]any)["hash"]
+	stop(t, server, os.Interrupt, 30*time.Second)
+	_ = worker.Process.Kill()
+	_ = worker.Wait()
+
+	version("B")
+	startWorker(t, cfg)
+	_, base = serve(t, cfg)
+	id := s["id"].(string)
+	if def := getJSON(t, base+"/v1/sessions/"+id)["definition"].(map[string]any); def["hash"] != hashA || def["current"] != false {
+		t.Fatalf("under B: %v", def)
+	}
+	before := len(fake.Requests())
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	code, done := post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
+	if code != 200 || done["status"] != "completed" || done["output"] != "result: deployed" {
+		t.Fatalf("approve under B: %d %v", code, done)
+	}
+	asked := fake.Requests()[before:]
+	if len(asked) != 1 || asked[0].Messages[0].Text() != "release agent, version A" || strings.Contains(toolSchema(t, asked[0], "deploy_code"), "region") {
+		t.Fatalf("the workflow went on with %d requests: %q %s", len(asked), asked[0].Messages[0].Text(), toolSchema(t, asked[0], "deploy_code"))
+	}
+	if fresh := getJSON(t, base+"/v1/sessions/"+id); fresh["definition"].(map[string]any)["hash"] != hashA {
+		t.Fatalf("after the resume: %v", fresh["definition"])
 	}
 }

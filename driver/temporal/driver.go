@@ -38,7 +38,7 @@ func (d *Driver) Start(ctx context.Context, in driver.Start, detach bool) (*cair
 		ID: in.ID, TaskQueue: d.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, WorkflowName, params{Start: &engine.Start{SessionID: in.ID, Nonce: in.Nonce, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner, Actor: in.Actor, Call: in.Call, Tools: in.Tools}})
+	}, WorkflowName, params{Start: &engine.Start{SessionID: in.ID, Nonce: in.Nonce, Agent: in.Agent, Text: in.Input, Metadata: in.Metadata, Owner: in.Owner, Actor: in.Actor, Call: in.Call, Tools: in.Tools, Definition: in.Definition}})
 	h, err := d.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: UpdateWait, Args: []any{WaitArgs{Started: detach}},

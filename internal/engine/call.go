@@ -214,7 +214,7 @@ func (s *stepper) advanceCalls(agent *Agent, f *Frame) (Effect, bool) {
 		}
 	}
 	if len(runs) > 0 {
-		return RunTools{Session: s.st.SessionID, Nonce: s.st.Nonce, Frame: f.ID, Agent: f.Agent, Calls: runs}, true
+		return RunTools{Session: s.st.SessionID, Nonce: s.st.Nonce, Definition: s.st.Definition, Frame: f.ID, Agent: f.Agent, Calls: runs}, true
 	}
 	return nil, changed
 }

@@ -37,6 +37,11 @@ type Start struct {
 	// Rules are the standing rules the driver found live for the agent's
 	// tools (see ModelDone.Rules): a direct agent's call may match one.
 	Rules []session.Rule `json:",omitempty"`
+	// Definition, when set, is the definition the driver starts the
+	// session under: the machine's agent must have it (Agent.Definition).
+	// A durable driver carries it, so that a replay under another
+	// deployment steps with the same machine.
+	Definition string `json:",omitempty"`
 }
 
 // Message is the user's next message. It goes to the top of the stack: an
@@ -180,10 +185,11 @@ type CallModel struct {
 // RunTools asks the driver to run the calls (concurrently is fine) and report
 // ToolsDone with the outcomes in the same order.
 type RunTools struct {
-	// Session is the id of the session whose calls these are, and Nonce
-	// its nonce (State.Nonce).
-	Session, Nonce string
-	Frame          string
+	// Session is the id of the session whose calls these are, Nonce its
+	// nonce (State.Nonce), and Definition the definition it runs under
+	// (State.Definition): the tools to run are that definition's.
+	Session, Nonce, Definition string
+	Frame                      string
 	Agent          string
 	Calls          []ToolRun
 }

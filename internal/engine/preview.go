@@ -21,9 +21,11 @@ import (
 // to be asked for, and report PreviewsDone (in any order). A preview that
 // fails is reported as its error: it never blocks the pause.
 type RunPreviews struct {
-	// Session is the id of the session whose calls these are.
-	Session  string
-	Previews []PreviewRun
+	// Session is the id of the session whose calls these are, and
+	// Definition the definition it runs under (State.Definition): the
+	// tools whose previews run.
+	Session, Definition string
+	Previews            []PreviewRun
 }
 
 // PreviewRun is one approval whose tool's dry run is to be computed.

@@ -121,6 +121,9 @@ func (s *stepper) start(in Start) error {
 	if err := checkSenderTools(s.m.agents[in.Agent], in.Tools); err != nil {
 		return err
 	}
+	if d := s.m.agents[in.Agent].Definition; in.Definition != "" && in.Definition != d {
+		return errorf(session.CodeInvalidRequest, "agent %q: the start asks for definition %s; this machine's is %s", in.Agent, in.Definition, d)
+	}
 	s.emit(session.EventSessionStarted, nil, &SessionStarted{SessionID: in.SessionID, Nonce: in.Nonce, Agent: in.Agent, Frame: s.newFrameID(), Metadata: in.Metadata, Owner: in.Owner, Tenant: in.Actor.Tenant,
 		Definition: s.m.agents[in.Agent].Definition})
 	s.emit(session.EventUserMessage, s.st.Root(), &UserMessage{Text: in.Text, Actor: in.Actor, Call: in.Call, Tools: in.Tools})
@@ -408,7 +411,7 @@ func (s *stepper) advance() {
 	if due := s.previewsDue(); len(due) > 0 {
 		// The person deciding sees what the calls would do: their dry runs
 		// first, then the pause that shows them.
-		s.effects = append(s.room.effects[:0], RunPreviews{Session: s.st.SessionID, Previews: due})
+		s.effects = append(s.room.effects[:0], RunPreviews{Session: s.st.SessionID, Definition: s.st.Definition, Previews: due})
 		return
 	}
 	ins := s.withPreviews(s.st.Interrupts())

@@ -56,7 +56,7 @@ type version struct {
 // define computes the definition of every agent of c, and sets the
 // engine agents' Definition: an agent's covers the agents it reaches.
 func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agent) error {
-	c.versions = make(map[string]version, len(specs))
+	c.versions, c.hashes = make(map[string]version, len(specs)), make(map[string]bool, len(specs))
 	for name := range specs {
 		reached := map[string]bool{name: true}
 		for todo := []string{name}; len(todo) > 0; {
@@ -89,7 +89,7 @@ func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agen
 			return fmt.Errorf("cairn: agent %q: its definition: %w", name, err)
 		}
 		v := version{hash: definitionHash(doc), doc: doc}
-		c.versions[name] = v
+		c.versions[name], c.hashes[v.hash] = v, true
 		specs[name].Definition = v.hash
 		specs[name].FollowLatest = agents[name].FollowLatest
 	}
@@ -151,14 +151,21 @@ func (r *Runner) keepDefinition(ctx context.Context, c *compiled, agent string) 
 // the agent does not follow the latest (on_new_version: pin, the default):
 // then those of the session's own definition, rebuilt from the store.
 func (r *Runner) forSession(ctx context.Context, st *engine.State) (*compiled, error) {
-	c := r.compiled.Load()
-	if st.Definition == "" {
-		return c, nil // started before versions were recorded
-	}
-	if v, ok := c.versions[st.Agent]; ok && (v.hash == st.Definition || r.agents[st.Agent].FollowLatest) {
+	if c := r.compiled.Load(); st.Definition != "" && r.agents[st.Agent] != nil && r.agents[st.Agent].FollowLatest {
 		return c, nil
 	}
-	return r.pinned(ctx, c, st.Definition)
+	return r.compiledFor(ctx, st.Definition)
+}
+
+// compiledFor is the compiled agents of the definition hash: the deployed
+// ones when one of their agents has it ("": a session started before
+// versions were recorded), else those rebuilt from the store.
+func (r *Runner) compiledFor(ctx context.Context, hash string) (*compiled, error) {
+	c := r.compiled.Load()
+	if hash == "" || c.hashes[hash] {
+		return c, nil
+	}
+	return r.pinned(ctx, c, hash)
 }
 
 // pinned is the compiled agents of the definition hash, built beside the

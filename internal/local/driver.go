@@ -23,8 +23,13 @@ func (r *Runner) startWith(ctx context.Context, id, agent, input string, opts *S
 		names := slices.Sorted(maps.Keys(r.agents))
 		return nil, &session.Error{Code: session.CodeUnknownAgent, Message: fmt.Sprintf("unknown agent %q; configured agents: %s%s", agent, strings.Join(names, ", "), suggest.Hint(agent, names))}
 	}
+	c := r.compiled.Load()
+	if err := r.keepDefinition(ctx, c, agent); err != nil {
+		return nil, err
+	}
 	return r.observed(ctx, id, 0, func() (*session.Session, error) {
-		return r.driver.Start(ctx, driver.Start{ID: id, Nonce: newNonce(), Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools}, opts.Detach)
+		return r.driver.Start(ctx, driver.Start{ID: id, Nonce: newNonce(), Agent: agent, Input: input, Owner: opts.Owner, Metadata: opts.Metadata, Actor: opts.firstActor(), Call: opts.Call, Tools: opts.ClientTools,
+			Definition: c.versions[agent].hash}, opts.Detach)
 	})
 }
 
@@ -108,9 +113,23 @@ func CoreOf(v any) (Core, bool) {
 	return c, c.r != nil
 }
 
-// Step applies one input to a session's state (deterministic: no I/O).
+// Step applies one input to a session's state with the machine of the
+// definition the session runs under (a new session's, engine.Start's
+// Definition): the deployed one, or the one rebuilt from the store — the
+// same, on a replay under another deployment, as when the step was first
+// made. A durable driver always pins: on_new_version: latest would make a
+// replay differ from its history. Deterministic: a definition is
+// immutable, so reading it from the store is not an outcome to record.
 func (c Core) Step(st *engine.State, in engine.Input, now time.Time) (engine.Step, error) {
-	return c.r.compiled.Load().machine.Step(st, in, now)
+	hash := st.Definition
+	if start, ok := in.(engine.Start); ok {
+		hash = start.Definition
+	}
+	m, err := c.r.compiledFor(context.Background(), hash)
+	if err != nil {
+		return engine.Step{}, err
+	}
+	return m.machine.Step(st, in, now)
 }
 
 // CallModel performs a CallModel effect of a session whose last event has
@@ -127,19 +146,44 @@ func (c Core) RulesFor(ctx context.Context, tenant, agent string, calls []model.
 
 // RunTools performs a RunTools effect.
 func (c Core) RunTools(ctx context.Context, eff engine.RunTools) []engine.ToolOutcome {
-	return c.r.runTools(ctx, c.r.compiled.Load(), eff, false)
+	m, err := c.r.compiledFor(ctx, eff.Definition)
+	if err != nil {
+		return failAll(eff, err)
+	}
+	return c.r.runTools(ctx, m, eff, false)
 }
 
 // RunPreviews performs a RunPreviews effect (never fails: a preview that
 // cannot be computed is reported as its error).
 func (c Core) RunPreviews(ctx context.Context, eff engine.RunPreviews) []engine.PreviewOutcome {
-	return c.r.runPreviews(ctx, c.r.compiled.Load(), eff)
+	m, err := c.r.compiledFor(ctx, eff.Definition)
+	if err != nil {
+		out := make([]engine.PreviewOutcome, len(eff.Previews))
+		for i, run := range eff.Previews {
+			out[i] = engine.PreviewOutcome{InterruptID: run.InterruptID, Preview: session.Preview{Error: err.Error()}}
+		}
+		return out
+	}
+	return c.r.runPreviews(ctx, m, eff)
 }
 
 // EditPreviews names the dry runs to compute before Decide d applies
 // (engine.Machine.EditPreviews): deterministic, no I/O.
 func (c Core) EditPreviews(st *engine.State, d engine.Decide) []engine.PreviewRun {
-	return c.r.compiled.Load().machine.EditPreviews(st, d)
+	m, err := c.r.compiledFor(context.Background(), st.Definition)
+	if err != nil {
+		return nil // Step refuses the decision, saying why
+	}
+	return m.machine.EditPreviews(st, d)
+}
+
+// failAll is the outcome of calls none of which could run: err for each.
+func failAll(eff engine.RunTools, err error) []engine.ToolOutcome {
+	out := make([]engine.ToolOutcome, len(eff.Calls))
+	for i, call := range eff.Calls {
+		out[i] = engine.ToolOutcome{CallID: call.CallID, Content: "the call did not run: " + err.Error(), IsError: true}
+	}
+	return out
 }
 
 // driverLease is the lease a durable driver's mirror writes: an owner no

@@ -13,6 +13,7 @@ type compiled struct {
 	tools    map[string]map[string]*Tool // agent → tool
 	order    map[string][]string         // agent → tool names, as listed
 	versions map[string]version          // agent → its definition
+	hashes   map[string]bool             // the definitions of its agents
 }
 
 // compileAll compiles every agent's tools, its own and its toolsets'.
