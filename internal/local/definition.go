@@ -55,7 +55,9 @@ type version struct {
 
 // define computes the definition of every agent of c, and sets the
 // engine agents' Definition: an agent's covers the agents it reaches.
-func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agent) error {
+// With record false (a store that keeps no blobs, so no definition could
+// be rebuilt) sessions record none, and resume under the deployed agents.
+func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agent, record bool) error {
 	c.versions, c.hashes = make(map[string]version, len(specs)), make(map[string]bool, len(specs))
 	for name := range specs {
 		reached := map[string]bool{name: true}
@@ -90,7 +92,9 @@ func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agen
 		}
 		v := version{hash: definitionHash(doc), doc: doc}
 		c.versions[name], c.hashes[v.hash] = v, true
-		specs[name].Definition = v.hash
+		if record {
+			specs[name].Definition = v.hash
+		}
 		specs[name].FollowLatest = agents[name].FollowLatest
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/cairn/internal/engine"
+	"github.com/cairnhq/cairn/store"
 )
 
 // compiled is the runner's agents with their tools checked and prepared:
@@ -60,7 +61,8 @@ func (r *Runner) compileAgents(order []string, agents map[string]*Agent) (*compi
 		}
 		c.tools[a.Name], specs[a.Name] = tools, spec
 	}
-	if err := define(c, agents, specs); err != nil {
+	_, blobs := r.store.(store.Blobs)
+	if err := define(c, agents, specs, blobs); err != nil {
 		return nil, err
 	}
 	opts := r.engineOpts
