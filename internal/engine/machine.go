@@ -190,8 +190,8 @@ type RunTools struct {
 	// (State.Definition): the tools to run are that definition's.
 	Session, Nonce, Definition string
 	Frame                      string
-	Agent          string
-	Calls          []ToolRun
+	Agent                      string
+	Calls                      []ToolRun
 }
 
 // ToolRun is one call to execute.
