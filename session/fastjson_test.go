@@ -52,6 +52,9 @@ func randomSession(r *rand.Rand) Session {
 		at := randomTime(r)
 		s.LeaseExpiresAt = &at
 	}
+	if r.IntN(2) == 0 {
+		s.Definition = &DefinitionVersion{Hash: randomText(r), Current: r.IntN(2) == 0}
+	}
 	switch r.IntN(3) {
 	case 0:
 		s.Interrupts = []Interrupt{}

@@ -111,6 +111,7 @@ func FuzzAppendPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, raw string, n int64) {
 		for _, p := range []Payload{
 			&SessionStarted{SessionID: text, Nonce: raw, Agent: text, Frame: raw, Owner: text},
+			&SessionStarted{SessionID: text, Agent: text, Frame: raw, Tenant: raw, Definition: text},
 			&UserMessage{Text: text},
 			&ModelResponse{Message: model.Message{Role: model.RoleAssistant, Content: text, Agent: raw,
 				ToolCalls: []model.ToolCall{{ID: raw, Name: text, Arguments: raw}}}, Usage: model.Usage{InputTokens: n, OutputTokens: -n}},
