@@ -89,14 +89,15 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"cairn_model_duration_seconds_count", []string{`agent="main"`}, 6},
 		// 4 commits per session: the start is written with the model's answer.
 		{"cairn_commit_duration_seconds_count", nil, 12},
-		// And one: the signing key the store keeps (docs/audit.md).
-		{"cairn_store_writes_total", nil, 13},
+		// And two: the signing key the store keeps (docs/audit.md), and
+		// the agent's definition, stored once (docs/operations.md).
+		{"cairn_store_writes_total", nil, 14},
 	} {
 		if got := value(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if commits := value("cairn_store_commits_total"); commits < 1 || commits > 13 {
+	if commits := value("cairn_store_commits_total"); commits < 1 || commits > 14 {
 		t.Errorf("cairn_store_commits_total = %v", commits)
 	}
 	if !regexp.MustCompile(`(?m)^cairn_sse_streams\{`).Match(b) || !regexp.MustCompile(`(?m)^go_goroutines `).Match(b) {
