@@ -20,10 +20,11 @@ var (
 // View is the session as clients see it. Lease fields are the driver's and
 // left empty.
 func (s *State) View() *session.Session {
-	// The session and its stack's first frame in one allocation.
+	// The session, its stack's first frame and its version in one allocation.
 	box := &struct {
 		v     session.Session
 		stack [1]session.StackFrame
+		def   session.DefinitionVersion
 	}{}
 	v := &box.v
 	*v = session.Session{
@@ -33,7 +34,8 @@ func (s *State) View() *session.Session {
 		Interrupts: noInterrupts, Stack: box.stack[:0], Remembered: noRemembered,
 	}
 	if s.Definition != "" {
-		v.Definition = &session.DefinitionVersion{Hash: s.Definition}
+		box.def.Hash = s.Definition
+		v.Definition = &box.def
 	}
 	if len(s.Remembered) > 0 {
 		v.Remembered = s.Remembered
