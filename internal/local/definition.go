@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -17,9 +18,9 @@ import (
 // Definition is what a session of an agent runs under: the agent and every
 // agent its tools reach (sub-agents, handoffs), each with its description
 // and its tools' as package cairn writes them (Agent.Spec, Tool.Spec).
-// Its content hash (Hash) is recorded when a session starts; the document
-// is kept once in the store's blobs (DefinitionKey), so that a session
-// paused under it resumes under it after the deployment changed.
+// The SHA-256 of its JSON form is recorded when a session starts; the
+// document is kept once in the store's blobs (DefinitionKey), so that a
+// session paused under it resumes under it after the deployment changed.
 type Definition struct {
 	Agent  string         `json:"agent"`
 	Agents []DefinedAgent `json:"agents"` // by name
@@ -33,7 +34,7 @@ type DefinedAgent struct {
 }
 
 // Rebuild makes the agents of a stored definition again, for a session
-// that runs under it (Options.Rebuild): each agent's Tools return the
+// that runs under it (the last argument of New): each agent's Tools return the
 // tools as the definition has them, with what cannot be stored (handlers,
 // models, policies written in Go) from the agents deployed now.
 type Rebuild func(def *Definition) ([]*Agent, error)
@@ -72,7 +73,7 @@ func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agen
 			}
 		}
 		def := Definition{Agent: name}
-		for _, n := range slices.Sorted(mapKeys(reached)) {
+		for _, n := range slices.Sorted(maps.Keys(reached)) {
 			d := DefinedAgent{Name: n, Spec: agents[n].Spec, Tools: make([]json.RawMessage, 0, len(c.order[n]))}
 			if len(d.Spec) == 0 {
 				d.Spec = json.RawMessage(`{}`)
@@ -98,16 +99,6 @@ func define(c *compiled, agents map[string]*Agent, specs map[string]*engine.Agen
 		specs[name].FollowLatest = agents[name].FollowLatest
 	}
 	return nil
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(yield func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // versions keeps the definitions this process stored and the machines it
