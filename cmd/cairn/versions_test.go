@@ -86,6 +86,29 @@ func toolSchema(t *testing.T, r fakeopenai.Request, name string) string {
 	return ""
 }
 
+// resumeUnder approves the call session s paused on, on base, and checks
+// that the turn completed with one model request, made with the
+// instructions and the deploy schema of version ("A" or "B"); it returns
+// the session after.
+func resumeUnder(t *testing.T, fake *fakeopenai.Server, base string, s map[string]any, version string) map[string]any {
+	t.Helper()
+	before := len(fake.Requests())
+	in := s["interrupts"].([]any)[0].(map[string]any)
+	code, done := post(t, base+"/v1/sessions/"+s["id"].(string)+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
+	if code != 200 || done["status"] != "completed" {
+		t.Fatalf("approve: %d %v", code, done)
+	}
+	asked := fake.Requests()[before:]
+	if len(asked) != 1 {
+		t.Fatalf("the model was asked %d times after the approval, want once", len(asked))
+	}
+	system, schema := asked[0].Messages[0].Text(), toolSchema(t, asked[0], "deploy_code")
+	if system != "release agent, version "+version || strings.Contains(schema, "region") != (version == "B") {
+		t.Fatalf("resumed with %q and the deploy schema %s, want version %s's", system, schema, version)
+	}
+	return done
+}
+
 // A session paused under config A resumes under A after `cairn serve`
 // restarts with config B (instructions and the tool's schema and policy
 // changed): the model is asked with A's instructions and schema, and the
@@ -139,15 +162,8 @@ func TestPausedSessionKeepsItsVersionAcrossARestart(t *testing.T) {
 				t.Fatalf("the page shows %q", shown)
 			}
 
-			before := len(fake.Requests())
-			in := pinned["interrupts"].([]any)[0].(map[string]any)
-			code, done := post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, pinned["seq"], in["id"]))
-			if code != 200 || done["status"] != "completed" || done["output"] != "result: deployed" {
-				t.Fatalf("approve under B: %d %v", code, done)
-			}
-			asked := fake.Requests()[before:]
-			if len(asked) != 1 || asked[0].Messages[0].Text() != "release agent, version A" || strings.Contains(toolSchema(t, asked[0], "deploy_code"), "region") {
-				t.Fatalf("resumed with %d requests: %q %s", len(asked), asked[0].Messages[0].Text(), toolSchema(t, asked[0], "deploy_code"))
+			if done := resumeUnder(t, fake, base, pinned, "A"); done["output"] != "result: deployed" {
+				t.Fatalf("approve under B: %v", done)
 			}
 			// A's policy still holds for it: staging does not ask.
 			code, again := post(t, base+"/v1/sessions/"+id+"/messages", `{"text":"staging"}`)
@@ -165,15 +181,9 @@ func TestPausedSessionKeepsItsVersionAcrossARestart(t *testing.T) {
 			writeVersion(t, cfg, dsn, fake.BaseURL(), "B", "latest")
 			_, base = serve(t, cfg)
 			id = follows["id"].(string)
-			before = len(fake.Requests())
-			in = follows["interrupts"].([]any)[0].(map[string]any)
-			code, done = post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, follows["seq"], in["id"]))
-			if code != 200 || done["status"] != "completed" || done["definition"].(map[string]any)["current"] != true {
-				t.Fatalf("approve under latest: %d %v", code, done)
-			}
-			asked = fake.Requests()[before:]
-			if len(asked) != 1 || asked[0].Messages[0].Text() != "release agent, version B" || !strings.Contains(toolSchema(t, asked[0], "deploy_code"), "region") {
-				t.Fatalf("resumed under latest with %q %s", asked[0].Messages[0].Text(), toolSchema(t, asked[0], "deploy_code"))
+			done := resumeUnder(t, fake, base, follows, "B")
+			if done["definition"].(map[string]any)["current"] != true {
+				t.Fatalf("approve under latest: %v", done)
 			}
 			events := getJSON(t, base+"/v1/sessions/"+id+"/events")["events"].([]any)
 			var changed map[string]any
@@ -231,15 +241,8 @@ func TestTemporalPausedSessionKeepsItsVersion(t *testing.T) {
 	if def := getJSON(t, base+"/v1/sessions/"+id)["definition"].(map[string]any); def["hash"] != hashA || def["current"] != false {
 		t.Fatalf("under B: %v", def)
 	}
-	before := len(fake.Requests())
-	in := s["interrupts"].([]any)[0].(map[string]any)
-	code, done := post(t, base+"/v1/sessions/"+id+"/decisions", fmt.Sprintf(`{"seq":%v,"decisions":[{"interrupt_id":%q,"action":"approve"}]}`, s["seq"], in["id"]))
-	if code != 200 || done["status"] != "completed" || done["output"] != "result: deployed" {
-		t.Fatalf("approve under B: %d %v", code, done)
-	}
-	asked := fake.Requests()[before:]
-	if len(asked) != 1 || asked[0].Messages[0].Text() != "release agent, version A" || strings.Contains(toolSchema(t, asked[0], "deploy_code"), "region") {
-		t.Fatalf("the workflow went on with %d requests: %q %s", len(asked), asked[0].Messages[0].Text(), toolSchema(t, asked[0], "deploy_code"))
+	if done := resumeUnder(t, fake, base, s, "A"); done["output"] != "result: deployed" {
+		t.Fatalf("approve under B: %v", done)
 	}
 	if fresh := getJSON(t, base+"/v1/sessions/"+id); fresh["definition"].(map[string]any)["hash"] != hashA {
 		t.Fatalf("after the resume: %v", fresh["definition"])
